@@ -1,0 +1,59 @@
+"""placer: GPU placement for AI clusters.
+
+Decides which node and which GPU indices each pod or gang gets, keeps the cluster
+schedulable (fragmentation-aware policies), and explains why work is pending.
+"""
+from __future__ import annotations
+
+try:
+    from placer import _core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the build
+    raise ImportError(
+        "placer's compiled kernel (placer._core) is missing or was built for another "
+        "version: reinstall with `pip install .` (or `pip install -e .`) from the source "
+        f"checkout. Original error: {exc}"
+    ) from exc
+
+from placer.cluster import Cluster, NodeFree
+from placer.diagnostics import check_placement
+from placer.exceptions import InvalidInputError, PlacerError, SolverError
+from placer.model import (
+    Assignment,
+    ClusterSnapshot,
+    GangResult,
+    GangSpec,
+    NodeType,
+    PlacementRequest,
+    PlacementResult,
+    PodRequest,
+    Unschedulable,
+    load_request,
+    load_result,
+    load_snapshot,
+)
+from placer.place import place
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Assignment",
+    "Cluster",
+    "ClusterSnapshot",
+    "GangResult",
+    "GangSpec",
+    "InvalidInputError",
+    "NodeType",
+    "PlacementRequest",
+    "PlacementResult",
+    "PlacerError",
+    "PodRequest",
+    "SolverError",
+    "Unschedulable",
+    "__version__",
+    "load_request",
+    "load_result",
+    "load_snapshot",
+    "NodeFree",
+    "check_placement",
+    "place",
+]

@@ -1,0 +1,76 @@
+"""File output helpers: JSON text and all-or-nothing writes."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Union
+
+__all__ = ["dump_json", "write_text_atomic"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def dump_json(obj: Any) -> str:
+    """Return ``obj`` as JSON text indented by 2, ending in a newline."""
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one.
+
+    The text goes to a temporary file in the same directory, is flushed to disk and then
+    renamed over ``path``. On any failure the temporary file is removed and ``path`` is
+    left as it was.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    text : str
+        Its new content (written as is, no newline translation).
+    encoding : str
+        Text encoding.
+
+    Raises
+    ------
+    OSError
+        If the directory is missing or not writable, or the rename fails.
+    """
+    target = os.fspath(path)
+    directory = os.path.dirname(target) or "."
+    data = text.encode(encoding)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,345 @@
+"""Model objects to kernel arrays and back: the only module that knows the dtypes.
+
+``PackedCluster`` holds the static description of the nodes (names, models, labels,
+taints, capacities) and the dynamic state arrays the kernel updates in place.
+``pack_pods`` turns pod requests into the kernel's batch arrays, grouping pods that share
+a selector, tolerations and GPU models into one eligibility class whose node bitset is
+computed once and cached.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from placer import _typedefs as td
+from placer.exceptions import InvalidInputError
+from placer.model import ClusterSnapshot, Node, PodRequest, Taint, Toleration
+
+_NO_GPU_MODEL = ""
+
+
+def _bits(mask: np.ndarray, n_words: int) -> np.ndarray:
+    """A boolean node mask as a uint64 bitset of ``n_words`` words (bit n = node n)."""
+    padded = np.zeros(n_words * 64, dtype=bool)
+    padded[: mask.shape[0]] = mask
+    return np.packbits(padded.reshape(-1, 8), axis=1, bitorder="little").reshape(-1).view(np.uint64).copy()
+
+
+def _taint_text(taint: Taint) -> str:
+    return f"{{{taint.key}: {taint.value}}}" if taint.value else f"{{{taint.key}}}"
+
+
+@dataclass
+class EligibilityClass:
+    """Nodes that pass the static filters for one (selector, tolerations, models) key."""
+
+    bits: np.ndarray
+    model_mask: int
+    static_reasons: dict[str, int]
+
+
+@dataclass
+class PackedCluster:
+    """Static node description plus the kernel's state arrays."""
+
+    node_names: list[str]
+    node_index: dict[str, int]
+    model_names: list[str]
+    arrays: dict[str, np.ndarray]
+    cpu_cap: list[int | None]
+    mem_cap: list[int | None]
+    pods_cap: list[int | None]
+    gpu_mem_cap: list[int | None]
+    unhealthy: list[tuple[int, ...]]
+    nodes: Sequence[Node]
+    unschedulable: np.ndarray
+    n_words: int
+    _label_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
+    _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
+    _taint_set_of: np.ndarray | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_names)
+
+    def model_mask(self, gpu_models: Sequence[str], gpus: int) -> int:
+        """Allowed model ids of a pod as a bitmask (CPU-only pods: every node)."""
+        if gpus == 0:
+            return (1 << len(self.model_names)) - 1
+        if not gpu_models:
+            return ((1 << len(self.model_names)) - 1) & ~1
+        mask = 0
+        for name in gpu_models:
+            if name in self.model_names:
+                mask |= 1 << self.model_names.index(name)
+        return mask & ~1
+
+    def _label_match(self, key: str, value: str) -> np.ndarray:
+        cached = self._label_cache.get((key, value))
+        if cached is None:
+            cached = np.fromiter(
+                (node.labels.get(key) == value for node in self.nodes), dtype=bool, count=self.n_nodes
+            )
+            self._label_cache[(key, value)] = cached
+        return cached
+
+    def _taint_sets_index(self) -> tuple[list[tuple[Taint, ...]], np.ndarray]:
+        if self._taint_set_of is None:
+            ids: dict[tuple[Taint, ...], int] = {}
+            of = np.empty(self.n_nodes, dtype=np.int32)
+            for i, node in enumerate(self.nodes):
+                hard = tuple(t for t in node.taints if t.effect in ("NoSchedule", "NoExecute"))
+                of[i] = ids.setdefault(hard, len(ids))
+            self._taint_sets = list(ids)
+            self._taint_set_of = of
+        return self._taint_sets, self._taint_set_of
+
+    def eligibility(self, pod: PodRequest) -> EligibilityClass:
+        """The cached static filter result for the pod's (selector, tolerations, models)."""
+        key = (
+            tuple(sorted(pod.node_selector.items())),
+            pod.tolerations,
+            tuple(sorted(pod.gpu_models)) if pod.gpus else None,
+            pod.gpus > 0,
+        )
+        found = self._class_cache.get(key)
+        if found is None:
+            found = self._build_class(pod)
+            self._class_cache[key] = found
+        return found
+
+    def _build_class(self, pod: PodRequest) -> EligibilityClass:
+        alive = np.ones(self.n_nodes, dtype=bool)
+        reasons: dict[str, int] = {}
+
+        def reject(mask: np.ndarray, reason: str) -> None:
+            hit = alive & mask
+            count = int(hit.sum())
+            if count:
+                reasons[reason] = reasons.get(reason, 0) + count
+                alive[hit] = False
+
+        reject(self.unschedulable, "node(s) were unschedulable")
+        sets, set_of = self._taint_sets_index()
+        for set_id, taints in enumerate(sets):
+            blocking = _first_untolerated(taints, pod.tolerations)
+            if blocking is not None:
+                reject(set_of == set_id, f"node(s) had untolerated taint {_taint_text(blocking)}")
+        if pod.node_selector:
+            selected = np.ones(self.n_nodes, dtype=bool)
+            for k, v in pod.node_selector.items():
+                selected &= self._label_match(k, v)
+            reject(~selected, "node(s) didn't match Pod's node affinity/selector")
+        model_mask = self.model_mask(pod.gpu_models, pod.gpus)
+        if pod.gpus:
+            model_id = self.arrays["model_id"]
+            reject(model_id == 0, "Insufficient nvidia.com/gpu")
+            allowed = ((model_mask >> model_id) & 1).astype(bool)
+            reject(~allowed, "node(s) didn't match Pod's GPU model")
+        return EligibilityClass(_bits(alive, self.n_words), model_mask, reasons)
+
+
+def _first_untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> Taint | None:
+    for taint in taints:
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
+    """Build the static description and the initial state arrays of a snapshot."""
+    nodes = snapshot.nodes
+    n = len(nodes)
+    max_gpus = max((node.hardware.gpus for node in nodes), default=0)
+    stride = max(max_gpus, 1)
+    n_words = max((n + 63) // 64, 1)
+
+    model_names = [_NO_GPU_MODEL]
+    model_lookup = {_NO_GPU_MODEL: 0}
+    model_id = np.zeros(n, dtype=td.INDEX)
+    gpu_count = np.zeros(n, dtype=td.COUNT)
+    gpu_free_milli = np.zeros((n, stride), dtype=td.MILLI)
+    gpu_free_mem = np.zeros((n, stride), dtype=td.MIB32)
+    gpu_mem_cap = np.full(n, td.UNTRACKED_INT, dtype=td.MIB32)
+    cpu_free = np.full(n, td.UNTRACKED_BIG, dtype=td.BIG)
+    mem_free = np.full(n, td.UNTRACKED_BIG, dtype=td.BIG)
+    pods_free = np.full(n, td.UNTRACKED_INT, dtype=td.INT)
+    cpu_tracked = np.zeros(n, dtype=np.uint8)
+    unschedulable = np.zeros(n, dtype=bool)
+    cpu_cap: list[int | None] = []
+    mem_cap: list[int | None] = []
+    pods_cap: list[int | None] = []
+    gmem_cap: list[int | None] = []
+    unhealthy: list[tuple[int, ...]] = []
+    names: list[str] = []
+
+    for i, node in enumerate(nodes):
+        hw = node.hardware
+        names.append(node.name)
+        g = hw.gpus
+        gpu_count[i] = g
+        if g:
+            mid = model_lookup.get(hw.gpu_model or "gpu")
+            if mid is None:
+                mid = len(model_names)
+                if mid > td.MAX_GPU_MODELS:
+                    raise InvalidInputError(
+                        f"nodes[{i}].gpuModel", f"more than {td.MAX_GPU_MODELS} distinct GPU models"
+                    )
+                model_lookup[hw.gpu_model or "gpu"] = mid
+                model_names.append(hw.gpu_model or "gpu")
+            model_id[i] = mid
+            gpu_free_milli[i, :g] = 1000
+            gpu_free_mem[i, :g] = hw.gpu_memory_mib if hw.gpu_memory_mib is not None else td.UNTRACKED_INT
+            if node.unhealthy_gpus:
+                gpu_free_milli[i, list(node.unhealthy_gpus)] = 0
+                gpu_free_mem[i, list(node.unhealthy_gpus)] = 0
+        if hw.gpu_memory_mib is not None:
+            gpu_mem_cap[i] = hw.gpu_memory_mib
+        if hw.cpu_milli is not None:
+            cpu_free[i] = hw.cpu_milli
+            cpu_tracked[i] = 1
+        if hw.memory_mib is not None:
+            mem_free[i] = hw.memory_mib
+        if hw.max_pods is not None:
+            pods_free[i] = hw.max_pods
+        for pod in node.pods:
+            if pod.gpus:
+                gpu_free_milli[i, list(pod.gpus)] = 0
+            for idx, milli in pod.gpu_shares.items():
+                gpu_free_milli[i, idx] -= milli
+            for idx, mib in pod.gpu_memory_mib.items():
+                gpu_free_mem[i, idx] -= mib
+            cpu_free[i] -= pod.cpu_milli
+            mem_free[i] -= pod.memory_mib
+            pods_free[i] -= 1
+        unschedulable[i] = node.unschedulable
+        cpu_cap.append(hw.cpu_milli)
+        mem_cap.append(hw.memory_mib)
+        pods_cap.append(hw.max_pods)
+        gmem_cap.append(hw.gpu_memory_mib)
+        unhealthy.append(node.unhealthy_gpus)
+
+    n_models = len(model_names)
+    model_max = np.zeros(n_models, dtype=td.INDEX)
+    np.maximum.at(model_max, model_id, gpu_count.astype(td.INDEX))
+    bucket_base = np.zeros(n_models, dtype=td.INDEX)
+    bucket_base[1:] = np.cumsum(model_max[:-1] + 1)
+    n_buckets = int(bucket_base[-1] + model_max[-1] + 1)
+
+    arrays = {
+        "free_mask": np.zeros(n, dtype=td.MASK),
+        "free_count": np.zeros(n, dtype=td.COUNT),
+        "gpu_count": gpu_count,
+        "gpu_free_milli": gpu_free_milli,
+        "gpu_free_mem": gpu_free_mem,
+        "gpu_mem_cap": gpu_mem_cap,
+        "free_milli_sum": np.zeros(n, dtype=td.INT),
+        "cpu_free": cpu_free,
+        "mem_free": mem_free,
+        "pods_free": pods_free,
+        "cpu_tracked": cpu_tracked,
+        "model_id": model_id,
+        "model_max": model_max,
+        "bucket_base": bucket_base,
+        "bucket_of": np.zeros(n, dtype=td.INDEX),
+        "bucket_bits": np.zeros((n_buckets, n_words), dtype=td.MASK),
+        "bucket_cpu_floor": np.zeros(n_buckets, dtype=td.BIG),
+    }
+    packed = PackedCluster(
+        node_names=names,
+        node_index={name: i for i, name in enumerate(names)},
+        model_names=model_names,
+        arrays=arrays,
+        cpu_cap=cpu_cap,
+        mem_cap=mem_cap,
+        pods_cap=pods_cap,
+        gpu_mem_cap=gmem_cap,
+        unhealthy=unhealthy,
+        nodes=nodes,
+        unschedulable=unschedulable,
+        n_words=n_words,
+    )
+    refresh_derived(packed)
+    return packed
+
+
+def refresh_derived(packed: PackedCluster) -> None:
+    """Recompute free masks, counts, sums and bucket bitsets from per-GPU free milli."""
+    a = packed.arrays
+    n, stride = a["gpu_free_milli"].shape
+    whole = a["gpu_free_milli"] == 1000
+    weights = np.left_shift(np.uint64(1), np.arange(stride, dtype=np.uint64))
+    a["free_mask"][:] = (whole.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64) if n else 0
+    a["free_count"][:] = whole.sum(axis=1)
+    a["free_milli_sum"][:] = a["gpu_free_milli"].sum(axis=1, dtype=np.int64)
+    a["bucket_of"][:] = a["bucket_base"][a["model_id"]] + a["free_count"]
+    bits = a["bucket_bits"]
+    bits[:] = 0
+    for b in np.unique(a["bucket_of"]):
+        bits[b] = _bits(a["bucket_of"] == b, packed.n_words)
+    floor = a["bucket_cpu_floor"]
+    floor[:] = td.UNTRACKED_BIG
+    np.minimum.at(floor, a["bucket_of"], np.where(a["cpu_tracked"] == 1, a["cpu_free"], 0))
+
+
+def pack_pods(packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequence[int] | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, list[EligibilityClass]]:
+    """Kernel batch arrays for ``pods``.
+
+    ``groups`` gives, per pod, the end index of its all-or-nothing group (``None``: every
+    pod is its own group). Returns the arrays, the class bitsets (classes × words) and the
+    class objects in row order.
+    """
+    count = len(pods)
+    classes: list[EligibilityClass] = []
+    class_row: dict[int, int] = {}
+    klass = np.empty(count, dtype=td.INDEX)
+    models = np.empty(count, dtype=td.MASK)
+    for j, pod in enumerate(pods):
+        ec = packed.eligibility(pod)
+        row = class_row.get(id(ec))
+        if row is None:
+            row = class_row[id(ec)] = len(classes)
+            classes.append(ec)
+        klass[j] = row
+        models[j] = ec.model_mask
+    arrays = {
+        "gpus": np.fromiter((p.gpus for p in pods), dtype=td.INT, count=count),
+        "milli": np.fromiter((p.gpu_milli for p in pods), dtype=td.INT, count=count),
+        "gpu_mem": np.fromiter((p.gpu_memory_mib for p in pods), dtype=td.INT, count=count),
+        "cpu": np.fromiter((p.cpu_milli for p in pods), dtype=td.BIG, count=count),
+        "mem": np.fromiter((p.memory_mib for p in pods), dtype=td.BIG, count=count),
+        "models": models,
+        "klass": klass,
+        "group_end": (
+            np.arange(1, count + 1, dtype=td.INDEX) if groups is None else np.asarray(groups, dtype=td.INDEX)
+        ),
+    }
+    if classes:
+        bitsets = np.stack([c.bits for c in classes])
+    else:
+        bitsets = np.zeros((0, packed.n_words), dtype=td.MASK)
+    return arrays, bitsets, classes
+
+
+def mask_to_indices(mask: int) -> tuple[int, ...]:
+    """GPU indices of a bitmask, ascending."""
+    out = []
+    i = 0
+    while mask:
+        if mask & 1:
+            out.append(i)
+        mask >>= 1
+        i += 1
+    return tuple(out)
+
+
+def indices_to_mask(indices: Sequence[int]) -> int:
+    """A bitmask of GPU indices."""
+    mask = 0
+    for i in indices:
+        mask |= 1 << i
+    return mask

@@ -1,0 +1,33 @@
+"""The dtype contract between :mod:`placer._pack` and the Cython kernel.
+
+``_core.pyx`` declares the same C types; change both together.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
+COUNT = np.uint8  # GPUs per node
+MILLI = np.int16  # free milli-GPU of one GPU (0..1000)
+MIB32 = np.int32  # GPU memory of one GPU, MiB
+INDEX = np.int32  # node, pod, bucket and class indices
+INT = np.int32
+BIG = np.int64  # CPU milli and memory MiB of a node
+
+MAX_GPUS_PER_NODE = 64
+MAX_GPU_MODELS = 63  # model id 0 is "no GPU"; ids fit one uint64 mask
+
+# Untracked capacities are stored as these (never reached, safe to add and subtract).
+UNTRACKED_BIG = np.int64(1 << 60)
+UNTRACKED_INT = np.int32(1 << 30)
+
+POLICY_CODES = {"first-fit": 0, "best-fit": 1, "spread": 2, "random": 3}
+
+# Order of the dynamic (resource) reason counters the kernel fills per failed pod.
+RESOURCE_REASONS = (
+    "Insufficient cpu",
+    "Insufficient memory",
+    "Too many pods",
+    "Insufficient nvidia.com/gpu",
+    "Insufficient GPU memory",
+)

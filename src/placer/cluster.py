@@ -1,0 +1,437 @@
+"""A cluster's placement state for a scheduler's loop: place, bind, release.
+
+:class:`Cluster` packs a snapshot into the kernel's arrays once; every later decision and
+state change works on those arrays in place. The rules it implements are in
+``docs/placement-rules.md``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import numpy as np
+
+from placer import _typedefs as td
+from placer import _validation
+from placer._core import Kernel
+from placer._pack import EligibilityClass, indices_to_mask, mask_to_indices, pack_pods, pack_snapshot, _bits
+from placer.exceptions import InvalidInputError
+from placer.model import (
+    Assignment,
+    ClusterSnapshot,
+    GangResult,
+    GangSpec,
+    PlacementRequest,
+    PlacementResult,
+    PodRequest,
+    RunningPod,
+    Unschedulable,
+    load_request,
+    load_snapshot,
+)
+
+__all__ = ["Cluster", "NodeFree", "kube_reason"]
+
+PodLike = Union[PodRequest, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFree:
+    """What is free on one node now; ``None`` where the capacity is not tracked."""
+
+    cpu_milli: int | None
+    memory_mib: int | None
+    pods: int | None
+    gpu_milli: tuple[int, ...]
+    gpu_memory_mib: tuple[int | None, ...]
+
+
+@dataclass(slots=True)
+class _Holding:
+    """What one bound pod holds on its node."""
+
+    node: int
+    whole_mask: int
+    shares: dict[int, tuple[int, int]]
+    cpu_milli: int
+    memory_mib: int
+    record: RunningPod
+
+
+def kube_reason(total_nodes: int, counts: Mapping[str, int]) -> str:
+    """``0/N nodes are available: …`` with counts largest first, ties by reason text."""
+    parts = [f"{c} {r}" for r, c in sorted(counts.items(), key=lambda rc: (-rc[1], rc[0])) if c]
+    return f"0/{total_nodes} nodes are available: " + ", ".join(parts) + "." if parts else (
+        f"0/{total_nodes} nodes are available."
+    )
+
+
+@dataclass
+class _Step:
+    """A run of pods placed in one kernel call, or one gang with a required level."""
+
+    pods: list[PodRequest]
+    group_end: list[int] = field(default_factory=list)
+    gang: GangSpec | None = None
+
+
+class Cluster:
+    """Placement state of one cluster.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot, dict or path
+        The cluster as it is now.
+
+    Examples
+    --------
+    >>> cluster = Cluster(snapshot)                          # doctest: +SKIP
+    >>> decision = cluster.place({"name": "a", "gpus": 2})   # doctest: +SKIP
+    >>> cluster.bind(decision)                               # doctest: +SKIP
+    >>> cluster.release("a")                                 # doctest: +SKIP
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot | Mapping[str, Any] | str) -> None:
+        self._snapshot = load_snapshot(snapshot)
+        self._packed = pack_snapshot(self._snapshot)
+        self._kernel = Kernel(self._packed.arrays, len(self._packed.model_names))
+        self._holdings: dict[str, _Holding] = {}
+        self._decided: dict[str, PodRequest] = {}
+        self._domain_bits: dict[str, list[tuple[str, np.ndarray]]] = {}
+        for i, node in enumerate(self._snapshot.nodes):
+            for pod in node.pods:
+                self._holdings[pod.name] = _Holding(
+                    node=i,
+                    whole_mask=indices_to_mask(pod.gpus),
+                    shares={g: (m, pod.gpu_memory_mib.get(g, 0)) for g, m in pod.gpu_shares.items()},
+                    cpu_milli=pod.cpu_milli,
+                    memory_mib=pod.memory_mib,
+                    record=pod,
+                )
+
+    @property
+    def snapshot(self) -> ClusterSnapshot:
+        """The snapshot this cluster started from."""
+        return self._snapshot
+
+    @property
+    def node_names(self) -> list[str]:
+        """Node names in index order."""
+        return list(self._packed.node_names)
+
+    # ------------------------------------------------------------------ decisions
+
+    def schedule(self, request: PlacementRequest | Mapping[str, Any] | str) -> PlacementResult:
+        """Place a request's pods in order, binding each placed pod.
+
+        This is what :func:`placer.place` does; the state keeps the placed pods.
+        """
+        request = load_request(request)
+        _validation.check_request_against_snapshot(request, self._snapshot)
+        return self._run(request.pods, request.gangs, request.policy, request.seed, keep=True)
+
+    def place(
+        self,
+        pods: PodLike | Sequence[PodLike],
+        *,
+        gang: GangSpec | Mapping[str, Any] | None = None,
+        policy: str = "best-fit",
+        seed: int = 0,
+    ) -> PlacementResult:
+        """Decide where one pod, or a list of pods, would go; the state does not change.
+
+        Parameters
+        ----------
+        pods : PodRequest or dict, or a sequence of them
+            The pods, placed in order.
+        gang : GangSpec or dict, optional
+            When given, the pods form this gang: all are placed or none.
+        policy : str
+            One of ``best-fit``, ``first-fit``, ``spread``, ``random``.
+        seed : int
+            Seed of the ``random`` policy's stream.
+
+        Returns
+        -------
+        PlacementResult
+            Pass it to :meth:`bind` to make the decision real.
+        """
+        request = _validation.request_for_pods(pods, gang, policy, seed)
+        _validation.check_request_against_snapshot(request, self._snapshot)
+        return self._run(request.pods, request.gangs, request.policy, request.seed, keep=False)
+
+    def _run(
+        self,
+        pods: Sequence[PodRequest],
+        gangs: Mapping[str, GangSpec],
+        policy: str,
+        seed: int,
+        keep: bool,
+    ) -> PlacementResult:
+        code = td.POLICY_CODES.get(policy)
+        if code is None:
+            raise InvalidInputError(
+                "policy",
+                f"policy {policy!r} is not available yet; use one of {', '.join(td.POLICY_CODES)}",
+            )
+        for pod in pods:
+            if pod.name in self._holdings:
+                raise InvalidInputError(f"pods[{pod.name}]", f"pod {pod.name!r} is already bound")
+        rng = np.array([seed], dtype=np.uint64)
+        assignments: list[Assignment] = []
+        unschedulable: list[Unschedulable] = []
+        gang_results: list[GangResult] = []
+        placed: list[tuple[PodRequest, int, int]] = []
+        for step in self._steps(pods, gangs):
+            if step.gang is not None and step.gang.mode == "required":
+                outcome = self._place_required(step, code, rng)
+            else:
+                outcome = self._place_run(step, code, rng)
+            for pod, node, mask, reason in outcome:
+                if node >= 0:
+                    placed.append((pod, node, mask))
+                    assignments.append(self._assignment(pod, node, mask))
+                else:
+                    unschedulable.append(Unschedulable(pod.name, reason))
+            if step.gang is not None:
+                gang_results.append(self._gang_result(step.gang, outcome))
+        for pod, _, _ in placed:
+            self._decided[pod.name] = pod
+        if keep:
+            for pod, node, mask in placed:
+                self._hold(pod, node, mask)
+        else:
+            for pod, node, mask in reversed(placed):
+                self._apply(node, pod, mask, -1)
+        return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results))
+
+    def _steps(self, pods: Sequence[PodRequest], gangs: Mapping[str, GangSpec]) -> list[_Step]:
+        members: dict[str, list[PodRequest]] = {}
+        for pod in pods:
+            if pod.gang is not None:
+                members.setdefault(pod.gang, []).append(pod)
+        steps: list[_Step] = []
+        current = _Step([])
+        seen: set[str] = set()
+        for pod in pods:
+            if pod.gang is None:
+                current.pods.append(pod)
+                current.group_end.append(len(current.pods))
+                continue
+            if pod.gang in seen:
+                continue
+            seen.add(pod.gang)
+            group = members[pod.gang]
+            if current.pods:
+                steps.append(current)
+                current = _Step([])
+            steps.append(_Step(list(group), [len(group)] * len(group), gangs.get(pod.gang) or GangSpec(pod.gang)))
+        if current.pods:
+            steps.append(current)
+        return steps
+
+    def _place_run(self, step: _Step, code: int, rng: np.ndarray) -> list[tuple[PodRequest, int, int, str]]:
+        arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
+        nodes, masks, failed_at, counts = self._kernel.place_batch(arrays, code, rng, bitsets)
+        out = []
+        for j, pod in enumerate(step.pods):
+            node = int(nodes[j])
+            reason = ""
+            if node < 0:
+                k = int(failed_at[j])
+                line = self._reason(classes[int(arrays["klass"][k])], counts[k])
+                if step.gang is not None:
+                    reason = (
+                        f"gang {step.gang.name}: {k} of {len(step.pods)} pod(s) placed before pod "
+                        f"{step.pods[k].name} failed: {line}"
+                    )
+                else:
+                    reason = line
+            out.append((pod, node, int(masks[j]), reason))
+        return out
+
+    def _place_required(self, step: _Step, code: int, rng: np.ndarray) -> list[tuple[PodRequest, int, int, str]]:
+        assert step.gang is not None and step.gang.level is not None
+        level = step.gang.level
+        arrays, bitsets, _ = pack_pods(self._packed, step.pods, step.group_end)
+        for _, domain_bits in self._domains(level):
+            nodes, masks, _, _ = self._kernel.place_batch(arrays, code, rng, bitsets, domain_bits, False)
+            if nodes.size and nodes[0] >= 0:
+                return [(pod, int(nodes[j]), int(masks[j]), "") for j, pod in enumerate(step.pods)]
+        reason = f"gang {step.gang.name}: no {level} domain fits all {len(step.pods)} pod(s)"
+        return [(pod, -1, 0, reason) for pod in step.pods]
+
+    def _domains(self, level: str) -> list[tuple[str, np.ndarray]]:
+        """Domains of a level in order of first appearance, each with its node bitset."""
+        found = self._domain_bits.get(level)
+        if found is None:
+            paths = self._domain_paths(level)
+            order: dict[str, list[int]] = {}
+            for i, path in enumerate(paths):
+                if path is not None:
+                    order.setdefault(path, []).append(i)
+            found = []
+            for path, members in order.items():
+                mask = np.zeros(self._packed.n_nodes, dtype=bool)
+                mask[members] = True
+                found.append((path, _bits(mask, self._packed.n_words)))
+            self._domain_bits[level] = found
+        return found
+
+    def _domain_paths(self, level: str) -> list[str | None]:
+        """Each node's domain path at ``level`` (``None`` when the node has no such domain)."""
+        if level == "node":
+            return list(self._packed.node_names)
+        levels = self._snapshot.topology_levels
+        upto = levels[: levels.index(level) + 1]
+        out: list[str | None] = []
+        for node in self._snapshot.nodes:
+            values = [node.topology.get(lv) for lv in upto]
+            out.append(None if any(v is None for v in values) else "/".join(values))  # type: ignore[arg-type]
+        return out
+
+    def _gang_result(self, spec: GangSpec, outcome: list[tuple[PodRequest, int, int, str]]) -> GangResult:
+        placed = bool(outcome) and all(node >= 0 for _, node, _, _ in outcome)
+        domains: dict[str, tuple[str, ...]] = {}
+        if placed:
+            for level in (*self._snapshot.topology_levels, "node"):
+                paths = self._domain_paths(level)
+                used = dict.fromkeys(paths[node] for _, node, _, _ in outcome)
+                if None not in used:
+                    domains[level] = tuple(p for p in used if p is not None)
+        return GangResult(spec.name, placed, "greedy", "feasible" if placed else "unknown", domains)
+
+    def _reason(self, ec: EligibilityClass, counts: np.ndarray) -> str:
+        merged = dict(ec.static_reasons)
+        for name, count in zip(td.RESOURCE_REASONS, counts.tolist()):
+            if count:
+                merged[name] = merged.get(name, 0) + count
+        return kube_reason(self._packed.n_nodes, merged)
+
+    def _assignment(self, pod: PodRequest, node: int, mask: int) -> Assignment:
+        return Assignment(
+            pod=pod.name,
+            node=self._packed.node_names[node],
+            gpus=mask_to_indices(mask),
+            gpu_milli=pod.gpu_milli if pod.shared else None,
+            gang=pod.gang,
+        )
+
+    # ------------------------------------------------------------------ state changes
+
+    def bind(self, placement: PlacementResult | Assignment | Iterable[Assignment]) -> None:
+        """Make decisions real: hold each assignment's resources on its node.
+
+        The pods must come from an earlier :meth:`place` (or :meth:`schedule`) of this
+        cluster. Raises :class:`InvalidInputError` when a pod is already bound, unknown,
+        or no longer fits.
+        """
+        if isinstance(placement, PlacementResult):
+            items: Iterable[Assignment] = placement.assignments
+        elif isinstance(placement, Assignment):
+            items = (placement,)
+        else:
+            items = placement
+        for a in items:
+            pod = self._decided.get(a.pod)
+            if pod is None:
+                raise InvalidInputError(a.pod, "not decided by this cluster's place(); nothing to bind")
+            if a.pod in self._holdings:
+                raise InvalidInputError(a.pod, "pod is already bound")
+            node = self._packed.node_index.get(a.node)
+            if node is None:
+                raise InvalidInputError(a.pod, f"unknown node {a.node!r}")
+            mask = indices_to_mask(a.gpus)
+            problem = self._misfit(pod, node, a.gpus)
+            if problem:
+                raise InvalidInputError(a.pod, f"does not fit on {a.node}: {problem}")
+            self._apply(node, pod, mask, 1)
+            self._hold(pod, node, mask)
+
+    def release(self, pod_name: str) -> None:
+        """Give back everything a bound or running pod holds."""
+        holding = self._holdings.pop(pod_name, None)
+        if holding is None:
+            raise InvalidInputError(pod_name, "no bound or running pod of this name")
+        k = self._kernel
+        k.bind(holding.node, 1000, 0, holding.cpu_milli, holding.memory_mib, holding.whole_mask, -1, 1, False)
+        for gpu, (milli, mib) in holding.shares.items():
+            k.bind(holding.node, milli, mib, 0, 0, 1 << gpu, -1, 0, True)
+
+    def _apply(self, node: int, pod: PodRequest, mask: int, sign: int) -> None:
+        self._kernel.bind(
+            node, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, mask, sign, 1, pod.shared
+        )
+
+    def _hold(self, pod: PodRequest, node: int, mask: int) -> None:
+        gpus = mask_to_indices(mask)
+        if pod.shared:
+            gpu = gpus[0]
+            record = RunningPod(
+                name=pod.name,
+                gpu_shares={gpu: pod.gpu_milli},
+                gpu_memory_mib={gpu: pod.gpu_memory_mib} if pod.gpu_memory_mib else {},
+                cpu_milli=pod.cpu_milli,
+                memory_mib=pod.memory_mib,
+                priority=pod.priority,
+            )
+            holding = _Holding(node, 0, {gpu: (pod.gpu_milli, pod.gpu_memory_mib)}, pod.cpu_milli, pod.memory_mib, record)
+        else:
+            record = RunningPod(
+                name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority
+            )
+            holding = _Holding(node, mask, {}, pod.cpu_milli, pod.memory_mib, record)
+        self._holdings[pod.name] = holding
+
+    def _misfit(self, pod: PodRequest, node: int, gpus: Sequence[int]) -> str:
+        free = self.node_free(self._packed.node_names[node])
+        if free.pods is not None and free.pods < 1:
+            return "no pod slot left"
+        if free.cpu_milli is not None and free.cpu_milli < pod.cpu_milli:
+            return "Insufficient cpu"
+        if free.memory_mib is not None and free.memory_mib < pod.memory_mib:
+            return "Insufficient memory"
+        if len(gpus) != pod.gpus or any(not 0 <= g < len(free.gpu_milli) for g in gpus):
+            return f"needs {pod.gpus} GPU index(es) on the node, got {list(gpus)}"
+        for g in gpus:
+            if pod.shared:
+                mib = free.gpu_memory_mib[g]
+                if free.gpu_milli[g] < pod.gpu_milli or (mib is not None and mib < pod.gpu_memory_mib):
+                    return f"GPU {g} lacks the share"
+            elif free.gpu_milli[g] != 1000:
+                return f"GPU {g} is not free"
+        return ""
+
+    # ------------------------------------------------------------------ views
+
+    def node_free(self, node: str) -> NodeFree:
+        """What is free on ``node`` now."""
+        i = self._packed.node_index.get(node)
+        if i is None:
+            raise InvalidInputError(node, "unknown node")
+        a = self._packed.arrays
+        p = self._packed
+        g = int(a["gpu_count"][i])
+        tracked_mem = p.gpu_mem_cap[i] is not None
+        unhealthy = set(p.unhealthy[i])
+        return NodeFree(
+            cpu_milli=int(a["cpu_free"][i]) if p.cpu_cap[i] is not None else None,
+            memory_mib=int(a["mem_free"][i]) if p.mem_cap[i] is not None else None,
+            pods=int(a["pods_free"][i]) if p.pods_cap[i] is not None else None,
+            gpu_milli=tuple(int(x) for x in a["gpu_free_milli"][i, :g]),
+            gpu_memory_mib=tuple(
+                (0 if k in unhealthy else int(a["gpu_free_mem"][i, k])) if tracked_mem else None for k in range(g)
+            ),
+        )
+
+    def to_snapshot(self) -> ClusterSnapshot:
+        """The cluster as it is now: running pods less released ones, plus bound ones."""
+        per_node: list[list[RunningPod]] = [[] for _ in self._snapshot.nodes]
+        for holding in self._holdings.values():
+            per_node[holding.node].append(holding.record)
+        nodes = tuple(
+            node if tuple(pods) == node.pods else dataclasses.replace(node, pods=tuple(pods))
+            for node, pods in zip(self._snapshot.nodes, per_node)
+        )
+        return dataclasses.replace(self._snapshot, nodes=nodes)

@@ -1,0 +1,325 @@
+"""Independent checking of placement results.
+
+:func:`check_placement` re-derives every constraint of a placement from the documents
+alone (it shares no code with the placement kernel), so it can vouch for any placer's
+output, this project's included.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Mapping, Sequence
+
+from placer.model import (
+    Assignment,
+    ClusterSnapshot,
+    GangSpec,
+    Node,
+    PlacementRequest,
+    PlacementResult,
+    PodRequest,
+    load_request,
+    load_result,
+    load_snapshot,
+)
+
+__all__ = ["check_placement"]
+
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _domain(node: Node, level: str, levels: Sequence[str]) -> tuple[str, ...] | None:
+    """Domain path of ``node`` at ``level``; None when the node lacks a level on the way."""
+    if level == "node":
+        return (node.name,)
+    if level not in levels:
+        return None
+    path: list[str] = []
+    for lv in levels:
+        value = node.topology.get(lv)
+        if value is None:
+            return None
+        path.append(value)
+        if lv == level:
+            return tuple(path)
+    return None  # pragma: no cover - level is in levels
+
+
+def _fmt_domain(d: tuple[str, ...]) -> str:
+    return "/".join(d)
+
+
+def check_placement(
+    snapshot: ClusterSnapshot | Mapping[str, Any] | str,
+    request: PlacementRequest | Mapping[str, Any] | str,
+    result: PlacementResult | Mapping[str, Any] | str,
+) -> list[str]:
+    """List every way ``result`` breaks the placement rules for ``request`` on ``snapshot``.
+
+    Parameters
+    ----------
+    snapshot, request, result : model object, dict or file path
+        The cluster before placement, what was asked, and the answer to check.
+
+    Returns
+    -------
+    list of str
+        Human-readable violations, each naming the pod and node concerned; empty when
+        the result is valid.
+    """
+    if not isinstance(snapshot, ClusterSnapshot):
+        snapshot = load_snapshot(snapshot)
+    if not isinstance(request, PlacementRequest):
+        request = load_request(request)
+    if not isinstance(result, PlacementResult):
+        result = load_result(result)
+    return _Checker(snapshot, request, result).run()
+
+
+class _Checker:
+    def __init__(
+        self, snapshot: ClusterSnapshot, request: PlacementRequest, result: PlacementResult
+    ) -> None:
+        self.snapshot = snapshot
+        self.request = request
+        self.result = result
+        self.nodes: dict[str, Node] = {n.name: n for n in snapshot.nodes}
+        self.assigned: dict[str, Assignment] = {}
+        self.out: list[str] = []
+
+    def run(self) -> list[str]:
+        pods = self._check_coverage()
+        on_node = self._check_assignments(pods)
+        for node_name, items in on_node.items():
+            self._check_node(self.nodes[node_name], items)
+        self._check_gangs(pods)
+        return self.out
+
+    # -- every pod once -------------------------------------------------------------
+
+    def _check_coverage(self) -> dict[str, PodRequest]:
+        pods: dict[str, PodRequest] = {}
+        for p in self.request.pods:
+            if p.name in pods:
+                self.out.append(f"pod {p.name}: requested more than once")
+            pods[p.name] = p
+        seen: dict[str, str] = {}
+        for a in self.result.assignments:
+            where = f"assigned to node {a.node}"
+            if a.pod not in pods:
+                self.out.append(f"pod {a.pod}: {where} but not in the request")
+            elif a.pod in seen:
+                self.out.append(f"pod {a.pod}: {where} but already {seen[a.pod]}")
+            else:
+                seen[a.pod] = where
+                self.assigned[a.pod] = a
+        for u in self.result.unschedulable:
+            where = "reported unschedulable"
+            if u.pod not in pods:
+                self.out.append(f"pod {u.pod}: {where} but not in the request")
+            elif u.pod in seen:
+                self.out.append(f"pod {u.pod}: {where} but already {seen[u.pod]}")
+            else:
+                seen[u.pod] = where
+            if not isinstance(u.reason, str) or not u.reason.strip():
+                self.out.append(f"pod {u.pod}: unschedulable without a reason")
+        for name in pods:
+            if name not in seen:
+                self.out.append(f"pod {name}: missing from the result (neither assigned nor unschedulable)")
+        return pods
+
+    # -- one assignment at a time ---------------------------------------------------
+
+    def _check_assignments(self, pods: dict[str, PodRequest]) -> dict[str, list[tuple[PodRequest, Assignment]]]:
+        on_node: dict[str, list[tuple[PodRequest, Assignment]]] = defaultdict(list)
+        for a in self.assigned.values():
+            pod = pods[a.pod]
+            at = f"pod {a.pod} on node {a.node}"
+            if a.gang != pod.gang:
+                self.out.append(f"{at}: assignment names gang {a.gang!r}, the pod's gang is {pod.gang!r}")
+            node = self.nodes.get(a.node)
+            if node is None:
+                self.out.append(f"{at}: no such node in the snapshot")
+                continue
+            hw = node.hardware
+            if node.unschedulable:
+                self.out.append(f"{at}: node is cordoned (unschedulable)")
+            for t in node.taints:
+                if t.effect in _BLOCKING_EFFECTS and not any(tol.tolerates(t) for tol in pod.tolerations):
+                    shown = f"{t.key}={t.value}" if t.value else t.key
+                    self.out.append(f"{at}: taint {shown}:{t.effect} is not tolerated")
+            for k, v in pod.node_selector.items():
+                if node.labels.get(k) != v:
+                    self.out.append(
+                        f"{at}: nodeSelector {k}={v} does not match the node's label "
+                        f"{k}={node.labels.get(k)!r}"
+                    )
+            if pod.gpus >= 1 and pod.gpu_models and hw.gpu_model not in pod.gpu_models:
+                self.out.append(
+                    f"{at}: GPU model {hw.gpu_model!r} is not one of {list(pod.gpu_models)}"
+                )
+            if len(a.gpus) != pod.gpus:
+                self.out.append(f"{at}: got {len(a.gpus)} GPU(s) {list(a.gpus)}, the pod asks for {pod.gpus}")
+            if len(set(a.gpus)) != len(a.gpus):
+                self.out.append(f"{at}: GPU indices repeat: {list(a.gpus)}")
+            unhealthy = set(node.unhealthy_gpus)
+            for g in a.gpus:
+                if not (0 <= g < hw.gpus):
+                    self.out.append(f"{at}: GPU {g} out of range (node has {hw.gpus} GPU(s))")
+                elif g in unhealthy:
+                    self.out.append(f"{at}: GPU {g} is unhealthy")
+            if pod.shared:
+                if a.gpu_milli != pod.gpu_milli:
+                    self.out.append(
+                        f"{at}: shared pod assigned gpuMilli {a.gpu_milli}, it asks for {pod.gpu_milli}"
+                    )
+            else:
+                if a.gpu_milli is not None and a.gpu_milli != 1000:
+                    self.out.append(f"{at}: gpuMilli {a.gpu_milli} on a pod that takes whole GPUs")
+                if (
+                    pod.gpus >= 1
+                    and hw.gpu_memory_mib is not None
+                    and pod.gpu_memory_mib > hw.gpu_memory_mib
+                ):
+                    self.out.append(
+                        f"{at}: needs {pod.gpu_memory_mib} MiB per GPU, the node's GPUs have "
+                        f"{hw.gpu_memory_mib} MiB"
+                    )
+            on_node[a.node].append((pod, a))
+        return on_node
+
+    # -- sums per node --------------------------------------------------------------
+
+    def _check_node(self, node: Node, items: list[tuple[PodRequest, Assignment]]) -> None:
+        hw = node.hardware
+        names = ", ".join(a.pod for _, a in items)
+        cpu = sum(rp.cpu_milli for rp in node.pods) + sum(p.cpu_milli for p, _ in items)
+        mem = sum(rp.memory_mib for rp in node.pods) + sum(p.memory_mib for p, _ in items)
+        count = len(node.pods) + len(items)
+        for label, used, cap in (
+            ("cpuMilli", cpu, hw.cpu_milli),
+            ("memoryMiB", mem, hw.memory_mib),
+            ("pods", count, hw.max_pods),
+        ):
+            if cap is not None and used > cap:
+                self.out.append(
+                    f"node {node.name}: {label} over capacity ({used} > {cap}) with pod(s) {names}"
+                )
+
+        # Per GPU: who holds it whole, who holds a share (milli, memory), new or running.
+        whole: dict[int, list[str]] = defaultdict(list)
+        shares: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        gpu_mem: dict[int, int] = defaultdict(int)
+        new_on: dict[int, list[str]] = defaultdict(list)
+        for rp in node.pods:
+            for g in rp.gpus:
+                whole[g].append(rp.name)
+            for g, m in rp.gpu_shares.items():
+                shares[int(g)].append((rp.name, m))
+            for g, m in rp.gpu_memory_mib.items():
+                gpu_mem[int(g)] += m
+        for pod, a in items:
+            for g in set(a.gpus):
+                if not (0 <= g < hw.gpus):
+                    continue
+                new_on[g].append(a.pod)
+                if pod.shared:
+                    shares[g].append((a.pod, pod.gpu_milli))
+                    gpu_mem[g] += pod.gpu_memory_mib
+                else:
+                    whole[g].append(a.pod)
+        for g in sorted(new_on):
+            holders = whole[g] + [name for name, _ in shares[g]]
+            if whole[g] and len(holders) > 1:
+                self.out.append(
+                    f"node {node.name} GPU {g}: held whole by {whole[g][0]} and also by "
+                    f"{', '.join(holders[1:])} (new here: {', '.join(new_on[g])})"
+                )
+                continue
+            total = sum(m for _, m in shares[g])
+            if total > 1000:
+                self.out.append(
+                    f"node {node.name} GPU {g}: shares add up to {total} milli > 1000 "
+                    f"({', '.join(f'{n}={m}' for n, m in shares[g])})"
+                )
+            if shares[g] and hw.gpu_memory_mib is not None and gpu_mem[g] > hw.gpu_memory_mib:
+                self.out.append(
+                    f"node {node.name} GPU {g}: GPU memory {gpu_mem[g]} MiB > {hw.gpu_memory_mib} MiB "
+                    f"with pod(s) {', '.join(n for n, _ in shares[g])}"
+                )
+
+    # -- gangs ----------------------------------------------------------------------
+
+    def _check_gangs(self, pods: dict[str, PodRequest]) -> None:
+        members: dict[str, list[PodRequest]] = defaultdict(list)
+        for p in pods.values():
+            if p.gang is not None:
+                members[p.gang].append(p)
+        levels = self.snapshot.topology_levels
+        placed_flag: dict[str, bool] = {}
+        for gname, gpods in members.items():
+            spec = self.request.gangs.get(gname) or GangSpec(gname)
+            got = [(p, self.assigned[p.name]) for p in gpods if p.name in self.assigned]
+            placed_flag[gname] = len(got) == len(gpods)
+            if got and len(got) < len(gpods):
+                missing = [p.name for p in gpods if p.name not in self.assigned]
+                where = ", ".join(f"{a.pod} on node {a.node}" for _, a in got)
+                self.out.append(
+                    f"gang {gname}: only {len(got)} of {len(gpods)} pod(s) assigned ({where}); "
+                    f"not assigned: {', '.join(missing)}"
+                )
+                continue
+            if not got:
+                continue
+            located = [(p, a, self.nodes.get(a.node)) for p, a in got]
+            if spec.mode == "required" and spec.level is not None:
+                self._check_same_domain(gname, f"required {spec.level}", spec.level, located, levels)
+            for sl in spec.slices:
+                if sl.size <= 0:
+                    continue
+                for start in range(0, len(located), sl.size):
+                    chunk = located[start : start + sl.size]
+                    self._check_same_domain(
+                        gname, f"slice {start // sl.size} ({sl.level}, size {sl.size})", sl.level, chunk, levels
+                    )
+            if spec.same_gpu_model:
+                models: dict[str | None, list[str]] = defaultdict(list)
+                for p, a, node in located:
+                    if p.gpus >= 1 and node is not None:
+                        models[node.hardware.gpu_model].append(f"{a.pod} on node {a.node}")
+                if len(models) > 1:
+                    desc = "; ".join(f"{m}: {', '.join(w)}" for m, w in models.items())
+                    self.out.append(f"gang {gname}: sameGpuModel broken, GPU models used: {desc}")
+        for gr in self.result.gangs:
+            if gr.name not in placed_flag:
+                self.out.append(f"gang {gr.name}: reported in the result but no requested pod is in it")
+            elif gr.placed != placed_flag[gr.name]:
+                self.out.append(
+                    f"gang {gr.name}: reported placed={gr.placed} but its pods are "
+                    f"{'all' if placed_flag[gr.name] else 'not all'} assigned"
+                )
+
+    def _check_same_domain(
+        self,
+        gname: str,
+        what: str,
+        level: str,
+        located: list[tuple[PodRequest, Assignment, Node | None]],
+        levels: Sequence[str],
+    ) -> None:
+        first: tuple[str, ...] | None = None
+        first_at = ""
+        for _, a, node in located:
+            if node is None:
+                continue  # reported as an unknown node already
+            at = f"{a.pod} on node {a.node}"
+            d = _domain(node, level, levels)
+            if d is None:
+                self.out.append(f"gang {gname} {what}: pod {at}: the node is in no {level} domain")
+                continue
+            if first is None:
+                first, first_at = d, at
+            elif d != first:
+                self.out.append(
+                    f"gang {gname} {what}: pod {at} is in {level} {_fmt_domain(d)}, pod {first_at} "
+                    f"in {_fmt_domain(first)}"
+                )

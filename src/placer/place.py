@@ -1,0 +1,49 @@
+"""One-shot placement: a snapshot and a request in, a PlacementResult out."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+from placer import _validation
+from placer.cluster import Cluster
+from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult, load_request
+
+__all__ = ["place"]
+
+SnapshotLike = Union[ClusterSnapshot, Mapping[str, Any], str, Path]
+RequestLike = Union[PlacementRequest, Mapping[str, Any], str, Path]
+
+
+def place(
+    snapshot: SnapshotLike,
+    request: RequestLike,
+    *,
+    policy: str | None = None,
+    seed: int | None = None,
+) -> PlacementResult:
+    """Place a request's pods on a snapshot, in order.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot, dict or path
+        The cluster as it is now.
+    request : PlacementRequest, dict or path
+        What to place.
+    policy, seed : optional
+        Override the request's ``policy`` and ``seed``.
+
+    Returns
+    -------
+    PlacementResult
+        Every pod either assigned (node and GPU indices) or unschedulable with a reason.
+    """
+    req = load_request(request)
+    changes: dict[str, Any] = {}
+    if policy is not None:
+        changes["policy"] = _validation.check_policy(policy, "policy")
+    if seed is not None:
+        changes["seed"] = _validation.check_seed(seed, "seed")
+    if changes:
+        req = dataclasses.replace(req, **changes)
+    return Cluster(snapshot).schedule(req)

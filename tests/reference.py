@@ -1,0 +1,552 @@
+"""Pure-Python reference placer: docs/placement-rules.md read literally.
+
+This is the oracle the compiled kernel is compared against, decision for decision. It is
+written for clarity, not speed: plain lists and dicts, and a full scan over every node
+for every pod.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Sequence, Union
+
+from placer.exceptions import InvalidInputError
+from placer.model import (
+    Assignment,
+    ClusterSnapshot,
+    GangResult,
+    GangSpec,
+    Node,
+    PlacementRequest,
+    PlacementResult,
+    PodRequest,
+    Unschedulable,
+)
+
+__all__ = [
+    "MASK64",
+    "GREEDY_POLICIES",
+    "splitmix64_stream",
+    "SplitMix64",
+    "domain_of",
+    "reason_line",
+    "ReferenceCluster",
+]
+
+MASK64 = (1 << 64) - 1
+GREEDY_POLICIES = ("first-fit", "best-fit", "spread", "random")
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+GPU_MODEL = "node(s) didn't match Pod's GPU model"
+INSUFFICIENT_GPU = "Insufficient nvidia.com/gpu"
+INSUFFICIENT_GPU_MEMORY = "Insufficient GPU memory"
+INSUFFICIENT_CPU = "Insufficient cpu"
+INSUFFICIENT_MEMORY = "Insufficient memory"
+TOO_MANY_PODS = "Too many pods"
+
+
+def splitmix64_stream(seed: int) -> Iterator[int]:
+    """Yield the SplitMix64 outputs for ``seed`` (taken mod 2**64), forever."""
+    s = seed & MASK64
+    while True:
+        s = (s + 0x9E3779B97F4A7C15) & MASK64
+        z = s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        yield z ^ (z >> 31)
+
+
+class SplitMix64:
+    """The ``pick(count)`` stream of the rules: one SplitMix64 draw mod ``count``."""
+
+    def __init__(self, seed: int) -> None:
+        self._stream = splitmix64_stream(seed)
+        self.draws = 0
+
+    def pick(self, count: int) -> int:
+        """Return the next draw modulo ``count`` (``count`` >= 1)."""
+        self.draws += 1
+        return next(self._stream) % count
+
+
+def domain_of(node: Node, level: str, levels: Sequence[str]) -> tuple[str, ...] | None:
+    """The domain path of ``node`` at ``level``, or None when the node is in no domain.
+
+    The path holds the node's values for every level from the outermost down to
+    ``level``; a node missing any of them is in no domain of ``level``. The level
+    ``node`` makes every node a domain of its own.
+    """
+    if level == "node":
+        return (node.name,)
+    if level not in levels:
+        return None
+    path = []
+    for lv in levels[: list(levels).index(level) + 1]:
+        value = node.topology.get(lv)
+        if value is None:
+            return None
+        path.append(value)
+    return tuple(path)
+
+
+def reason_line(total_nodes: int, counts: Counter) -> str:
+    """``0/N nodes are available: <count reason>, ....`` (largest count first)."""
+    parts = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if not parts:
+        return f"0/{total_nodes} nodes are available."
+    return f"0/{total_nodes} nodes are available: " + ", ".join(
+        f"{n} {r}" for r, n in parts
+    ) + "."
+
+
+def _ceil_div(x: int, d: int) -> int:
+    return -((-x) // d)
+
+
+@dataclass
+class _Holding:
+    """What one pod holds on one node."""
+
+    node: int
+    milli: dict[int, int] = field(default_factory=dict)
+    gpu_mem: dict[int, int] = field(default_factory=dict)
+    cpu: int = 0
+    mem: int = 0
+
+
+class _NodeState:
+    """Usage of one node; free amounts are derived from capacity minus usage."""
+
+    def __init__(self, index: int, node: Node) -> None:
+        self.index = index
+        self.node = node
+        self.hw = node.hardware
+        self.healthy = [i not in node.unhealthy_gpus for i in range(self.hw.gpus)]
+        self.used_milli = [0] * self.hw.gpus
+        self.used_gpu_mem = [0] * self.hw.gpus
+        self.cpu_used = 0
+        self.mem_used = 0
+        self.pods_used = 0
+
+    def cpu_free(self) -> int | None:
+        return None if self.hw.cpu_milli is None else self.hw.cpu_milli - self.cpu_used
+
+    def mem_free(self) -> int | None:
+        return None if self.hw.memory_mib is None else self.hw.memory_mib - self.mem_used
+
+    def pods_free(self) -> int | None:
+        return None if self.hw.max_pods is None else self.hw.max_pods - self.pods_used
+
+    def free_milli(self, i: int) -> int:
+        return 1000 - self.used_milli[i] if self.healthy[i] else 0
+
+    def free_gpu_mem(self, i: int) -> int | None:
+        if self.hw.gpu_memory_mib is None:
+            return None
+        return self.hw.gpu_memory_mib - self.used_gpu_mem[i] if self.healthy[i] else 0
+
+    def whole_free(self) -> list[int]:
+        return [i for i in range(self.hw.gpus) if self.healthy[i] and self.used_milli[i] == 0]
+
+    def share_candidates(self, pod: PodRequest) -> list[int]:
+        out = []
+        for i in range(self.hw.gpus):
+            if not self.healthy[i] or self.free_milli(i) < pod.gpu_milli:
+                continue
+            fm = self.free_gpu_mem(i)
+            if fm is not None and fm < pod.gpu_memory_mib:
+                continue
+            out.append(i)
+        return out
+
+    def apply(self, h: _Holding, sign: int) -> None:
+        for i, m in h.milli.items():
+            self.used_milli[i] += sign * m
+        for i, m in h.gpu_mem.items():
+            self.used_gpu_mem[i] += sign * m
+        self.cpu_used += sign * h.cpu
+        self.mem_used += sign * h.mem
+        self.pods_used += sign
+
+
+def _taint_reason(node: Node, pod: PodRequest) -> str | None:
+    for t in node.taints:
+        if t.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tol.tolerates(t) for tol in pod.tolerations):
+            shown = f"{t.key}: {t.value}" if t.value else t.key
+            return "node(s) had untolerated taint {" + shown + "}"
+    return None
+
+
+def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
+    """Every reason ``st`` cannot take ``pod`` (empty: feasible)."""
+    node = st.node
+    if node.unschedulable:
+        return [UNSCHEDULABLE]
+    taint = _taint_reason(node, pod)
+    if taint is not None:
+        return [taint]
+    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+        return [SELECTOR]
+    if pod.gpus >= 1:
+        if st.hw.gpus == 0:
+            return [INSUFFICIENT_GPU]
+        if pod.gpu_models and st.hw.gpu_model not in pod.gpu_models:
+            return [GPU_MODEL]
+    out = []
+    cpu_free = st.cpu_free()
+    if cpu_free is not None and cpu_free < pod.cpu_milli:
+        out.append(INSUFFICIENT_CPU)
+    mem_free = st.mem_free()
+    if mem_free is not None and mem_free < pod.memory_mib:
+        out.append(INSUFFICIENT_MEMORY)
+    pods_free = st.pods_free()
+    if pods_free is not None and pods_free < 1:
+        out.append(TOO_MANY_PODS)
+    if pod.gpus >= 1:
+        if pod.shared:
+            if not any(
+                st.healthy[i] and st.free_milli(i) >= pod.gpu_milli for i in range(st.hw.gpus)
+            ):
+                out.append(INSUFFICIENT_GPU)
+            elif not st.share_candidates(pod):
+                out.append(INSUFFICIENT_GPU_MEMORY)
+        else:
+            if len(st.whole_free()) < pod.gpus:
+                out.append(INSUFFICIENT_GPU)
+            elif st.hw.gpu_memory_mib is not None and pod.gpu_memory_mib > st.hw.gpu_memory_mib:
+                out.append(INSUFFICIENT_GPU_MEMORY)
+    return out
+
+
+def _cost(st: _NodeState, pod: PodRequest) -> int:
+    """``ceil((cpu_left + 16 * gpu_left) / 2560)`` of the rules' best-fit."""
+    cpu_free = st.cpu_free()
+    cpu_left = 0 if cpu_free is None else cpu_free - pod.cpu_milli
+    gpu_left = sum(st.free_milli(i) for i in range(st.hw.gpus) if st.healthy[i])
+    gpu_left -= pod.gpus * pod.gpu_milli
+    return _ceil_div(cpu_left + 16 * gpu_left, 2560)
+
+
+PodsArg = Union[PodRequest, Sequence[PodRequest]]
+BindArg = Union[PlacementResult, Assignment, Iterable[Assignment]]
+
+
+class ReferenceCluster:
+    """Free state of a snapshot and the placement rules applied to it.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot
+        The cluster; the pods running in it are held (and can be released).
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        self._nodes = [_NodeState(i, n) for i, n in enumerate(snapshot.nodes)]
+        self._by_name = {n.name: i for i, n in enumerate(snapshot.nodes)}
+        self._held: dict[str, _Holding] = {}
+        self._decided: dict[str, PodRequest] = {}
+        for i, node in enumerate(snapshot.nodes):
+            for rp in node.pods:
+                milli = {g: 1000 for g in rp.gpus}
+                for g, m in rp.gpu_shares.items():
+                    milli[int(g)] = milli.get(int(g), 0) + m
+                h = _Holding(
+                    node=i,
+                    milli=milli,
+                    gpu_mem={int(g): m for g, m in rp.gpu_memory_mib.items()},
+                    cpu=rp.cpu_milli,
+                    mem=rp.memory_mib,
+                )
+                self._nodes[i].apply(h, +1)
+                self._held[rp.name] = h
+
+    # ------------------------------------------------------------------ public API
+
+    def schedule(self, request: PlacementRequest) -> PlacementResult:
+        """Place ``request.pods`` in order and bind every placed pod.
+
+        Raises
+        ------
+        InvalidInputError
+            A pod name repeats in the request or is already bound.
+        """
+        for p in request.pods:
+            if p.name in self._held:
+                raise InvalidInputError(f"pods[{p.name}]", "a pod of that name is already bound")
+        return self._run(request.pods, request.gangs, request.policy, request.seed, commit=True)
+
+    def place(
+        self,
+        pods: PodsArg,
+        *,
+        gang: GangSpec | None = None,
+        policy: str = "best-fit",
+        seed: int = 0,
+    ) -> PlacementResult:
+        """Decide for one pod or a list of pods without changing the state.
+
+        With ``gang`` the pods form that gang (all or nothing). A list without a gang
+        is placed in order, each pod seeing the tentative placements before it.
+        """
+        plist = [pods] if isinstance(pods, PodRequest) else list(pods)
+        gangs: dict[str, GangSpec] = {}
+        if gang is not None:
+            plist = [p if p.gang == gang.name else dataclasses.replace(p, gang=gang.name) for p in plist]
+            gangs[gang.name] = gang
+        return self._run(tuple(plist), gangs, policy, seed, commit=False)
+
+    def bind(self, placement: BindArg) -> None:
+        """Apply assignments decided by the last ``place``/``schedule`` calls.
+
+        All or nothing: on error nothing of this call stays bound.
+
+        Raises
+        ------
+        InvalidInputError
+            A pod is unknown, already bound, or does not fit where it is assigned.
+        """
+        if isinstance(placement, PlacementResult):
+            items: tuple[Assignment, ...] = placement.assignments
+        elif isinstance(placement, Assignment):
+            items = (placement,)
+        else:
+            items = tuple(placement)
+        done: list[str] = []
+        try:
+            for a in items:
+                self._bind_one(a)
+                done.append(a.pod)
+        except InvalidInputError:
+            for name in reversed(done):
+                self.release(name)
+            raise
+
+    def release(self, pod_name: str) -> None:
+        """Give back everything ``pod_name`` holds (a bound or snapshot pod).
+
+        Raises
+        ------
+        InvalidInputError
+            No pod of that name is held.
+        """
+        h = self._held.pop(pod_name, None)
+        if h is None:
+            raise InvalidInputError(pod_name, "no bound pod of that name")
+        self._nodes[h.node].apply(h, -1)
+
+    def node_free(self, node_name: str) -> dict:
+        """Free capacity of one node (``None``: untracked; unhealthy GPUs show 0)."""
+        i = self._by_name.get(node_name)
+        if i is None:
+            raise InvalidInputError(node_name, "no node of that name")
+        st = self._nodes[i]
+        return {
+            "cpu_milli": st.cpu_free(),
+            "memory_mib": st.mem_free(),
+            "pods": st.pods_free(),
+            "gpu_milli": tuple(st.free_milli(g) for g in range(st.hw.gpus)),
+            "gpu_memory_mib": tuple(st.free_gpu_mem(g) for g in range(st.hw.gpus)),
+        }
+
+    def is_bound(self, pod_name: str) -> bool:
+        """Whether ``pod_name`` currently holds resources."""
+        return pod_name in self._held
+
+    # ------------------------------------------------------------------ engine
+
+    def _run(
+        self,
+        pods: Sequence[PodRequest],
+        gangs: Mapping[str, GangSpec],
+        policy: str,
+        seed: int,
+        *,
+        commit: bool,
+    ) -> PlacementResult:
+        if policy not in GREEDY_POLICIES:
+            raise NotImplementedError(f"policy {policy!r} is not in the rules yet (issue #5)")
+        names = [p.name for p in pods]
+        if len(set(names)) != len(names):
+            raise InvalidInputError("pods", "pod names repeat")
+        for p in pods:
+            if p.gpus > 1 and p.gpu_milli < 1000:
+                raise InvalidInputError(p.name, "gpuMilli below 1000 needs gpus: 1")
+            self._decided[p.name] = p
+
+        rng = SplitMix64(seed)
+        placed: list[tuple[Assignment, _Holding]] = []
+        unsched: list[Unschedulable] = []
+        gang_results: list[GangResult] = []
+        members: dict[str, list[PodRequest]] = {}
+        for p in pods:
+            if p.gang is not None:
+                members.setdefault(p.gang, []).append(p)
+        done_gangs: set[str] = set()
+
+        for p in pods:
+            if p.gang is None:
+                out = self._place_one(p, range(len(self._nodes)), policy, rng)
+                if isinstance(out, str):
+                    unsched.append(Unschedulable(p.name, out))
+                else:
+                    placed.append(out)
+                continue
+            if p.gang in done_gangs:
+                continue
+            done_gangs.add(p.gang)
+            spec = gangs.get(p.gang) or GangSpec(p.gang)
+            got = self._place_gang(spec, members[p.gang], policy, rng)
+            if isinstance(got, str):
+                unsched.extend(Unschedulable(m.name, got) for m in members[p.gang])
+                gang_results.append(GangResult(spec.name, False, solver="greedy", status="unknown"))
+            else:
+                placed.extend(got)
+                gang_results.append(GangResult(spec.name, True, solver="greedy", status="feasible"))
+
+        if commit:
+            for a, h in placed:
+                self._held[a.pod] = h
+        else:
+            for a, h in reversed(placed):
+                self._nodes[h.node].apply(h, -1)
+        return PlacementResult(
+            assignments=tuple(a for a, _ in placed),
+            unschedulable=tuple(unsched),
+            gangs=tuple(gang_results),
+        )
+
+    def _place_one(
+        self, pod: PodRequest, candidates: Iterable[int], policy: str, rng: SplitMix64
+    ) -> tuple[Assignment, _Holding] | str:
+        """Place and apply one pod on one of ``candidates``, or return its reason line."""
+        feasible: list[int] = []
+        counts: Counter = Counter()
+        for i in candidates:
+            reasons = _filter(self._nodes[i], pod)
+            if reasons:
+                counts.update(reasons)
+            else:
+                feasible.append(i)
+        if not feasible:
+            return reason_line(len(self._nodes), counts)
+
+        if policy == "first-fit":
+            chosen = feasible[0]
+        elif policy == "best-fit":
+            chosen = min(feasible, key=lambda i: (_cost(self._nodes[i], pod), i))
+        elif policy == "spread":
+            chosen = min(feasible, key=lambda i: (-_cost(self._nodes[i], pod), i))
+        else:
+            chosen = feasible[rng.pick(len(feasible))]
+        st = self._nodes[chosen]
+
+        h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib)
+        gpu_milli: int | None = None
+        if pod.gpus == 0:
+            gpus: tuple[int, ...] = ()
+        elif pod.shared:
+            cands = st.share_candidates(pod)
+            if policy == "random":
+                g = cands[rng.pick(len(cands))]
+            else:
+                g = min(cands, key=lambda i: (st.free_milli(i), i))
+            gpus = (g,)
+            gpu_milli = pod.gpu_milli
+            h.milli[g] = pod.gpu_milli
+            h.gpu_mem[g] = pod.gpu_memory_mib
+        else:
+            gpus = tuple(st.whole_free()[: pod.gpus])
+            for g in gpus:
+                h.milli[g] = 1000
+        st.apply(h, +1)
+        a = Assignment(pod=pod.name, node=st.node.name, gpus=gpus, gpu_milli=gpu_milli, gang=pod.gang)
+        return a, h
+
+    def _place_gang(
+        self, spec: GangSpec, gpods: list[PodRequest], policy: str, rng: SplitMix64
+    ) -> list[tuple[Assignment, _Holding]] | str:
+        """Place every pod of a gang (applied), or return the gang's reason."""
+        n = len(gpods)
+        if spec.mode != "required":
+            got = self._try_pods(gpods, range(len(self._nodes)), policy, rng)
+            if isinstance(got, tuple):
+                k, pod_name, line = got
+                return f"gang {spec.name}: {k} of {n} pod(s) placed before pod {pod_name} failed: {line}"
+            return got
+        if spec.level is None:
+            raise InvalidInputError(f"gangs[{spec.name}].topology", "mode required needs a level")
+        domains: dict[tuple[str, ...], list[int]] = {}
+        for i, node in enumerate(self.snapshot.nodes):
+            d = domain_of(node, spec.level, self.snapshot.topology_levels)
+            if d is not None:
+                domains.setdefault(d, []).append(i)
+        for nodes in domains.values():
+            got = self._try_pods(gpods, nodes, policy, rng)
+            if isinstance(got, list):
+                return got
+        return f"gang {spec.name}: no {spec.level} domain fits all {n} pod(s)"
+
+    def _try_pods(
+        self, gpods: list[PodRequest], candidates: Sequence[int], policy: str, rng: SplitMix64
+    ) -> list[tuple[Assignment, _Holding]] | tuple[int, str, str]:
+        """All of ``gpods`` on ``candidates`` (applied), or (placed count, pod, line) undone."""
+        got: list[tuple[Assignment, _Holding]] = []
+        for pod in gpods:
+            out = self._place_one(pod, candidates, policy, rng)
+            if isinstance(out, str):
+                for _, h in reversed(got):
+                    self._nodes[h.node].apply(h, -1)
+                return (len(got), pod.name, out)
+            got.append(out)
+        return got
+
+    def _bind_one(self, a: Assignment) -> None:
+        if a.pod in self._held:
+            raise InvalidInputError(a.pod, "already bound")
+        pod = self._decided.get(a.pod)
+        if pod is None:
+            raise InvalidInputError(a.pod, "no place() or schedule() decision for this pod")
+        i = self._by_name.get(a.node)
+        if i is None:
+            raise InvalidInputError(a.pod, f"node {a.node} does not exist")
+        st = self._nodes[i]
+
+        def bad(what: str) -> InvalidInputError:
+            return InvalidInputError(a.pod, f"does not fit on node {a.node}: {what}")
+
+        cpu_free, mem_free, pods_free = st.cpu_free(), st.mem_free(), st.pods_free()
+        if cpu_free is not None and cpu_free < pod.cpu_milli:
+            raise bad("cpu")
+        if mem_free is not None and mem_free < pod.memory_mib:
+            raise bad("memory")
+        if pods_free is not None and pods_free < 1:
+            raise bad("pods")
+        if len(a.gpus) != pod.gpus or len(set(a.gpus)) != len(a.gpus):
+            raise bad(f"needs {pod.gpus} distinct GPU(s), got {list(a.gpus)}")
+        for g in a.gpus:
+            if not (0 <= g < st.hw.gpus) or not st.healthy[g]:
+                raise bad(f"GPU {g} is not a healthy GPU of the node")
+        h = _Holding(node=i, cpu=pod.cpu_milli, mem=pod.memory_mib)
+        if pod.shared:
+            g = a.gpus[0]
+            if a.gpu_milli is not None and a.gpu_milli != pod.gpu_milli:
+                raise bad(f"gpuMilli {a.gpu_milli} is not the pod's {pod.gpu_milli}")
+            if g not in st.share_candidates(pod):
+                raise bad(f"GPU {g} lacks {pod.gpu_milli} milli or the GPU memory")
+            h.milli[g] = pod.gpu_milli
+            h.gpu_mem[g] = pod.gpu_memory_mib
+        elif pod.gpus:
+            free = set(st.whole_free())
+            for g in a.gpus:
+                if g not in free:
+                    raise bad(f"GPU {g} is not whole-free")
+                h.milli[g] = 1000
+            if st.hw.gpu_memory_mib is not None and pod.gpu_memory_mib > st.hw.gpu_memory_mib:
+                raise bad("GPU memory")
+        st.apply(h, +1)
+        self._held[a.pod] = h
