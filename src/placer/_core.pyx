@@ -14,6 +14,9 @@ cimport numpy as cnp
 
 cnp.import_array()
 
+# Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
+KERNEL_ABI = 1
+
 cdef extern from *:
     """
     static inline int placer_ctz(unsigned long long x) { return __builtin_ctzll(x); }

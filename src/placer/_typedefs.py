@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+KERNEL_ABI = 1  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
+
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
 MILLI = np.int16  # free milli-GPU of one GPU (0..1000)

@@ -1,0 +1,19 @@
+"""The README's Python example runs and prints what its comments say."""
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_python_example_runs_as_documented():
+    text = README.read_text()
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), {})
+    printed = out.getvalue().splitlines()
+    assert printed[0] == "train n2 (0, 1, 2, 3)"
+    assert printed[1] == "notebook n2 (4,)"
+    assert printed[2] == "(1000, 1000, 1000, 1000, 1000, 0, 0, 1000)"
