@@ -20,7 +20,7 @@ from placer.model import ClusterSnapshot, Node, PodRequest, Taint, Toleration
 _NO_GPU_MODEL = ""
 
 
-def _bits(mask: np.ndarray, n_words: int) -> np.ndarray:
+def node_bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
     """A boolean node mask as a uint64 bitset of ``n_words`` words (bit n = node n)."""
     padded = np.zeros(n_words * 64, dtype=bool)
     padded[: mask.shape[0]] = mask
@@ -139,7 +139,7 @@ class PackedCluster:
             reject(model_id == 0, "Insufficient nvidia.com/gpu")
             allowed = ((model_mask >> model_id) & 1).astype(bool)
             reject(~allowed, "node(s) didn't match Pod's GPU model")
-        return EligibilityClass(_bits(alive, self.n_words), model_mask, reasons)
+        return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons)
 
 
 def _first_untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> Taint | None:
@@ -280,7 +280,7 @@ def refresh_derived(packed: PackedCluster) -> None:
     bits = a["bucket_bits"]
     bits[:] = 0
     for b in np.unique(a["bucket_of"]):
-        bits[b] = _bits(a["bucket_of"] == b, packed.n_words)
+        bits[b] = node_bitset(a["bucket_of"] == b, packed.n_words)
     floor = a["bucket_cpu_floor"]
     floor[:] = td.UNTRACKED_BIG
     np.minimum.at(floor, a["bucket_of"], np.where(a["cpu_tracked"] == 1, a["cpu_free"], 0))

@@ -15,7 +15,14 @@ import numpy as np
 from placer import _typedefs as td
 from placer import _validation
 from placer._core import Kernel
-from placer._pack import EligibilityClass, indices_to_mask, mask_to_indices, pack_pods, pack_snapshot, _bits
+from placer._pack import (
+    EligibilityClass,
+    indices_to_mask,
+    mask_to_indices,
+    node_bitset,
+    pack_pods,
+    pack_snapshot,
+)
 from placer.exceptions import InvalidInputError
 from placer.model import (
     Assignment,
@@ -175,9 +182,9 @@ class Cluster:
                 "policy",
                 f"policy {policy!r} is not available yet; use one of {', '.join(td.POLICY_CODES)}",
             )
-        for pod in pods:
+        for i, pod in enumerate(pods):
             if pod.name in self._holdings:
-                raise InvalidInputError(f"pods[{pod.name}]", f"pod {pod.name!r} is already bound")
+                raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
         rng = np.array([seed], dtype=np.uint64)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
@@ -275,7 +282,7 @@ class Cluster:
             for path, members in order.items():
                 mask = np.zeros(self._packed.n_nodes, dtype=bool)
                 mask[members] = True
-                found.append((path, _bits(mask, self._packed.n_words)))
+                found.append((path, node_bitset(mask, self._packed.n_words)))
             self._domain_bits[level] = found
         return found
 
