@@ -106,6 +106,7 @@ class Cluster:
         self._holdings: dict[str, _Holding] = {}
         self._decided: dict[str, PodRequest] = {}
         self._domain_bits: dict[str, list[tuple[str, np.ndarray]]] = {}
+        self._paths: dict[str, list[str | None]] = {}
         for i, node in enumerate(self._snapshot.nodes):
             for pod in node.pods:
                 self._holdings[pod.name] = _Holding(
@@ -288,15 +289,20 @@ class Cluster:
 
     def _domain_paths(self, level: str) -> list[str | None]:
         """Each node's domain path at ``level`` (``None`` when the node has no such domain)."""
+        found = self._paths.get(level)
+        if found is not None:
+            return found
         if level == "node":
-            return list(self._packed.node_names)
-        levels = self._snapshot.topology_levels
-        upto = levels[: levels.index(level) + 1]
-        out: list[str | None] = []
-        for node in self._snapshot.nodes:
-            values = [node.topology.get(lv) for lv in upto]
-            out.append(None if any(v is None for v in values) else "/".join(values))  # type: ignore[arg-type]
-        return out
+            found = list(self._packed.node_names)
+        else:
+            levels = self._snapshot.topology_levels
+            upto = levels[: levels.index(level) + 1]
+            found = []
+            for node in self._snapshot.nodes:
+                values = [node.topology.get(lv) for lv in upto]
+                found.append(None if any(v is None for v in values) else "/".join(values))  # type: ignore[arg-type]
+        self._paths[level] = found
+        return found
 
     def _gang_result(self, spec: GangSpec, outcome: list[tuple[PodRequest, int, int, str]]) -> GangResult:
         placed = bool(outcome) and all(node >= 0 for _, node, _, _ in outcome)
