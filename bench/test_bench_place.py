@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pytest
 
 from placer.cluster import Cluster

@@ -7,11 +7,13 @@ for every pod.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from placer.exceptions import InvalidInputError
+from placer.topology import PCIE_POINTS
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -45,6 +47,7 @@ INSUFFICIENT_GPU_MEMORY = "Insufficient GPU memory"
 INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_MEMORY = "Insufficient memory"
 TOO_MANY_PODS = "Too many pods"
+INSUFFICIENT_NICS = "Insufficient NICs"
 
 
 def splitmix64_stream(seed: int) -> Iterator[int]:
@@ -147,6 +150,51 @@ class _NodeState:
             return None
         return self.hw.gpu_memory_mib - self.used_gpu_mem[i] if self.healthy[i] else 0
 
+    @property
+    def topology_aware(self) -> bool:
+        """Whether GPU sets follow the link model (a topology or NICs, ≤ 16 GPUs)."""
+        hw = self.hw
+        return (hw.gpu_topology is not None or bool(hw.nic_list)) and 0 < hw.gpus <= 16
+
+    def pair_scores(self) -> list[list[int]]:
+        topo = self.hw.gpu_topology
+        if topo is None:
+            return [[0] * self.hw.gpus for _ in range(self.hw.gpus)]
+        return [list(r) for r in topo.scores]
+
+    def choose_whole(self, k: int, nics: int) -> tuple[int, ...]:
+        """The GPUs a k-GPU pod takes here (rules: "GPUs inside a node")."""
+        free = self.whole_free()
+        if not self.topology_aware:
+            return tuple(free[:k])
+        scores = self.pair_scores()
+        if not nics:
+            got = reference_select(scores, free, k)
+            assert got is not None
+            return got
+        memo: dict = {}
+        best_key = None
+        best: tuple[int, ...] = ()
+        for cand in itertools.combinations(free, k):
+            points = sum(_nic_points(self.hw.nic_list, cand, nics)[1])
+            if k == 1:
+                prim, sec = -sum(scores[cand[0]][j] for j in free if j != cand[0]), 0
+            else:
+                own = set_score(scores, cand)
+                prim = own + best_split(scores, [g for g in free if g not in cand], k, memo)
+                sec = own
+            key = (-points, -prim, -sec, cand)
+            if best_key is None or key < best_key:
+                best_key, best = key, cand
+        return best
+
+    def set_score_for(self, pod: PodRequest) -> int:
+        """Score of the set a whole-GPU pod of 2+ GPUs would take here (ranks equal nodes)."""
+        if pod.shared or pod.gpus < 2 or not self.topology_aware:
+            return 0
+        gpus = reference_select(self.pair_scores(), self.whole_free(), pod.gpus)
+        return set_score(self.pair_scores(), gpus) if gpus else 0
+
     def whole_free(self) -> list[int]:
         return [i for i in range(self.hw.gpus) if self.healthy[i] and self.used_milli[i] == 0]
 
@@ -196,6 +244,8 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
             return [INSUFFICIENT_GPU]
         if pod.gpu_models and st.hw.gpu_model not in pod.gpu_models:
             return [GPU_MODEL]
+    if pod.nics > len(st.hw.nic_list):
+        return [INSUFFICIENT_NICS]
     out = []
     cpu_free = st.cpu_free()
     if cpu_free is not None and cpu_free < pod.cpu_milli:
@@ -220,6 +270,32 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
             elif st.hw.gpu_memory_mib is not None and pod.gpu_memory_mib > st.hw.gpu_memory_mib:
                 out.append(INSUFFICIENT_GPU_MEMORY)
     return out
+
+
+def _nic_points(nics: Sequence, gpus: Sequence[int], want: int) -> tuple[tuple[str, ...], list[int]]:
+    """The NICs the rules pair with ``gpus`` (one GPU at a time) and each pick's points."""
+
+    def closeness(nic, among) -> int:
+        return max((PCIE_POINTS[nic.labels[g]] for g in among), default=0)
+
+    chosen: list[int] = []
+    points: list[int] = []
+    served: set[int] = set()
+    for _ in range(min(want, len(nics))):
+        unserved = [g for g in gpus if g not in served]
+        if not unserved:
+            served = set()
+            unserved = list(gpus)
+        j = min(
+            (j for j in range(len(nics)) if j not in chosen),
+            key=lambda j: (-closeness(nics[j], unserved), -closeness(nics[j], gpus), j),
+        )
+        chosen.append(j)
+        a = closeness(nics[j], unserved)
+        points.append(a)
+        if unserved:
+            served.add(min(unserved, key=lambda g: (-PCIE_POINTS[nics[j].labels[g]], g)))
+    return tuple(nics[j].name for j in sorted(chosen)), points
 
 
 def _cost(st: _NodeState, pod: PodRequest) -> int:
@@ -438,9 +514,15 @@ class ReferenceCluster:
         if policy == "first-fit":
             chosen = feasible[0]
         elif policy == "best-fit":
-            chosen = min(feasible, key=lambda i: (_cost(self._nodes[i], pod), i))
+            chosen = min(
+                feasible,
+                key=lambda i: (_cost(self._nodes[i], pod), -self._nodes[i].set_score_for(pod), i),
+            )
         elif policy == "spread":
-            chosen = min(feasible, key=lambda i: (-_cost(self._nodes[i], pod), i))
+            chosen = min(
+                feasible,
+                key=lambda i: (-_cost(self._nodes[i], pod), -self._nodes[i].set_score_for(pod), i),
+            )
         else:
             chosen = feasible[rng.pick(len(feasible))]
         st = self._nodes[chosen]
@@ -455,16 +537,23 @@ class ReferenceCluster:
                 g = cands[rng.pick(len(cands))]
             else:
                 g = min(cands, key=lambda i: (st.free_milli(i), i))
+                if st.free_milli(g) == 1000 and st.topology_aware:
+                    g = reference_select(st.pair_scores(), st.whole_free(), 1)[0]
             gpus = (g,)
             gpu_milli = pod.gpu_milli
             h.milli[g] = pod.gpu_milli
             h.gpu_mem[g] = pod.gpu_memory_mib
         else:
-            gpus = tuple(st.whole_free()[: pod.gpus])
+            gpus = st.choose_whole(pod.gpus, pod.nics)
             for g in gpus:
                 h.milli[g] = 1000
+        nics: tuple[str, ...] = ()
+        if pod.nics:
+            nics = _nic_points(st.hw.nic_list, gpus, pod.nics)[0]
         st.apply(h, +1)
-        a = Assignment(pod=pod.name, node=st.node.name, gpus=gpus, gpu_milli=gpu_milli, gang=pod.gang)
+        a = Assignment(
+            pod=pod.name, node=st.node.name, gpus=gpus, gpu_milli=gpu_milli, gang=pod.gang, nics=nics
+        )
         return a, h
 
     def _place_gang(
@@ -550,3 +639,60 @@ class ReferenceCluster:
                 raise bad("GPU memory")
         st.apply(h, +1)
         self._held[a.pod] = h
+
+
+# --- GPU sets inside a node: exhaustive search over every candidate set ------------------
+
+
+def set_score(scores: Sequence[Sequence[int]], gpus: Iterable[int]) -> int:
+    """Sum of pair scores inside ``gpus``."""
+    g = sorted(gpus)
+    return sum(scores[a][b] for i, a in enumerate(g) for b in g[i + 1 :])
+
+
+def best_split(scores: Sequence[Sequence[int]], gpus: Iterable[int], size: int, memo: dict | None = None) -> int:
+    """Best total over every split of ``gpus`` into sets of ``size`` plus one of the rest."""
+    memo = {} if memo is None else memo
+    g = tuple(sorted(gpus))
+    if not g:
+        return 0
+    if g in memo:
+        return memo[g]
+    low, rest = g[0], g[1:]
+    r = len(g) % size
+    block_sizes = ([size] if len(g) >= size else []) + ([r] if r else [])
+    best = -1
+    for b in block_sizes:
+        for others in itertools.combinations(rest, b - 1):
+            left = tuple(x for x in rest if x not in others)
+            best = max(best, set_score(scores, (low, *others)) + best_split(scores, left, size, memo))
+    memo[g] = best
+    return best
+
+
+def reference_select(
+    scores: Sequence[Sequence[int]],
+    available: Sequence[int],
+    size: int,
+    required: Sequence[int] = (),
+    objective: str = "tiling",
+) -> tuple[int, ...] | None:
+    """The set placement rules pick, found by trying every candidate; None if impossible."""
+    free = sorted(available)
+    need = set(required)
+    if len(free) < size or not need <= set(free) or len(need) > size:
+        return None
+    if size == 1 and not need:
+        return (min(free, key=lambda i: (sum(scores[i][j] for j in free if j != i), i)),)
+    memo: dict = {}
+    best_key = None
+    best = None
+    for cand in itertools.combinations(free, size):
+        if not need <= set(cand):
+            continue
+        own = set_score(scores, cand)
+        split = best_split(scores, [x for x in free if x not in cand], size, memo)
+        key = (-(own + split), -own, cand) if objective == "tiling" else (-own, -split, cand)
+        if best_key is None or key < best_key:
+            best_key, best = key, cand
+    return best

@@ -10,7 +10,7 @@ from hypothesis import given
 from placer import place
 from placer.cluster import Cluster
 from placer.diagnostics import check_placement
-from placer.model import ClusterSnapshot, PlacementRequest
+from placer.model import ClusterSnapshot
 from placer.testing import placement_requests, snapshots
 from reference import ReferenceCluster
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from placer.topology import Nic
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -35,8 +36,10 @@ SNAPSHOT: dict[str, Any] = {
             "cpuMilli": 224000,
             "memoryMiB": 2000000,
             "maxPods": 110,
-            "gpuTopology": {"matrix": [["X", "NV18"], ["NV18", "X"]]},
-            "nics": [{"name": "mlx5_0", "matrix": ["PIX", "SYS"]}],
+            "gpuTopology": {
+                "matrix": [["X" if i == j else "NV18" for j in range(8)] for i in range(8)]
+            },
+            "nics": [{"name": "mlx5_0", "matrix": ["PIX", "PXB"] + ["SYS"] * 6}],
         },
         "cpu": {"cpuMilli": 64000},
         "anon": {"gpus": 2},
@@ -83,7 +86,7 @@ SNAPSHOT: dict[str, Any] = {
             "gpus": 4,
             "gpuModel": "A100",
             "memoryMiB": 512000,
-            "nics": [{"name": "eth0"}],
+            "nics": [{"name": "eth0", "matrix": ["NODE", "NODE", "SYS", "SYS"]}],
         },
         {"name": "node-0004", "type": "cpu"},
         {"name": "node-0005", "type": "anon", "pods": [{"name": "x", "gpus": [1]}]},
@@ -176,9 +179,10 @@ def test_snapshot_round_trip() -> None:
     assert json.loads(json.dumps(snap.to_dict())) == snap.to_dict()
     n2 = snap.nodes[1]
     assert n2.overrides == {"cpuMilli": 112000, "maxPods": 10, "gpuTopology": {"nvswitch": True}}
-    assert n2.hardware.gpu_topology == {"nvswitch": True} and n2.hardware.cpu_milli == 112000
+    assert n2.hardware.gpu_topology.nvswitch and n2.hardware.cpu_milli == 112000
+    assert n2.hardware.gpu_topology.to_dict() == {"nvswitch": True}
     assert n2.hardware.gpu_model == "H100-SXM5-80GB" and n2.hardware.nics == (
-        {"name": "mlx5_0", "matrix": ["PIX", "SYS"]},
+        Nic("mlx5_0", ("PIX", "PXB") + ("SYS",) * 6),
     )
     assert snap.nodes[0].pods[1].gpu_shares == {2: 500, 4: 250}
     assert again.nodes[0].hardware == snap.node_types["dgx-h100"]

@@ -17,3 +17,15 @@ def test_readme_python_example_runs_as_documented():
     assert printed[0] == "train n2 (0, 1, 2, 3)"
     assert printed[1] == "notebook n2 (4,)"
     assert printed[2] == "(1000, 1000, 1000, 1000, 1000, 0, 0, 1000)"
+
+
+def test_readme_gpu_set_example_prints_its_comments():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if "select_gpus" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), {})
+    printed = out.getvalue().splitlines()
+    commented = [line.split("#")[1].split(":")[0].strip() for line in block.splitlines() if "print(" in line]
+    assert printed == commented == ["[0, 3]", "[0]", "[1, 2]"]

@@ -35,7 +35,9 @@ from placer.model import (
     load_result,
     load_snapshot,
 )
+from placer.gpusets import select_gpus
 from placer.place import place
+from placer.topology import GpuTopology, Nic
 
 __version__ = "0.1.0"
 
@@ -45,7 +47,9 @@ __all__ = [
     "ClusterSnapshot",
     "GangResult",
     "GangSpec",
+    "GpuTopology",
     "InvalidInputError",
+    "Nic",
     "NodeType",
     "PlacementRequest",
     "PlacementResult",
@@ -60,4 +64,5 @@ __all__ = [
     "NodeFree",
     "check_placement",
     "place",
+    "select_gpus",
 ]

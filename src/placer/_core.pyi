@@ -3,8 +3,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+KERNEL_ABI: int
+MAX_TABLE_GPUS: int
+
 class Kernel:
     def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_models: int) -> None: ...
+    def set_gpu_tables(
+        self,
+        kind: int,
+        k: int,
+        pair: npt.NDArray[np.int32],
+        score: npt.NDArray[np.int32],
+        split: npt.NDArray[np.int32],
+        choice: npt.NDArray[np.uint16],
+        top: int,
+    ) -> None: ...
+    def has_gpu_tables(self, kind: int, k: int) -> bool: ...
+    def set_nics(self, kind: int, classes: npt.NDArray[np.uint64]) -> None: ...
     def place_batch(
         self,
         pods: dict[str, npt.NDArray[Any]],
@@ -14,7 +29,11 @@ class Kernel:
         restrict: npt.NDArray[np.uint64] | None = ...,
         reasons: bool = ...,
     ) -> tuple[
-        npt.NDArray[np.int32], npt.NDArray[np.uint64], npt.NDArray[np.int32], npt.NDArray[np.int32]
+        npt.NDArray[np.int32],
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.uint64],
     ]: ...
     def bind(
         self,
@@ -28,3 +47,18 @@ class Kernel:
         pod_slots: int,
         share: bool,
     ) -> None: ...
+
+def gpu_subset_scores(pair: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]: ...
+def gpu_split_table(score: npt.NDArray[np.int32], n: int, k: int) -> npt.NDArray[np.int32]: ...
+def gpu_choice_tables(
+    score: npt.NDArray[np.int32], split: npt.NDArray[np.int32], pair: npt.NDArray[np.int32], k: int
+) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]: ...
+def gpu_choose(
+    score: npt.NDArray[np.int32],
+    split: npt.NDArray[np.int32],
+    pair: npt.NDArray[np.int32],
+    k: int,
+    free_mask: int,
+    required: int,
+    objective: int,
+) -> int: ...

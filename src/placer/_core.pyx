@@ -6,7 +6,8 @@ The arrays are owned by :class:`placer.cluster.Cluster` (numpy, dtypes from
 so that the workers run ``nogil`` with no Python objects. Workers return status codes;
 the ``def`` wrappers check shapes and raise.
 """
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport calloc, free
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 import numpy as np
 
@@ -15,7 +16,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 1
+KERNEL_ABI = 2
 
 cdef extern from *:
     """
@@ -41,6 +42,12 @@ cdef enum:
 
 cdef int64_t NO_COST = 1 << 62
 
+cdef enum:
+    MAX_K = 16         # largest set size with tables (nodes of at most 16 GPUs)
+    NIC_CLASSES = 5    # PIX, PXB, PHB, NODE, SYS: the NIC-to-GPU relations, best first
+cdef int32_t NIC_POINTS[NIC_CLASSES]
+NIC_POINTS[:] = [50, 40, 30, 20, 10]
+
 
 cdef struct NodeState:
     int32_t n_nodes
@@ -64,6 +71,17 @@ cdef struct NodeState:
     int32_t* bucket_of
     uint64_t* bucket_bits
     int64_t* bucket_cpu_floor
+    # GPU-set tables per node kind (a pair-score matrix and its NICs); kind -1: no topology
+    int32_t* kind_of
+    int32_t n_kinds
+    int32_t* kind_gpus
+    const int32_t** kind_pair
+    const int32_t** kind_score
+    const int32_t** kind_split      # [kind * (MAX_K + 1) + k]
+    const uint16_t** kind_choice    # [kind * (MAX_K + 1) + k], tiling objective
+    int32_t* kind_nics
+    const uint64_t** kind_nic_class  # [kind]: NIC-major, NIC_CLASSES GPU masks per NIC
+    int32_t top_score[MAX_K + 1]     # best k-set score over all kinds
 
 
 cdef struct Pod:
@@ -73,6 +91,7 @@ cdef struct Pod:
     int64_t cpu
     int64_t mem
     uint64_t models
+    int32_t nics
     const uint64_t* eligible
 
 
@@ -117,14 +136,136 @@ cdef inline int32_t count_shared_gpus(const NodeState* st, int32_t n, const Pod*
     return count
 
 
-cdef inline uint64_t select_whole_gpus(uint64_t free_mask, int32_t k) noexcept nogil:
-    """The k lowest-indexed GPUs of free_mask (issue #3 replaces this with topology tables)."""
+cdef inline uint64_t lowest_gpus(uint64_t free_mask, int32_t k) noexcept nogil:
     cdef uint64_t chosen = 0, rest = free_mask
     cdef int32_t i
     for i in range(k):
         chosen |= rest & (~rest + 1)
         rest &= rest - 1
     return chosen
+
+
+cdef inline const uint16_t* choice_table(const NodeState* st, int32_t n, int32_t k) noexcept nogil:
+    cdef int32_t t = st.kind_of[n]
+    if t < 0 or k > MAX_K:
+        return NULL
+    return st.kind_choice[t * (MAX_K + 1) + k]
+
+
+cdef inline uint64_t select_whole_gpus(const NodeState* st, int32_t n, int32_t k) noexcept nogil:
+    """The GPUs a k-GPU pod takes on node n: the table's choice, else the lowest indices."""
+    cdef const uint16_t* table = choice_table(st, n, k)
+    if table == NULL:
+        return lowest_gpus(st.free_mask[n], k)
+    return table[st.free_mask[n]]
+
+
+cdef inline int64_t set_score(const NodeState* st, int32_t n, int32_t k) noexcept nogil:
+    """Pair-score sum of the set a k-GPU pod would take on node n (0 without topology)."""
+    cdef const uint16_t* table
+    if k < 2:
+        return 0
+    table = choice_table(st, n, k)
+    if table == NULL:
+        return 0
+    return st.kind_score[st.kind_of[n]][table[st.free_mask[n]]]
+
+
+cdef inline int64_t nic_affinity(const uint64_t* classes, uint64_t gpus) noexcept nogil:
+    """Points of a NIC's best relation to any GPU of ``gpus``."""
+    cdef int32_t c
+    for c in range(NIC_CLASSES):
+        if classes[c] & gpus:
+            return NIC_POINTS[c]
+    return 0
+
+
+cdef uint64_t best_nics(const NodeState* st, int32_t t, uint64_t gpus, int32_t want, int64_t* total) noexcept nogil:
+    """``want`` NICs for ``gpus``, paired one GPU at a time, and their summed points.
+
+    Each pick takes the NIC closest to a GPU not yet paired (ties: closest to any GPU of
+    the set, then the lowest NIC index) and pairs it with the lowest such GPU at that
+    distance; once every GPU is paired the pairing starts over.
+    """
+    cdef uint64_t chosen = 0, served = 0, unserved, near
+    cdef const uint64_t* classes
+    cdef int32_t r, j, c, best_j
+    cdef int64_t a, b, best_a, best_b
+    total[0] = 0
+    for r in range(want):
+        unserved = gpus & ~served
+        if unserved == 0:
+            served = 0
+            unserved = gpus
+        best_j = -1
+        best_a = -1
+        best_b = -1
+        for j in range(st.kind_nics[t]):
+            if (chosen >> j) & 1:
+                continue
+            classes = &st.kind_nic_class[t][j * NIC_CLASSES]
+            a = nic_affinity(classes, unserved)
+            b = nic_affinity(classes, gpus)
+            if a > best_a or (a == best_a and b > best_b):
+                best_a = a
+                best_b = b
+                best_j = j
+        if best_j < 0:
+            break
+        chosen |= (<uint64_t>1) << best_j
+        total[0] += best_a
+        classes = &st.kind_nic_class[t][best_j * NIC_CLASSES]
+        for c in range(NIC_CLASSES):
+            near = classes[c] & unserved
+            if near:
+                served |= near & (~near + 1)
+                break
+    return chosen
+
+
+cdef uint64_t select_gpus_with_nics(const NodeState* st, int32_t n, int32_t k, int32_t want) noexcept nogil:
+    """GPUs for a pod that also wants NICs: the closest NICs first, then the tiling objective."""
+    cdef int32_t t = st.kind_of[n]
+    cdef uint64_t m = st.free_mask[n], sub, best = 0
+    cdef int64_t points, prim, sec, best_points = -1, best_prim = -1, best_sec = -1
+    cdef const int32_t* score
+    cdef const int32_t* split
+    if t < 0 or k > MAX_K or st.kind_choice[t * (MAX_K + 1) + k] == NULL:
+        return select_whole_gpus(st, n, k)
+    score = st.kind_score[t]
+    split = st.kind_split[t * (MAX_K + 1) + k]
+    sub = m
+    while True:
+        if placer_popcount(sub) == k:
+            best_nics(st, t, sub, want, &points)
+            if k == 1:
+                prim = -least_connected_cost(st.kind_pair[t], st.kind_gpus[t], m, sub)
+                sec = 0
+            else:
+                prim = <int64_t>score[sub] + split[m ^ sub]
+                sec = score[sub]
+            if (points > best_points or (points == best_points and (
+                    prim > best_prim or (prim == best_prim and (
+                        sec > best_sec or (sec == best_sec and lex_before(sub, best))))))):
+                best = sub
+                best_points = points
+                best_prim = prim
+                best_sec = sec
+        if sub == 0:
+            break
+        sub = (sub - 1) & m
+    return best
+
+
+cdef inline int64_t least_connected_cost(const int32_t* pair, int32_t n, uint64_t m, uint64_t one) noexcept nogil:
+    cdef int32_t i = placer_ctz(one), j
+    cdef uint64_t others = m & ~one
+    cdef int64_t conn = 0
+    while others:
+        j = placer_ctz(others)
+        others &= others - 1
+        conn += pair[i * n + j]
+    return conn
 
 
 cdef inline bint node_fits(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
@@ -198,10 +339,22 @@ cdef inline int64_t cpu_left_floor(const NodeState* st, const Pod* p, int32_t f)
     return floor if floor > 0 else 0
 
 
+cdef inline int64_t score_ceiling(const NodeState* st, const Pod* p) noexcept nogil:
+    """The highest set score a pod can get anywhere (0: set scores do not rank nodes)."""
+    if p.gpus < 2 or p.gpus > MAX_K or is_shared(p):
+        return 0
+    return st.top_score[p.gpus]
+
+
+cdef inline int64_t node_set_score(const NodeState* st, int32_t n, const Pod* p, int64_t ceiling) noexcept nogil:
+    return set_score(st, n, p.gpus) if ceiling > 0 else 0
+
+
 cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* only) noexcept nogil:
     cdef int32_t w, f, n, last_word, best = -1
     cdef int32_t fmin = min_free_count(p), fmax = max_model_count(st, p)
     cdef int64_t lower, cost, best_cost = NO_COST, need = <int64_t>p.gpus * p.milli
+    cdef int64_t ceiling = score_ceiling(st, p), sc, best_sc = -1
     cdef uint64_t word
     cdef bint done
     for f in range(fmin, fmax + 1):
@@ -214,7 +367,7 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
         if lower > best_cost:
             continue
         last_word = st.n_words - 1
-        if lower == best_cost:
+        if lower == best_cost and best_sc >= ceiling:
             last_word = best // 64  # only a lower index can still win a tie
         done = False
         for w in range(last_word + 1):
@@ -225,10 +378,14 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
                 if not node_fits(st, n, p):
                     continue
                 cost = fit_cost(st, n, p)
-                if cost < best_cost or (cost == best_cost and n < best):
+                if cost > best_cost:
+                    continue
+                sc = node_set_score(st, n, p, ceiling)
+                if cost < best_cost or sc > best_sc or (sc == best_sc and n < best):
                     best_cost = cost
+                    best_sc = sc
                     best = n
-                if cost == lower:
+                if cost == lower and sc >= ceiling:
                     done = True  # nothing later in this bucket can beat it
                     break
             if done:
@@ -238,7 +395,7 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
 
 cdef int32_t choose_spread(const NodeState* st, const Pod* p, const uint64_t* only) noexcept nogil:
     cdef int32_t w, n, best = -1
-    cdef int64_t cost, best_cost = -1
+    cdef int64_t cost, best_cost = -1, ceiling = score_ceiling(st, p), sc, best_sc = -1
     cdef uint64_t word
     for w in range(st.n_words):
         word = p.eligible[w] & only[w]
@@ -247,8 +404,12 @@ cdef int32_t choose_spread(const NodeState* st, const Pod* p, const uint64_t* on
             word &= word - 1
             if node_fits(st, n, p):
                 cost = fit_cost(st, n, p)
-                if cost > best_cost:
+                if cost < best_cost:
+                    continue
+                sc = node_set_score(st, n, p, ceiling)
+                if cost > best_cost or sc > best_sc:
                     best_cost = cost
+                    best_sc = sc
                     best = n
     return best
 
@@ -381,8 +542,10 @@ cdef inline bint count_shared_milli(const NodeState* st, int32_t n, const Pod* p
 
 
 cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64_t* only,
-                       uint64_t* rng, uint64_t* chosen) noexcept nogil:
+                       uint64_t* rng, uint64_t* chosen, uint64_t* nics) noexcept nogil:
     cdef int32_t n, gpu
+    cdef const uint16_t* table
+    cdef int64_t points
     if policy == POLICY_FIRST_FIT:
         n = choose_first_fit(st, p, only)
     elif policy == POLICY_BEST_FIT:
@@ -400,9 +563,18 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
             gpu = shared_gpu(st, n, p, <int32_t>(splitmix64(rng) % <uint64_t>count_shared_gpus(st, n, p)))
         else:
             gpu = shared_gpu(st, n, p, -1)
+            if st.gpu_free_milli[<int64_t>n * st.max_gpus + gpu] == 1000:
+                table = choice_table(st, n, 1)  # a whole free GPU: the least-connected one
+                if table != NULL:
+                    gpu = placer_ctz(table[st.free_mask[n]])
         chosen[0] = (<uint64_t>1) << gpu
+    elif p.nics > 0:
+        chosen[0] = select_gpus_with_nics(st, n, p.gpus, p.nics)
     else:
-        chosen[0] = select_whole_gpus(st.free_mask[n], p.gpus)
+        chosen[0] = select_whole_gpus(st, n, p.gpus)
+    nics[0] = 0
+    if p.nics > 0 and st.kind_of[n] >= 0:
+        nics[0] = best_nics(st, st.kind_of[n], chosen[0], p.nics, &points)
     apply(st, n, p, chosen[0], 1, 1, is_shared(p))
     return n
 
@@ -413,10 +585,34 @@ cdef class Kernel:
     cdef NodeState st
     cdef object _arrays
     cdef object _all_nodes
+    cdef list _tables
+
+    def __dealloc__(self):
+        free(self.st.kind_pair)
+        free(self.st.kind_score)
+        free(self.st.kind_split)
+        free(self.st.kind_choice)
+        free(self.st.kind_nic_class)
 
     def __init__(self, dict arrays, int n_models):
         cdef int32_t n_nodes = arrays["free_mask"].shape[0]
+        cdef int32_t n_kinds = arrays["kind_gpus"].shape[0], k
         self._arrays = arrays
+        self._tables = []
+        self.st.n_kinds = n_kinds
+        self.st.kind_of = <int32_t*>_ptr(arrays["kind_of"], np.int32, n_nodes)
+        self.st.kind_gpus = <int32_t*>_ptr(arrays["kind_gpus"], np.int32, n_kinds)
+        self.st.kind_nics = <int32_t*>_ptr(arrays["kind_nics"], np.int32, n_kinds)
+        self.st.kind_pair = <const int32_t**>calloc(n_kinds + 1, sizeof(void*))
+        self.st.kind_score = <const int32_t**>calloc(n_kinds + 1, sizeof(void*))
+        self.st.kind_split = <const int32_t**>calloc((n_kinds + 1) * (MAX_K + 1), sizeof(void*))
+        self.st.kind_choice = <const uint16_t**>calloc((n_kinds + 1) * (MAX_K + 1), sizeof(void*))
+        self.st.kind_nic_class = <const uint64_t**>calloc(n_kinds + 1, sizeof(void*))
+        if (self.st.kind_pair == NULL or self.st.kind_score == NULL or self.st.kind_split == NULL
+                or self.st.kind_choice == NULL or self.st.kind_nic_class == NULL):
+            raise MemoryError()
+        for k in range(MAX_K + 1):
+            self.st.top_score[k] = 0
         self.st.n_nodes = n_nodes
         self.st.max_gpus = arrays["gpu_free_milli"].shape[1]
         self.st.n_words = arrays["bucket_bits"].shape[1]
@@ -444,6 +640,36 @@ cdef class Kernel:
         if n_nodes:
             self._all_nodes[:] = ~np.uint64(0)
 
+    def set_gpu_tables(self, int32_t kind, int32_t k, cnp.ndarray pair, cnp.ndarray score,
+                       cnp.ndarray split, cnp.ndarray choice, int64_t top):
+        """Use the tables of ``gpusets.GpuTables`` for k-GPU pods on nodes of ``kind``.
+
+        ``top`` is the best k-set score of the kind; the arrays are kept alive here.
+        """
+        cdef int32_t g
+        if kind < 0 or kind >= self.st.n_kinds or k < 1 or k > MAX_K:
+            raise IndexError("kind or set size out of range")
+        g = self.st.kind_gpus[kind]
+        self._tables.append((pair, score, split, choice))
+        self.st.kind_pair[kind] = <const int32_t*>_ptr(pair, np.int32, g * g)
+        self.st.kind_score[kind] = <const int32_t*>_ptr(score, np.int32, 1 << g)
+        self.st.kind_split[kind * (MAX_K + 1) + k] = <const int32_t*>_ptr(split, np.int32, 1 << g)
+        self.st.kind_choice[kind * (MAX_K + 1) + k] = <const uint16_t*>_ptr(choice, np.uint16, 1 << g)
+        if top > self.st.top_score[k]:
+            self.st.top_score[k] = top
+
+    def has_gpu_tables(self, int32_t kind, int32_t k):
+        """Whether tables for k-GPU pods on nodes of ``kind`` are set."""
+        return self.st.kind_choice[kind * (MAX_K + 1) + k] != NULL
+
+    def set_nics(self, int32_t kind, cnp.ndarray classes):
+        """NIC relations of a kind: uint64 ``[nics, 5]``, GPU masks per PIX, PXB, PHB, NODE, SYS."""
+        if kind < 0 or kind >= self.st.n_kinds:
+            raise IndexError("kind out of range")
+        self._tables.append(classes)
+        self.st.kind_nic_class[kind] = <const uint64_t*>_ptr(
+            classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
+
     def place_batch(self, dict pods, int policy, cnp.ndarray rng, eligible, restrict=None,
                     bint reasons=True):
         """Place a batch of pods in order, binding each; groups are all or nothing.
@@ -451,7 +677,7 @@ cdef class Kernel:
         Parameters
         ----------
         pods : dict of arrays
-            ``gpus``, ``milli``, ``gpu_mem`` (int32), ``cpu``, ``mem`` (int64), ``models``
+            ``gpus``, ``milli``, ``gpu_mem``, ``nics`` (int32), ``cpu``, ``mem`` (int64), ``models``
             (uint64 mask of allowed model ids), ``klass`` (int32 row of ``eligible``) and
             ``group_end`` (int32; pods ``i .. group_end[i]-1`` are one all-or-nothing group
             when ``i`` starts a group).
@@ -476,11 +702,14 @@ cdef class Kernel:
             For a pod of a failed group, the index of the pod that found no node; -1 else.
         reason_counts : ndarray of int32, shape (pods, 5)
             Resource shortfall counts (``_typedefs.RESOURCE_REASONS``) for the pod that failed.
+        nics : ndarray of uint64
+            NIC mask per placed pod (bit j = NIC j of the node's kind).
         """
         cdef int32_t n_pods = pods["gpus"].shape[0]
         cdef const int32_t[::1] gpus = pods["gpus"]
         cdef const int32_t[::1] milli = pods["milli"]
         cdef const int32_t[::1] gpu_mem = pods["gpu_mem"]
+        cdef const int32_t[::1] nics = pods["nics"]
         cdef const int64_t[::1] cpu = pods["cpu"]
         cdef const int64_t[::1] mem = pods["mem"]
         cdef const uint64_t[::1] models = pods["models"]
@@ -491,13 +720,15 @@ cdef class Kernel:
         cdef uint64_t[::1] rng_state = rng
         out_node_arr = np.full(n_pods, -1, dtype=np.int32)
         out_gpus_arr = np.zeros(n_pods, dtype=np.uint64)
+        out_nics_arr = np.zeros(n_pods, dtype=np.uint64)
         failed_arr = np.full(n_pods, -1, dtype=np.int32)
         counts_arr = np.zeros((n_pods, N_REASONS), dtype=np.int32)
         cdef int32_t[::1] out_node = out_node_arr
         cdef uint64_t[::1] out_gpus = out_gpus_arr
+        cdef uint64_t[::1] out_nics = out_nics_arr
         cdef int32_t[::1] failed = failed_arr
         cdef int32_t[:, ::1] counts = counts_arr
-        cdef int32_t i, j, end, n
+        cdef int32_t i, j, k, end, n
         cdef Pod p
         if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
@@ -507,16 +738,20 @@ cdef class Kernel:
                 end = group_end[i]
                 for j in range(i, end):
                     load_pod(&p, j, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
-                    n = place_one(&self.st, &p, policy, &allowed[0], &rng_state[0], &out_gpus[j])
+                    p.nics = nics[j]
+                    n = place_one(&self.st, &p, policy, &allowed[0], &rng_state[0], &out_gpus[j],
+                                  &out_nics[j])
                     out_node[j] = n
                     if n < 0:
                         if reasons:
                             count_reasons(&self.st, &p, &allowed[0], &counts[j, 0])
                         undo_group(&self.st, i, j, out_node, out_gpus, failed,
                                    gpus, milli, gpu_mem, cpu, mem, end)
+                        for k in range(i, end):
+                            out_nics[k] = 0
                         break
                 i = end
-        return out_node_arr, out_gpus_arr, failed_arr, counts_arr
+        return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
 
     def bind(self, int32_t node, int32_t milli, int32_t gpu_mem, int64_t cpu, int64_t mem,
              uint64_t gpu_mask, int32_t sign, int32_t pod_slots, bint share):
@@ -571,3 +806,216 @@ cdef void* _ptr(cnp.ndarray arr, dtype, Py_ssize_t size) except NULL:
     if arr.dtype != dtype or not arr.flags.c_contiguous or arr.size != size:
         raise ValueError(f"kernel array must be C-contiguous {np.dtype(dtype)} of size {size}")
     return cnp.PyArray_DATA(arr)
+
+
+# ---------------------------------------------------------------------------------------
+# GPU sets inside one node (pair scores of a node type with at most 16 GPUs).
+#
+# subset_score[m]: the sum of the pair scores inside GPU mask m.
+# split[m]: the best split of m into sets of k GPUs plus one set of |m| mod k.
+# A choice for free mask m and size k compares candidate sets S by
+#   tiling:   (subset_score[S] + split[m ^ S], subset_score[S]), then the lexicographically
+#             smallest index list;
+#   best-set: (subset_score[S], split[m ^ S]), then the same.
+# Size 1 takes the least-connected GPU of m (lowest pair-score sum to the rest of m).
+
+cdef enum:
+    OBJECTIVE_TILING = 0
+    OBJECTIVE_BEST_SET = 1
+
+MAX_TABLE_GPUS = 16
+
+
+cdef inline bint lex_before(uint64_t a, uint64_t b) noexcept nogil:
+    """Whether the ascending index list of a comes before that of b."""
+    cdef uint64_t d = a ^ b
+    return (d & (~d + 1) & a) != 0
+
+
+cdef inline bint better_set(int64_t p1, int64_t s1, uint64_t a, int64_t p2, int64_t s2, uint64_t b) noexcept nogil:
+    if p1 != p2:
+        return p1 > p2
+    if s1 != s2:
+        return s1 > s2
+    return lex_before(a, b)
+
+
+cdef uint64_t least_connected(const int32_t* pair, int32_t n, uint64_t m) noexcept nogil:
+    cdef uint64_t rest = m, others
+    cdef int32_t i, j
+    cdef int64_t conn, best_conn = -1
+    cdef uint64_t best = 0
+    while rest:
+        i = placer_ctz(rest)
+        rest &= rest - 1
+        conn = 0
+        others = m & ~((<uint64_t>1) << i)
+        while others:
+            j = placer_ctz(others)
+            others &= others - 1
+            conn += pair[i * n + j]
+        if best_conn < 0 or conn < best_conn:
+            best_conn = conn
+            best = (<uint64_t>1) << i
+    return best
+
+
+cdef struct Combos:
+    # The r-element subsets of a bit pool, in Gosper order over the pool's positions.
+    int32_t positions[64]
+    int32_t size
+    uint64_t pattern
+    uint64_t limit
+
+
+cdef inline bint combos_start(Combos* c, uint64_t pool, int32_t r) noexcept nogil:
+    c.size = 0
+    while pool:
+        c.positions[c.size] = placer_ctz(pool)
+        c.size += 1
+        pool &= pool - 1
+    if r < 0 or r > c.size:
+        return False
+    c.pattern = ((<uint64_t>1) << r) - 1
+    c.limit = (<uint64_t>1) << c.size
+    return True
+
+
+cdef inline uint64_t combos_mask(const Combos* c) noexcept nogil:
+    cdef uint64_t x = c.pattern, out = 0
+    while x:
+        out |= (<uint64_t>1) << c.positions[placer_ctz(x)]
+        x &= x - 1
+    return out
+
+
+cdef inline bint combos_next(Combos* c) noexcept nogil:
+    cdef uint64_t x = c.pattern, low, ripple
+    if x == 0:
+        return False
+    low = x & (~x + 1)
+    ripple = x + low
+    c.pattern = (((ripple ^ x) >> 2) // low) | ripple
+    return c.pattern < c.limit
+
+
+cdef uint64_t choose_in_mask(const int32_t* score, const int32_t* split, const int32_t* pair,
+                             int32_t n, int32_t k, uint64_t m, uint64_t required,
+                             int32_t objective) noexcept nogil:
+    """The best k-set S with required ⊆ S ⊆ m (0 when none)."""
+    cdef uint64_t s, best = 0
+    cdef int64_t prim, sec, best_prim = -1, best_sec = -1
+    cdef bint found = False
+    cdef Combos c
+    if (required & ~m) or placer_popcount(m) < k:
+        return 0
+    if k == 1 and required == 0:
+        return least_connected(pair, n, m)
+    if not combos_start(&c, m & ~required, k - placer_popcount(required)):
+        return 0
+    while True:
+        s = combos_mask(&c) | required
+        if objective == OBJECTIVE_TILING:
+            prim = <int64_t>score[s] + split[m ^ s]
+            sec = score[s]
+        else:
+            prim = score[s]
+            sec = split[m ^ s]
+        if not found or better_set(prim, sec, s, best_prim, best_sec, best):
+            found = True
+            best = s
+            best_prim = prim
+            best_sec = sec
+        if not combos_next(&c):
+            break
+    return best
+
+
+def gpu_subset_scores(const int32_t[:, ::1] pair):
+    """Pair-score sum of every GPU mask of an n-GPU node (n ≤ 16), as int32[2**n]."""
+    cdef int32_t n = pair.shape[0]
+    if n > MAX_TABLE_GPUS or pair.shape[1] != n:
+        raise ValueError("pair scores must be square with at most 16 GPUs")
+    out_arr = np.zeros(1 << n, dtype=np.int32)
+    cdef int32_t[::1] out = out_arr
+    cdef uint64_t m, rest
+    cdef int32_t low, j
+    cdef int64_t add
+    with nogil:
+        for m in range(1, <uint64_t>1 << n):
+            low = placer_ctz(m)
+            rest = m & (m - 1)
+            add = out[rest]
+            while rest:
+                j = placer_ctz(rest)
+                rest &= rest - 1
+                add += pair[low, j]
+            out[m] = <int32_t>add
+    return out_arr
+
+
+def gpu_split_table(const int32_t[::1] score, int32_t n, int32_t k):
+    """Best split value of every mask into sets of k GPUs plus one of |m| mod k."""
+    if k < 1 or n > MAX_TABLE_GPUS or score.shape[0] != (1 << n):
+        raise ValueError("bad split table arguments")
+    out_arr = np.zeros(1 << n, dtype=np.int32)
+    cdef int32_t[::1] split = out_arr
+    cdef uint64_t m, low, block
+    cdef int32_t r, size, pass_
+    cdef int64_t val, best
+    cdef Combos c
+    with nogil:
+        for m in range(1, <uint64_t>1 << n):
+            r = placer_popcount(m) % k
+            low = m & (~m + 1)
+            best = -1
+            for pass_ in range(2):
+                # the block holding m's lowest GPU: k GPUs, or the r left over
+                size = k if pass_ == 0 else r
+                if size == 0 or (pass_ == 0 and placer_popcount(m) < k):
+                    continue
+                if not combos_start(&c, m ^ low, size - 1):
+                    continue
+                while True:
+                    block = combos_mask(&c) | low
+                    val = <int64_t>score[block] + split[m ^ block]
+                    if val > best:
+                        best = val
+                    if not combos_next(&c):
+                        break
+            split[m] = <int32_t>best
+    return out_arr
+
+
+def gpu_choice_tables(const int32_t[::1] score, const int32_t[::1] split,
+                      const int32_t[:, ::1] pair, int32_t k):
+    """For every free mask, the chosen k-set under tiling and under best-set (uint16[2**n])."""
+    cdef int32_t n = pair.shape[0]
+    if k < 1 or k > n or n > MAX_TABLE_GPUS or score.shape[0] != (1 << n) or split.shape[0] != (1 << n):
+        raise ValueError("bad choice table arguments")
+    tiling_arr = np.zeros(1 << n, dtype=np.uint16)
+    best_arr = np.zeros(1 << n, dtype=np.uint16)
+    cdef uint16_t[::1] tiling = tiling_arr
+    cdef uint16_t[::1] best_set = best_arr
+    cdef uint64_t m
+    with nogil:
+        for m in range(1, <uint64_t>1 << n):
+            if placer_popcount(m) < k:
+                continue
+            tiling[m] = <uint16_t>choose_in_mask(&score[0], &split[0], &pair[0, 0], n, k, m, 0,
+                                                 OBJECTIVE_TILING)
+            if k == 1:
+                best_set[m] = tiling[m]
+            else:
+                best_set[m] = <uint16_t>choose_in_mask(&score[0], &split[0], &pair[0, 0], n, k, m, 0,
+                                                       OBJECTIVE_BEST_SET)
+    return tiling_arr, best_arr
+
+
+def gpu_choose(const int32_t[::1] score, const int32_t[::1] split, const int32_t[:, ::1] pair,
+               int32_t k, uint64_t free_mask, uint64_t required, int32_t objective):
+    """The chosen k-set of ``free_mask`` that holds ``required`` (0: none exists)."""
+    cdef int32_t n = pair.shape[0]
+    if n > MAX_TABLE_GPUS or score.shape[0] != (1 << n) or split.shape[0] != (1 << n):
+        raise ValueError("bad arguments")
+    return choose_in_mask(&score[0], &split[0], &pair[0, 0], n, k, free_mask, required, objective)

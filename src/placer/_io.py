@@ -1,4 +1,4 @@
-"""File output helpers: JSON text and all-or-nothing writes."""
+"""File helpers: reading text with located errors, JSON text and all-or-nothing writes."""
 from __future__ import annotations
 
 import json
@@ -6,9 +6,37 @@ import os
 import tempfile
 from typing import Any, Union
 
-__all__ = ["dump_json", "write_text_atomic"]
+from placer.exceptions import InvalidInputError
+
+__all__ = ["dump_json", "read_text", "write_text_atomic"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def read_text(path: PathLike, source: str | None = None) -> str:
+    """The UTF-8 text of a file (a leading byte-order mark dropped).
+
+    Raises :class:`InvalidInputError` naming the path when the file is missing or
+    unreadable, and ``source:line`` (``source`` defaults to the path) for bytes that are
+    not UTF-8.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise InvalidInputError(name, "no such file") from None
+    except IsADirectoryError:
+        raise InvalidInputError(name, "expected a file, got a directory") from None
+    except OSError as e:
+        raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise InvalidInputError(
+            f"{source or name}:{line}", f"expected UTF-8 text, got byte 0x{raw[e.start]:02x}"
+        ) from None
 
 
 def dump_json(obj: Any) -> str:

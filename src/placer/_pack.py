@@ -9,13 +9,14 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from placer import _typedefs as td
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, Node, PodRequest, Taint, Toleration
+from placer.topology import GpuTopology, Nic
 
 _NO_GPU_MODEL = ""
 
@@ -40,6 +41,23 @@ class EligibilityClass:
     static_reasons: dict[str, int]
 
 
+@dataclass(frozen=True)
+class NodeKind:
+    """Nodes that share a GPU pair-score matrix and NICs: one set of GPU-set tables."""
+
+    topology: GpuTopology
+    nics: tuple[Nic, ...]
+
+    def nic_classes(self) -> np.ndarray:
+        """Per NIC, the GPU masks of each relation in ``_typedefs.NIC_CLASSES`` order."""
+        out = np.zeros((len(self.nics), len(td.NIC_CLASSES)), dtype=td.MASK)
+        for j, nic in enumerate(self.nics):
+            for g, label in enumerate(nic.labels):
+                c = td.NIC_CLASSES.index("SYS" if label == "SOC" else label)
+                out[j, c] |= np.uint64(1 << g)
+        return out
+
+
 @dataclass
 class PackedCluster:
     """Static node description plus the kernel's state arrays."""
@@ -56,6 +74,7 @@ class PackedCluster:
     nodes: Sequence[Node]
     unschedulable: np.ndarray
     n_words: int
+    kinds: list[NodeKind] = field(default_factory=list)
     _label_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
@@ -104,6 +123,7 @@ class PackedCluster:
             pod.tolerations,
             tuple(sorted(pod.gpu_models)) if pod.gpus else None,
             pod.gpus > 0,
+            pod.nics,
         )
         found = self._class_cache.get(key)
         if found is None:
@@ -139,6 +159,8 @@ class PackedCluster:
             reject(model_id == 0, "Insufficient nvidia.com/gpu")
             allowed = ((model_mask >> model_id) & 1).astype(bool)
             reject(~allowed, "node(s) didn't match Pod's GPU model")
+        if pod.nics:
+            reject(self.arrays["nic_count"] < pod.nics, "Insufficient NICs")
         return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons)
 
 
@@ -175,6 +197,11 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     gmem_cap: list[int | None] = []
     unhealthy: list[tuple[int, ...]] = []
     names: list[str] = []
+    kinds: list[NodeKind] = []
+    kind_ids: dict[NodeKind, int] = {}
+    kind_of = np.full(n, -1, dtype=td.INDEX)
+    nic_count = np.zeros(n, dtype=td.INT)
+    kind_cache: dict[int, int] = {}
 
     for i, node in enumerate(nodes):
         hw = node.hardware
@@ -197,6 +224,11 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
             if node.unhealthy_gpus:
                 gpu_free_milli[i, list(node.unhealthy_gpus)] = 0
                 gpu_free_mem[i, list(node.unhealthy_gpus)] = 0
+        kid = kind_cache.get(id(hw))
+        if kid is None:
+            kid = kind_cache[id(hw)] = _kind_id(hw, kinds, kind_ids)
+        kind_of[i] = kid
+        nic_count[i] = len(hw.nic_list)
         if hw.gpu_memory_mib is not None:
             gpu_mem_cap[i] = hw.gpu_memory_mib
         if hw.cpu_milli is not None:
@@ -248,6 +280,10 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "bucket_of": np.zeros(n, dtype=td.INDEX),
         "bucket_bits": np.zeros((n_buckets, n_words), dtype=td.MASK),
         "bucket_cpu_floor": np.zeros(n_buckets, dtype=td.BIG),
+        "kind_of": kind_of,
+        "kind_gpus": np.array([k.topology.gpus for k in kinds], dtype=td.INT),
+        "kind_nics": np.array([len(k.nics) for k in kinds], dtype=td.INT),
+        "nic_count": nic_count,
     }
     packed = PackedCluster(
         node_names=names,
@@ -262,9 +298,30 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         nodes=nodes,
         unschedulable=unschedulable,
         n_words=n_words,
+        kinds=kinds,
     )
     refresh_derived(packed)
     return packed
+
+
+def _kind_id(hw: Any, kinds: list[NodeKind], ids: dict[NodeKind, int]) -> int:
+    """The kind of a node's hardware; -1 when it has no GPU topology or NICs to use.
+
+    Kinds of more than ``MAX_TABLE_GPUS`` GPUs get no tables: the kernel gives their pods
+    the lowest free indices.
+    """
+    nics = hw.nic_list
+    topo = hw.gpu_topology
+    if topo is None and not nics:
+        return -1
+    if topo is None:
+        topo = GpuTopology(gpus=hw.gpus, labels=None)
+    kind = NodeKind(topo, tuple(nics))
+    found = ids.get(kind)
+    if found is None:
+        found = ids[kind] = len(kinds)
+        kinds.append(kind)
+    return found
 
 
 def refresh_derived(packed: PackedCluster) -> None:
@@ -312,6 +369,7 @@ def pack_pods(packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequenc
         "gpu_mem": np.fromiter((p.gpu_memory_mib for p in pods), dtype=td.INT, count=count),
         "cpu": np.fromiter((p.cpu_milli for p in pods), dtype=td.BIG, count=count),
         "mem": np.fromiter((p.memory_mib for p in pods), dtype=td.BIG, count=count),
+        "nics": np.fromiter((p.nics for p in pods), dtype=td.INT, count=count),
         "models": models,
         "klass": klass,
         "group_end": (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-KERNEL_ABI = 1  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
+KERNEL_ABI = 2  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -17,6 +17,9 @@ INT = np.int32
 BIG = np.int64  # CPU milli and memory MiB of a node
 
 MAX_GPUS_PER_NODE = 64
+MAX_TABLE_GPUS = 16  # node kinds with GPU-set tables
+MAX_NICS_PER_NODE = 64
+NIC_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")  # best first; SOC counts as SYS
 MAX_GPU_MODELS = 63  # model id 0 is "no GPU"; ids fit one uint64 mask
 
 # Untracked capacities are stored as these (never reached, safe to add and subtract).

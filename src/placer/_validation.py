@@ -20,7 +20,9 @@ from typing import Any, Callable, Iterable, NoReturn, TypeVar, Union
 
 import yaml
 
+from placer._io import read_text
 from placer.exceptions import InvalidInputError
+from placer.topology import Nic, nics_from_spec, topology_from_spec
 from placer.model import (
     API_VERSION,
     GANG_MODES,
@@ -58,6 +60,7 @@ __all__ = [
     "coerce_result",
     "check_request_against_snapshot",
     "check_policy",
+    "check_gpu_request",
     "check_seed",
     "check_solver",
     "check_time_limit",
@@ -421,6 +424,55 @@ def check_seed(value: Any, where: str = "seed") -> int:
     raise _bad(where, _int_desc(0, SEED_MAX), value)
 
 
+def check_gpu_request(
+    n_gpus: int, available: Any, size: Any, required: Any, objective: Any
+) -> tuple[int, int]:
+    """Check the arguments of a GPU-set choice on a node of ``n_gpus`` GPUs.
+
+    Returns
+    -------
+    (int, int)
+        The available and the required GPUs as bitmasks.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``available``, ``size``, ``required`` or ``objective``: an index out of
+        range or repeated, a required GPU that is not available, more required GPUs than
+        ``size``, or fewer available GPUs than ``size``.
+    """
+    if objective != "tiling" and objective != "best-set":
+        raise _bad("objective", '"tiling" or "best-set"', objective)
+    if type(size) is not int or size < 1:
+        raise _bad("size", "an integer >= 1", size)
+    free, n_free = _gpu_mask(available, "available", n_gpus)
+    need, n_need = _gpu_mask(required, "required", n_gpus) if required else (0, 0)
+    if need & ~free:
+        missing = [i for i in range(n_gpus) if (need & ~free) >> i & 1]
+        raise InvalidInputError("required", f"GPU(s) {missing} are required but not available")
+    if n_need > size:
+        raise InvalidInputError("required", f"{n_need} GPUs are required, more than size {size}")
+    if n_free < size:
+        raise InvalidInputError("available", f"{n_free} GPU(s) available, fewer than size {size}")
+    return free, need
+
+
+def _gpu_mask(values: Any, name: str, n_gpus: int) -> tuple[int, int]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise _bad(name, "a list of GPU indices", values)
+    mask = 0
+    count = 0
+    for j, i in enumerate(values):
+        if type(i) is not int or not 0 <= i < n_gpus:
+            raise _bad(f"{name}[{j}]", f"a GPU index in 0..{n_gpus - 1}", i)
+        bit = 1 << i
+        if mask & bit:
+            raise InvalidInputError(f"{name}[{j}]", f"GPU {i} is listed twice")
+        mask |= bit
+        count += 1
+    return mask, count
+
+
 def check_time_limit(value: Any, where: str = "timeLimitS") -> float:
     """Return a solver time limit in seconds (a finite number > 0) as a float.
 
@@ -493,21 +545,7 @@ def load_document(path: PathLike) -> Any:
     """
     name = os.fspath(path)
     p = Path(name)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InvalidInputError(name, "no such file") from None
-    except IsADirectoryError:
-        raise InvalidInputError(name, "expected a JSON or YAML file, got a directory") from None
-    except OSError as e:
-        raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise InvalidInputError(
-            f"{name}:{line}", f"expected UTF-8 text, got byte 0x{raw[e.start]:02x}"
-        ) from None
+    text = read_text(name)
     if not text.strip():
         raise InvalidInputError(f"{name}:1", "empty file, expected a JSON or YAML document")
     ext = p.suffix.lower()
@@ -624,9 +662,21 @@ def _merge_hardware(base: NodeType, given: Mapping[str, Any]) -> NodeType:
         cpu_milli=given.get("cpuMilli", base.cpu_milli),
         memory_mib=given.get("memoryMiB", base.memory_mib),
         max_pods=given.get("maxPods", base.max_pods),
-        gpu_topology=given["gpuTopology"] if "gpuTopology" in given else base.gpu_topology,
-        nics=tuple(given["nics"]) if "nics" in given else base.nics,
+        gpu_topology=topology_from_spec(
+            given["gpuTopology"] if "gpuTopology" in given else base.gpu_topology, gpus
+        ),
+        nics=_nics(given["nics"] if "nics" in given else base.nics, gpus),
     )
+
+
+def _nics(v: Any, gpus: int) -> tuple[Nic, ...] | None:
+    if v is None:
+        return None
+    if isinstance(v, tuple):
+        if any(len(nic.labels) != gpus for nic in v):
+            raise InvalidInputError("nics", f"the NICs describe links to a node of another GPU count than {gpus}")
+        return v
+    return nics_from_spec(v, gpus)
 
 
 def _topology_levels(v: Any) -> tuple[str, ...]:

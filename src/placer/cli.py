@@ -7,13 +7,17 @@ stderr, ``placer: error: <where>: <what>``, no partial output file). The kernel
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Sequence
 
 from placer import __version__
-from placer._io import dump_json, write_text_atomic
+from placer._io import dump_json, read_text, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
+
+if TYPE_CHECKING:
+    from placer.topology import GpuTopology, Nic
 
 __all__ = ["main"]
 
@@ -54,6 +58,52 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     c.add_argument("result", metavar="RESULT", help="PlacementResult file (JSON or YAML)")
     c.set_defaults(handler=_cmd_check)
+
+    g = sub.add_parser(
+        "gpus",
+        help="the best set of GPUs inside one node, from its link topology",
+        description=(
+            "Choose SIZE GPUs among the available ones of one node by the pair scores of its links;\n"
+            "print {gpus, size, objective, setScore} as one JSON line."
+        ),
+        epilog=_GPUS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g.add_argument(
+        "--topology", metavar="FILE", required=True,
+        help="nvidia-smi topo -m output ('-' for stdin), or a .json/.yaml/.yml gpuTopology document",
+    )
+    g.add_argument("--available", metavar="LIST", help="free GPU indices, comma-separated (default: all)")
+    g.add_argument("--size", metavar="N", required=True, help="GPUs wanted (at least 1)")
+    g.add_argument(
+        "--required", metavar="LIST", default="", help="GPU indices the set must hold, comma-separated"
+    )
+    g.add_argument(
+        "--objective", metavar="OBJ", default="tiling", help="tiling (default) or best-set, see below"
+    )
+    g.set_defaults(handler=_cmd_gpus)
+
+    t = sub.add_parser(
+        "topo",
+        help="the parsed link matrix of nvidia-smi topo -m, its NVLink islands, best set per size",
+        description=(
+            "Print the GPU link matrix (and NICs) read from FILE, its NVLink islands, and for each\n"
+            "set size the best set of GPUs under both objectives when every GPU is free."
+        ),
+        epilog=_TOPO_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    t.add_argument(
+        "file", metavar="FILE",
+        help="nvidia-smi topo -m output ('-' for stdin), or a .json/.yaml/.yml gpuTopology document",
+    )
+    t.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
+    t.add_argument(
+        "--max-size", metavar="N",
+        help=f"largest set size to show (default: every size up to {_TOPO_ALL_SIZES_GPUS} GPUs, "
+        f"else at most {_TOPO_LARGE_MAX_SIZE})",
+    )
+    t.set_defaults(handler=_cmd_topo)
 
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
     d.add_argument("--policy", metavar="P", default="best-fit", help="placement policy (default: best-fit)")
@@ -106,6 +156,296 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from placer.demo import run_demo
 
     sys.stdout.write(run_demo(policy=_validation.check_policy(args.policy, "--policy")))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ gpus and topo
+
+_OBJECTIVE_HELP = """\
+objectives:
+  tiling    highest set score + best split of the GPUs left free into same-size sets (default)
+  best-set  highest set score alone, whatever it leaves free
+"""
+_SCORE_HELP = """\
+scores: a GPU pair scores 100 per NVLink plus its PCIe relation (PIX 50, PXB 40, PHB 30,
+NODE 20, SYS 10); a set scores the sum of its pairs (setScore); an NVSwitch pair scores 1800.
+"""
+_FILE_HELP = """\
+FILE: the text of `nvidia-smi topo -m` (any name), or a JSON/YAML document (.json, .yaml,
+.yml) holding a gpuTopology form ({"matrix": [[...]]}, {"nvidiaSmiTopo": "..."} or
+{"nvswitch": true, "gpus": 8}) or a node type ({"gpus": 8, "gpuTopology": {...}}).
+"""
+_GPUS_EPILOG = _OBJECTIVE_HELP + "\n" + _SCORE_HELP + "\n" + _FILE_HELP + """
+example:
+  placer gpus --topology topo.txt --available 0,2,4,5 --size 2
+"""
+_TOPO_ALL_SIZES_GPUS = 16
+_TOPO_LARGE_MAX_SIZE = 2
+_TOPO_EPILOG = _OBJECTIVE_HELP + "\n" + _SCORE_HELP + "\n" + _FILE_HELP + """
+example:
+  nvidia-smi topo -m | placer topo -
+"""
+_DOCUMENT_EXTENSIONS = (".json", ".yaml", ".yml")
+_FORM_KEYS = ("matrix", "nvidiaSmiTopo", "nvidiaSmiTopoPcie", "nvswitch")
+_OPTION_WHERES = ("available", "required", "size", "objective")
+
+
+class _LoadedTopology(NamedTuple):
+    """A node's GPU topology read from the command line's FILE, with its NICs."""
+
+    topology: "GpuTopology"
+    nics: "tuple[Nic, ...]"
+
+
+def _read_topo_text(path: str) -> tuple[str, str]:
+    """The text of a ``nvidia-smi topo -m`` file (``-``: stdin) and its name for errors."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    return read_text(path), path
+
+
+def _topology_from_text(path: str) -> _LoadedTopology:
+    from placer.adapters.nvidia_smi import parse_topo_matrix
+    from placer.topology import GpuTopology, Nic
+
+    text, name = _read_topo_text(path)
+    try:
+        parsed = parse_topo_matrix(text, source=name)
+    except InvalidInputError as exc:
+        head = text.lstrip()
+        looks_like_document = head[:1] in ("{", "[") or head.startswith(
+            ("matrix:", "nvidiaSmiTopo:", "nvswitch:", "gpus:", "gpuTopology:")
+        )
+        if exc.where == f"{name}:1" and looks_like_document:
+            raise InvalidInputError(
+                exc.where, f"{exc.what} (a JSON/YAML document needs a .json, .yaml or .yml name)"
+            ) from None
+        raise
+    labels = tuple(tuple(row) for row in parsed.gpu_labels)
+    nics = tuple(Nic(n, tuple(lab)) for n, lab in zip(parsed.nic_names, parsed.nic_labels))
+    return _LoadedTopology(GpuTopology(gpus=len(labels), labels=labels, nics=nics), nics)
+
+
+def _topology_from_document(path: str) -> _LoadedTopology:
+    from placer._validation import MAX_GPUS, load_document
+    from placer.topology import GpuTopology, nics_from_spec, topology_from_spec
+
+    doc = load_document(path)
+    try:
+        gpus = doc.get("gpus")
+        if gpus is not None and (type(gpus) is not int or not 1 <= gpus <= MAX_GPUS):
+            shown = repr(gpus) if not isinstance(gpus, (dict, list)) else type(gpus).__name__
+            raise InvalidInputError("gpus", f"expected an integer in 1..{MAX_GPUS}, got {shown}")
+        if "gpuTopology" in doc:
+            spec, where = doc["gpuTopology"], "gpuTopology"
+        else:
+            unknown = [str(k) for k in doc if k not in (*_FORM_KEYS, "gpus", "nics")]
+            if unknown or not any(doc.get(k) is not None for k in _FORM_KEYS):
+                raise InvalidInputError(
+                    "",
+                    "expected a gpuTopology form (matrix, nvidiaSmiTopo or nvswitch, with gpus) "
+                    "or a node type with gpus and gpuTopology"
+                    + (f"; unknown field(s): {', '.join(unknown)}" if unknown else ""),
+                )
+            # A bare form sits at the top level: its paths start with no name.
+            spec, where = {k: doc[k] for k in _FORM_KEYS if k in doc}, _TOP
+        try:
+            topology = topology_from_spec(spec, gpus=gpus, where=where)
+        except InvalidInputError as exc:
+            raise InvalidInputError(_untop(exc.where), _untop(exc.what)) from None
+        if topology is None:
+            if gpus is None:
+                raise InvalidInputError(
+                    _untop(where), "no link topology given: expected gpus (all pairs then score alike)"
+                )
+            topology = GpuTopology(gpus=gpus, labels=None)
+        nics = topology.nics
+        if doc.get("nics") is not None:
+            nics = nics_from_spec(doc["nics"], topology.gpus, where="nics")
+    except InvalidInputError as exc:
+        raise exc.within(path) from None
+    return _LoadedTopology(topology, nics)
+
+
+_TOP = "\x00"
+
+
+def _untop(text: str) -> str:
+    """``text`` with the top-level marker :data:`_TOP` (and the dot after it) removed."""
+    return text.replace(_TOP + ".", "").replace(_TOP, "")
+
+
+def _load_topology(path: str) -> _LoadedTopology:
+    """FILE of ``gpus``/``topo``: a document by its extension, else ``nvidia-smi`` text."""
+    if os.path.splitext(path)[1].lower() in _DOCUMENT_EXTENSIONS:
+        return _topology_from_document(path)
+    return _topology_from_text(path)
+
+
+def _index_list(text: str | None, option: str) -> list[int]:
+    """A comma-separated list of GPU indices; each item must be a plain decimal integer."""
+    if text is None or not text.strip():
+        return []
+    out = []
+    for j, item in enumerate(text.split(",")):
+        s = item.strip()
+        if not (s.isascii() and s.isdigit()):
+            raise InvalidInputError(
+                f"{option}[{j}]", f"expected a GPU index (an integer >= 0, comma-separated), got {item!r}"
+            )
+        out.append(int(s))
+    return out
+
+
+def _positive_int(text: str, option: str) -> int:
+    s = text.strip()
+    if not (s.isascii() and s.isdigit()) or int(s) < 1:
+        raise InvalidInputError(option, f"expected an integer >= 1, got {text!r}")
+    return int(s)
+
+
+def _as_option(exc: InvalidInputError) -> InvalidInputError:
+    """An error of :func:`placer.select_gpus` named by its command-line option."""
+    for name in _OPTION_WHERES:
+        if exc.where == name or exc.where.startswith(name + "["):
+            return InvalidInputError("--" + exc.where, exc.what)
+    return exc
+
+
+def _cmd_gpus(args: argparse.Namespace) -> int:
+    from placer.gpusets import OBJECTIVES, select_gpus
+
+    if args.objective not in OBJECTIVES:
+        raise InvalidInputError("--objective", f"expected tiling or best-set, got {args.objective!r}")
+    size = _positive_int(args.size, "--size")
+    available = _index_list(args.available, "--available") if args.available is not None else None
+    required = _index_list(args.required, "--required")
+    topology = _load_topology(args.topology).topology
+    n = topology.gpus
+    if size > n:
+        raise InvalidInputError("--size", f"expected at most {n} (the GPUs of the node), got {size}")
+    if available is None:
+        available = list(range(n))
+    try:
+        chosen = select_gpus(topology, available, size, required=required, objective=args.objective)
+    except InvalidInputError as exc:
+        raise _as_option(exc) from None
+    doc = {"gpus": chosen, "size": size, "objective": args.objective, "setScore": topology.set_score(chosen)}
+    sys.stdout.write(json.dumps(doc) + "\n")
+    return EXIT_OK
+
+
+def _topo_report(loaded: _LoadedTopology, max_size: int | None) -> dict[str, Any]:
+    from placer.gpusets import select_gpus
+
+    topology = loaded.topology
+    n = topology.gpus
+    if max_size is None:
+        max_size = n if n <= _TOPO_ALL_SIZES_GPUS else _TOPO_LARGE_MAX_SIZE
+    islands = [g for g in topology.islands() if len(g) > 1]
+    joined = {i for g in islands for i in g}
+    best = []
+    for size in range(2, min(max_size, n) + 1):
+        entry: dict[str, Any] = {"size": size}
+        for objective, key in (("tiling", "tiling"), ("best-set", "bestSet")):
+            chosen = select_gpus(topology, list(range(n)), size, objective=objective)
+            entry[key] = {"gpus": chosen, "setScore": topology.set_score(chosen)}
+        best.append(entry)
+    return {
+        "gpus": n,
+        "nvswitch": topology.nvswitch,
+        "matrix": [list(row) for row in topology.labels] if topology.labels is not None else None,
+        "scores": [list(row) for row in topology.scores],
+        "nics": [{"name": nic.name, "labels": list(nic.labels)} for nic in loaded.nics],
+        "islands": islands,
+        "withoutNvlink": [i for i in range(n) if i not in joined],
+        "bestSets": best,
+        "bestSetsUpTo": min(max_size, n),
+    }
+
+
+def _table(rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
+    """Rows of cells as lines of aligned columns (columns in ``right`` right-aligned)."""
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = (cell.rjust(w) if c in right else cell.ljust(w) for c, (cell, w) in enumerate(zip(r, widths)))
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _dump_rows_inline(obj: Any) -> str:
+    """JSON indented by 2 like :func:`dump_json`, but each list of plain values on one line."""
+
+    def emit(v: Any, depth: int) -> str:
+        pad, inner = "  " * depth, "  " * (depth + 1)
+        if isinstance(v, dict) and v:
+            items = [f"{inner}{json.dumps(k)}: {emit(x, depth + 1)}" for k, x in v.items()]
+            return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+        if isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
+            return "[\n" + ",\n".join(inner + emit(x, depth + 1) for x in v) + "\n" + pad + "]"
+        return json.dumps(v, ensure_ascii=False)
+
+    return emit(obj, 0) + "\n"
+
+
+def _set_text(gpus: list[int]) -> str:
+    return "[" + ",".join(map(str, gpus)) + "]"
+
+
+def _topo_text(report: dict[str, Any], source: str) -> str:
+    from placer.topology import NVSWITCH_POINTS
+
+    n = report["gpus"]
+    nics = report["nics"]
+    lines = [f"{source}: {n} GPU{'s' if n != 1 else ''}, {len(nics)} NIC{'s' if len(nics) != 1 else ''}", ""]
+    head = [""] + [f"GPU{j}" for j in range(n)]
+    if report["matrix"] is not None:
+        rows = [head] + [[f"GPU{i}"] + row for i, row in enumerate(report["matrix"])]
+        rows += [[nic["name"]] + nic["labels"] for nic in nics]
+        lines += _table(rows)
+    else:
+        if report["nvswitch"]:
+            lines.append(f"NVSwitch: every pair of GPUs fully connected (pair score {NVSWITCH_POINTS})")
+        else:
+            lines.append("no link matrix given: every pair of GPUs alike (pair score 0)")
+        if nics:
+            lines += [""] + _table([head] + [[nic["name"]] + nic["labels"] for nic in nics])
+    lines.append("")
+    if report["islands"]:
+        text = " ".join(_set_text(g) for g in report["islands"])
+        if report["withoutNvlink"]:
+            text += " (no NVLink: " + ", ".join(f"GPU{i}" for i in report["withoutNvlink"]) + ")"
+        lines.append(f"NVLink islands: {text}")
+    else:
+        lines.append("NVLink islands: none (no NVLink)")
+    lines.append("")
+    if report["bestSets"]:
+        lines.append("Best set per size, all GPUs free (score = sum of its pair scores):")
+        rows = [["size", "tiling", "score", "best-set", "score"]]
+        for e in report["bestSets"]:
+            row = [str(e["size"])]
+            for key in ("tiling", "bestSet"):
+                row += [_set_text(e[key]["gpus"]), str(e[key]["setScore"])]
+            rows.append(row)
+        lines += ["  " + line for line in _table(rows, right=frozenset((0, 2, 4)))]
+        if report["bestSetsUpTo"] < n:
+            lines.append(f"  (sizes above {report['bestSetsUpTo']} not shown; see --max-size)")
+    else:
+        lines.append("Best set per size: none (fewer than 2 GPUs)")
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_topo(args: argparse.Namespace) -> int:
+    if args.format not in ("text", "json"):
+        raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
+    max_size = _positive_int(args.max_size, "--max-size") if args.max_size is not None else None
+    report = _topo_report(_load_topology(args.file), max_size)
+    if args.format == "json":
+        del report["bestSetsUpTo"]
+        sys.stdout.write(_dump_rows_inline(report))
+    else:
+        sys.stdout.write(_topo_text(report, "<stdin>" if args.file == "-" else args.file))
     return EXIT_OK
 
 

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import _typedefs as td
-from placer import _validation
+from placer import _validation, gpusets
 from placer._core import Kernel
 from placer._pack import (
     EligibilityClass,
@@ -41,6 +41,8 @@ from placer.model import (
 __all__ = ["Cluster", "NodeFree", "kube_reason"]
 
 PodLike = Union[PodRequest, Mapping[str, Any]]
+# A pod's placement step outcome: (pod, node or -1, GPU mask, reason, NIC mask).
+_Outcome = tuple[PodRequest, int, int, str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,9 @@ class Cluster:
         self._snapshot = load_snapshot(snapshot)
         self._packed = pack_snapshot(self._snapshot)
         self._kernel = Kernel(self._packed.arrays, len(self._packed.model_names))
+        for t, kind in enumerate(self._packed.kinds):
+            if kind.nics:
+                self._kernel.set_nics(t, kind.nic_classes())
         self._holdings: dict[str, _Holding] = {}
         self._decided: dict[str, PodRequest] = {}
         self._domain_bits: dict[str, list[tuple[str, np.ndarray]]] = {}
@@ -196,10 +201,10 @@ class Cluster:
                 outcome = self._place_required(step, code, rng)
             else:
                 outcome = self._place_run(step, code, rng)
-            for pod, node, mask, reason in outcome:
+            for pod, node, mask, reason, nic_mask in outcome:
                 if node >= 0:
                     placed.append((pod, node, mask))
-                    assignments.append(self._assignment(pod, node, mask))
+                    assignments.append(self._assignment(pod, node, mask, nic_mask))
                 else:
                     unschedulable.append(Unschedulable(pod.name, reason))
             if step.gang is not None:
@@ -239,9 +244,10 @@ class Cluster:
             steps.append(current)
         return steps
 
-    def _place_run(self, step: _Step, code: int, rng: np.ndarray) -> list[tuple[PodRequest, int, int, str]]:
+    def _place_run(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
-        nodes, masks, failed_at, counts = self._kernel.place_batch(arrays, code, rng, bitsets)
+        self._ensure_tables(arrays["gpus"])
+        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(arrays, code, rng, bitsets)
         out = []
         for j, pod in enumerate(step.pods):
             node = int(nodes[j])
@@ -256,19 +262,40 @@ class Cluster:
                     )
                 else:
                     reason = line
-            out.append((pod, node, int(masks[j]), reason))
+            out.append((pod, node, int(masks[j]), reason, int(nics[j])))
         return out
 
-    def _place_required(self, step: _Step, code: int, rng: np.ndarray) -> list[tuple[PodRequest, int, int, str]]:
+    def _place_required(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
         assert step.gang is not None and step.gang.level is not None
         level = step.gang.level
         arrays, bitsets, _ = pack_pods(self._packed, step.pods, step.group_end)
+        self._ensure_tables(arrays["gpus"])
         for _, domain_bits in self._domains(level):
-            nodes, masks, _, _ = self._kernel.place_batch(arrays, code, rng, bitsets, domain_bits, False)
+            nodes, masks, _, _, nics = self._kernel.place_batch(arrays, code, rng, bitsets, domain_bits, False)
             if nodes.size and nodes[0] >= 0:
-                return [(pod, int(nodes[j]), int(masks[j]), "") for j, pod in enumerate(step.pods)]
+                return [
+                    (pod, int(nodes[j]), int(masks[j]), "", int(nics[j])) for j, pod in enumerate(step.pods)
+                ]
         reason = f"gang {step.gang.name}: no {level} domain fits all {len(step.pods)} pod(s)"
-        return [(pod, -1, 0, reason) for pod in step.pods]
+        return [(pod, -1, 0, reason, 0) for pod in step.pods]
+
+    def _ensure_tables(self, pod_gpus: np.ndarray) -> None:
+        """Give the kernel the GPU-set tables of every node kind for the batch's set sizes."""
+        kinds = self._packed.kinds
+        if not kinds:
+            return
+        for k in np.unique(pod_gpus).tolist():
+            if k < 1:
+                continue
+            for t, kind in enumerate(kinds):
+                g = kind.topology.gpus
+                if k > g or g > gpusets.MAX_TABLE_GPUS or self._kernel.has_gpu_tables(t, k):
+                    continue
+                tables = gpusets.tables_for(kind.topology, k)
+                top = int(tables.subset_score[int(tables.best_set[(1 << g) - 1])])
+                self._kernel.set_gpu_tables(
+                    t, k, tables.pair, tables.subset_score, tables.split, tables.tiling, top
+                )
 
     def _domains(self, level: str) -> list[tuple[str, np.ndarray]]:
         """Domains of a level in order of first appearance, each with its node bitset."""
@@ -304,13 +331,13 @@ class Cluster:
         self._paths[level] = found
         return found
 
-    def _gang_result(self, spec: GangSpec, outcome: list[tuple[PodRequest, int, int, str]]) -> GangResult:
-        placed = bool(outcome) and all(node >= 0 for _, node, _, _ in outcome)
+    def _gang_result(self, spec: GangSpec, outcome: list[_Outcome]) -> GangResult:
+        placed = bool(outcome) and all(o[1] >= 0 for o in outcome)
         domains: dict[str, tuple[str, ...]] = {}
         if placed:
             for level in (*self._snapshot.topology_levels, "node"):
                 paths = self._domain_paths(level)
-                used = dict.fromkeys(paths[node] for _, node, _, _ in outcome)
+                used = dict.fromkeys(paths[o[1]] for o in outcome)
                 if None not in used:
                     domains[level] = tuple(p for p in used if p is not None)
         return GangResult(spec.name, placed, "greedy", "feasible" if placed else "unknown", domains)
@@ -322,13 +349,18 @@ class Cluster:
                 merged[name] = merged.get(name, 0) + count
         return kube_reason(self._packed.n_nodes, merged)
 
-    def _assignment(self, pod: PodRequest, node: int, mask: int) -> Assignment:
+    def _assignment(self, pod: PodRequest, node: int, mask: int, nic_mask: int) -> Assignment:
+        nics: tuple[str, ...] = ()
+        if nic_mask:
+            names = self._packed.kinds[int(self._packed.arrays["kind_of"][node])].nics
+            nics = tuple(names[j].name for j in mask_to_indices(nic_mask))
         return Assignment(
             pod=pod.name,
             node=self._packed.node_names[node],
             gpus=mask_to_indices(mask),
             gpu_milli=pod.gpu_milli if pod.shared else None,
             gang=pod.gang,
+            nics=nics,
         )
 
     # ------------------------------------------------------------------ state changes

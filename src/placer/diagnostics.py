@@ -184,6 +184,14 @@ class _Checker:
                         f"{at}: needs {pod.gpu_memory_mib} MiB per GPU, the node's GPUs have "
                         f"{hw.gpu_memory_mib} MiB"
                     )
+            if len(a.nics) != pod.nics:
+                self.out.append(f"{at}: got {len(a.nics)} NIC(s) {list(a.nics)}, the pod asks for {pod.nics}")
+            nic_names = {nic.name for nic in hw.nic_list}
+            for nic in a.nics:
+                if nic not in nic_names:
+                    self.out.append(f"{at}: the node has no NIC {nic!r}")
+            if len(set(a.nics)) != len(a.nics):
+                self.out.append(f"{at}: NICs repeat: {list(a.nics)}")
             on_node[a.node].append((pod, a))
         return on_node
 

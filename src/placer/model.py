@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Union
 
+from placer.topology import GpuTopology, Nic
+
 __all__ = [
     "API_VERSION",
     "POLICIES",
@@ -117,8 +119,15 @@ class NodeType:
     cpu_milli: int | None = None
     memory_mib: int | None = None
     max_pods: int | None = None
-    gpu_topology: Mapping[str, Any] | None = None
-    nics: tuple[Mapping[str, Any], ...] | None = None
+    gpu_topology: GpuTopology | None = None
+    nics: tuple[Nic, ...] | None = None
+
+    @property
+    def nic_list(self) -> tuple[Nic, ...]:
+        """The NICs given for the type, else those read from its ``nvidia-smi`` text."""
+        if self.nics is not None:
+            return self.nics
+        return self.gpu_topology.nics if self.gpu_topology is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none(
@@ -129,8 +138,8 @@ class NodeType:
                 "cpuMilli": self.cpu_milli,
                 "memoryMiB": self.memory_mib,
                 "maxPods": self.max_pods,
-                "gpuTopology": dict(self.gpu_topology) if self.gpu_topology is not None else None,
-                "nics": [dict(n) for n in self.nics] if self.nics is not None else None,
+                "gpuTopology": self.gpu_topology.to_dict() if self.gpu_topology is not None else None,
+                "nics": [n.to_dict() for n in self.nics] if self.nics is not None else None,
             }
         )
 

@@ -37,6 +37,7 @@ from placer.model import (
     Taint,
     Toleration,
 )
+from placer.topology import GpuTopology, Nic, topology_from_spec
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_TAINT_KEYS",
     "GREEDY_POLICIES",
     "node_types",
+    "gpu_topologies",
     "snapshots",
     "pod_requests",
     "placement_requests",
@@ -66,6 +68,29 @@ def _chance(percent: int) -> st.SearchStrategy[bool]:
     return st.integers(0, 99).map(lambda x: x >= 100 - percent)
 
 
+_LINKS = ("SYS", "NODE", "PHB", "PXB", "PIX", "NV1", "NV2", "NV4", "NV2+SYS", "NV12")
+_NIC_LINKS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+@st.composite
+def gpu_topologies(draw: Any, gpus: int) -> GpuTopology | None:
+    """A ``gpuTopology`` of ``gpus`` GPUs: none, NVSwitch, or a matrix of link labels.
+
+    Matrices draw from a few labels so that equally good GPU sets are common.
+    """
+    form = draw(st.sampled_from(["none", "nvswitch", "matrix", "matrix"])) if gpus >= 2 else "none"
+    if form == "none":
+        return None
+    if form == "nvswitch":
+        return topology_from_spec({"nvswitch": True}, gpus)
+    palette = draw(st.lists(st.sampled_from(_LINKS), min_size=1, max_size=3, unique=True))
+    rows = [["X"] * gpus for _ in range(gpus)]
+    for a in range(gpus):
+        for b in range(a + 1, gpus):
+            rows[a][b] = rows[b][a] = draw(st.sampled_from(palette))
+    return topology_from_spec({"matrix": rows}, gpus)
+
+
 @st.composite
 def node_types(
     draw: Any, max_gpus: int = 8, models: Sequence[str] = DEFAULT_MODELS
@@ -85,6 +110,13 @@ def node_types(
     cpu = draw(st.one_of(st.none(), st.sampled_from([4000, 16000, 64000, 128000, 224000])))
     mem = draw(st.one_of(st.none(), st.sampled_from([16384, 65536, 262144, 2000000])))
     max_pods = draw(st.one_of(st.none(), st.integers(1, 16)))
+    topology = draw(gpu_topologies(gpus)) if gpus else None
+    nics = None
+    if gpus and draw(_chance(30)):
+        nics = tuple(
+            Nic(f"mlx5_{j}", tuple(draw(st.sampled_from(_NIC_LINKS)) for _ in range(gpus)))
+            for j in range(draw(st.integers(1, 3)))
+        )
     return NodeType(
         gpus=gpus,
         gpu_model=model,
@@ -92,6 +124,8 @@ def node_types(
         cpu_milli=cpu,
         memory_mib=mem,
         max_pods=max_pods,
+        gpu_topology=topology,
+        nics=nics,
     )
 
 
@@ -204,14 +238,7 @@ def snapshots(
             if draw(_chance(15)):
                 cpu = draw(st.sampled_from([8000, 32000, 96000]))
                 overrides = {"cpuMilli": cpu}
-                hw = NodeType(
-                    gpus=hw.gpus,
-                    gpu_model=hw.gpu_model,
-                    gpu_memory_mib=hw.gpu_memory_mib,
-                    cpu_milli=cpu,
-                    memory_mib=hw.memory_mib,
-                    max_pods=hw.max_pods,
-                )
+                hw = dataclasses.replace(hw, cpu_milli=cpu)
         topology: dict[str, str] = {}
         depth = len(levels) - (draw(st.integers(0, len(levels))) if draw(_chance(10)) else 0)
         for lv in levels[:depth]:
@@ -294,7 +321,7 @@ def pod_requests(
     kind = draw(st.sampled_from(kinds or ["cpu"]))
     gpus, gpu_milli, gpu_mem = 0, 1000, 0
     if kind == "whole":
-        gpus = draw(st.sampled_from(_gpu_counts(max_gpus)))
+        gpus = draw(st.sampled_from(_gpu_counts(max_gpus) + ([3] if max_gpus >= 3 else [])))
         gpu_mem = draw(st.sampled_from([0, 0, 8192, 40960, 81920]))
     elif kind == "shared":
         gpus = 1
@@ -318,6 +345,7 @@ def pod_requests(
         node_selector=selector,
         tolerations=tolerations,
         priority=draw(st.sampled_from([0, 0, 10, 1000])),
+        nics=draw(st.sampled_from([1, 2])) if draw(_chance(15)) else 0,
     )
 
 
