@@ -561,24 +561,181 @@ class ReferenceCluster:
     ) -> list[tuple[Assignment, _Holding]] | str:
         """Place every pod of a gang (applied), or return the gang's reason."""
         n = len(gpods)
-        if spec.mode != "required":
+        if spec.mode == "unconstrained" or spec.level is None:
             got = self._try_pods(gpods, range(len(self._nodes)), policy, rng)
             if isinstance(got, tuple):
                 k, pod_name, line = got
                 return f"gang {spec.name}: {k} of {n} pod(s) placed before pod {pod_name} failed: {line}"
             return got
-        if spec.level is None:
-            raise InvalidInputError(f"gangs[{spec.name}].topology", "mode required needs a level")
-        domains: dict[tuple[str, ...], list[int]] = {}
-        for i, node in enumerate(self.snapshot.nodes):
-            d = domain_of(node, spec.level, self.snapshot.topology_levels)
-            if d is not None:
-                domains.setdefault(d, []).append(i)
-        for nodes in domains.values():
-            got = self._try_pods(gpods, nodes, policy, rng)
-            if isinstance(got, list):
-                return got
-        return f"gang {spec.name}: no {spec.level} domain fits all {n} pod(s)"
+        return self._place_topology_gang(spec, gpods)
+
+    # --- gangs over topology levels (rules: "Gangs over topology levels") ---------------
+
+    def _capacity(self, i: int, pod: PodRequest, limit: int) -> int:
+        """How many copies of ``pod`` node ``i`` takes, found by placing them one by one."""
+        st = self._nodes[i]
+        held = []
+        while len(held) < limit and not _filter(st, pod):
+            out = self._place_one(pod, [i], "best-fit", SplitMix64(0))
+            assert not isinstance(out, str)
+            held.append(out[1])
+        for h in reversed(held):
+            st.apply(h, -1)
+        return len(held)
+
+    def _place_topology_gang(self, spec: GangSpec, gpods: list[PodRequest]) -> list | str:
+        levels = [*self.snapshot.topology_levels, "node"]
+        nodes = self.snapshot.nodes
+        paths = [[domain_of(nd, lv, self.snapshot.topology_levels) for nd in nodes] for lv in levels]
+        complete = [all(paths[k][i] is not None for k in range(len(levels))) for i in range(len(nodes))]
+        order_of = [dict() for _ in levels]  # first-appearance index of each domain
+        for k in range(len(levels)):
+            for i in range(len(nodes)):
+                if paths[k][i] is not None:
+                    order_of[k].setdefault(paths[k][i], len(order_of[k]))
+        # shapes: interchangeable pods, largest total demand first
+        shapes: dict[tuple, list[int]] = {}
+        for j, p in enumerate(gpods):
+            key = (p.gpus, p.gpu_milli, p.gpu_memory_mib, p.cpu_milli, p.memory_mib, p.nics,
+                   tuple(sorted(p.node_selector.items())), p.tolerations, tuple(sorted(p.gpu_models)))
+            shapes.setdefault(key, []).append(j)
+        groups = sorted(
+            shapes.values(),
+            key=lambda js: (gpods[js[0]].gpus * gpods[js[0]].gpu_milli * len(js), gpods[js[0]].cpu_milli * len(js), len(js)),
+            reverse=True,
+        )
+        main = groups[0]
+        mpod = gpods[main[0]]
+        units = [1] * len(levels)
+        for sl in spec.slices:
+            for k in range(levels.index(sl.level), len(levels)):
+                units[k] = max(units[k], sl.size)
+        if spec.slices:
+            for k in range(levels.index(spec.slices[0].level)):
+                units[k] = spec.slices[0].size
+        models: list[str | None] = [None]
+        gpu_groups = [g for g in groups if gpods[g[0]].gpus]
+        if spec.same_gpu_model and gpu_groups:
+            seen = []
+            for nd in nodes:
+                m = nd.hardware.gpu_model
+                if nd.hardware.gpus and m not in seen:
+                    seen.append(m)
+            models = [m for m in seen if all(not gpods[g[0]].gpu_models or m in gpods[g[0]].gpu_models for g in gpu_groups)]
+        k_req = levels.index(spec.level)
+        tried = [k_req] if spec.mode == "required" else list(range(k_req, -1, -1)) + [-1]
+        raw_cap = [self._capacity(i, mpod, len(gpods)) if complete[i] else 0 for i in range(len(nodes))]
+        fit = 0
+        last = ""
+        for k in tried:
+            cands = []
+            per_model = {}
+            for mo, m in enumerate(models):
+                ncap = [c if (m is None or nodes[i].hardware.gpu_model == m) else 0 for i, c in enumerate(raw_cap)]
+                caps, raws = self._domain_caps(levels, paths, complete, order_of, ncap, units)
+                per_model[m] = (caps, raws)
+                if k < 0:
+                    dom = {"*": sum(caps[0].values())}
+                else:
+                    dom = caps[k]
+                fit = max([fit, *dom.values()])
+                for d, c in dom.items():
+                    if c >= len(main):
+                        cands.append((c, mo, order_of[k][d] if k >= 0 else 0, d, m))
+            for c, mo, _, d, m in sorted(cands, key=lambda t: t[:3]):
+                caps, raws = per_model[m]
+                counts = self._allocate(levels, paths, complete, order_of, caps, raws, k, d, len(main))
+                got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m)
+                if got is not None:
+                    return got
+            last = levels[k] if k >= 0 else "cluster"
+        where = "the cluster" if last == "cluster" else f"topology level {last}"
+        of = "" if len(groups) == 1 else " of its largest shape"
+        counts = Counter()
+        for i in range(len(nodes)):
+            counts.update(_filter(self._nodes[i], mpod))
+        line = f"; {reason_line(len(nodes), counts)}" if counts else ""
+        return f"gang {spec.name}: {where} allows to fit only {fit} out of {len(main)} pod(s){of}{line}"
+
+    @staticmethod
+    def _domain_caps(levels, paths, complete, order_of, ncap, units):
+        """Capacity per domain per level, bottom-up in whole units (and without rounding)."""
+        caps: list[dict] = [dict() for _ in levels]
+        raws: list[dict] = [dict() for _ in levels]
+        last = len(levels) - 1
+        for i, c in enumerate(ncap):
+            if complete[i]:
+                caps[last][paths[last][i]] = c - c % units[last]
+                raws[last][paths[last][i]] = c
+        for k in range(last - 1, -1, -1):
+            for d in order_of[k]:
+                caps[k][d] = raws[k][d] = 0
+            for i in range(len(ncap)):
+                if complete[i]:
+                    child = paths[k + 1][i]
+                    if k + 1 < last and paths[k + 1].index(child) != i:
+                        continue  # count each child domain once, at its first node
+                    caps[k][paths[k][i]] += caps[k + 1][child]
+                    raws[k][paths[k][i]] += raws[k + 1][child]
+            for d in caps[k]:
+                caps[k][d] -= caps[k][d] % units[k]
+        return caps, raws
+
+    def _allocate(self, levels, paths, complete, order_of, caps, raws, k, d, need) -> dict:
+        last = len(levels) - 1
+        if k == last:
+            return {d: need}
+        parent = {paths[k + 1][i]: paths[k][i] for i in range(len(complete)) if complete[i]} if k >= 0 else {}
+        children = [c for c in order_of[k + 1] if (k < 0 or parent.get(c) == d) and c in caps[k + 1]]
+        key_big = lambda c: (-caps[k + 1][c], raws[k + 1][c], order_of[k + 1][c])  # noqa: E731
+        key_tight = lambda c: (caps[k + 1][c], raws[k + 1][c], order_of[k + 1][c])  # noqa: E731
+        out: dict = {}
+        used: set = set()
+        left = need
+        for c in sorted(children, key=key_big):
+            if left == 0 or caps[k + 1][c] <= 0:
+                break
+            if caps[k + 1][c] >= left:
+                best = min((x for x in children if x not in used and caps[k + 1][x] >= left), key=key_tight)
+                out.update(self._allocate(levels, paths, complete, order_of, caps, raws, k + 1, best, left))
+                left = 0
+                break
+            used.add(c)
+            out.update(self._allocate(levels, paths, complete, order_of, caps, raws, k + 1, c, caps[k + 1][c]))
+            left -= caps[k + 1][c]
+        assert left == 0
+        return out
+
+    def _bind_gang(self, gpods, groups, counts, levels, paths, order_of, k, d, model) -> list | None:
+        by_name = {nd.name: i for i, nd in enumerate(self.snapshot.nodes)}
+        node_counts = {by_name[c[0]]: n for c, n in counts.items()}
+        key = lambda i: tuple(order_of[x][paths[x][i]] for x in range(len(levels)))  # noqa: E731
+        slots = [i for i in sorted(node_counts, key=key) for _ in range(node_counts[i])]
+        got: list = [None] * len(gpods)
+        done: list = []
+        for j, i in zip(groups[0], slots):
+            out = self._place_one(gpods[j], [i], "best-fit", SplitMix64(0))
+            if isinstance(out, str):
+                for h in reversed(done):
+                    self._nodes[h.node].apply(h, -1)
+                return None
+            got[j] = out
+            done.append(out[1])
+        in_domain = [i for i in range(len(self.snapshot.nodes))
+                     if all(paths[x][i] is not None for x in range(len(levels)))
+                     and (k < 0 or paths[k][i] == d)]
+        for g in groups[1:]:
+            scope = [i for i in in_domain
+                     if not gpods[g[0]].gpus or model is None or self.snapshot.nodes[i].hardware.gpu_model == model]
+            for j in g:
+                out = self._place_one(gpods[j], scope, "best-fit", SplitMix64(0))
+                if isinstance(out, str):
+                    for h in reversed(done):
+                        self._nodes[h.node].apply(h, -1)
+                    return None
+                got[j] = out
+                done.append(out[1])
+        return got
 
     def _try_pods(
         self, gpods: list[PodRequest], candidates: Sequence[int], policy: str, rng: SplitMix64

@@ -302,8 +302,8 @@ def test_place_gang_does_not_change_state():
     assert [c.node_free("n0"), c.node_free("n1")] == before
 
 
-def test_required_gang_takes_first_domain_that_fits():
-    # Domains in order of first appearance: r1 (n0, n2), then r0 (n1, n3).
+def test_required_gang_takes_the_tightest_domain_that_fits():
+    # r1 (n0, n2) holds one 4-GPU pod (n2 has 2 GPUs held); r0 (n1, n3) holds two.
     s = snap(node("n0", 4, topology={"rack": "r1"}), node("n1", 4, topology={"rack": "r0"}),
              node("n2", 4, topology={"rack": "r1"}, pods=(held("x", 0, 1),)),
              node("n3", 4, topology={"rack": "r0"}), levels=("rack",))
@@ -317,7 +317,11 @@ def test_required_gang_takes_first_domain_that_fits():
     assert where(r)["g-0"][0] == "n0"
     three = [PodRequest(f"g-{i}", gpus=4, gang="g") for i in range(3)]
     r = ReferenceCluster(s).schedule(req(*three, gangs={"g": spec}))
-    assert reasons(r) == {f"g-{i}": "gang g: no rack domain fits all 3 pod(s)" for i in range(3)}
+    line = (
+        "gang g: topology level rack allows to fit only 2 out of 3 pod(s); "
+        "0/4 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
+    assert reasons(r) == {f"g-{i}": line for i in range(3)}
 
 
 def test_required_domain_is_the_whole_path_and_missing_levels_exclude():
@@ -327,7 +331,9 @@ def test_required_domain_is_the_whole_path_and_missing_levels_exclude():
              levels=("block", "rack"))
     pods = [PodRequest(f"g-{i}", gpus=4, gang="g") for i in range(2)]
     r = ReferenceCluster(s).schedule(req(*pods, gangs={"g": GangSpec("g", mode="required", level="rack")}))
-    assert reasons(r) == {f"g-{i}": "gang g: no rack domain fits all 2 pod(s)" for i in range(2)}
+    # n0 and n1 share no domain (b0/r0 is not b1/r0); n2 has no block, so no rack domain
+    line = "gang g: topology level rack allows to fit only 1 out of 2 pod(s)"
+    assert reasons(r) == {f"g-{i}": line for i in range(2)}
 
 
 def test_required_level_node():

@@ -35,6 +35,9 @@ class Kernel:
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],
     ]: ...
+    def place_on(
+        self, pods: dict[str, npt.NDArray[Any]], node_of_pod: npt.NDArray[np.int32], policy: int
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], int]: ...
     def bind(
         self,
         node: int,

@@ -16,7 +16,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 2
+KERNEL_ABI = 3
 
 cdef extern from *:
     """
@@ -543,9 +543,7 @@ cdef inline bint count_shared_milli(const NodeState* st, int32_t n, const Pod* p
 
 cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64_t* only,
                        uint64_t* rng, uint64_t* chosen, uint64_t* nics) noexcept nogil:
-    cdef int32_t n, gpu
-    cdef const uint16_t* table
-    cdef int64_t points
+    cdef int32_t n
     if policy == POLICY_FIRST_FIT:
         n = choose_first_fit(st, p, only)
     elif policy == POLICY_BEST_FIT:
@@ -556,6 +554,16 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
         n = choose_random(st, p, only, rng)
     if n < 0:
         return -1
+    take(st, n, p, policy, rng, chosen, nics)
+    return n
+
+
+cdef void take(NodeState* st, int32_t n, const Pod* p, int32_t policy, uint64_t* rng,
+               uint64_t* chosen, uint64_t* nics) noexcept nogil:
+    """Choose the pod's GPUs (and NICs) on node n, which fits it, and bind it there."""
+    cdef int32_t gpu
+    cdef const uint16_t* table
+    cdef int64_t points
     if p.gpus == 0:
         chosen[0] = 0
     elif is_shared(p):
@@ -576,7 +584,6 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
     if p.nics > 0 and st.kind_of[n] >= 0:
         nics[0] = best_nics(st, st.kind_of[n], chosen[0], p.nics, &points)
     apply(st, n, p, chosen[0], 1, 1, is_shared(p))
-    return n
 
 
 cdef class Kernel:
@@ -752,6 +759,59 @@ cdef class Kernel:
                         break
                 i = end
         return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
+
+    def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy):
+        """Place pod j on node ``node_of_pod[j]`` (GPUs and NICs chosen there); all or nothing.
+
+        ``pods`` is as in :meth:`place_batch` (``models``, ``klass`` and ``group_end`` are
+        not used: the caller chose the nodes). Returns ``(gpus, nics, failed)``: the GPU and
+        NIC masks per pod, and the index of the first pod that did not fit (-1: all placed;
+        then nothing is bound).
+        """
+        cdef int32_t n_pods = pods["gpus"].shape[0]
+        cdef const int32_t[::1] gpus = pods["gpus"]
+        cdef const int32_t[::1] milli = pods["milli"]
+        cdef const int32_t[::1] gpu_mem = pods["gpu_mem"]
+        cdef const int32_t[::1] nics = pods["nics"]
+        cdef const int64_t[::1] cpu = pods["cpu"]
+        cdef const int64_t[::1] mem = pods["mem"]
+        cdef const int32_t[::1] where = node_of_pod
+        out_gpus_arr = np.zeros(n_pods, dtype=np.uint64)
+        out_nics_arr = np.zeros(n_pods, dtype=np.uint64)
+        cdef uint64_t[::1] out_gpus = out_gpus_arr
+        cdef uint64_t[::1] out_nics = out_nics_arr
+        cdef uint64_t rng_state = 0
+        cdef int32_t j, k, n, failed = -1
+        cdef Pod p
+        if where.shape[0] != n_pods:
+            raise ValueError("one node per pod")
+        for j in range(n_pods):
+            if where[j] < 0 or where[j] >= self.st.n_nodes:
+                raise IndexError("node index out of range")
+        with nogil:
+            for j in range(n_pods):
+                p.gpus = gpus[j]
+                p.milli = milli[j]
+                p.gpu_mem = gpu_mem[j]
+                p.cpu = cpu[j]
+                p.mem = mem[j]
+                p.nics = nics[j]
+                n = where[j]
+                if not node_fits(&self.st, n, &p):
+                    failed = j
+                    break
+                take(&self.st, n, &p, policy, &rng_state, &out_gpus[j], &out_nics[j])
+            if failed >= 0:
+                for k in range(failed - 1, -1, -1):
+                    p.gpus = gpus[k]
+                    p.milli = milli[k]
+                    p.gpu_mem = gpu_mem[k]
+                    p.cpu = cpu[k]
+                    p.mem = mem[k]
+                    apply(&self.st, where[k], &p, out_gpus[k], -1, 1, is_shared(&p))
+                    out_gpus[k] = 0
+                    out_nics[k] = 0
+        return out_gpus_arr, out_nics_arr, failed
 
     def bind(self, int32_t node, int32_t milli, int32_t gpu_mem, int64_t cpu, int64_t mem,
              uint64_t gpu_mask, int32_t sign, int32_t pod_slots, bint share):

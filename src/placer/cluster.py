@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import _typedefs as td
-from placer import _validation, gpusets
+from placer import _validation, gangs, gpusets
 from placer._core import Kernel
 from placer._pack import (
     EligibilityClass,
@@ -112,6 +112,7 @@ class Cluster:
         self._decided: dict[str, PodRequest] = {}
         self._domain_bits: dict[str, list[tuple[str, np.ndarray]]] = {}
         self._paths: dict[str, list[str | None]] = {}
+        self._levels: gangs.Hierarchy | None = None
         for i, node in enumerate(self._snapshot.nodes):
             for pod in node.pods:
                 self._holdings[pod.name] = _Holding(
@@ -197,8 +198,8 @@ class Cluster:
         gang_results: list[GangResult] = []
         placed: list[tuple[PodRequest, int, int]] = []
         for step in self._steps(pods, gangs):
-            if step.gang is not None and step.gang.mode == "required":
-                outcome = self._place_required(step, code, rng)
+            if step.gang is not None and step.gang.mode != "unconstrained" and step.gang.level is not None:
+                outcome = self._place_topology_gang(step)
             else:
                 outcome = self._place_run(step, code, rng)
             for pod, node, mask, reason, nic_mask in outcome:
@@ -265,19 +266,28 @@ class Cluster:
             out.append((pod, node, int(masks[j]), reason, int(nics[j])))
         return out
 
-    def _place_required(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
-        assert step.gang is not None and step.gang.level is not None
-        level = step.gang.level
-        arrays, bitsets, _ = pack_pods(self._packed, step.pods, step.group_end)
+    def _place_topology_gang(self, step: _Step) -> list[_Outcome]:
+        """A required or preferred gang: greedy over the topology levels, all or nothing."""
+        spec = step.gang
+        assert spec is not None
+        arrays, _, _ = pack_pods(self._packed, step.pods)
         self._ensure_tables(arrays["gpus"])
-        for _, domain_bits in self._domains(level):
-            nodes, masks, _, _, nics = self._kernel.place_batch(arrays, code, rng, bitsets, domain_bits, False)
-            if nodes.size and nodes[0] >= 0:
-                return [
-                    (pod, int(nodes[j]), int(masks[j]), "", int(nics[j])) for j, pod in enumerate(step.pods)
-                ]
-        reason = f"gang {step.gang.name}: no {level} domain fits all {len(step.pods)} pod(s)"
+        plan, shapes = gangs.place_gang(self._packed, self._hierarchy(), step.pods, spec, self._kernel)
+        if plan.placed:
+            return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(step.pods, plan.placed)]
+        main = shapes[0]
+        where = "the cluster" if plan.level == gangs.ROOT else f"topology level {plan.level}"
+        of = "" if len(shapes) == 1 else " of its largest shape"
+        excluded = gangs.resource_reasons(self._packed, main)
+        line = f"; {kube_reason(self._packed.n_nodes, excluded)}" if excluded else ""
+        reason = f"gang {spec.name}: {where} allows to fit only {plan.fit} out of {main.count} pod(s){of}{line}"
         return [(pod, -1, 0, reason, 0) for pod in step.pods]
+
+    def _hierarchy(self) -> gangs.Hierarchy:
+        if self._levels is None:
+            levels = (*self._snapshot.topology_levels, "node")
+            self._levels = gangs.Hierarchy(levels, [self._domain_paths(lv) for lv in levels])
+        return self._levels
 
     def _ensure_tables(self, pod_gpus: np.ndarray) -> None:
         """Give the kernel the GPU-set tables of every node kind for the batch's set sizes."""

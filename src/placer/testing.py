@@ -34,6 +34,7 @@ from placer.model import (
     PlacementRequest,
     PodRequest,
     RunningPod,
+    SliceSpec,
     Taint,
     Toleration,
 )
@@ -424,8 +425,23 @@ def placement_requests(
         level = None
         if mode != "unconstrained":
             level = draw(st.sampled_from(list(snapshot.topology_levels) + ["node"]))
-        gang_specs[gname] = GangSpec(name=gname, mode=mode, level=level, same_gpu_model=same_model)
         members = [dataclasses.replace(template, name=f"{gname}-{j}", gang=gname) for j in range(size)]
+        slices: tuple[SliceSpec, ...] = ()
+        all_levels = [*snapshot.topology_levels, "node"]
+        inner = all_levels[all_levels.index(level) + 1 :] if level is not None else []
+        if inner and size % 2 == 0 and draw(_chance(30)):
+            slices = (SliceSpec(draw(st.sampled_from(inner)), 2),)
+        elif draw(_chance(30)):
+            launcher = PodRequest(
+                name=f"{gname}-launcher",
+                cpu_milli=draw(st.integers(0, max_cpu // 2)),
+                memory_mib=draw(st.integers(0, max_mem // 2)),
+                gang=gname,
+            )
+            members.insert(0, launcher)
+        gang_specs[gname] = GangSpec(
+            name=gname, mode=mode, level=level, slices=slices, same_gpu_model=same_model
+        )
         at = draw(st.integers(0, len(pods)))
         pods[at:at] = members
     return PlacementRequest(
