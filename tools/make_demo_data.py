@@ -4,6 +4,12 @@ Writes ``src/placer/data/demo_snapshot.json`` and ``src/placer/data/demo_request
 The output depends only on the seed, so running this again reproduces the bundled files
 byte for byte (``tests/test_demo.py`` checks that).
 
+The story (issue #4, item 5): 32 DGX A100 nodes in four racks of eight; 16 of them, four
+in every rack, still hold 4-6 GPUs each in the leftover pods of a failed job
+(``failed-job/worker-<i>``), so no rack has eight free nodes and the 64-GPU gang
+``team-a/llm`` (8 pods x 8 GPUs, one rack required) is pending. Once the leftovers are
+released, one rack is whole again and the gang fits inside it.
+
 Usage: ``python tools/make_demo_data.py [--seed N] [--out DIR]``
 """
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 DEFAULT_SEED = 0
 RACKS = ("rack-a", "rack-b", "rack-c", "rack-d")
 NODES_PER_RACK = 8
+LEFTOVER_NODES_PER_RACK = 4
 GPUS = 8
 GPU_MEMORY_MIB = 81920
 NODE_TYPE = {
@@ -26,19 +33,23 @@ NODE_TYPE = {
     "cpuMilli": 256000,
     "memoryMiB": 2000000,
     "maxPods": 110,
+    "gpuTopology": {"nvswitch": True},
 }
+GANG = "team-a/llm"
 DATA_DIR = Path(__file__).resolve().parent.parent / "src" / "placer" / "data"
 SNAPSHOT_FILE = "demo_snapshot.json"
 REQUEST_FILE = "demo_request.json"
+NODE_KEYS = ("name", "type", "topology", "labels", "taints", "unschedulable", "unhealthyGpus", "pods")
 
 
 def build_snapshot(seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Return the demo ClusterSnapshot document.
 
-    32 ``dgx-a100`` nodes (8 x A100-SXM4-80GB) in four racks of eight. In every rack four
-    nodes still hold leftover workers of a failed job (4-6 whole GPUs each) and some of
-    them also run shared inference pods; of the idle nodes, one is cordoned, one is
-    tainted for maintenance and one has an unhealthy GPU.
+    32 ``dgx-a100`` nodes (8 x A100-SXM4-80GB on NVSwitch) in four racks of eight. In
+    every rack four nodes hold a leftover worker of a failed job (4-6 whole GPUs each).
+    Racks a-c also carry everyday blemishes on idle nodes — one cordoned, one tainted for
+    maintenance, one with an unhealthy GPU — and two shared inference pods sit on leftover
+    nodes of racks a and b. Rack d has only leftovers: once they are gone it is whole.
 
     Parameters
     ----------
@@ -47,11 +58,11 @@ def build_snapshot(seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """
     rng = random.Random(seed)
     nodes: list[dict[str, Any]] = []
-    busy: list[dict[str, Any]] = []
+    leftover: dict[str, list[dict[str, Any]]] = {}
     idle: dict[str, list[dict[str, Any]]] = {}
     for r, rack in enumerate(RACKS):
-        taken = set(rng.sample(range(NODES_PER_RACK), 4))
-        idle[rack] = []
+        taken = set(rng.sample(range(NODES_PER_RACK), LEFTOVER_NODES_PER_RACK))
+        leftover[rack], idle[rack] = [], []
         for k in range(NODES_PER_RACK):
             node: dict[str, Any] = {
                 "name": f"node-{r * NODES_PER_RACK + k + 1:02d}",
@@ -60,23 +71,25 @@ def build_snapshot(seed: int = DEFAULT_SEED) -> dict[str, Any]:
                 "labels": {"pool": "train", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
             }
             nodes.append(node)
-            (busy if k in taken else idle[rack]).append(node)
+            (leftover[rack] if k in taken else idle[rack]).append(node)
 
-    for worker, node in enumerate(busy):
-        held = rng.randint(4, 6)
-        gpus = sorted(rng.sample(range(GPUS), held))
-        node["pods"] = [
-            {
-                "name": f"team-old/failed-job-worker-{worker}",
-                "gpus": gpus,
-                "cpuMilli": held * 12000,
-                "memoryMiB": held * 98304,
-                "priority": 100,
-            }
-        ]
+    worker = 0
+    for rack in RACKS:
+        for node in leftover[rack]:
+            held = rng.randint(4, 6)
+            node["pods"] = [
+                {
+                    "name": f"failed-job/worker-{worker}",
+                    "gpus": sorted(rng.sample(range(GPUS), held)),
+                    "cpuMilli": held * 12000,
+                    "memoryMiB": held * 98304,
+                    "priority": 100,
+                }
+            ]
+            worker += 1
 
-    shares = ((500, 40960), (250, 16384), (500, 40960), (250, 16384), (250, 20480))
-    for i, (node, (milli, mib)) in enumerate(zip(rng.sample(busy, len(shares)), shares)):
+    for i, (rack, milli, mib) in enumerate((("rack-a", 500, 40960), ("rack-b", 250, 16384))):
+        node = rng.choice(leftover[rack])
         held = set(node["pods"][0]["gpus"])
         gpu = rng.choice([g for g in range(GPUS) if g not in held])
         node["pods"].append(
@@ -90,53 +103,38 @@ def build_snapshot(seed: int = DEFAULT_SEED) -> dict[str, Any]:
             }
         )
 
-    cordoned = rng.choice(idle["rack-b"])
-    cordoned["unschedulable"] = True
-    tainted = rng.choice(idle["rack-c"])
-    tainted["taints"] = [{"key": "nvidia.com/gpu", "value": "maintenance", "effect": "NoSchedule"}]
-    broken = rng.choice(idle["rack-d"])
-    broken["unhealthyGpus"] = [rng.randrange(GPUS)]
+    rng.choice(idle["rack-a"])["unschedulable"] = True
+    rng.choice(idle["rack-b"])["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "maintenance", "effect": "NoSchedule"}
+    ]
+    rng.choice(idle["rack-c"])["unhealthyGpus"] = [rng.randrange(GPUS)]
 
-    ordered = []
-    for node in nodes:
-        ordered.append({k: node[k] for k in (
-            "name", "type", "topology", "labels", "taints", "unschedulable", "unhealthyGpus", "pods",
-        ) if k in node})
     return {
         "apiVersion": "placer/v1",
         "kind": "ClusterSnapshot",
         "topologyLevels": ["rack"],
         "nodeTypes": {"dgx-a100": dict(NODE_TYPE)},
-        "nodes": ordered,
+        "nodes": [{k: node[k] for k in NODE_KEYS if k in node} for node in nodes],
     }
 
 
 def build_request() -> dict[str, Any]:
     """Return the demo PlacementRequest document (policy best-fit, seed 0).
 
-    Whole-GPU pods of 1, 2, 4 and 8 GPUs, shared inference pods, a ``replicas`` pod, a
-    pod whose nodeSelector no node matches, and an unconstrained gang of 2 x 4 GPUs.
+    First the gang ``team-a/llm``: 8 pods x 8 GPUs, all inside one rack (``required`` at
+    level ``rack``); then a few ordinary pods of 1, 2 and 4 GPUs and two shared
+    inference pods.
     """
     def pod(name: str, gpus: int, cpu: int, mem: int, **extra: Any) -> dict[str, Any]:
         return {"name": name, "gpus": gpus, **extra, "cpuMilli": cpu, "memoryMiB": mem}
 
     pods = [
+        pod(GANG, 8, 96000, 1048576, replicas=8, gang=GANG, nodeSelector={"pool": "train"}, priority=1000),
         pod("team-a/notebook-alice", 1, 8000, 65536),
-        pod("team-a/notebook-bob", 1, 8000, 65536),
         pod("team-b/eval-harness", 2, 16000, 131072),
-        pod("team-c/finetune", 2, 24000, 196608, replicas=4),
-        pod("team-d/bench-full-node", 8, 96000, 1000000),
         pod("team-b/rl-actor", 4, 32000, 262144),
         pod("team-infer/chat-canary", 1, 4000, 32768, gpuMilli=500, gpuMemoryMiB=40960),
         pod("team-infer/embed-0", 1, 2000, 16384, gpuMilli=250, gpuMemoryMiB=16384),
-        pod("team-infer/embed-1", 1, 2000, 16384, gpuMilli=250, gpuMemoryMiB=16384),
-        pod("team-x/batch-infer", 1, 4000, 65536, nodeSelector={"pool": "inference"}),
-        pod("team-g/ddp", 4, 48000, 393216, replicas=2, gang="team-g/ddp"),
-        pod("team-e/render-farm", 8, 96000, 1000000),
-        pod("team-f/vision-4g", 4, 32000, 262144),
-        pod("team-infer/rerank", 1, 2000, 16384, gpuMilli=250, gpuMemoryMiB=20480),
-        pod("team-h/debug-shell", 1, 2000, 16384),
-        pod("team-c/tokenize", 0, 16000, 65536),
     ]
     return {
         "apiVersion": "placer/v1",
@@ -144,7 +142,7 @@ def build_request() -> dict[str, Any]:
         "policy": "best-fit",
         "seed": 0,
         "pods": pods,
-        "gangs": {"team-g/ddp": {"topology": {"mode": "unconstrained"}}},
+        "gangs": {GANG: {"topology": {"mode": "required", "level": "rack"}}},
     }
 
 

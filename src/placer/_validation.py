@@ -1247,7 +1247,14 @@ def request_from_dict(data: Mapping[str, Any]) -> PlacementRequest:
     )
 
 
-def check_request_against_snapshot(request: PlacementRequest, snapshot: ClusterSnapshot) -> None:
+def snapshot_gpu_models(snapshot: ClusterSnapshot) -> frozenset[str]:
+    """The GPU models of the snapshot's nodes that have GPUs."""
+    return frozenset(n.hardware.gpu_model for n in snapshot.nodes if n.hardware.gpus > 0 and n.hardware.gpu_model)
+
+
+def check_request_against_snapshot(
+    request: PlacementRequest, snapshot: ClusterSnapshot, gpu_models: frozenset[str] | None = None
+) -> None:
     """Cross-check a request against the snapshot it is placed on.
 
     Checks that every ``gpuModels`` entry names a GPU model some node of the snapshot has,
@@ -1258,6 +1265,8 @@ def check_request_against_snapshot(request: PlacementRequest, snapshot: ClusterS
     ----------
     request : PlacementRequest
     snapshot : ClusterSnapshot
+    gpu_models : frozenset of str, optional
+        The snapshot's GPU models (:func:`snapshot_gpu_models`), when already known.
 
     Raises
     ------
@@ -1265,7 +1274,7 @@ def check_request_against_snapshot(request: PlacementRequest, snapshot: ClusterS
         At ``pods[i].gpuModels[j]`` (``i`` indexes the request's pods after ``replicas``
         expansion), ``gangs.<name>.topology.level`` or ``gangs.<name>.slices[k].level``.
     """
-    models = {n.hardware.gpu_model for n in snapshot.nodes if n.hardware.gpus > 0}
+    models = snapshot_gpu_models(snapshot) if gpu_models is None else gpu_models
     for i, pod in enumerate(request.pods):
         for j, m in enumerate(pod.gpu_models):
             if m not in models:

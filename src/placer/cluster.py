@@ -113,6 +113,7 @@ class Cluster:
         self._domain_bits: dict[str, list[tuple[str, np.ndarray]]] = {}
         self._paths: dict[str, list[str | None]] = {}
         self._levels: gangs.Hierarchy | None = None
+        self._gpu_models = _validation.snapshot_gpu_models(self._snapshot)
         for i, node in enumerate(self._snapshot.nodes):
             for pod in node.pods:
                 self._holdings[pod.name] = _Holding(
@@ -142,7 +143,7 @@ class Cluster:
         This is what :func:`placer.place` does; the state keeps the placed pods.
         """
         request = load_request(request)
-        _validation.check_request_against_snapshot(request, self._snapshot)
+        _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
         return self._run(request.pods, request.gangs, request.policy, request.seed, keep=True)
 
     def place(
@@ -172,7 +173,7 @@ class Cluster:
             Pass it to :meth:`bind` to make the decision real.
         """
         request = _validation.request_for_pods(pods, gang, policy, seed)
-        _validation.check_request_against_snapshot(request, self._snapshot)
+        _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
         return self._run(request.pods, request.gangs, request.policy, request.seed, keep=False)
 
     def _run(

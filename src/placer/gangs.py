@@ -127,15 +127,19 @@ class Hierarchy:
         for ids in self.ids:
             complete &= ids >= 0
         self.complete = complete  # nodes with a domain at every level
+        self._parents: dict[int, np.ndarray] = {}
 
     def parent_of(self, level: int) -> np.ndarray:
         """For each domain of ``level``, its domain at ``level - 1`` (level 0: 0, the root)."""
-        ids = self.ids[level]
-        out = np.zeros(len(self.names[level]), dtype=np.int64)
-        if level > 0:
-            ok = (ids >= 0) & self.complete
-            out[ids[ok]] = self.ids[level - 1][ok]
-        return out
+        found = self._parents.get(level)
+        if found is None:
+            ids = self.ids[level]
+            found = np.zeros(len(self.names[level]), dtype=np.int64)
+            if level > 0:
+                ok = (ids >= 0) & self.complete
+                found[ids[ok]] = self.ids[level - 1][ok]
+            self._parents[level] = found
+        return found
 
 
 def slice_units(levels: Sequence[str], spec: GangSpec) -> list[int]:
@@ -199,16 +203,26 @@ def allocate(
             # the tightest child still unused that holds the remainder
             fits = [x for x in order if x not in used and child_caps[x] >= left]
             best = min(fits, key=lambda x: (child_caps[x], raw[child_level][children[x]], children[x]))
-            out.update(allocate(h, caps, raw, child_level, int(children[best]), left))
+            _descend(h, caps, raw, child_level, int(children[best]), left, out)
             left = 0
             break
         used.add(j)
         take = int(child_caps[j])
-        out.update(allocate(h, caps, raw, child_level, int(children[j]), take))
+        _descend(h, caps, raw, child_level, int(children[j]), take, out)
         left -= take
     if left > 0:
         raise AssertionError("allocation below the counted capacity")
     return out
+
+
+def _descend(
+    h: Hierarchy, caps: list[np.ndarray], raw: list[np.ndarray], level: int, domain: int, need: int,
+    out: dict[int, int],
+) -> None:
+    if level == len(h.levels) - 1:
+        out[domain] = need
+    else:
+        out.update(allocate(h, caps, raw, level, domain, need))
 
 
 def candidate_levels(levels: Sequence[str], spec: GangSpec) -> list[int]:
