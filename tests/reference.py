@@ -562,7 +562,24 @@ class ReferenceCluster:
         """Place every pod of a gang (applied), or return the gang's reason."""
         n = len(gpods)
         if spec.mode == "unconstrained" or spec.level is None:
-            got = self._try_pods(gpods, range(len(self._nodes)), policy, rng)
+            candidates: list[Sequence[int]] = [range(len(self._nodes))]
+            gpu_pods = [p for p in gpods if p.gpus]
+            if spec.same_gpu_model and gpu_pods:
+                seen: list = []
+                for nd in self.snapshot.nodes:
+                    if nd.hardware.gpus and nd.hardware.gpu_model not in seen:
+                        seen.append(nd.hardware.gpu_model)
+                models = [m for m in seen if all(not p.gpu_models or m in p.gpu_models for p in gpu_pods)]
+                if not models:
+                    return f"gang {spec.name}: no GPU model suits every pod of the gang (sameGpuModel)"
+                candidates = [
+                    [i for i, nd in enumerate(self.snapshot.nodes) if not nd.hardware.gpus or nd.hardware.gpu_model == m]
+                    for m in models
+                ]
+            for nodes in candidates:
+                got = self._try_pods(gpods, nodes, policy, rng)
+                if not isinstance(got, tuple):
+                    break
             if isinstance(got, tuple):
                 k, pod_name, line = got
                 return f"gang {spec.name}: {k} of {n} pod(s) placed before pod {pod_name} failed: {line}"

@@ -39,6 +39,14 @@ class EligibilityClass:
     bits: np.ndarray
     model_mask: int
     static_reasons: dict[str, int]
+    reason_of: np.ndarray  # per node, the index into ``reason_names`` of its reason; -1 if none
+    reason_names: list[str]
+
+    def reasons_among(self, nodes: np.ndarray) -> dict[str, int]:
+        """Static reasons counted over the nodes of a boolean mask only."""
+        hit = self.reason_of[nodes]
+        counts = np.bincount(hit[hit >= 0], minlength=len(self.reason_names))
+        return {name: int(c) for name, c in zip(self.reason_names, counts.tolist()) if c}
 
 
 @dataclass(frozen=True)
@@ -134,12 +142,17 @@ class PackedCluster:
     def _build_class(self, pod: PodRequest) -> EligibilityClass:
         alive = np.ones(self.n_nodes, dtype=bool)
         reasons: dict[str, int] = {}
+        reason_of = np.full(self.n_nodes, -1, dtype=np.int16)
+        names: list[str] = []
 
         def reject(mask: np.ndarray, reason: str) -> None:
             hit = alive & mask
             count = int(hit.sum())
             if count:
+                if reason not in reasons:
+                    names.append(reason)
                 reasons[reason] = reasons.get(reason, 0) + count
+                reason_of[hit] = names.index(reason)
                 alive[hit] = False
 
         reject(self.unschedulable, "node(s) were unschedulable")
@@ -161,7 +174,7 @@ class PackedCluster:
             reject(~allowed, "node(s) didn't match Pod's GPU model")
         if pod.nics:
             reject(self.arrays["nic_count"] < pod.nics, "Insufficient NICs")
-        return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons)
+        return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons, reason_of, names)
 
 
 def _first_untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> Taint | None:

@@ -144,7 +144,10 @@ class Cluster:
         """
         request = load_request(request)
         _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
-        return self._run(request.pods, request.gangs, request.policy, request.seed, keep=True)
+        return self._run(
+            request.pods, request.gangs, request.policy, request.seed, keep=True,
+            solver=request.solver, time_limit_s=request.time_limit_s,
+        )
 
     def place(
         self,
@@ -174,7 +177,10 @@ class Cluster:
         """
         request = _validation.request_for_pods(pods, gang, policy, seed)
         _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
-        return self._run(request.pods, request.gangs, request.policy, request.seed, keep=False)
+        return self._run(
+            request.pods, request.gangs, request.policy, request.seed, keep=False,
+            solver=request.solver, time_limit_s=request.time_limit_s,
+        )
 
     def _run(
         self,
@@ -183,6 +189,8 @@ class Cluster:
         policy: str,
         seed: int,
         keep: bool,
+        solver: str = "auto",
+        time_limit_s: float = 10.0,
     ) -> PlacementResult:
         code = td.POLICY_CODES.get(policy)
         if code is None:
@@ -199,8 +207,9 @@ class Cluster:
         gang_results: list[GangResult] = []
         placed: list[tuple[PodRequest, int, int]] = []
         for step in self._steps(pods, gangs):
-            if step.gang is not None and step.gang.mode != "unconstrained" and step.gang.level is not None:
-                outcome = self._place_topology_gang(step)
+            gang_result = None
+            if step.gang is not None:
+                outcome, gang_result = self._place_gang(step, code, rng, solver, time_limit_s)
             else:
                 outcome = self._place_run(step, code, rng)
             for pod, node, mask, reason, nic_mask in outcome:
@@ -209,8 +218,8 @@ class Cluster:
                     assignments.append(self._assignment(pod, node, mask, nic_mask))
                 else:
                     unschedulable.append(Unschedulable(pod.name, reason))
-            if step.gang is not None:
-                gang_results.append(self._gang_result(step.gang, outcome))
+            if gang_result is not None:
+                gang_results.append(gang_result)
         for pod, _, _ in placed:
             self._decided[pod.name] = pod
         if keep:
@@ -246,17 +255,19 @@ class Cluster:
             steps.append(current)
         return steps
 
-    def _place_run(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
+    def _place_run(
+        self, step: _Step, code: int, rng: np.ndarray, only: np.ndarray | None = None
+    ) -> list[_Outcome]:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
         self._ensure_tables(arrays["gpus"])
-        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(arrays, code, rng, bitsets)
+        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(arrays, code, rng, bitsets, only)
         out = []
         for j, pod in enumerate(step.pods):
             node = int(nodes[j])
             reason = ""
             if node < 0:
                 k = int(failed_at[j])
-                line = self._reason(classes[int(arrays["klass"][k])], counts[k])
+                line = self._reason(classes[int(arrays["klass"][k])], counts[k], only)
                 if step.gang is not None:
                     reason = (
                         f"gang {step.gang.name}: {k} of {len(step.pods)} pod(s) placed before pod "
@@ -266,6 +277,74 @@ class Cluster:
                     reason = line
             out.append((pod, node, int(masks[j]), reason, int(nics[j])))
         return out
+
+    def _place_gang(
+        self, step: _Step, code: int, rng: np.ndarray, solver: str, time_limit_s: float
+    ) -> tuple[list[_Outcome], GangResult]:
+        """Greedy first; CP-SAT when the greedy fails (``auto``) or always (``exact``)."""
+        spec = step.gang
+        assert spec is not None
+        solver = spec.solver or solver
+        limit = spec.time_limit_s or time_limit_s
+        if spec.mode != "unconstrained" and spec.level is not None:
+            outcome = self._place_topology_gang(step)
+        else:
+            outcome = self._place_unconstrained(step, code, rng)
+        placed = all(o[1] >= 0 for o in outcome)
+        if solver == "greedy" or (solver == "auto" and placed):
+            return outcome, self._gang_result(spec, outcome, "greedy", "feasible" if placed else "unknown")
+        from placer import exact
+
+        shapes = gangs.split_shapes(self._packed, step.pods)
+        hint: dict[tuple[int, int], int] = {}
+        if placed:
+            shape_of = {i: si for si, sh in enumerate(shapes) for i in sh.pods}
+            for i, o in enumerate(outcome):
+                key = (shape_of[i], o[1])
+                hint[key] = hint.get(key, 0) + 1
+            gangs.release(self._kernel, step.pods, [o[1] for o in outcome], [o[2] for o in outcome])
+        levels = (*self._snapshot.topology_levels, "node")
+        problem = gangs.exact_problem(
+            self._packed, self._hierarchy(), [self._domain_paths(lv) for lv in levels], shapes, spec,
+            self._snapshot.topology_levels,
+        )
+        sol = exact.solve_gang(problem, time_limit_s=limit, hint=hint or None)
+        answer = sol.counts if sol.found else hint
+        if answer:
+            shared = sol.shared_gpus if sol.found else {}
+            bound = gangs.bind_counts(self._packed, self._hierarchy(), self._kernel, step.pods, shapes, answer, shared)
+            if bound is not None:
+                done = [(pod, n, mask, "", nic) for pod, (n, mask, nic) in zip(step.pods, bound)]
+                status = sol.status if sol.found else "feasible"
+                name = "cp-sat" if sol.found else "greedy"
+                return done, self._gang_result(spec, done, name, status, sol.objective, sol.bound)
+        reason = outcome[0][3]
+        if sol.status == "infeasible":
+            reason += "; CP-SAT proved that no placement exists"
+        else:
+            reason += f"; CP-SAT found no placement within {limit:g} s"
+        failed = [(pod, -1, 0, reason, 0) for pod in step.pods]
+        return failed, self._gang_result(spec, failed, "cp-sat", sol.status, None, sol.bound)
+
+    def _place_unconstrained(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
+        """Pod by pod, all or nothing; with ``sameGpuModel``, one GPU model at a time."""
+        spec = step.gang
+        assert spec is not None
+        shapes = gangs.split_shapes(self._packed, step.pods)
+        models = gangs.model_choices(self._packed, shapes, spec)
+        if models == [-1]:
+            return self._place_run(step, code, rng)
+        if not models:
+            reason = f"gang {spec.name}: no GPU model suits every pod of the gang (sameGpuModel)"
+            return [(pod, -1, 0, reason, 0) for pod in step.pods]
+        model_id = self._packed.arrays["model_id"]
+        outcome: list[_Outcome] = []
+        for m in models:
+            only = node_bitset((model_id == m) | (model_id == 0), self._packed.n_words)
+            outcome = self._place_run(step, code, rng, only)
+            if all(o[1] >= 0 for o in outcome):
+                break
+        return outcome
 
     def _place_topology_gang(self, step: _Step) -> list[_Outcome]:
         """A required or preferred gang: greedy over the topology levels, all or nothing."""
@@ -342,7 +421,15 @@ class Cluster:
         self._paths[level] = found
         return found
 
-    def _gang_result(self, spec: GangSpec, outcome: list[_Outcome]) -> GangResult:
+    def _gang_result(
+        self,
+        spec: GangSpec,
+        outcome: list[_Outcome],
+        solver: str,
+        status: str,
+        objective: float | None = None,
+        bound: float | None = None,
+    ) -> GangResult:
         placed = bool(outcome) and all(o[1] >= 0 for o in outcome)
         domains: dict[str, tuple[str, ...]] = {}
         if placed:
@@ -351,10 +438,14 @@ class Cluster:
                 used = dict.fromkeys(paths[o[1]] for o in outcome)
                 if None not in used:
                     domains[level] = tuple(p for p in used if p is not None)
-        return GangResult(spec.name, placed, "greedy", "feasible" if placed else "unknown", domains)
+        return GangResult(spec.name, placed, solver, status, domains, objective, bound)
 
-    def _reason(self, ec: EligibilityClass, counts: np.ndarray) -> str:
-        merged = dict(ec.static_reasons)
+    def _reason(self, ec: EligibilityClass, counts: np.ndarray, only: np.ndarray | None = None) -> str:
+        if only is None:
+            merged = dict(ec.static_reasons)
+        else:
+            inside = np.unpackbits(only.view(np.uint8), bitorder="little")[: self._packed.n_nodes].astype(bool)
+            merged = ec.reasons_among(inside)
         for name, count in zip(td.RESOURCE_REASONS, counts.tolist()):
             if count:
                 merged[name] = merged.get(name, 0) + count

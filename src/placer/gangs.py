@@ -20,6 +20,7 @@ from placer._pack import PackedCluster, node_bitset, pack_pods
 from placer.model import GangSpec, PodRequest
 
 if TYPE_CHECKING:
+    from placer import exact
     from placer._core import Kernel
 
 ROOT = "cluster"  # the level above the outermost one: every node
@@ -247,7 +248,7 @@ def place_gang(
     main = shapes[0]
     units = slice_units(h.levels, spec)
     total = len(pods)
-    models = _model_choices(packed, shapes, spec)
+    models = model_choices(packed, shapes, spec)
     plan = GangPlan()
     for level in candidate_levels(h.levels, spec):
         best_fit = 0
@@ -295,7 +296,7 @@ def place_gang(
     return plan, shapes
 
 
-def _model_choices(packed: PackedCluster, shapes: list[Shape], spec: GangSpec) -> list[int]:
+def model_choices(packed: PackedCluster, shapes: list[Shape], spec: GangSpec) -> list[int]:
     """GPU model ids to try one at a time (-1: any mix), for ``sameGpuModel``."""
     if not spec.same_gpu_model or not any(s.pod.gpus for s in shapes):
         return [-1]
@@ -404,4 +405,112 @@ def resource_reasons(packed: PackedCluster, shape: Shape) -> dict[str, int]:
         count = int((bad & live).sum())
         if count:
             out[reason] = out.get(reason, 0) + count
+    return out
+
+
+def exact_problem(packed: PackedCluster, h: Hierarchy, paths: Sequence[Sequence[str | None]],
+                  shapes: list[Shape], spec: GangSpec, levels: Sequence[str]) -> "exact.GangProblem":
+    """The gang as a :class:`placer.exact.GangProblem` on the cluster's current state."""
+    from placer import exact
+
+    a = packed.arrays
+    big = int(td.UNTRACKED_BIG) // 2
+    small = int(td.UNTRACKED_INT) // 2
+
+    def opt(v: int, limit: int) -> int | None:
+        return None if v >= limit else int(v)
+
+    nodes = []
+    cpu, mem, slots = a["cpu_free"].tolist(), a["mem_free"].tolist(), a["pods_free"].tolist()
+    gcount, milli, gmem, gcap = (a["gpu_count"].tolist(), a["gpu_free_milli"].tolist(),
+                                 a["gpu_free_mem"].tolist(), a["gpu_mem_cap"].tolist())
+    model_id = a["model_id"].tolist()
+    for n, name in enumerate(packed.node_names):
+        g = gcount[n]
+        nodes.append(exact.GangNode(
+            name=name,
+            domains=tuple(paths[k][n] for k in range(len(levels))),
+            cpu_free=opt(cpu[n], big),
+            memory_free=opt(mem[n], big),
+            pods_free=opt(slots[n], small),
+            gpu_free_milli=tuple(milli[n][:g]),
+            gpu_free_memory=tuple(opt(x, small) for x in gmem[n][:g]),
+            gpu_memory_total=opt(gcap[n], small),
+            model=packed.model_names[model_id[n]] or None,
+        ))
+    model_ids = a["model_id"].astype(np.uint64)
+    gang_shapes = []
+    for s in shapes:
+        p = s.pod
+        ok = s.eligible & ((s.model_mask >> model_ids) & 1).astype(bool)
+        gang_shapes.append(exact.GangShape(
+            count=s.count, gpus=p.gpus, gpu_milli=p.gpu_milli, gpu_memory_mib=p.gpu_memory_mib,
+            cpu_milli=p.cpu_milli, memory_mib=p.memory_mib,
+            eligible=frozenset(np.nonzero(ok)[0].tolist()),
+        ))
+    return exact.GangProblem(
+        levels=tuple(levels),
+        nodes=tuple(nodes),
+        shapes=tuple(gang_shapes),
+        mode=spec.mode if spec.level is not None else "unconstrained",
+        level=spec.level,
+        slices=tuple((sl.level, sl.size) for sl in spec.slices),
+        same_gpu_model=spec.same_gpu_model,
+    )
+
+
+def bind_counts(
+    packed: PackedCluster,
+    h: Hierarchy,
+    kernel: "Kernel",
+    pods: Sequence[PodRequest],
+    shapes: list[Shape],
+    counts: dict[tuple[int, int], int],
+    shared_gpus: dict[tuple[int, int], tuple[int, ...]],
+) -> list[tuple[int, int, int]] | None:
+    """Bind an exact answer: shares on their GPUs first, then the other pods by node.
+
+    Pods of a shape go to its nodes in order of the nodes' domains, so slices stay
+    contiguous. Returns (node, GPU mask, NIC mask) per pod, or ``None`` with nothing bound.
+    """
+    out: list[tuple[int, int, int]] = [(-1, 0, 0)] * len(pods)
+    held: list[tuple[list[PodRequest], list[int], list[int]]] = []
+
+    def key(n: int) -> tuple[int, ...]:
+        return tuple(int(ids[n]) for ids in h.ids)
+
+    for si, s in enumerate(shapes):
+        nodes = sorted((n for (sj, n), c in counts.items() if sj == si and c > 0), key=key)
+        it = iter(s.pods)
+        mine: list[int] = []
+        where: list[int] = []
+        gpu_of: list[int] = []
+        for n in nodes:
+            gpus_here = list(shared_gpus.get((si, n), ()))
+            for k in range(counts[(si, n)]):
+                mine.append(next(it))
+                where.append(n)
+                gpu_of.append(gpus_here[k] if s.pod.shared else -1)
+        my_pods = [pods[i] for i in mine]
+        if s.pod.shared:
+            for pod, n, g in zip(my_pods, where, gpu_of):
+                kernel.bind(n, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, 1 << g, 1, 1, True)
+            held.append((my_pods, where, [1 << g for g in gpu_of]))
+            for i, n, g in zip(mine, where, gpu_of):
+                out[i] = (n, 1 << g, 0)
+    for si, s in enumerate(shapes):
+        if s.pod.shared:
+            continue
+        nodes = sorted((n for (sj, n), c in counts.items() if sj == si and c > 0), key=key)
+        where = [n for n in nodes for _ in range(counts[(si, n)])]
+        my_pods = [pods[i] for i in s.pods]
+        arrays, _, _ = pack_pods(packed, my_pods)
+        gpus, nics, failed = kernel.place_on(arrays, np.array(where, dtype=td.INDEX), td.POLICY_CODES["best-fit"])
+        if failed >= 0:
+            for args in reversed(held):
+                release(kernel, *args)
+            return None
+        held.append((my_pods, where, gpus.tolist()))
+        for j, i in enumerate(s.pods):
+            out[i] = (where[j], int(gpus[j]), int(nics[j]))
     return out

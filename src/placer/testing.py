@@ -369,6 +369,7 @@ def placement_requests(
     max_pods: int = 8,
     policies: Sequence[str] = GREEDY_POLICIES,
     gangs: bool = True,
+    solvers: Sequence[str] = ("greedy",),
 ) -> PlacementRequest:
     """Valid PlacementRequests sized for ``snapshot`` (so that pods often fit).
 
@@ -387,6 +388,8 @@ def placement_requests(
         Policies to draw from.
     gangs : bool
         Whether gangs may be drawn.
+    solvers : sequence of str
+        Request-wide solvers to draw from (``greedy`` by default: the greedy rules alone).
     """
     models, label_keys, taint_keys, max_gpus, max_cpu, max_mem = _snapshot_vocabulary(snapshot)
     shape = dict(
@@ -415,7 +418,7 @@ def placement_requests(
             )
         )
         same_model = draw(st.booleans())
-        if template.gpus and same_model:
+        if template.gpus and same_model and draw(st.booleans()):
             if models:
                 pinned = draw(st.sampled_from(models))
                 template = dataclasses.replace(template, gpu_models=(pinned,))
@@ -449,6 +452,7 @@ def placement_requests(
         gangs=gang_specs,
         policy=draw(st.sampled_from(list(policies))),
         seed=draw(st.one_of(st.integers(0, 100), st.integers(0, 2**64 - 1))),
+        solver=draw(st.sampled_from(list(solvers))),
     )
 
 
