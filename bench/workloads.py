@@ -72,3 +72,137 @@ def topology_cluster(n_nodes: int, seed: int = 1) -> ClusterSnapshot:
     Everything else (type fields, held GPUs, CPU) is the same as ``cluster(n_nodes, seed)``.
     """
     return cluster(n_nodes, seed, hardware=A100_DGX1_TOPOLOGY)
+
+
+# --- gangs over topology levels (issue #4) -------------------------------------------------
+
+GANG_LEVELS = ("block", "rack", "nvlDomain")
+H100 = NodeType(gpus=8, gpu_model="H100-SXM5-80GB", gpu_memory_mib=81559, cpu_milli=224000,
+                memory_mib=2_000_000, max_pods=110)
+
+
+def _topology_of(i: int, sizes: tuple[int, ...], levels: tuple[str, ...]) -> dict[str, str]:
+    """Domains of node ``i`` when the outermost level groups ``sizes[0]`` nodes, the next
+    ``sizes[1]`` nodes inside it, and so on (index order; the last group may be short)."""
+    out = {}
+    rest = i
+    for level, size in zip(levels, sizes):
+        out[level] = f"{level[0]}{rest // size}"
+        rest %= size
+    return out
+
+
+def gang_cluster(n_nodes: int, sizes: tuple[int, ...] = (1000, 40, 8), busy: float = 0.0,
+                 seed: int = 11, shared: float = 0.0, hardware: NodeType = A100) -> ClusterSnapshot:
+    """``n_nodes`` 8-GPU nodes in nested topology domains (:data:`GANG_LEVELS`).
+
+    ``sizes`` are the nodes per block, per rack and per NVLink domain (10,000 nodes with the
+    default: 10 blocks × 25 racks × 5 NVLink domains × 8 nodes). Every GPU is held with
+    probability ``busy`` (seeded, independently, so the held GPUs are scattered over the
+    indices): held whole by one running pod per node (16 cores and 100 GB per GPU), or,
+    with probability ``shared`` among the held ones, a 250–750 milli share held by a
+    pod of its own. ``busy=0``: every node is free.
+    """
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(n_nodes):
+        whole, pods = [], []
+        for g in range(hardware.gpus):
+            if rng.random() >= busy:
+                continue
+            if shared and rng.random() < shared:
+                milli = rng.choice((250, 500, 750))
+                pods.append(RunningPod(name=f"share-{i}-{g}", gpu_shares={g: milli}, cpu_milli=4000,
+                                       memory_mib=16_000))
+            else:
+                whole.append(g)
+        if whole:
+            pods.append(RunningPod(name=f"run-{i}", gpus=tuple(whole), cpu_milli=len(whole) * 16000,
+                                   memory_mib=len(whole) * 100_000))
+        nodes.append(Node(name=f"node-{i:06d}", hardware=hardware, type="gpu8", pods=tuple(pods),
+                          topology=_topology_of(i, sizes, GANG_LEVELS)))
+    return ClusterSnapshot(nodes=tuple(nodes), node_types={"gpu8": hardware}, topology_levels=GANG_LEVELS)
+
+
+def gang_pods(count: int, gpus: int = 8, prefix: str = "w", gpu_milli: int = 1000,
+              cpu_per_gpu: int = 8000) -> list[PodRequest]:
+    """``count`` identical pods of ``gpus`` GPUs (8 cores and 32 GB per GPU; CPU only: 8 cores)."""
+    cpu = cpu_per_gpu * max(gpus, 1)
+    return [PodRequest(name=f"{prefix}-{j}", gpus=gpus, gpu_milli=gpu_milli, cpu_milli=cpu,
+                       memory_mib=32000 * max(gpus, 1)) for j in range(count)]
+
+
+def mixed_gang_pods(workers: int = 24, worker_gpus: int = 4, shared: int = 0,
+                    shared_milli: int = 500) -> list[PodRequest]:
+    """A CPU-only launcher, ``workers`` whole-GPU workers and ``shared`` GPU-share pods."""
+    pods = [PodRequest(name="launcher", cpu_milli=8000, memory_mib=16384)]
+    pods += [PodRequest(name=f"worker-{j}", gpus=worker_gpus, gpu_memory_mib=40000, cpu_milli=32000,
+                        memory_mib=65536) for j in range(workers)]
+    pods += [PodRequest(name=f"share-{j}", gpus=1, gpu_milli=shared_milli, gpu_memory_mib=20000,
+                        cpu_milli=4000, memory_mib=8192) for j in range(shared)]
+    return pods
+
+
+def gang_instance(seed: int) -> tuple[ClusterSnapshot, list[PodRequest], dict]:
+    """A small random gang problem: 40–200 nodes, 2 or 3 levels, random occupancy and shape.
+
+    Returns the snapshot, the gang's pods and the gang's fields (``mode``, ``level``,
+    ``slices`` as ``[(level, size)]``, and ``kind``, a label of the gang's shape).
+    """
+    rng = random.Random(f"gang-{seed}")
+    n = rng.randint(40, 200)
+    three = rng.random() < 0.6
+    nvl = rng.choice((2, 4, 8))
+    rack = nvl * rng.choice((2, 3, 4)) if three else rng.choice((4, 8, 10))
+    block = rack * rng.choice((2, 3, 5))
+    levels = GANG_LEVELS if three else GANG_LEVELS[:2]
+    sizes = (block, rack, nvl) if three else (block, rack)
+    busy = rng.uniform(0.1, 0.6)
+    share_frac = rng.choice((0.0, 0.2, 0.4))
+    two_models = rng.random() < 0.25
+    nodes = []
+    for i in range(n):
+        hw = H100 if two_models and (i // rack) % 2 else A100
+        whole, pods = [], []
+        for g in range(8):
+            if rng.random() >= busy:
+                continue
+            if rng.random() < share_frac:
+                pods.append(RunningPod(name=f"share-{i}-{g}", gpu_shares={g: rng.choice((250, 500, 750))},
+                                       cpu_milli=4000, memory_mib=16_000))
+            else:
+                whole.append(g)
+        if whole:
+            pods.append(RunningPod(name=f"run-{i}", gpus=tuple(whole),
+                                   cpu_milli=len(whole) * rng.choice((8000, 16000, 24000)),
+                                   memory_mib=len(whole) * 100_000))
+        nodes.append(Node(name=f"n{i:04d}", hardware=hw, type="h100" if hw is H100 else "a100",
+                          pods=tuple(pods), topology=_topology_of(i, sizes, levels)))
+    types = {"a100": A100, "h100": H100} if two_models else {"a100": A100}
+    snapshot = ClusterSnapshot(nodes=tuple(nodes), node_types=types, topology_levels=levels)
+
+    free = sum(8 - sum(len(p.gpus) + len(p.gpu_shares) for p in node.pods) for node in nodes)
+    kind = rng.choice(("whole", "whole", "sliced", "mixed", "mixed-shared", "shared"))
+    slices: list[tuple[str, int]] = []
+    if kind in ("whole", "sliced"):
+        g = rng.choice((1, 2, 4, 8))
+        count = max(2, int(free * rng.uniform(0.03, 0.3)) // g)
+        if kind == "sliced":
+            size = rng.choice((2, 4))
+            count = max(size, count - count % size)
+            slices = [(rng.choice(levels[1:] + ("node",)), size)]
+        pods = gang_pods(count, g)
+    elif kind == "shared":
+        pods = gang_pods(rng.randint(4, 40), 1, gpu_milli=rng.choice((250, 500)), cpu_per_gpu=2000)
+    else:
+        workers = max(2, int(free * rng.uniform(0.03, 0.25)) // 4)
+        pods = mixed_gang_pods(workers, 4, rng.randint(2, 12) if kind == "mixed-shared" else 0,
+                               rng.choice((250, 500)))
+    all_levels = levels + ("node",)
+    if rng.random() < 0.5:
+        mode, level = "required", rng.choice(levels[:2])
+    else:
+        mode, level = "preferred", rng.choice(all_levels[1:-1] if three else all_levels[1:-1])
+    if slices and all_levels.index(slices[0][0]) < all_levels.index(level):
+        slices = [(level, slices[0][1])]
+    return snapshot, pods, {"mode": mode, "level": level, "slices": slices, "kind": kind}

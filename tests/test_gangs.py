@@ -1,0 +1,169 @@
+"""Gangs through the Cluster API: greedy, CP-SAT fallback (auto), exact and greedy-only
+solvers, and greedy + exact feasibility against a brute force on tiny clusters."""
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import placer
+from gang_brute import brute_force
+from placer import exact, gangs
+from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec
+
+
+def snapshot(nodes, levels=("rack",)):
+    return placer.ClusterSnapshot.from_dict(
+        {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": list(levels), "nodes": nodes}
+    )
+
+
+def node(name, rack, gpus=4, cpu=8000, **extra):
+    d = {"name": name, "gpus": gpus, "gpuModel": "A100", "cpuMilli": cpu, "topology": {"rack": rack}}
+    d.update(extra)
+    return d
+
+
+def request(pods, spec, solver="auto"):
+    return PlacementRequest(pods=tuple(pods), gangs={spec.name: spec}, solver=solver)
+
+
+# A rack where the greedy's choice for the worker leaves no room for the launcher:
+# both nodes take the worker, the greedy picks n-a (first), and then the launcher
+# (18 CPUs) no longer fits on n-a (17 left) nor on n-b (4 CPUs).
+MISSED = snapshot([node("n-a", "r0", cpu=20000), node("n-b", "r0", cpu=4000)])
+MISSED_PODS = [
+    PodRequest("worker", gpus=4, cpu_milli=3000, gang="g"),
+    PodRequest("launcher", cpu_milli=18000, gang="g"),
+]
+MISSED_SPEC = GangSpec("g", mode="required", level="rack")
+
+
+def test_greedy_alone_misses_and_says_why():
+    r = placer.place(MISSED, request(MISSED_PODS, MISSED_SPEC, solver="greedy"))
+    assert not r.assignments and len(r.unschedulable) == 2
+    assert r.gangs[0].solver == "greedy" and r.gangs[0].status == "unknown"
+
+
+def test_auto_falls_back_to_cp_sat_and_finds_what_the_greedy_missed():
+    req = request(MISSED_PODS, MISSED_SPEC)
+    r = placer.place(MISSED, req)
+    assert {a.pod: a.node for a in r.assignments} == {"worker": "n-b", "launcher": "n-a"}
+    assert r.gangs[0].solver == "cp-sat" and r.gangs[0].status == "optimal"
+    assert r.gangs[0].objective == r.gangs[0].bound
+    assert placer.check_placement(MISSED, req, r) == []
+
+
+def test_exact_always_runs_and_auto_keeps_a_greedy_success():
+    snap = snapshot([node(f"n{i}", "r0" if i < 2 else "r1") for i in range(4)])
+    pods = [PodRequest(f"w{i}", gpus=2, cpu_milli=1000, gang="g") for i in range(3)]
+    spec = GangSpec("g", mode="required", level="rack")
+    auto = placer.place(snap, request(pods, spec))
+    assert auto.gangs[0].solver == "greedy" and auto.gangs[0].status == "feasible"
+    ex = placer.place(snap, request(pods, spec, solver="exact"))
+    assert ex.gangs[0].solver == "cp-sat" and ex.gangs[0].status == "optimal"
+    for r in (auto, ex):
+        assert len(r.assignments) == 3 and len(r.gangs[0].domains["rack"]) == 1
+        assert placer.check_placement(snap, request(pods, spec), r) == []
+
+
+def test_cp_sat_proves_a_gang_cannot_fit():
+    snap = snapshot([node(f"n{i}", "r0" if i < 2 else "r1") for i in range(4)])
+    pods = [PodRequest(f"w{i}", gpus=4, gang="g") for i in range(3)]
+    r = placer.place(snap, request(pods, GangSpec("g", mode="required", level="rack")))
+    assert not r.assignments
+    assert r.gangs[0].status == "infeasible" and r.gangs[0].solver == "cp-sat"
+    assert r.unschedulable[0].reason == (
+        "gang g: topology level rack allows to fit only 2 out of 3 pod(s); "
+        "CP-SAT proved that no placement exists"
+    )
+
+
+def test_per_gang_solver_overrides_the_request():
+    spec = dataclasses.replace(MISSED_SPEC, solver="greedy")
+    r = placer.place(MISSED, request(MISSED_PODS, spec, solver="exact"))
+    assert not r.assignments and r.gangs[0].solver == "greedy"
+
+
+def test_preferred_gang_climbs_then_spreads_over_fewest_racks():
+    snap = snapshot([node(f"n{i}", f"r{i // 2}") for i in range(6)])  # 3 racks x 2 nodes x 4 GPUs
+    pods = [PodRequest(f"w{i}", gpus=4, gang="g") for i in range(3)]
+    r = placer.place(snap, request(pods, GangSpec("g", mode="preferred", level="rack")))
+    assert len(r.assignments) == 3 and len(r.gangs[0].domains["rack"]) == 2
+
+
+def test_slices_keep_consecutive_pods_together():
+    snap = snapshot([node(f"n{i}", f"r{i // 2}", gpus=2) for i in range(6)])
+    pods = [PodRequest(f"w{i}", gpus=1, gang="g") for i in range(6)]
+    spec = GangSpec("g", mode="preferred", level="rack", slices=(SliceSpec("node", 2),))
+    req = request(pods, spec)
+    r = placer.place(snap, req)
+    where = {a.pod: a.node for a in r.assignments}
+    assert [where[f"w{2 * k}"] == where[f"w{2 * k + 1}"] for k in range(3)] == [True] * 3
+    assert placer.check_placement(snap, req, r) == []
+
+
+# --- greedy + exact against a brute force on tiny clusters ---------------------------------
+
+
+@st.composite
+def tiny_gangs(draw):
+    levels = draw(st.sampled_from([(), ("rack",), ("block", "rack")]))
+    n = draw(st.integers(1, 5))
+    nodes = []
+    for i in range(n):
+        held = draw(st.sets(st.integers(0, 3), max_size=3))
+        topo = {"block": f"b{draw(st.integers(0, 1))}", "rack": f"r{draw(st.integers(0, 1))}"}
+        nodes.append({
+            "name": f"n{i}", "gpus": 4, "gpuModel": draw(st.sampled_from(["A", "B"])),
+            "cpuMilli": draw(st.sampled_from([4000, 8000, 16000])),
+            "topology": {k: v for k, v in topo.items() if k in levels},
+            "pods": [{"name": f"held-{i}", "gpus": sorted(held)}] if held else [],
+        })
+    snap = snapshot(nodes, levels)
+    workers = draw(st.integers(1, 4))
+    wg = draw(st.sampled_from([1, 2]))
+    pods = [PodRequest(f"w{j}", gpus=wg, cpu_milli=draw(st.sampled_from([0, 2000])), gang="g") for j in range(workers)]
+    if draw(st.booleans()):
+        pods.insert(0, PodRequest("launcher", cpu_milli=draw(st.sampled_from([1000, 6000])), gang="g"))
+    mode = draw(st.sampled_from(["required", "preferred", "unconstrained"]))
+    level = draw(st.sampled_from([*levels, "node"])) if mode != "unconstrained" else None
+    spec = GangSpec("g", mode=mode, level=level, same_gpu_model=draw(st.booleans()))
+    return snap, pods, spec
+
+
+@settings(max_examples=60, deadline=None)
+@given(tiny_gangs())
+def test_greedy_and_exact_agree_with_brute_force_on_feasibility(case):
+    snap, pods, spec = case
+    cluster = placer.Cluster(snap)
+    shapes = gangs.split_shapes(cluster._packed, pods)
+    levels = (*snap.topology_levels, "node")
+    problem = gangs.exact_problem(
+        cluster._packed, cluster._hierarchy(), [cluster._domain_paths(lv) for lv in levels], shapes, spec,
+        snap.topology_levels,
+    )
+    best, _ = brute_force(problem)
+    req = request(pods, spec)
+    r = cluster.place(pods, gang=spec)
+    assert bool(r.assignments) == (best is not None)
+    assert placer.check_placement(snap, req, r) == []
+    greedy = placer.Cluster(snap).place(pods, gang=dataclasses.replace(spec, solver="greedy"))
+    if greedy.assignments:  # auto keeps the greedy answer when it has one
+        assert r.assignments == greedy.assignments
+    ex = placer.Cluster(snap).place(pods, gang=dataclasses.replace(spec, solver="exact"))
+    if best is not None:
+        assert ex.gangs[0].status == "optimal" and ex.gangs[0].objective == best
+    else:
+        assert ex.gangs[0].status == "infeasible" and not ex.assignments
+
+
+def test_exact_never_imports_the_kernel():
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(exact))
+    names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "_core" not in names and "placer._core" not in modules
