@@ -3,18 +3,22 @@
 ``test_bench_place.py`` (issue #2): kernel vs reference per pod.
 ``test_bench_gpusets.py`` (issue #3): select_gpus vs brute force, table build, cluster with
 and without a GPU topology. ``--details`` adds the per-size tables of issue #3.
+``test_bench_gangs.py`` (issue #4): greedy gangs on 10k nodes vs independent pods, CP-SAT
+on 1k nodes, greedy vs exact objective over seeded instances (``--details``: per instance).
 """
 from __future__ import annotations
 
 import json
 import statistics
 import sys
+from collections import Counter
 
 
 def main(path: str, details: bool = False) -> None:
     data = json.load(open(path))
     kernel, reference, other = {}, {}, []
     gpusets: dict[str, list[tuple[dict, dict]]] = {}
+    gang_runs: dict[str, list[tuple[dict, dict]]] = {}
     for b in data["benchmarks"]:
         info = b["extra_info"]
         median = b["stats"]["median"]
@@ -23,6 +27,8 @@ def main(path: str, details: bool = False) -> None:
             (kernel if info["kind"] == "kernel" else reference)[key] = (median / info["pods"], info)
         elif info.get("kind") in ("select", "brute", "tables", "cluster", "cluster-paired"):
             gpusets.setdefault(info["kind"], []).append((info, b["stats"]))
+        elif info.get("kind") in GANG_KINDS:
+            gang_runs.setdefault(info["kind"], []).append((info, b["stats"]))
         else:
             other.append((info, median))
     if kernel:
@@ -38,6 +44,8 @@ def main(path: str, details: bool = False) -> None:
         print(f"- {info['kind']}: median {median:.3f} s ({extra})")
     if gpusets:
         gpusets_report(gpusets, details)
+    if gang_runs:
+        gangs_report(gang_runs, details)
 
 
 TOPOLOGY_ORDER = ["dgx1-v100", "pcie-tree-16", "bridged-pairs-16", "dgx2-nvswitch"]
@@ -151,6 +159,147 @@ def gpusets_report(runs: dict[str, list[tuple[dict, dict]]], details: bool) -> N
                   f"| {ti['placed']:,} | {q(ui['mean_set_score_dgx1'], ti['mean_set_score_dgx1'])} "
                   f"| {q(ui['all_nvlink_share'], ti['all_nvlink_share'], True)} | {ti['same_node_as_uniform']:,} |")
         print()
+
+
+# --- issue #4 ------------------------------------------------------------------------------
+
+GANG_KINDS = ("gang-greedy", "gang-baseline", "gang-paired", "gang-auto", "exact", "quality-greedy",
+              "quality-exact")
+
+
+def _dom(d: dict, levels=("block", "rack", "nvlDomain", "node")) -> str:
+    return " / ".join(f"{d[lv]:,}" for lv in levels if lv in d) if d else "—"
+
+
+def _lex(v) -> str:
+    return "/".join(f"{x:,}" for x in v) if v else "—"
+
+
+def _pct(x) -> str:
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-4:
+        return f"{'<' if x > 0 else '>-'}0.01%"
+    return f"{x * 100:.2f}%" if abs(x) < 0.01 else f"{x * 100:.1f}%"
+
+
+def gangs_report(runs: dict[str, list[tuple[dict, dict]]], details: bool) -> None:
+    greedy = {(i["occupancy"], i["gang"], i["mode"]): (i, s) for i, s in runs.get("gang-greedy", [])}
+    base = {(i["occupancy"], i["gang"]): (i, s) for i, s in runs.get("gang-baseline", [])}
+    paired = {(i["occupancy"], i["gang"], i["mode"]): i for i, _ in runs.get("gang-paired", [])}
+    if greedy:
+        print("### Greedy gang vs the same pods without a gang, `Cluster.place` on 10,000 nodes (medians)\n")
+        print("| GPUs held | gang | mode | gang ms | independent pods ms | ratio | paired rounds: gang → "
+              "independent ms, ratio | placed | domains used: block / rack / nvlDomain / node "
+              "| independent pods: block / rack / nvlDomain / node |")
+        print("|---|---|---|---:|---:|---:|---:|---|---:|---:|")
+        for key in sorted(greedy, key=lambda k: (k[0] != "free", k[1], k[2] != "required-block")):
+            i, s = greedy[key]
+            bi, bs = base.get(key[:2], ({}, None))
+            p = paired.get(key)
+            ratio = f"{s['median'] / bs['median']:.2f}×" if bs else "—"
+            pc = (f"{p['gang_s'] * 1e3:.2f} → {p['baseline_s'] * 1e3:.2f}, {p['median_pair_ratio']:.2f}×"
+                  if p else "—")
+            held = "none" if key[0] == "free" else "30 %"
+            placed = "yes" if i["placed"] else "no"
+            print(f"| {held} | {i['pods']} × {i['gpus_per_pod']} GPUs | {key[2]} | {s['median'] * 1e3:.2f} "
+                  f"| {bs['median'] * 1e3:.2f} | {ratio} | {pc} | {placed} | {_dom(i['domains'])} "
+                  f"| {_dom(bi.get('domains', {}))} |" if bs else "")
+        print()
+        for key, (i, _) in sorted(greedy.items()):
+            if not i["placed"]:
+                print(f"- not placed ({key[0]}, {key[1]}, {key[2]}): {i['reason']}")
+        for i, s in runs.get("gang-auto", []):
+            print(f"- `solver=auto` on the same gang ({i['occupancy']}, {i['gang']}, {i['mode']}): "
+                  f"median {s['median'] * 1e3:,.0f} ms (min {s['min'] * 1e3:,.0f}, max {s['max'] * 1e3:,.0f}), "
+                  f"{i['solver']} status {i['status']}")
+        print()
+
+    ex = runs.get("exact", [])
+    if ex:
+        print("### CP-SAT on 1,000 nodes, 2 s limit, 1 worker (medians)\n")
+        print("| gang | mode | variant | median s (max) | × greedy | statuses (rounds) | objective: block / rack "
+              "/ nvlDomain / node / frag | bound, decoded the same way | gap (obj − bound) / obj "
+              "| variables / constraints |")
+        print("|---|---|---|---:|---:|---|---|---|---:|---:|")
+        by = {(i["gang"], i["mode"], i["variant"]): (i, s) for i, s in ex}
+        order = ["greedy", "cluster-exact", "solve-gang", "solve-gang+hint"]
+        for key in sorted(by, key=lambda k: (k[0], k[1] != "required-block", order.index(k[2]))):
+            i, s = by[key]
+            g = by.get(key[:2] + ("greedy",))
+            times = f"{s['median']:.3f} ({s['max']:.3f})" if s["median"] >= 0.1 else f"{s['median'] * 1e3:.2f} ms"
+            ratio = f"{s['median'] / g[1]['median']:,.0f}×" if g and key[2] != "greedy" else "1×"
+            statuses = ", ".join(f"{c} {st}" for st, c in sorted(Counter(i["statuses"]).items()))
+            size = (f"{i['num_variables']:,} / {i['num_constraints']:,}" if "num_variables" in i else "—")
+            gaps = i.get("gaps") or [i["gap"]]
+            gap = _pct(max((x for x in gaps if x is not None), default=None)) if any(
+                x is not None for x in gaps) else "—"
+            print(f"| {key[0]} | {key[1]} | {key[2]} | {times} | {ratio} | {statuses} | {_lex(i['decoded'])} "
+                  f"| {_lex(i['bound_decoded'])} | {gap} | {size} |")
+        print()
+
+    qe = {i["seed"]: i for i, _ in runs.get("quality-exact", [])}
+    qg = {i["seed"]: (i, s) for i, s in runs.get("quality-greedy", [])}
+    qes = {i["seed"]: s for i, s in runs.get("quality-exact", [])}
+    if qe:
+        print(f"### Greedy vs CP-SAT over {len(qe)} seeded instances (2 s limit, 1 worker)\n")
+        print("| shape | instances | exact: optimal / feasible / infeasible / unknown | greedy placed | greedy fails, "
+              "exact places | both place | greedy optimal | greedy gap: mean (worst) | first difference |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---|")
+        groups: dict[str, list[dict]] = {}
+        for i in qe.values():
+            groups.setdefault(i["shape_kind"], []).append(i)
+        for name in sorted(groups) + ["all"]:
+            rows = list(qe.values()) if name == "all" else groups[name]
+            st = Counter(i["status"] for i in rows)
+            both = [i for i in rows if i["greedy_placed"] and i["status"] in ("optimal", "feasible")]
+            opt_both = [i for i in both if i["status"] == "optimal"]
+            gaps = [i["greedy_gap"] for i in both if i["greedy_gap"] is not None]
+            first = Counter(i["first_difference"] for i in both if i["first_difference"])
+            fd = ", ".join(f"{k} {v}" for k, v in sorted(first.items(), key=lambda kv: -kv[1])) or "—"
+            gap = f"{_pct(statistics.mean(gaps))} ({_pct(max(gaps))})" if gaps else "—"
+            label = f"**{name}**" if name == "all" else name
+            print(f"| {label} | {len(rows)} | {st['optimal']} / {st['feasible']} / {st['infeasible']} / {st['unknown']} "
+                  f"| {sum(i['greedy_placed'] for i in rows)} "
+                  f"| {sum(1 for i in rows if not i['greedy_placed'] and i['status'] in ('optimal', 'feasible'))} "
+                  f"| {len(both)} | {sum(i['greedy_optimal'] for i in opt_both)} of {len(opt_both)} | {gap} | {fd} |")
+        print()
+        # mean excess of the greedy per component, where both placed
+        names = ["block", "rack", "nvlDomain", "node", "fragmentation"]
+        excess: dict[str, list[int]] = {n: [] for n in names}
+        for i in qe.values():
+            if not (i["greedy_placed"] and i["exact_decoded"]):
+                continue
+            comp = ["block", "rack", "nvlDomain"][: i["levels"]] + ["node", "fragmentation"]
+            for n, a, b in zip(comp, i["greedy_decoded"], i["exact_decoded"]):
+                excess[n].append(a - b)
+        cells = [f"{n}: {statistics.mean(v):+.2f} (max {max(v):+d})" for n, v in excess.items() if v]
+        print("Greedy minus exact per component, mean over instances where both place (max): " + "; ".join(cells) + ".\n")
+        gt = [s["median"] for _, s in qg.values()]
+        et = [s["median"] for s in qes.values()]
+        if gt and et:
+            print(f"Time per instance: greedy median {statistics.median(gt) * 1e3:.2f} ms (max {max(gt) * 1e3:.1f}), "
+                  f"CP-SAT median {statistics.median(et) * 1e3:.1f} ms (max {max(et) * 1e3:,.0f}); "
+                  f"ratio of medians {statistics.median(et) / statistics.median(gt):,.0f}×. "
+                  f"Instances: {min(i['nodes'] for i in qe.values())}–{max(i['nodes'] for i in qe.values())} nodes, "
+                  f"{min(i['pods'] for i in qe.values())}–{max(i['pods'] for i in qe.values())} pods, "
+                  f"model {min(i['num_variables'] for i in qe.values()):,}–{max(i['num_variables'] for i in qe.values()):,} variables.\n")
+        if details:
+            print("<details><summary>Per instance</summary>\n")
+            print("| seed | nodes | levels | shape | pods | mode | level | slices | greedy ms | exact ms | status "
+                  "| greedy: domains… / node / frag | exact | gap |")
+            print("|---:|---:|---:|---|---:|---|---|---|---:|---:|---|---|---|---:|")
+            for seed in sorted(qe):
+                i = qe[seed]
+                gs = qg.get(seed, (None, None))[1]
+                sl = ", ".join(f"{lv} {n}" for lv, n in i["slices"]) or "—"
+                print(f"| {seed} | {i['nodes']} | {i['levels']} | {i['shape_kind']} | {i['pods']} | {i['mode']} "
+                      f"| {i['level']} | {sl} | {gs['median'] * 1e3:.2f} | {qes[seed]['median'] * 1e3:.1f} "
+                      f"| {i['status']} | {_lex(i['greedy_decoded'])} | {_lex(i['exact_decoded'])} "
+                      f"| {_pct(i['greedy_gap'])} |" if gs else "")
+            print("\n</details>\n")
 
 
 if __name__ == "__main__":

@@ -181,28 +181,40 @@ def gang_instance(seed: int) -> tuple[ClusterSnapshot, list[PodRequest], dict]:
     types = {"a100": A100, "h100": H100} if two_models else {"a100": A100}
     snapshot = ClusterSnapshot(nodes=tuple(nodes), node_types=types, topology_levels=levels)
 
-    free = sum(8 - sum(len(p.gpus) + len(p.gpu_shares) for p in node.pods) for node in nodes)
-    kind = rng.choice(("whole", "whole", "sliced", "mixed", "mixed-shared", "shared"))
-    slices: list[tuple[str, int]] = []
-    if kind in ("whole", "sliced"):
-        g = rng.choice((1, 2, 4, 8))
-        count = max(2, int(free * rng.uniform(0.03, 0.3)) // g)
-        if kind == "sliced":
-            size = rng.choice((2, 4))
-            count = max(size, count - count % size)
-            slices = [(rng.choice(levels[1:] + ("node",)), size)]
-        pods = gang_pods(count, g)
-    elif kind == "shared":
-        pods = gang_pods(rng.randint(4, 40), 1, gpu_milli=rng.choice((250, 500)), cpu_per_gpu=2000)
-    else:
-        workers = max(2, int(free * rng.uniform(0.03, 0.25)) // 4)
-        pods = mixed_gang_pods(workers, 4, rng.randint(2, 12) if kind == "mixed-shared" else 0,
-                               rng.choice((250, 500)))
     all_levels = levels + ("node",)
     if rng.random() < 0.5:
         mode, level = "required", rng.choice(levels[:2])
     else:
-        mode, level = "preferred", rng.choice(all_levels[1:-1] if three else all_levels[1:-1])
-    if slices and all_levels.index(slices[0][0]) < all_levels.index(level):
-        slices = [(level, slices[0][1])]
+        mode, level = "preferred", rng.choice(all_levels[1:-1])
+    # GPUs wholly free per node, summed per domain of the gang's level (required) or over
+    # the cluster (preferred): the gang's size is drawn against that, so that most
+    # instances fit and a few (drawn up to 5 % over it) may not.
+    depth = levels.index(level) + 1 if mode == "required" else 0
+    per_domain: dict[str, list[int]] = {}
+    for node in nodes:
+        held = {g for p in node.pods for g in (*p.gpus, *p.gpu_shares)}
+        key = "/".join(node.topology[lv] for lv in levels[:depth])
+        per_domain.setdefault(key, []).append(8 - len(held))
+
+    def room(g: int) -> int:  # pods of g whole GPUs the best domain holds (GPUs only)
+        return max(sum(f // g for f in frees) for frees in per_domain.values())
+
+    kind = rng.choice(("whole", "whole", "sliced", "mixed", "mixed-shared", "shared"))
+    slices: list[tuple[str, int]] = []
+    if kind in ("whole", "sliced"):
+        g = rng.choice((1, 2, 4, 8))
+        count = max(2, int(room(g) * rng.uniform(0.1, 1.05)))
+        if kind == "sliced":
+            inner = [lv for lv in all_levels[all_levels.index(level):] if lv != "node" or g <= 4]
+            at = rng.choice(inner)
+            size = rng.choice([s for s in (2, 4) if at != "node" or s * g <= 8])
+            count = max(size, count - count % size)
+            slices = [(at, size)]
+        pods = gang_pods(count, g)
+    elif kind == "shared":
+        pods = gang_pods(rng.randint(4, 40), 1, gpu_milli=rng.choice((250, 500)), cpu_per_gpu=2000)
+    else:
+        workers = max(2, int(room(4) * rng.uniform(0.1, 1.05)))
+        pods = mixed_gang_pods(workers, 4, rng.randint(2, 12) if kind == "mixed-shared" else 0,
+                               rng.choice((250, 500)))
     return snapshot, pods, {"mode": mode, "level": level, "slices": slices, "kind": kind}

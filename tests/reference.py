@@ -728,30 +728,25 @@ class ReferenceCluster:
         node_counts = {by_name[c[0]]: n for c, n in counts.items()}
         key = lambda i: tuple(order_of[x][paths[x][i]] for x in range(len(levels)))  # noqa: E731
         slots = [i for i in sorted(node_counts, key=key) for _ in range(node_counts[i])]
+        in_domain = [i for i in range(len(self.snapshot.nodes))
+                     if all(paths[x][i] is not None for x in range(len(levels)))
+                     and (k < 0 or paths[k][i] == d)]
+        # (pod, candidate nodes): the main shape on its chosen nodes, then the other shapes
+        plan = [(j, [i]) for j, i in zip(groups[0], slots)]
+        for g in groups[1:]:
+            scope = [i for i in in_domain
+                     if not gpods[g[0]].gpus or model is None or self.snapshot.nodes[i].hardware.gpu_model == model]
+            plan += [(j, scope) for j in g]
         got: list = [None] * len(gpods)
         done: list = []
-        for j, i in zip(groups[0], slots):
-            out = self._place_one(gpods[j], [i], "best-fit", SplitMix64(0))
+        for j, candidates in plan:
+            out = self._place_one(gpods[j], candidates, "best-fit", SplitMix64(0))
             if isinstance(out, str):
                 for h in reversed(done):
                     self._nodes[h.node].apply(h, -1)
                 return None
             got[j] = out
             done.append(out[1])
-        in_domain = [i for i in range(len(self.snapshot.nodes))
-                     if all(paths[x][i] is not None for x in range(len(levels)))
-                     and (k < 0 or paths[k][i] == d)]
-        for g in groups[1:]:
-            scope = [i for i in in_domain
-                     if not gpods[g[0]].gpus or model is None or self.snapshot.nodes[i].hardware.gpu_model == model]
-            for j in g:
-                out = self._place_one(gpods[j], scope, "best-fit", SplitMix64(0))
-                if isinstance(out, str):
-                    for h in reversed(done):
-                        self._nodes[h.node].apply(h, -1)
-                    return None
-                got[j] = out
-                done.append(out[1])
         return got
 
     def _try_pods(

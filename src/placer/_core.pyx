@@ -790,11 +790,7 @@ cdef class Kernel:
                 raise IndexError("node index out of range")
         with nogil:
             for j in range(n_pods):
-                p.gpus = gpus[j]
-                p.milli = milli[j]
-                p.gpu_mem = gpu_mem[j]
-                p.cpu = cpu[j]
-                p.mem = mem[j]
+                load_resources(&p, j, gpus, milli, gpu_mem, cpu, mem)
                 p.nics = nics[j]
                 n = where[j]
                 if not node_fits(&self.st, n, &p):
@@ -803,11 +799,7 @@ cdef class Kernel:
                 take(&self.st, n, &p, policy, &rng_state, &out_gpus[j], &out_nics[j])
             if failed >= 0:
                 for k in range(failed - 1, -1, -1):
-                    p.gpus = gpus[k]
-                    p.milli = milli[k]
-                    p.gpu_mem = gpu_mem[k]
-                    p.cpu = cpu[k]
-                    p.mem = mem[k]
+                    load_resources(&p, k, gpus, milli, gpu_mem, cpu, mem)
                     apply(&self.st, where[k], &p, out_gpus[k], -1, 1, is_shared(&p))
                     out_gpus[k] = 0
                     out_nics[k] = 0
@@ -834,13 +826,19 @@ cdef inline void load_pod(Pod* p, int32_t j, const int32_t[::1] gpus, const int3
                           const int32_t[::1] gpu_mem, const int64_t[::1] cpu, const int64_t[::1] mem,
                           const uint64_t[::1] models, const int32_t[::1] klass,
                           const uint64_t[:, ::1] elig) noexcept nogil:
+    load_resources(p, j, gpus, milli, gpu_mem, cpu, mem)
+    p.models = models[j]
+    p.eligible = &elig[klass[j], 0]
+
+
+cdef inline void load_resources(Pod* p, int32_t j, const int32_t[::1] gpus, const int32_t[::1] milli,
+                                const int32_t[::1] gpu_mem, const int64_t[::1] cpu,
+                                const int64_t[::1] mem) noexcept nogil:
     p.gpus = gpus[j]
     p.milli = milli[j]
     p.gpu_mem = gpu_mem[j]
     p.cpu = cpu[j]
     p.mem = mem[j]
-    p.models = models[j]
-    p.eligible = &elig[klass[j], 0]
 
 
 cdef void undo_group(NodeState* st, int32_t start, int32_t failed_pod, int32_t[::1] out_node,
@@ -850,11 +848,7 @@ cdef void undo_group(NodeState* st, int32_t start, int32_t failed_pod, int32_t[:
     cdef int32_t k
     cdef Pod p
     for k in range(failed_pod - 1, start - 1, -1):
-        p.gpus = gpus[k]
-        p.milli = milli[k]
-        p.gpu_mem = gpu_mem[k]
-        p.cpu = cpu[k]
-        p.mem = mem[k]
+        load_resources(&p, k, gpus, milli, gpu_mem, cpu, mem)
         apply(st, out_node[k], &p, out_gpus[k], -1, 1, is_shared(&p))
     for k in range(start, end):
         out_node[k] = -1
