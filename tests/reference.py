@@ -624,12 +624,9 @@ class ReferenceCluster:
         main = groups[0]
         mpod = gpods[main[0]]
         units = [1] * len(levels)
-        for sl in spec.slices:
-            for k in range(levels.index(sl.level), len(levels)):
+        for sl in spec.slices:  # the slice's level and every level outside it
+            for k in range(levels.index(sl.level) + 1):
                 units[k] = max(units[k], sl.size)
-        if spec.slices:
-            for k in range(levels.index(spec.slices[0].level)):
-                units[k] = spec.slices[0].size
         models: list[str | None] = [None]
         gpu_groups = [g for g in groups if gpods[g[0]].gpus]
         if spec.same_gpu_model and gpu_groups:

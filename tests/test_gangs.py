@@ -104,6 +104,16 @@ def test_slices_keep_consecutive_pods_together():
     assert placer.check_placement(snap, req, r) == []
 
 
+def test_slices_of_an_outer_level_may_split_across_its_nodes():
+    # Slices of 4 pods per rack: one rack's two nodes take 2 + 2, no node holds 4.
+    snap = snapshot([node(f"n{i}", f"r{i // 2}", gpus=2) for i in range(4)])
+    pods = [PodRequest(f"w{i}", gpus=1, gang="g") for i in range(4)]
+    spec = GangSpec("g", mode="required", level="rack", slices=(SliceSpec("rack", 4),))
+    r = placer.place(snap, request(pods, spec, solver="greedy"))
+    assert len(r.assignments) == 4 and r.gangs[0].domains["rack"] == ("r0",)
+    assert placer.check_placement(snap, request(pods, spec), r) == []
+
+
 # --- greedy + exact against a brute force on tiny clusters ---------------------------------
 
 

@@ -146,15 +146,10 @@ class Hierarchy:
 def slice_units(levels: Sequence[str], spec: GangSpec) -> list[int]:
     """Per level (topology levels then node), the multiple of pods each domain must hold."""
     units = [1] * len(levels)
-    for sl in spec.slices:  # outermost first: an outer size is a multiple of inner ones
-        k = levels.index(sl.level)
-        for j in range(k, len(levels)):
+    for sl in spec.slices:
+        # a domain of the slice's level, or of any level outside it, holds whole slices
+        for j in range(levels.index(sl.level) + 1):
             units[j] = max(units[j], sl.size)
-    # levels above the outermost slice layer hold whole outer slices too
-    if spec.slices:
-        outer = levels.index(spec.slices[0].level)
-        for j in range(outer):
-            units[j] = spec.slices[0].size
     return units
 
 

@@ -1,0 +1,324 @@
+"""Reader for the CSV files of Alibaba's GPU trace ``cluster-trace-gpu-v2023`` ("openb").
+
+Two kinds of file:
+
+* a **node list** (``openb_node_list_*.csv``), columns ``sn, cpu_milli, memory_mib, gpu,
+  model``, read by :func:`read_nodes` into a :class:`~placer.model.ClusterSnapshot`;
+* a **pod list** (``openb_pod_list_*.csv``), columns ``name, cpu_milli, memory_mib,
+  num_gpu, gpu_milli, gpu_spec, qos, pod_phase, creation_time, deletion_time,
+  scheduled_time`` (the ``multigpu`` variants have only the first five), read by
+  :func:`read_pods` into :class:`~placer.model.PodRequest` objects.
+
+The FGD study's simulator uses only CPU, memory and the GPU fields of a pod; so does this
+reader (``qos``, ``pod_phase`` and the time columns are not read, not even checked).
+The default trace (the 1213 GPU nodes and the default pod list) is bundled with the
+package: :func:`load_default`.
+
+Any input this reader cannot take raises :class:`placer.exceptions.InvalidInputError`
+with ``where`` = ``"<source>:<line>"`` (1-based, the line on which the CSV record ends).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from importlib import resources
+from pathlib import Path
+from typing import NoReturn, Union
+
+from placer._io import read_text
+from placer.exceptions import InvalidInputError
+from placer.model import ClusterSnapshot, Node, NodeType, PodRequest
+
+__all__ = [
+    "NODE_COLUMNS",
+    "POD_COLUMNS",
+    "POD_COLUMNS_SHORT",
+    "MAX_PODS",
+    "DEFAULT_NODES",
+    "DEFAULT_PODS",
+    "read_nodes",
+    "read_pods",
+    "load_default",
+    "data_path",
+    "node_type_name",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_COLUMNS = (
+    "name",
+    "cpu_milli",
+    "memory_mib",
+    "num_gpu",
+    "gpu_milli",
+    "gpu_spec",
+    "qos",
+    "pod_phase",
+    "creation_time",
+    "deletion_time",
+    "scheduled_time",
+)
+POD_COLUMNS_SHORT = POD_COLUMNS[:5]
+"""The columns of the ``multigpu`` pod lists (no ``gpu_spec``, qos, phase or times)."""
+
+MAX_PODS = 1001
+"""Allocatable pods per node in the study's simulator (its node YAML says ``pods: 1001``)."""
+
+DEFAULT_NODES = "openb_node_list_gpu_node.csv"
+DEFAULT_PODS = "openb_pod_list_default.csv"
+
+_NO_SPEC = ("", "nan")
+_DATA_PACKAGE = "placer"
+_DATA_DIR = ("data", "openb")
+
+
+def data_path(name: str) -> Path:
+    """The path of a bundled openb file (``DEFAULT_NODES``, ``DEFAULT_PODS``,
+    ``fgd_expected_unalloc_summary.csv``, ``fgd_expected_frag_summary.csv``, ``README.md``).
+
+    Raises
+    ------
+    InvalidInputError
+        ``where`` = ``name`` when no such file is bundled.
+    """
+    base = resources.files(_DATA_PACKAGE).joinpath(*_DATA_DIR)
+    entry = base.joinpath(name)
+    if os.sep in name or "/" in name or not entry.is_file():
+        raise InvalidInputError(name, "no such bundled openb file")
+    return Path(str(entry))
+
+
+def load_default() -> tuple[ClusterSnapshot, list[PodRequest]]:
+    """The bundled default trace: the 1213 GPU nodes and the 8152 pods of the default list.
+
+    Returns
+    -------
+    (ClusterSnapshot, list of PodRequest)
+        As :func:`read_nodes` and :func:`read_pods` return them, pods in file order.
+    """
+    return read_nodes(data_path(DEFAULT_NODES)), read_pods(data_path(DEFAULT_PODS))
+
+
+def node_type_name(cpu_milli: int, memory_mib: int, gpus: int, model: str | None) -> str:
+    """The key under which :func:`read_nodes` interns a node shape, e.g.
+    ``G2-8gpu-96000m-393216Mi`` (``cpu-...`` for a node without GPUs)."""
+    prefix = f"{model}-{gpus}gpu" if gpus else "cpu"
+    return f"{prefix}-{cpu_milli}m-{memory_mib}Mi"
+
+
+def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnapshot:
+    """Read an openb node list into a snapshot of empty nodes.
+
+    Every node is named by its ``sn`` and refers to an interned node type, one per
+    distinct (``cpu_milli``, ``memory_mib``, ``gpu``, ``model``), named by
+    :func:`node_type_name`; types appear in ``node_types`` in order of first use. A type
+    has ``gpus`` = ``gpu``, ``gpuModel`` = ``model`` (none when ``gpu`` is 0),
+    ``cpuMilli``, ``memoryMiB`` and ``maxPods`` = :data:`MAX_PODS`; GPU memory is not
+    tracked. There are no topology levels.
+
+    Parameters
+    ----------
+    path_or_text : str or os.PathLike
+        A file path, or the CSV text itself: a ``str`` that contains a newline is taken as
+        text, any other ``str`` (and any ``os.PathLike``) as a path.
+    source : str, optional
+        Name used in error locations; defaults to the file's base name, or ``<text>``.
+
+    Returns
+    -------
+    ClusterSnapshot
+
+    Raises
+    ------
+    InvalidInputError
+        ``"<source>:<line>"`` for a header other than ``sn,cpu_milli,memory_mib,gpu,model``,
+        a row with another number of fields, an empty or repeated ``sn``, a value that is
+        not a non-negative integer (``cpu_milli``, ``memory_mib``, ``gpu``), a node with
+        GPUs but no model or with a model but no GPUs, or no node at all; the path with
+        ``"no such file"`` when a file is missing.
+    """
+    text, src = _text_and_source(path_or_text, source)
+    rows = _rows(text, src, (NODE_COLUMNS,), "node list")
+    types: dict[str, NodeType] = {}
+    nodes: list[Node] = []
+    seen: dict[str, int] = {}
+    for line, fields in rows:
+        where = f"{src}:{line}"
+        name = fields[0].strip()
+        if not name:
+            _fail(where, "sn (the node name) is empty")
+        if name in seen:
+            _fail(where, f"node {name!r} is listed twice (first on line {seen[name]})")
+        seen[name] = line
+        cpu = _nonneg_int(fields[1], where, "cpu_milli")
+        mem = _nonneg_int(fields[2], where, "memory_mib")
+        gpus = _nonneg_int(fields[3], where, "gpu")
+        model = fields[4].strip()
+        if gpus and not model:
+            _fail(where, f"model is empty for a node with {gpus} GPU(s)")
+        if not gpus and model:
+            _fail(where, f"model is {model!r} for a node without GPUs (gpu is 0)")
+        key = node_type_name(cpu, mem, gpus, model or None)
+        hw = types.get(key)
+        if hw is None:
+            hw = NodeType(
+                gpus=gpus,
+                gpu_model=model or None,
+                cpu_milli=cpu,
+                memory_mib=mem,
+                max_pods=MAX_PODS,
+            )
+            types[key] = hw
+        nodes.append(Node(name=name, hardware=hw, type=key))
+    if not nodes:
+        _fail(f"{src}:{_last_line(text) + 1}", "no nodes after the header")
+    return ClusterSnapshot(nodes=tuple(nodes), node_types=types)
+
+
+def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequest]:
+    """Read an openb pod list (11 columns, or the 5 of the ``multigpu`` lists).
+
+    Each row becomes ``PodRequest(name, cpu_milli, memory_mib, gpus=num_gpu,
+    gpu_milli=gpu_milli, gpu_models=...)``, in file order:
+
+    * ``num_gpu`` = 0 (``gpu_milli`` must be 0): a CPU-only pod, ``gpus`` 0 (its
+      ``gpu_milli`` is left at the contract's default 1000, which means nothing without
+      GPUs) and no GPU models (a ``gpu_spec`` on a CPU-only pod is ignored);
+    * ``num_gpu`` >= 1: ``gpu_milli`` per GPU in 1..1000, below 1000 only with
+      ``num_gpu`` = 1 (a shared GPU);
+    * ``gpu_models`` = ``tuple(gpu_spec.split("|"))`` as written (order and any repeated
+      name kept, as the simulator keys pod types by the raw string), or ``()`` when
+      ``gpu_spec`` is empty or ``nan``.
+
+    Parameters
+    ----------
+    path_or_text : str or os.PathLike
+        A file path or the CSV text (as in :func:`read_nodes`).
+    source : str, optional
+        Name used in error locations; defaults to the file's base name, or ``<text>``.
+
+    Returns
+    -------
+    list of PodRequest
+        Empty when the file has a header and no rows.
+
+    Raises
+    ------
+    InvalidInputError
+        ``"<source>:<line>"`` for a header that is neither the 11 nor the 5 openb pod
+        columns, a row with another number of fields, an empty or repeated name, a value
+        that is not a non-negative integer, the GPU rules above broken, or an empty model
+        name inside ``gpu_spec`` (``A||B``).
+    """
+    text, src = _text_and_source(path_or_text, source)
+    rows = _rows(text, src, (POD_COLUMNS, POD_COLUMNS_SHORT), "pod list")
+    pods: list[PodRequest] = []
+    seen: dict[str, int] = {}
+    for line, fields in rows:
+        where = f"{src}:{line}"
+        name = fields[0].strip()
+        if not name:
+            _fail(where, "name is empty")
+        if name in seen:
+            _fail(where, f"pod {name!r} is listed twice (first on line {seen[name]})")
+        seen[name] = line
+        cpu = _nonneg_int(fields[1], where, "cpu_milli")
+        mem = _nonneg_int(fields[2], where, "memory_mib")
+        num_gpu = _nonneg_int(fields[3], where, "num_gpu")
+        milli = _nonneg_int(fields[4], where, "gpu_milli")
+        if num_gpu == 0:
+            if milli != 0:
+                _fail(where, f"gpu_milli is {milli} for a pod without GPUs (num_gpu is 0); expected 0")
+            pods.append(PodRequest(name=name, cpu_milli=cpu, memory_mib=mem))
+            continue
+        if not 1 <= milli <= 1000:
+            _fail(where, f"gpu_milli must be 1..1000 for a pod with GPUs, got {milli}")
+        if milli < 1000 and num_gpu != 1:
+            _fail(
+                where,
+                f"gpu_milli {milli} (a GPU share) with num_gpu {num_gpu}; a share below 1000 "
+                "needs num_gpu 1",
+            )
+        models: tuple[str, ...] = ()
+        if len(fields) > 5:
+            spec = fields[5].strip()
+            if spec not in _NO_SPEC:
+                models = tuple(m.strip() for m in spec.split("|"))
+                if not all(models):
+                    _fail(where, f"gpu_spec {spec!r} has an empty GPU model name")
+        pods.append(
+            PodRequest(
+                name=name,
+                gpus=num_gpu,
+                gpu_milli=milli,
+                gpu_models=models,
+                cpu_milli=cpu,
+                memory_mib=mem,
+            )
+        )
+    return pods
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _fail(where: str, what: str) -> NoReturn:
+    raise InvalidInputError(where, what)
+
+
+def _text_and_source(path_or_text: PathLike, source: str | None) -> tuple[str, str]:
+    if isinstance(path_or_text, str) and "\n" in path_or_text:
+        return path_or_text, source or "<text>"
+    if not isinstance(path_or_text, (str, os.PathLike)):
+        raise TypeError(f"expected a path or CSV text, got {type(path_or_text).__name__}")
+    name = source or os.path.basename(os.fspath(path_or_text))
+    return read_text(path_or_text, source=name), name
+
+
+def _last_line(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def _rows(
+    text: str, src: str, headers: tuple[tuple[str, ...], ...], what: str
+) -> list[tuple[int, list[str]]]:
+    """The CSV records after a header that must be one of ``headers``, with the line each
+    record ends on; blank lines are skipped."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out: list[tuple[int, list[str]]] = []
+    expected: tuple[str, ...] | None = None
+    try:
+        for fields in reader:
+            line = reader.line_num
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue
+            if expected is None:
+                got = tuple(f.strip() for f in fields)
+                if got not in headers:
+                    wanted = " or ".join(",".join(h) for h in headers)
+                    _fail(f"{src}:{line}", f"expected the openb {what} header {wanted}, got {','.join(fields)!r}")
+                expected = got
+                continue
+            if len(fields) != len(expected):
+                _fail(
+                    f"{src}:{line}",
+                    f"expected {len(expected)} fields ({','.join(expected)}), got {len(fields)}",
+                )
+            out.append((line, fields))
+    except csv.Error as e:
+        _fail(f"{src}:{reader.line_num}", f"malformed CSV: {e}")
+    if expected is None:
+        wanted = " or ".join(",".join(h) for h in headers)
+        _fail(f"{src}:1", f"expected the openb {what} header {wanted}, got an empty file")
+    return out
+
+
+def _nonneg_int(value: str, where: str, column: str) -> int:
+    s = value.strip()
+    if not s.isascii() or not s.isdigit():
+        shown = repr(value) if value else "an empty field"
+        _fail(where, f"{column} must be a non-negative integer, got {shown}")
+    return int(s)
