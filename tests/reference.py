@@ -725,25 +725,57 @@ class ReferenceCluster:
         node_counts = {by_name[c[0]]: n for c, n in counts.items()}
         key = lambda i: tuple(order_of[x][paths[x][i]] for x in range(len(levels)))  # noqa: E731
         slots = [i for i in sorted(node_counts, key=key) for _ in range(node_counts[i])]
-        in_domain = [i for i in range(len(self.snapshot.nodes))
-                     if all(paths[x][i] is not None for x in range(len(levels)))
-                     and (k < 0 or paths[k][i] == d)]
-        # (pod, candidate nodes): the main shape on its chosen nodes, then the other shapes
-        plan = [(j, [i]) for j, i in zip(groups[0], slots)]
-        for g in groups[1:]:
-            scope = [i for i in in_domain
-                     if not gpods[g[0]].gpus or model is None or self.snapshot.nodes[i].hardware.gpu_model == model]
-            plan += [(j, scope) for j in g]
+        complete = [i for i in range(len(self.snapshot.nodes))
+                    if all(paths[x][i] is not None for x in range(len(levels)))]
+        in_domain = [i for i in complete if k < 0 or paths[k][i] == d]
         got: list = [None] * len(gpods)
         done: list = []
-        for j, candidates in plan:
-            out = self._place_one(gpods[j], candidates, "best-fit", SplitMix64(0))
+
+        def undo(holdings) -> None:
+            for h in reversed(holdings):
+                self._nodes[h.node].apply(h, -1)
+
+        for j, i in zip(groups[0], slots):
+            out = self._place_one(gpods[j], [i], "best-fit", SplitMix64(0))
             if isinstance(out, str):
-                for h in reversed(done):
-                    self._nodes[h.node].apply(h, -1)
+                undo(done)
                 return None
             got[j] = out
             done.append(out[1])
+        used = {h.node for h in done}
+        for g in groups[1:]:
+            scope = [i for i in in_domain
+                     if not gpods[g[0]].gpus or model is None or self.snapshot.nodes[i].hardware.gpu_model == model]
+            # nearest first: the gang's nodes, its domains from the innermost level out, all
+            tries = [[i for i in scope if i in used]]
+            for lv in range(len(levels) - 2, max(k, 0) - 1, -1):
+                mine = {paths[lv][i] for i in used}
+                tries.append([i for i in scope if paths[lv][i] in mine])
+            tries.append(scope)
+            seen: list = []
+            placed = None
+            for nodes_ in tries:
+                if not nodes_ or nodes_ in seen:
+                    continue
+                seen.append(nodes_)
+                attempt: list = []
+                for j in g:
+                    out = self._place_one(gpods[j], nodes_, "best-fit", SplitMix64(0))
+                    if isinstance(out, str):
+                        undo([h for _, h in attempt])
+                        attempt = []
+                        break
+                    attempt.append((j, out))
+                if attempt:
+                    placed = attempt
+                    break
+            if placed is None:
+                undo(done)
+                return None
+            for j, out in placed:
+                got[j] = out
+                done.append(out[1])
+                used.add(out[1].node)
         return got
 
     def _try_pods(

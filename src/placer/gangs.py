@@ -280,7 +280,7 @@ def place_gang(
             nodes = _assign_nodes(h, counts, len(pods), main)
             base_scope = _domain_nodes(h, level, d)
             scope = base_scope & (packed.arrays["model_id"] == model) if model >= 0 else base_scope
-            bound = _bind_plan(packed, kernel, pods, shapes, nodes, scope, base_scope)
+            bound = _bind_plan(packed, kernel, h, level, pods, shapes, nodes, scope, base_scope)
             if bound is None:
                 continue
             plan.placed = bound
@@ -324,19 +324,41 @@ def _assign_nodes(h: Hierarchy, counts: dict[int, int], n_pods: int, main: Shape
     return nodes
 
 
+def near_scopes(h: Hierarchy, used: np.ndarray, level: int, scope: np.ndarray) -> list[np.ndarray]:
+    """Where the gang's other pods may go, nearest to its nodes first.
+
+    The nodes the gang uses, then the nodes of the domains it uses at each level from the
+    innermost out to ``level``, then all of ``scope``; each within ``scope``, no repeats.
+    """
+    out: list[np.ndarray] = []
+    candidates = [used]
+    for lv in range(len(h.levels) - 2, max(level, 0) - 1, -1):
+        ids = h.ids[lv]
+        candidates.append(np.isin(ids, ids[used & h.complete]) & h.complete)
+    candidates.append(scope)
+    for c in candidates:
+        c = c & scope
+        if c.any() and not any(np.array_equal(c, o) for o in out):
+            out.append(c)
+    return out
+
+
 def _bind_plan(
     packed: PackedCluster,
     kernel: "Kernel",
+    h: Hierarchy,
+    level: int,
     pods: Sequence[PodRequest],
     shapes: list[Shape],
     nodes: list[int],
     scope: np.ndarray,
     base_scope: np.ndarray,
 ) -> list[tuple[int, int, int]] | None:
-    """Bind the main shape's pods on their nodes, then the others inside the domain.
+    """Bind the main shape's pods on their nodes, then the others nearest to them.
 
     GPU pods of other shapes stay inside ``scope`` (the domain, of one GPU model when the
-    gang asks for that); CPU-only pods inside ``base_scope`` (the domain).
+    gang asks for that); CPU-only pods inside ``base_scope`` (the domain). Each other shape
+    goes, all or nothing, to the first of :func:`near_scopes` that takes it.
 
     Returns (node, GPU mask, NIC mask) per pod, or ``None`` with nothing bound.
     """
@@ -351,18 +373,23 @@ def _bind_plan(
     for j, i in enumerate(main.pods):
         out[i] = (int(main_nodes[j]), int(gpus[j]), int(nics[j]))
     held = [(main_pods, main_nodes.tolist(), gpus.tolist())]
+    used = np.zeros(packed.n_nodes, dtype=bool)
+    used[main_nodes] = True
     for shape in shapes[1:]:
         rest_pods = [pods[i] for i in shape.pods]
-        where = scope if shape.pod.gpus else base_scope
         arrays_r, bitsets, _ = pack_pods(packed, rest_pods, [len(rest_pods)] * len(rest_pods))
-        placed, masks, _, _, nic_masks = kernel.place_batch(
-            arrays_r, td.POLICY_CODES["best-fit"], np.zeros(1, dtype=np.uint64), bitsets,
-            node_bitset(where, packed.n_words), False,
-        )
-        if placed[0] < 0:
+        for where in near_scopes(h, used, level, scope if shape.pod.gpus else base_scope):
+            placed, masks, _, _, nic_masks = kernel.place_batch(
+                arrays_r, td.POLICY_CODES["best-fit"], np.zeros(1, dtype=np.uint64), bitsets,
+                node_bitset(where, packed.n_words), False,
+            )
+            if placed[0] >= 0:
+                break
+        else:
             for args in reversed(held):
                 release(kernel, *args)
             return None
+        used[placed] = True
         held.append((rest_pods, placed.tolist(), masks.tolist()))
         for j, i in enumerate(shape.pods):
             out[i] = (int(placed[j]), int(masks[j]), int(nic_masks[j]))
