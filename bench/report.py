@@ -175,6 +175,20 @@ def _lex(v) -> str:
     return "/".join(f"{x:,}" for x in v) if v else "—"
 
 
+def _bound(b, obj) -> str:
+    """A decoded bound up to the first component below the objective's (later ones say nothing)."""
+    if not b:
+        return "—"
+    if not obj:
+        return _lex(b)
+    out = []
+    for x, y in zip(b, obj):
+        out.append(f"{x:,}")
+        if x != y:
+            return "/".join(out) + ("/…" if len(out) < len(b) else "")
+    return "/".join(out)
+
+
 def _pct(x) -> str:
     if x is None:
         return "—"
@@ -237,7 +251,7 @@ def gangs_report(runs: dict[str, list[tuple[dict, dict]]], details: bool) -> Non
             gap = _pct(max((x for x in gaps if x is not None), default=None)) if any(
                 x is not None for x in gaps) else "—"
             print(f"| {key[0]} | {key[1]} | {key[2]} | {times} | {ratio} | {statuses} | {_lex(i['decoded'])} "
-                  f"| {_lex(i['bound_decoded'])} | {gap} | {size} |")
+                  f"| {_bound(i['bound_decoded'], i['decoded'] or i['greedy_decoded'])} | {gap} | {size} |")
         print()
 
     qe = {i["seed"]: i for i, _ in runs.get("quality-exact", [])}
@@ -285,7 +299,7 @@ def gangs_report(runs: dict[str, list[tuple[dict, dict]]], details: bool) -> Non
                   f"ratio of medians {statistics.median(et) / statistics.median(gt):,.0f}×. "
                   f"Instances: {min(i['nodes'] for i in qe.values())}–{max(i['nodes'] for i in qe.values())} nodes, "
                   f"{min(i['pods'] for i in qe.values())}–{max(i['pods'] for i in qe.values())} pods, "
-                  f"model {min(i['num_variables'] for i in qe.values()):,}–{max(i['num_variables'] for i in qe.values()):,} variables.\n")
+                  f"models of up to {max(i['num_variables'] for i in qe.values()):,} variables.\n")
         if details:
             print("<details><summary>Per instance</summary>\n")
             print("| seed | nodes | levels | shape | pods | mode | level | slices | greedy ms | exact ms | status "

@@ -113,8 +113,8 @@ BIG_SIZES = (1000, 40, 8)  # nodes per block, rack, NVLink domain: 10 × 25 × 5
 OCCUPANCY = {"free": 0.0, "busy30": 0.3}
 BIG_GANGS = {"128x8gpu": (128, 8), "256x4gpu": (256, 4)}
 MODES = {"required-block": ("required", "block"), "preferred-rack": ("preferred", "rack")}
-ROUNDS = 31
-PAIRED_ROUNDS = 21  # per variant
+ROUNDS = 51
+PAIRED_ROUNDS = 31  # per variant
 
 
 @functools.lru_cache(maxsize=None)
