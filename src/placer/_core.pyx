@@ -16,7 +16,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 3
+KERNEL_ABI = 4
 
 cdef extern from *:
     """
@@ -82,6 +82,14 @@ cdef struct NodeState:
     int32_t* kind_nics
     const uint64_t** kind_nic_class  # [kind]: NIC-major, NIC_CLASSES GPU masks per NIC
     int32_t top_score[MAX_K + 1]     # best k-set score over all kinds
+    # target workload of the fragmentation measure (FGD); n_types 0: not tracked
+    int32_t n_types
+    const int64_t* type_cpu
+    const int32_t* type_milli       # per-GPU milli; 0 for CPU-only types
+    const int32_t* type_gpus
+    const uint64_t* type_models     # allowed model ids as a bitmask
+    const double* type_pop
+    double* node_frag               # F_n(M) per node, kept current by apply()
 
 
 cdef struct Pod:
@@ -458,8 +466,48 @@ cdef inline void move_bucket(NodeState* st, int32_t n) noexcept nogil:
     st.bucket_of[n] = new
 
 
+cdef double node_fragment(const NodeState* st, int32_t n) noexcept nogil:
+    """F_n(M): idle GPU milli the workload's task types cannot use, weighted by popularity.
+
+    CPU-only types and types of other GPU models count all idle milli; a type that fits
+    (enough GPUs with its milli free, and its CPU) counts the free milli of the GPUs too
+    small for it; a type that does not fit counts all idle milli.
+    """
+    cdef int32_t m, g, fitting, count = st.gpu_count[n]
+    cdef int64_t base = <int64_t>n * st.max_gpus, idle = 0, small, free
+    cdef double total = 0
+    for g in range(count):
+        idle += st.gpu_free_milli[base + g]
+    if idle == 0:
+        return 0
+    for m in range(st.n_types):
+        if st.type_milli[m] == 0 or not ((st.type_models[m] >> st.model_id[n]) & 1):
+            total += st.type_pop[m] * idle
+            continue
+        fitting = 0
+        small = 0
+        for g in range(count):
+            free = st.gpu_free_milli[base + g]
+            if free >= st.type_milli[m]:
+                fitting += 1
+            else:
+                small += free
+        if fitting >= st.type_gpus[m] and st.cpu_free[n] >= st.type_cpu[m]:
+            total += st.type_pop[m] * small
+        else:
+            total += st.type_pop[m] * idle
+    return total
+
+
 cdef void apply(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t sign,
                 int32_t pod_slots, bint share) noexcept nogil:
+    apply_resources(st, n, p, gpus, sign, pod_slots, share)
+    if st.n_types:
+        st.node_frag[n] = node_fragment(st, n)
+
+
+cdef void apply_resources(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t sign,
+                          int32_t pod_slots, bint share) noexcept nogil:
     """Bind (sign 1) or release (sign -1) what a pod holds on node n.
 
     ``gpus`` is the mask of whole GPUs held, or the one GPU of a share (``share``) of
@@ -593,6 +641,7 @@ cdef class Kernel:
     cdef object _arrays
     cdef object _all_nodes
     cdef list _tables
+    cdef object _workload
 
     def __dealloc__(self):
         free(self.st.kind_pair)
@@ -606,6 +655,8 @@ cdef class Kernel:
         cdef int32_t n_kinds = arrays["kind_gpus"].shape[0], k
         self._arrays = arrays
         self._tables = []
+        self._workload = None
+        self.st.n_types = 0
         self.st.n_kinds = n_kinds
         self.st.kind_of = <int32_t*>_ptr(arrays["kind_of"], np.int32, n_nodes)
         self.st.kind_gpus = <int32_t*>_ptr(arrays["kind_gpus"], np.int32, n_kinds)
@@ -664,6 +715,25 @@ cdef class Kernel:
         self.st.kind_choice[kind * (MAX_K + 1) + k] = <const uint16_t*>_ptr(choice, np.uint16, 1 << g)
         if top > self.st.top_score[k]:
             self.st.top_score[k] = top
+
+    def set_workload(self, dict types, cnp.ndarray node_frag):
+        """Track F_n(M) of a target workload in ``node_frag`` (float64 per node), from now on.
+
+        ``types`` holds ``cpu`` (int64), ``milli``, ``gpus`` (int32), ``models`` (uint64
+        mask of allowed model ids) and ``pop`` (float64) per task type.
+        """
+        cdef int32_t t = types["cpu"].shape[0], n
+        self._workload = (types, node_frag)
+        self.st.type_cpu = <const int64_t*>_ptr(types["cpu"], np.int64, t)
+        self.st.type_milli = <const int32_t*>_ptr(types["milli"], np.int32, t)
+        self.st.type_gpus = <const int32_t*>_ptr(types["gpus"], np.int32, t)
+        self.st.type_models = <const uint64_t*>_ptr(types["models"], np.uint64, t)
+        self.st.type_pop = <const double*>_ptr(types["pop"], np.float64, t)
+        self.st.node_frag = <double*>_ptr(node_frag, np.float64, self.st.n_nodes)
+        self.st.n_types = t
+        with nogil:
+            for n in range(self.st.n_nodes):
+                self.st.node_frag[n] = node_fragment(&self.st, n)
 
     def has_gpu_tables(self, int32_t kind, int32_t k):
         """Whether tables for k-GPU pods on nodes of ``kind`` are set."""

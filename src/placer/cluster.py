@@ -24,6 +24,7 @@ from placer._pack import (
     pack_snapshot,
 )
 from placer.exceptions import InvalidInputError
+from placer.fragmentation import Fragmentation, Workload
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -114,6 +115,8 @@ class Cluster:
         self._paths: dict[str, list[str | None]] = {}
         self._levels: gangs.Hierarchy | None = None
         self._gpu_models = _validation.snapshot_gpu_models(self._snapshot)
+        self._workload: Workload | None = None
+        self._node_frag = np.zeros(0, dtype=np.float64)
         for i, node in enumerate(self._snapshot.nodes):
             for pod in node.pods:
                 self._holdings[pod.name] = _Holding(
@@ -551,6 +554,41 @@ class Cluster:
         return ""
 
     # ------------------------------------------------------------------ views
+
+    def fragmentation(self, workload: Workload) -> Fragmentation:
+        """The cluster's fragment F(M) now (FGD measure; ``placer.fragmentation``).
+
+        The first call for a workload computes every node's fragment in the kernel; from
+        then on each bind or release updates only its node.
+        """
+        if self._workload is not workload:
+            names = self._packed.model_names
+            types = {
+                "cpu": np.array([t.cpu_milli for t in workload.types], dtype=td.BIG),
+                "milli": np.array([t.gpu_milli for t in workload.types], dtype=td.INT),
+                "gpus": np.array([t.num_gpu for t in workload.types], dtype=td.INT),
+                "models": np.array(
+                    [self._packed.model_mask(t.gpu_models, max(t.num_gpu, 1)) for t in workload.types],
+                    dtype=td.MASK,
+                ),
+                "pop": np.array(workload.popularity, dtype=np.float64),
+            }
+            assert len(names) <= td.MAX_GPU_MODELS + 1
+            self._node_frag = np.zeros(self._packed.n_nodes, dtype=np.float64)
+            self._kernel.set_workload(types, self._node_frag)
+            self._workload = workload
+        a = self._packed.arrays
+        return Fragmentation(
+            total=float(self._node_frag.sum()),
+            idle_gpu_milli=int(a["free_milli_sum"].sum()),
+            gpu_capacity_milli=int(a["gpu_count"].sum(dtype=np.int64)) * 1000,
+        )
+
+    def node_fragment(self, node: str) -> float:
+        """F_n(M) of one node for the workload of the last :meth:`fragmentation` call."""
+        if self._workload is None:
+            raise InvalidInputError("workload", "call fragmentation(workload) first")
+        return float(self._node_frag[self._packed.node_index[node]])
 
     def node_free(self, node: str) -> NodeFree:
         """What is free on ``node`` now."""

@@ -56,6 +56,7 @@ __all__ = [
     "Workload",
     "NodeState",
     "ClusterFragment",
+    "Fragmentation",
     "target_workload",
     "node_fragment",
     "node_states",
@@ -253,6 +254,25 @@ class ClusterFragment:
 
 
 # ------------------------------------------------------------------------- the workload
+
+
+@dataclass(frozen=True)
+class Fragmentation:
+    """The cluster's fragment F(M) and the idle GPU milli it is part of."""
+
+    total: float
+    idle_gpu_milli: int
+    gpu_capacity_milli: int
+
+    @property
+    def rate(self) -> float:
+        """F / idle GPU milli (0 when nothing is idle)."""
+        return self.total / self.idle_gpu_milli if self.idle_gpu_milli else 0.0
+
+    @property
+    def amount_pct(self) -> float:
+        """F as a percentage of the cluster's GPU capacity (the study's fragment amount)."""
+        return 100.0 * self.total / self.gpu_capacity_milli if self.gpu_capacity_milli else 0.0
 
 
 def target_workload(
