@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from placer.exceptions import InvalidInputError
+from placer.fragmentation import target_workload
 from placer.topology import PCIE_POINTS
 from placer.model import (
     Assignment,
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 MASK64 = (1 << 64) - 1
-GREEDY_POLICIES = ("first-fit", "best-fit", "spread", "random")
+GREEDY_POLICIES = ("first-fit", "best-fit", "spread", "random", "fgd")
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
@@ -324,6 +326,8 @@ class ReferenceCluster:
         self.snapshot = snapshot
         self._nodes = [_NodeState(i, n) for i, n in enumerate(snapshot.nodes)]
         self._by_name = {n.name: i for i, n in enumerate(snapshot.nodes)}
+        self._workload = None
+        self._rank: dict[int, int] = {}
         self._held: dict[str, _Holding] = {}
         self._decided: dict[str, PodRequest] = {}
         for i, node in enumerate(snapshot.nodes):
@@ -455,6 +459,13 @@ class ReferenceCluster:
             self._decided[p.name] = p
 
         rng = SplitMix64(seed)
+        if policy == "fgd":
+            if self._workload is None:
+                self._workload = target_workload(pods)
+            stream = splitmix64_stream(seed)
+            draws = [next(stream) for _ in self._nodes]
+            order = sorted(range(len(draws)), key=lambda i: (draws[i], i))
+            self._rank = {n: r for r, n in enumerate(order)}
         placed: list[tuple[Assignment, _Holding]] = []
         unsched: list[Unschedulable] = []
         gang_results: list[GangResult] = []
@@ -523,6 +534,9 @@ class ReferenceCluster:
                 feasible,
                 key=lambda i: (-_cost(self._nodes[i], pod), -self._nodes[i].set_score_for(pod), i),
             )
+        elif policy == "fgd":
+            scored = {i: self._fgd(self._nodes[i], pod) for i in feasible}
+            chosen = min(feasible, key=lambda i: (-scored[i][0], self._rank[i]))
         else:
             chosen = feasible[rng.pick(len(feasible))]
         st = self._nodes[chosen]
@@ -535,6 +549,8 @@ class ReferenceCluster:
             cands = st.share_candidates(pod)
             if policy == "random":
                 g = cands[rng.pick(len(cands))]
+            elif policy == "fgd":
+                g = scored[chosen][1]
             else:
                 g = min(cands, key=lambda i: (st.free_milli(i), i))
                 if st.free_milli(g) == 1000 and st.topology_aware:
@@ -555,6 +571,50 @@ class ReferenceCluster:
             pod=pod.name, node=st.node.name, gpus=gpus, gpu_milli=gpu_milli, gang=pod.gang, nics=nics
         )
         return a, h
+
+    # --- FGD (rules: "fgd") ---------------------------------------------------------------
+
+    def _fragment(self, st: _NodeState, cpu: int | None, free: list[int]) -> float:
+        """F_n(M), summed over the workload's types in order."""
+        idle = sum(free)
+        if idle == 0:
+            return 0.0
+        total = 0.0
+        for t, p in zip(self._workload.types, self._workload.popularity):
+            if t.gpu_milli == 0 or (t.gpu_models and st.hw.gpu_model not in t.gpu_models):
+                total += p * idle
+                continue
+            fitting = sum(1 for f in free if f >= t.gpu_milli)
+            small = sum(f for f in free if f < t.gpu_milli)
+            cpu_ok = cpu is None or cpu >= t.cpu_milli
+            total += p * (small if fitting >= t.num_gpu and cpu_ok else idle)
+        return total
+
+    def _fgd(self, st: _NodeState, pod: PodRequest) -> tuple[int, int | None]:
+        """(score, GPU of a shared pod): floor(100 sigmoid((F - F') / 1000)), best GPU first."""
+        free = [st.free_milli(i) for i in range(st.hw.gpus)]
+        cpu = st.cpu_free()
+        before = self._fragment(st, cpu, free)
+        after_cpu = None if cpu is None else cpu - pod.cpu_milli
+
+        def score(after: float) -> int:
+            return math.floor(100.0 / (1.0 + math.exp(-(before - after) / 1000.0)))
+
+        if pod.gpus == 0:
+            return score(self._fragment(st, after_cpu, free)), None
+        if not pod.shared:
+            left = list(free)
+            for i in [i for i in range(len(left)) if left[i] == 1000][: pod.gpus]:
+                left[i] = 0
+            return score(self._fragment(st, after_cpu, left)), None
+        best: tuple[int, int | None] = (-1, None)
+        for g in st.share_candidates(pod):
+            left = list(free)
+            left[g] -= pod.gpu_milli
+            s = score(self._fragment(st, after_cpu, left))
+            if s > best[0]:
+                best = (s, g)
+        return best
 
     def _place_gang(
         self, spec: GangSpec, gpods: list[PodRequest], policy: str, rng: SplitMix64
@@ -762,7 +822,7 @@ class ReferenceCluster:
                 for j in g:
                     out = self._place_one(gpods[j], nodes_, "best-fit", SplitMix64(0))
                     if isinstance(out, str):
-                        undo([h for _, h in attempt])
+                        undo([o[1] for _, o in attempt])
                         attempt = []
                         break
                     attempt.append((j, out))

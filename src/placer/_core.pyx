@@ -6,6 +6,7 @@ The arrays are owned by :class:`placer.cluster.Cluster` (numpy, dtypes from
 so that the workers run ``nogil`` with no Python objects. Workers return status codes;
 the ``def`` wrappers check shapes and raise.
 """
+from libc.math cimport exp, floor
 from libc.stdlib cimport calloc, free
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
@@ -16,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 4
+KERNEL_ABI = 5
 
 cdef extern from *:
     """
@@ -31,6 +32,7 @@ cdef enum:
     POLICY_BEST_FIT = 1
     POLICY_SPREAD = 2
     POLICY_RANDOM = 3
+    POLICY_FGD = 4
 
 cdef enum:
     R_CPU = 0
@@ -90,6 +92,7 @@ cdef struct NodeState:
     const uint64_t* type_models     # allowed model ids as a bitmask
     const double* type_pop
     double* node_frag               # F_n(M) per node, kept current by apply()
+    const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
 
 
 cdef struct Pod:
@@ -466,18 +469,32 @@ cdef inline void move_bucket(NodeState* st, int32_t n) noexcept nogil:
     st.bucket_of[n] = new
 
 
-cdef double node_fragment(const NodeState* st, int32_t n) noexcept nogil:
-    """F_n(M): idle GPU milli the workload's task types cannot use, weighted by popularity.
+cdef inline int64_t free_after(const NodeState* st, int64_t base, int32_t g, int32_t gi,
+                              int32_t gi_free, int32_t k, int32_t* taken) noexcept nogil:
+    """GPU g's free milli once GPU gi holds gi_free and the first k whole-free GPUs are taken."""
+    cdef int64_t free = st.gpu_free_milli[base + g]
+    if g == gi:
+        return gi_free
+    if free == 1000 and taken[0] < k:
+        taken[0] += 1
+        return 0
+    return free
+
+
+cdef double fragment_after(const NodeState* st, int32_t n, int64_t cpu, int32_t gi, int32_t gi_free,
+                           int32_t k) noexcept nogil:
+    """F_n(M) of node n with ``cpu`` free CPU, GPU gi at gi_free milli and k whole GPUs taken.
 
     CPU-only types and types of other GPU models count all idle milli; a type that fits
     (enough GPUs with its milli free, and its CPU) counts the free milli of the GPUs too
     small for it; a type that does not fit counts all idle milli.
     """
-    cdef int32_t m, g, fitting, count = st.gpu_count[n]
+    cdef int32_t m, g, fitting, taken, count = st.gpu_count[n]
     cdef int64_t base = <int64_t>n * st.max_gpus, idle = 0, small, free
     cdef double total = 0
+    taken = 0
     for g in range(count):
-        idle += st.gpu_free_milli[base + g]
+        idle += free_after(st, base, g, gi, gi_free, k, &taken)
     if idle == 0:
         return 0
     for m in range(st.n_types):
@@ -486,17 +503,78 @@ cdef double node_fragment(const NodeState* st, int32_t n) noexcept nogil:
             continue
         fitting = 0
         small = 0
+        taken = 0
         for g in range(count):
-            free = st.gpu_free_milli[base + g]
+            free = free_after(st, base, g, gi, gi_free, k, &taken)
             if free >= st.type_milli[m]:
                 fitting += 1
             else:
                 small += free
-        if fitting >= st.type_gpus[m] and st.cpu_free[n] >= st.type_cpu[m]:
+        if fitting >= st.type_gpus[m] and cpu >= st.type_cpu[m]:
             total += st.type_pop[m] * small
         else:
             total += st.type_pop[m] * idle
     return total
+
+
+cdef inline double node_fragment(const NodeState* st, int32_t n) noexcept nogil:
+    return fragment_after(st, n, st.cpu_free[n], -1, 0, 0)
+
+
+cdef inline int32_t fgd_score(double before, double after) noexcept nogil:
+    """The study's integer score: floor(100 sigmoid((F - F') / 1000))."""
+    return <int32_t>floor(100.0 / (1.0 + exp(-(before - after) / 1000.0)))
+
+
+cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_t* gpu) noexcept nogil:
+    """FGD score of placing p on node n (which fits it); for a shared pod also its GPU."""
+    cdef int32_t g, h, best = -1, score
+    cdef int64_t base = <int64_t>n * st.max_gpus, free
+    cdef int64_t cpu = st.cpu_free[n] - p.cpu
+    cdef double before = st.node_frag[n] if st.n_types else 0
+    cdef bint seen
+    gpu[0] = -1
+    if p.gpus == 0:
+        return fgd_score(before, fragment_after(st, n, cpu, -1, 0, 0))
+    if not is_shared(p):
+        return fgd_score(before, fragment_after(st, n, cpu, -1, 0, p.gpus))
+    for g in range(st.gpu_count[n]):
+        free = st.gpu_free_milli[base + g]
+        if free < p.milli or st.gpu_free_mem[base + g] < p.gpu_mem:
+            continue
+        seen = False
+        for h in range(g):  # a GPU like an earlier fitting one scores the same
+            if (st.gpu_free_milli[base + h] == free and st.gpu_free_mem[base + h] >= p.gpu_mem):
+                seen = True
+                break
+        if seen:
+            continue
+        score = fgd_score(before, fragment_after(st, n, cpu, g, <int32_t>(free - p.milli), 0))
+        if score > best:
+            best = score
+            gpu[0] = g
+    return best
+
+
+cdef int32_t choose_fgd(const NodeState* st, const Pod* p, const uint64_t* only) noexcept nogil:
+    cdef int32_t w, n, best = -1, score, best_score = -1, gpu
+    cdef uint64_t word
+    for w in range(st.n_words):
+        word = p.eligible[w] & only[w]
+        while word:
+            n = w * 64 + placer_ctz(word)
+            word &= word - 1
+            if not node_fits(st, n, p):
+                continue
+            score = fgd_node_score(st, n, p, &gpu)
+            if score > best_score or (score == best_score and node_rank(st, n) < node_rank(st, best)):
+                best_score = score
+                best = n
+    return best
+
+
+cdef inline int32_t node_rank(const NodeState* st, int32_t n) noexcept nogil:
+    return st.rank[n] if st.rank != NULL else n
 
 
 cdef void apply(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t sign,
@@ -598,6 +676,8 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
         n = choose_best_fit(st, p, only)
     elif policy == POLICY_SPREAD:
         n = choose_spread(st, p, only)
+    elif policy == POLICY_FGD:
+        n = choose_fgd(st, p, only)
     else:
         n = choose_random(st, p, only, rng)
     if n < 0:
@@ -617,6 +697,8 @@ cdef void take(NodeState* st, int32_t n, const Pod* p, int32_t policy, uint64_t*
     elif is_shared(p):
         if policy == POLICY_RANDOM:
             gpu = shared_gpu(st, n, p, <int32_t>(splitmix64(rng) % <uint64_t>count_shared_gpus(st, n, p)))
+        elif policy == POLICY_FGD:
+            fgd_node_score(st, n, p, &gpu)
         else:
             gpu = shared_gpu(st, n, p, -1)
             if st.gpu_free_milli[<int64_t>n * st.max_gpus + gpu] == 1000:
@@ -642,6 +724,7 @@ cdef class Kernel:
     cdef object _all_nodes
     cdef list _tables
     cdef object _workload
+    cdef object _rank
 
     def __dealloc__(self):
         free(self.st.kind_pair)
@@ -657,6 +740,7 @@ cdef class Kernel:
         self._tables = []
         self._workload = None
         self.st.n_types = 0
+        self.st.rank = NULL
         self.st.n_kinds = n_kinds
         self.st.kind_of = <int32_t*>_ptr(arrays["kind_of"], np.int32, n_nodes)
         self.st.kind_gpus = <int32_t*>_ptr(arrays["kind_gpus"], np.int32, n_kinds)
@@ -748,7 +832,7 @@ cdef class Kernel:
             classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
 
     def place_batch(self, dict pods, int policy, cnp.ndarray rng, eligible, restrict=None,
-                    bint reasons=True):
+                    bint reasons=True, rank=None):
         """Place a batch of pods in order, binding each; groups are all or nothing.
 
         Parameters
@@ -768,6 +852,8 @@ cdef class Kernel:
             Only these nodes may be used.
         reasons : bool
             Count per-resource shortfalls for each pod that fails.
+        rank : ndarray of int32, optional
+            Tie order of the nodes for ``fgd`` (lower wins); node index when omitted.
 
         Returns
         -------
@@ -809,6 +895,10 @@ cdef class Kernel:
         cdef Pod p
         if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
+        self.st.rank = NULL
+        if rank is not None:
+            self._rank = rank
+            self.st.rank = <const int32_t*>_ptr(rank, np.int32, self.st.n_nodes)
         with nogil:
             i = 0
             while i < n_pods:

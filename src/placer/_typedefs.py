@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-KERNEL_ABI = 4  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
+KERNEL_ABI = 5  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -26,7 +26,7 @@ MAX_GPU_MODELS = 63  # model id 0 is "no GPU"; ids fit one uint64 mask
 UNTRACKED_BIG = np.int64(1 << 60)
 UNTRACKED_INT = np.int32(1 << 30)
 
-POLICY_CODES = {"first-fit": 0, "best-fit": 1, "spread": 2, "random": 3}
+POLICY_CODES = {"first-fit": 0, "best-fit": 1, "spread": 2, "random": 3, "fgd": 4}
 
 # Order of the dynamic (resource) reason counters the kernel fills per failed pod.
 RESOURCE_REASONS = (

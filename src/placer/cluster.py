@@ -24,7 +24,7 @@ from placer._pack import (
     pack_snapshot,
 )
 from placer.exceptions import InvalidInputError
-from placer.fragmentation import Fragmentation, Workload
+from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -67,6 +67,26 @@ class _Holding:
     cpu_milli: int
     memory_mib: int
     record: RunningPod
+
+
+def fgd_rank(n_nodes: int, seed: int) -> np.ndarray:
+    """The tie order of nodes under ``fgd``: nodes sorted by the request's SplitMix64 draws.
+
+    Draw ``n_nodes`` values from a fresh SplitMix64 stream started at ``seed``; node i gets
+    the i-th; the node with the smaller draw wins a tie (rank 0 first).
+    """
+    mask = (1 << 64) - 1
+    state = seed
+    draws = np.empty(n_nodes, dtype=np.uint64)
+    for i in range(n_nodes):
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        draws[i] = z ^ (z >> 31)
+    rank = np.empty(n_nodes, dtype=td.INDEX)
+    rank[np.argsort(draws, kind="stable")] = np.arange(n_nodes, dtype=td.INDEX)
+    return rank
 
 
 def kube_reason(total_nodes: int, counts: Mapping[str, int]) -> str:
@@ -116,6 +136,7 @@ class Cluster:
         self._levels: gangs.Hierarchy | None = None
         self._gpu_models = _validation.snapshot_gpu_models(self._snapshot)
         self._workload: Workload | None = None
+        self._rank: np.ndarray | None = None
         self._node_frag = np.zeros(0, dtype=np.float64)
         for i, node in enumerate(self._snapshot.nodes):
             for pod in node.pods:
@@ -205,6 +226,11 @@ class Cluster:
             if pod.name in self._holdings:
                 raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
         rng = np.array([seed], dtype=np.uint64)
+        self._rank = None
+        if policy == "fgd":
+            if self._workload is None:
+                self.fragmentation(target_workload(pods))
+            self._rank = fgd_rank(self._packed.n_nodes, seed)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
         gang_results: list[GangResult] = []
@@ -263,7 +289,9 @@ class Cluster:
     ) -> list[_Outcome]:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
         self._ensure_tables(arrays["gpus"])
-        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(arrays, code, rng, bitsets, only)
+        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
+            arrays, code, rng, bitsets, only, True, self._rank
+        )
         out = []
         for j, pod in enumerate(step.pods):
             node = int(nodes[j])
