@@ -63,3 +63,22 @@ def test_default_trace_fragment_after_placing_part_of_it():
     sample = random.Random(7).sample(pods, 600)
     cluster.schedule(placer.PlacementRequest(pods=tuple(sample)))
     assert_same(cluster, workload)
+
+
+def test_replay_traces_the_fragment_after_every_pod():
+    snapshot, pods = openb.load_default()
+    workload = target_workload(pods)
+    order = random.Random(3).sample(pods, 800)
+    for policy in ("best-fit", "fgd"):
+        cluster = placer.Cluster(snapshot)
+        result, trace = cluster.replay(order, policy, seed=3, workload=workload)
+        assert len(result.assignments) + len(result.unschedulable) == len(order)
+        assert trace[-1] == pytest.approx(cluster.fragmentation(workload).total, rel=1e-9)
+        assert_same(cluster, workload)
+        # the trace moves only when a pod was placed
+        placed = {a.pod for a in result.assignments}
+        for j in range(1, len(order)):
+            if order[j].name not in placed:
+                assert trace[j] == trace[j - 1]
+        request = placer.PlacementRequest(pods=tuple(order), policy=policy, seed=3)
+        assert placer.check_placement(snapshot, request, result) == []

@@ -17,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 5
+KERNEL_ABI = 6
 
 cdef extern from *:
     """
@@ -92,6 +92,7 @@ cdef struct NodeState:
     const uint64_t* type_models     # allowed model ids as a bitmask
     const double* type_pop
     double* node_frag               # F_n(M) per node, kept current by apply()
+    double frag_total               # their sum, kept current by apply()
     const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
 
 
@@ -579,9 +580,12 @@ cdef inline int32_t node_rank(const NodeState* st, int32_t n) noexcept nogil:
 
 cdef void apply(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t sign,
                 int32_t pod_slots, bint share) noexcept nogil:
+    cdef double after
     apply_resources(st, n, p, gpus, sign, pod_slots, share)
     if st.n_types:
-        st.node_frag[n] = node_fragment(st, n)
+        after = node_fragment(st, n)
+        st.frag_total += after - st.node_frag[n]
+        st.node_frag[n] = after
 
 
 cdef void apply_resources(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t sign,
@@ -740,6 +744,7 @@ cdef class Kernel:
         self._tables = []
         self._workload = None
         self.st.n_types = 0
+        self.st.frag_total = 0
         self.st.rank = NULL
         self.st.n_kinds = n_kinds
         self.st.kind_of = <int32_t*>_ptr(arrays["kind_of"], np.int32, n_nodes)
@@ -815,9 +820,15 @@ cdef class Kernel:
         self.st.type_pop = <const double*>_ptr(types["pop"], np.float64, t)
         self.st.node_frag = <double*>_ptr(node_frag, np.float64, self.st.n_nodes)
         self.st.n_types = t
+        self.st.frag_total = 0
         with nogil:
             for n in range(self.st.n_nodes):
                 self.st.node_frag[n] = node_fragment(&self.st, n)
+                self.st.frag_total += self.st.node_frag[n]
+
+    def fragment_total(self):
+        """The running sum of F_n(M) over the nodes (0 without a workload)."""
+        return self.st.frag_total
 
     def has_gpu_tables(self, int32_t kind, int32_t k):
         """Whether tables for k-GPU pods on nodes of ``kind`` are set."""
@@ -832,7 +843,7 @@ cdef class Kernel:
             classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
 
     def place_batch(self, dict pods, int policy, cnp.ndarray rng, eligible, restrict=None,
-                    bint reasons=True, rank=None):
+                    bint reasons=True, rank=None, frag_trace=None):
         """Place a batch of pods in order, binding each; groups are all or nothing.
 
         Parameters
@@ -854,6 +865,8 @@ cdef class Kernel:
             Count per-resource shortfalls for each pod that fails.
         rank : ndarray of int32, optional
             Tie order of the nodes for ``fgd`` (lower wins); node index when omitted.
+        frag_trace : ndarray of float64, optional
+            Filled with the cluster's fragment F(M) after each pod (needs a workload).
 
         Returns
         -------
@@ -893,6 +906,9 @@ cdef class Kernel:
         cdef int32_t[:, ::1] counts = counts_arr
         cdef int32_t i, j, k, end, n
         cdef Pod p
+        cdef double* trace = NULL
+        if frag_trace is not None:
+            trace = <double*>_ptr(frag_trace, np.float64, n_pods)
         if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
         self.st.rank = NULL
@@ -917,6 +933,9 @@ cdef class Kernel:
                         for k in range(i, end):
                             out_nics[k] = 0
                         break
+                if trace != NULL:
+                    for k in range(i, end):
+                        trace[k] = self.st.frag_total
                 i = end
         return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
 

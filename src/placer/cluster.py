@@ -285,12 +285,13 @@ class Cluster:
         return steps
 
     def _place_run(
-        self, step: _Step, code: int, rng: np.ndarray, only: np.ndarray | None = None
+        self, step: _Step, code: int, rng: np.ndarray, only: np.ndarray | None = None,
+        frag_trace: np.ndarray | None = None,
     ) -> list[_Outcome]:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
         self._ensure_tables(arrays["gpus"])
         nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
-            arrays, code, rng, bitsets, only, True, self._rank
+            arrays, code, rng, bitsets, only, True, self._rank, frag_trace
         )
         out = []
         for j, pod in enumerate(step.pods):
@@ -580,6 +581,40 @@ class Cluster:
             elif free.gpu_milli[g] != 1000:
                 return f"GPU {g} is not free"
         return ""
+
+    def replay(
+        self,
+        pods: Sequence[PodRequest],
+        policy: str = "best-fit",
+        seed: int = 0,
+        workload: Workload | None = None,
+    ) -> tuple[PlacementResult, np.ndarray]:
+        """Place pods one at a time in order and bind them (no gangs): a trace replay.
+
+        Returns the result and the cluster's fragment F(M) after each pod (of ``workload``,
+        or of the workload already set, or of the pods' target workload).
+        """
+        if workload is not None and workload is not self._workload:
+            self.fragmentation(workload)
+        elif self._workload is None:
+            self.fragmentation(target_workload(pods))
+        code = td.POLICY_CODES.get(policy)
+        if code is None:
+            raise InvalidInputError("policy", f"policy {policy!r} is not available yet")
+        self._rank = fgd_rank(self._packed.n_nodes, seed) if policy == "fgd" else None
+        trace = np.zeros(len(pods), dtype=np.float64)
+        step = _Step(list(pods), list(range(1, len(pods) + 1)))
+        outcome = self._place_run(step, code, np.array([seed], dtype=np.uint64), None, trace)
+        assignments = []
+        unschedulable = []
+        for pod, node, mask, reason, nic in outcome:
+            self._decided[pod.name] = pod
+            if node >= 0:
+                self._hold(pod, node, mask)
+                assignments.append(self._assignment(pod, node, mask, nic))
+            else:
+                unschedulable.append(Unschedulable(pod.name, reason))
+        return PlacementResult(tuple(assignments), tuple(unschedulable), ()), trace
 
     # ------------------------------------------------------------------ views
 
