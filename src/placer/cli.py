@@ -108,6 +108,34 @@ def _build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
     d.add_argument("--policy", metavar="P", default="best-fit", help="placement policy (default: best-fit)")
     d.set_defaults(handler=_cmd_demo)
+
+    s = sub.add_parser(
+        "simulate",
+        help="replay an openb trace per policy and seed; unallocated GPUs beside the FGD study",
+        description=(
+            "Replay a GPU trace the FGD study's way (FGD_NOTES.md §4): per seed, shuffle the pods,\n"
+            "inflate them to 130 % of the cluster's GPU capacity, place them one at a time; write\n"
+            "DIR/curves.csv, DIR/table.md (unallocated GPU % at 90..130 % arrived beside the\n"
+            "published values) and DIR/curves.png."
+        ),
+        epilog=_SIMULATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("--nodes", metavar="CSV", help="openb node list (default: the bundled 1213 GPU nodes)")
+    s.add_argument(
+        "--pods", metavar="CSV",
+        help="openb pod list (default: the bundled default trace); workload name from "
+        "openb_pod_list_<name>.csv, else the file's stem",
+    )
+    s.add_argument(
+        "--policy", metavar="P", default="all",
+        help="a policy, a comma-separated list, or all (default: the study's policies available now)",
+    )
+    s.add_argument("--seeds", metavar="LIST", default="42-51", help="42-51 (default) or 1,2,3")
+    s.add_argument("--out", metavar="DIR", default="simulate-out", help="output directory (default: ./simulate-out)")
+    s.add_argument("--jobs", metavar="N", help="worker processes (default: the CPU count)")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(handler=_cmd_simulate)
     return parser
 
 
@@ -156,6 +184,100 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from placer.demo import run_demo
 
     sys.stdout.write(run_demo(policy=_validation.check_policy(args.policy, "--policy")))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ simulate
+
+_SIMULATE_EPILOG = """\
+policies: the study's fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random;
+all runs those available now and names the others on stderr. first-fit and spread may be
+asked for by name (no published values).
+
+examples:
+  placer simulate                                   # default trace, all policies, seeds 42-51
+  placer simulate --policy fgd,best-fit --seeds 42-44 --out /tmp/sim
+  placer simulate --pods openb_pod_list_gpushare40.csv --jobs 4
+"""
+
+
+def _simulate_policies(text: str) -> tuple[list[str], list[str]]:
+    """The policies to run and, for ``all``, the study's policies skipped as unavailable."""
+    from placer import _validation
+    from placer.simulate import STUDY_POLICIES, available_policies
+
+    ready = available_policies()
+    if text.strip() == "all":
+        return [p for p in STUDY_POLICIES if p in ready], [p for p in STUDY_POLICIES if p not in ready]
+    chosen: list[str] = []
+    for item in text.split(","):
+        name = _validation.check_policy(item.strip(), "--policy")
+        if name not in ready:
+            raise InvalidInputError(
+                "--policy", f"policy {name!r} is not available yet (available: {', '.join(ready)}, or all)"
+            )
+        if name in chosen:
+            raise InvalidInputError("--policy", f"policy {name!r} is listed twice")
+        chosen.append(name)
+    return chosen, []
+
+
+def _check_out_dir(path: str) -> None:
+    """Refuse an output directory that cannot be made, before any replay runs."""
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise InvalidInputError("--out", f"{path} exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InvalidInputError("--out", f"{path} is not writable")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidInputError("--out", f"cannot create {path}: {parent} is not a writable directory")
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    import math
+
+    from placer.adapters import openb
+    from placer.simulate import parse_seeds, simulate, summary_rows, workload_name_from_path, write_outputs
+
+    seeds = parse_seeds(args.seeds, "--seeds")
+    policies, skipped = _simulate_policies(args.policy)
+    jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
+    _check_out_dir(args.out)
+    nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
+    pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
+    snapshot = openb.read_nodes(nodes_path)
+    pods = openb.read_pods(pods_path)
+    name = workload_name_from_path(pods_path)
+    if not policies:
+        raise InvalidInputError("--policy", "none of the study's policies is available yet")
+    if skipped:
+        sys.stderr.write(f"placer: simulate: skipped {', '.join(skipped)} (not available yet)\n")
+        sys.stderr.flush()
+    curves = simulate(snapshot, pods, policies, seeds, jobs=jobs, progress=not args.quiet, name=name)
+    paths = write_outputs(curves, args.out)
+
+    def cell(x: float) -> str:
+        return "-" if math.isnan(x) else f"{x:.2f}"
+
+    first = curves[0]
+    lines = [
+        f"workload {name}: {len(snapshot.nodes)} nodes, {first.capacity_milli // 1000} GPUs, "
+        f"{first.original_pods} pods inflated to 130 % of GPU capacity; {len(seeds)} seed(s)",
+        "unallocated GPU % at 100 % arrived (ours over the seeds; published: the FGD study, 10 seeds):",
+    ]
+    rows = [["policy", "median", "mean", "sd", "published mean", "published median"]]
+    for r in summary_rows(curves):
+        rows.append(
+            [r["policy"], cell(r["median"]), cell(r["mean"]), cell(r["sd"]),
+             cell(r["published_mean"]), cell(r["published_median"])]
+        )
+    lines += ["  " + line for line in _table(rows, right=frozenset((1, 2, 3, 4, 5)))]
+    lines.append("wrote " + ", ".join(str(p) for p in paths))
+    sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 
 
