@@ -19,7 +19,14 @@ class Kernel:
         top: int,
     ) -> None: ...
     def has_gpu_tables(self, kind: int, k: int) -> bool: ...
-    def set_workload(self, types: dict[str, npt.NDArray[Any]], node_frag: npt.NDArray[np.float64]) -> None: ...
+    def set_workload(
+        self,
+        types: dict[str, npt.NDArray[Any]],
+        node_frag: npt.NDArray[np.float64],
+        fit: npt.NDArray[np.int32],
+        small: npt.NDArray[np.int64],
+    ) -> None: ...
+    def fragment_total(self) -> float: ...
     def set_nics(self, kind: int, classes: npt.NDArray[np.uint64]) -> None: ...
     def place_batch(
         self,
@@ -29,6 +36,8 @@ class Kernel:
         eligible: npt.NDArray[np.uint64],
         restrict: npt.NDArray[np.uint64] | None = ...,
         reasons: bool = ...,
+        rank: npt.NDArray[np.int32] | None = ...,
+        frag_trace: npt.NDArray[np.float64] | None = ...,
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],

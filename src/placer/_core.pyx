@@ -17,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 6
+KERNEL_ABI = 7
 
 cdef extern from *:
     """
@@ -92,6 +92,8 @@ cdef struct NodeState:
     const uint64_t* type_models     # allowed model ids as a bitmask
     const double* type_pop
     double* node_frag               # F_n(M) per node, kept current by apply()
+    int32_t* type_fit               # [node * n_types + type]: GPUs with the type's milli free
+    int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
     double frag_total               # their sum, kept current by apply()
     const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
 
@@ -470,56 +472,60 @@ cdef inline void move_bucket(NodeState* st, int32_t n) noexcept nogil:
     st.bucket_of[n] = new
 
 
-cdef inline int64_t free_after(const NodeState* st, int64_t base, int32_t g, int32_t gi,
-                              int32_t gi_free, int32_t k, int32_t* taken) noexcept nogil:
-    """GPU g's free milli once GPU gi holds gi_free and the first k whole-free GPUs are taken."""
-    cdef int64_t free = st.gpu_free_milli[base + g]
-    if g == gi:
-        return gi_free
-    if free == 1000 and taken[0] < k:
-        taken[0] += 1
-        return 0
-    return free
-
-
-cdef double fragment_after(const NodeState* st, int32_t n, int64_t cpu, int32_t gi, int32_t gi_free,
-                           int32_t k) noexcept nogil:
-    """F_n(M) of node n with ``cpu`` free CPU, GPU gi at gi_free milli and k whole GPUs taken.
+cdef double fragment_with(const NodeState* st, int32_t n, int64_t cpu, int64_t f_old, int64_t f_new,
+                          int32_t k) noexcept nogil:
+    """F_n(M) of node n with ``cpu`` free CPU, one GPU of f_old free milli at f_new instead
+    (f_old < 0: none) and k whole-free GPUs taken, from the node's per-type counts.
 
     CPU-only types and types of other GPU models count all idle milli; a type that fits
     (enough GPUs with its milli free, and its CPU) counts the free milli of the GPUs too
-    small for it; a type that does not fit counts all idle milli.
+    small for it; a type that does not fit counts all idle milli. Types are summed in order.
     """
-    cdef int32_t m, g, fitting, taken, count = st.gpu_count[n]
-    cdef int64_t base = <int64_t>n * st.max_gpus, idle = 0, small, free
+    cdef int32_t m, fit
+    cdef int64_t idle = st.free_milli_sum[n] - 1000 * <int64_t>k, small, row = <int64_t>n * st.n_types
     cdef double total = 0
-    taken = 0
-    for g in range(count):
-        idle += free_after(st, base, g, gi, gi_free, k, &taken)
+    if f_old >= 0:
+        idle += f_new - f_old
     if idle == 0:
         return 0
     for m in range(st.n_types):
         if st.type_milli[m] == 0 or not ((st.type_models[m] >> st.model_id[n]) & 1):
             total += st.type_pop[m] * idle
             continue
-        fitting = 0
-        small = 0
-        taken = 0
-        for g in range(count):
-            free = free_after(st, base, g, gi, gi_free, k, &taken)
-            if free >= st.type_milli[m]:
-                fitting += 1
+        fit = st.type_fit[row + m] - k  # whole-free GPUs fit every type
+        small = st.type_small[row + m]
+        if f_old >= 0:
+            if f_old >= st.type_milli[m]:
+                fit -= 1
             else:
-                small += free
-        if fitting >= st.type_gpus[m] and cpu >= st.type_cpu[m]:
+                small -= f_old
+            if f_new >= st.type_milli[m]:
+                fit += 1
+            else:
+                small += f_new
+        if fit >= st.type_gpus[m] and cpu >= st.type_cpu[m]:
             total += st.type_pop[m] * small
         else:
             total += st.type_pop[m] * idle
     return total
 
 
-cdef inline double node_fragment(const NodeState* st, int32_t n) noexcept nogil:
-    return fragment_after(st, n, st.cpu_free[n], -1, 0, 0)
+cdef double refresh_fragment(NodeState* st, int32_t n) noexcept nogil:
+    """Recount node n's per-type fitting GPUs and too-small milli; return its F_n(M)."""
+    cdef int32_t m, g, fit, count = st.gpu_count[n]
+    cdef int64_t base = <int64_t>n * st.max_gpus, row = <int64_t>n * st.n_types, small, free
+    for m in range(st.n_types):
+        fit = 0
+        small = 0
+        for g in range(count):
+            free = st.gpu_free_milli[base + g]
+            if free >= st.type_milli[m]:
+                fit += 1
+            else:
+                small += free
+        st.type_fit[row + m] = fit
+        st.type_small[row + m] = small
+    return fragment_with(st, n, st.cpu_free[n], -1, 0, 0)
 
 
 cdef inline int32_t fgd_score(double before, double after) noexcept nogil:
@@ -536,9 +542,9 @@ cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_
     cdef bint seen
     gpu[0] = -1
     if p.gpus == 0:
-        return fgd_score(before, fragment_after(st, n, cpu, -1, 0, 0))
+        return fgd_score(before, fragment_with(st, n, cpu, -1, 0, 0))
     if not is_shared(p):
-        return fgd_score(before, fragment_after(st, n, cpu, -1, 0, p.gpus))
+        return fgd_score(before, fragment_with(st, n, cpu, -1, 0, p.gpus))
     for g in range(st.gpu_count[n]):
         free = st.gpu_free_milli[base + g]
         if free < p.milli or st.gpu_free_mem[base + g] < p.gpu_mem:
@@ -550,7 +556,7 @@ cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_
                 break
         if seen:
             continue
-        score = fgd_score(before, fragment_after(st, n, cpu, g, <int32_t>(free - p.milli), 0))
+        score = fgd_score(before, fragment_with(st, n, cpu, free, free - p.milli, 0))
         if score > best:
             best = score
             gpu[0] = g
@@ -583,7 +589,7 @@ cdef void apply(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t s
     cdef double after
     apply_resources(st, n, p, gpus, sign, pod_slots, share)
     if st.n_types:
-        after = node_fragment(st, n)
+        after = refresh_fragment(st, n)
         st.frag_total += after - st.node_frag[n]
         st.node_frag[n] = after
 
@@ -805,14 +811,17 @@ cdef class Kernel:
         if top > self.st.top_score[k]:
             self.st.top_score[k] = top
 
-    def set_workload(self, dict types, cnp.ndarray node_frag):
+    def set_workload(self, dict types, cnp.ndarray node_frag, cnp.ndarray fit, cnp.ndarray small):
         """Track F_n(M) of a target workload in ``node_frag`` (float64 per node), from now on.
 
         ``types`` holds ``cpu`` (int64), ``milli``, ``gpus`` (int32), ``models`` (uint64
-        mask of allowed model ids) and ``pop`` (float64) per task type.
+        mask of allowed model ids) and ``pop`` (float64) per task type; ``fit`` (int32) and
+        ``small`` (int64), nodes × types, hold the per-type counts the kernel keeps.
         """
         cdef int32_t t = types["cpu"].shape[0], n
-        self._workload = (types, node_frag)
+        self._workload = (types, node_frag, fit, small)
+        self.st.type_fit = <int32_t*>_ptr(fit, np.int32, self.st.n_nodes * t)
+        self.st.type_small = <int64_t*>_ptr(small, np.int64, self.st.n_nodes * t)
         self.st.type_cpu = <const int64_t*>_ptr(types["cpu"], np.int64, t)
         self.st.type_milli = <const int32_t*>_ptr(types["milli"], np.int32, t)
         self.st.type_gpus = <const int32_t*>_ptr(types["gpus"], np.int32, t)
@@ -823,7 +832,7 @@ cdef class Kernel:
         self.st.frag_total = 0
         with nogil:
             for n in range(self.st.n_nodes):
-                self.st.node_frag[n] = node_fragment(&self.st, n)
+                self.st.node_frag[n] = refresh_fragment(&self.st, n)
                 self.st.frag_total += self.st.node_frag[n]
 
     def fragment_total(self):

@@ -638,7 +638,10 @@ class Cluster:
             }
             assert len(names) <= td.MAX_GPU_MODELS + 1
             self._node_frag = np.zeros(self._packed.n_nodes, dtype=np.float64)
-            self._kernel.set_workload(types, self._node_frag)
+            cells = self._packed.n_nodes * len(workload.types)
+            self._kernel.set_workload(
+                types, self._node_frag, np.zeros(cells, dtype=td.INT), np.zeros(cells, dtype=td.BIG)
+            )
             self._workload = workload
         a = self._packed.arrays
         return Fragmentation(
