@@ -39,7 +39,17 @@ __all__ = [
 ]
 
 MASK64 = (1 << 64) - 1
-GREEDY_POLICIES = ("first-fit", "best-fit", "spread", "random", "fgd")
+RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering")  # ties: seeded node order
+GREEDY_POLICIES = (
+    "first-fit",
+    "best-fit",
+    "spread",
+    "random",
+    "fgd",
+    "dot-product",
+    "gpu-packing",
+    "gpu-clustering",
+)
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
@@ -119,6 +129,14 @@ class _Holding:
     gpu_mem: dict[int, int] = field(default_factory=dict)
     cpu: int = 0
     mem: int = 0
+    tags: tuple[int, ...] = ()  # gpu-clustering tags: 0 per GPU share, k for k whole GPUs
+
+
+def _pod_tags(pod: PodRequest) -> tuple[int, ...]:
+    """The study's GPU tag of a pod: share-gpu (0), k-gpu (k); none for a CPU-only pod."""
+    if pod.gpus == 0:
+        return ()
+    return (0,) if pod.shared else (pod.gpus,)
 
 
 class _NodeState:
@@ -134,6 +152,7 @@ class _NodeState:
         self.cpu_used = 0
         self.mem_used = 0
         self.pods_used = 0
+        self.tags: dict[int, int] = {}  # GPU tag -> pods holding it here (positive only)
 
     def cpu_free(self) -> int | None:
         return None if self.hw.cpu_milli is None else self.hw.cpu_milli - self.cpu_used
@@ -219,6 +238,10 @@ class _NodeState:
         self.cpu_used += sign * h.cpu
         self.mem_used += sign * h.mem
         self.pods_used += sign
+        for t in h.tags:
+            self.tags[t] = self.tags.get(t, 0) + sign
+            if self.tags[t] == 0:
+                del self.tags[t]
 
 
 def _taint_reason(node: Node, pod: PodRequest) -> str | None:
@@ -309,6 +332,62 @@ def _cost(st: _NodeState, pod: PodRequest) -> int:
     return _ceil_div(cpu_left + 16 * gpu_left, 2560)
 
 
+# --- the FGD study's other baselines (rules: "dot-product", "gpu-packing", "gpu-clustering")
+# Integer scores 0..100 of a feasible node, highest wins, ties by the seeded node order.
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """a / b rounded toward zero (Go), b > 0."""
+    return a // b if a >= 0 else -((-a) // b)
+
+
+def _dot_product_score(st: _NodeState, pod: PodRequest) -> int:
+    """trunc(100 (1 - (cpu_left/128000 · cpu/128000 + gpu_left/8000 · gpu/8000) / 2))."""
+    cpu_free = st.cpu_free()
+    cpu_left = 0 if cpu_free is None else cpu_free
+    gpu_left = sum(st.free_milli(i) for i in range(st.hw.gpus))
+    need = pod.gpus * pod.gpu_milli
+    dot = (cpu_left / 128000.0) * (pod.cpu_milli / 128000.0)
+    dot = dot + (gpu_left / 8000.0) * (need / 8000.0)
+    dot = dot / 2.0
+    value = 100.0 * (1.0 - dot)
+    return -(2**31) if value <= -(2.0**31) else int(value)
+
+
+def _gpu_packing_score(st: _NodeState, pod: PodRequest) -> int:
+    """The study's three cases, read literally (GPUs scanned by ascending free milli)."""
+    if pod.gpus == 0:
+        return 0
+    free = [st.free_milli(i) for i in range(st.hw.gpus)]
+    fully = sum(1 for f in free if f == 1000)
+    if fully == st.hw.gpus:
+        return max(33 - fully, fully)
+    fitting = st.share_candidates(pod) if pod.shared else st.whole_free()
+    used = sorted(fitting, key=lambda i: (free[i], i))[: pod.gpus]
+    whole = sum(1 for i in used if free[i] == 1000)
+    if whole:
+        return max(50 - whole, 33)
+    return max(100 - sum(free[i] * 100 // 1000 for i in used) // 10, 50)
+
+
+def _gpu_clustering_score(st: _NodeState, pod: PodRequest) -> int:
+    """trunc(25 (8000 - free GPU milli) / 8000) + 75 / 50 / 25 / 0 by the node's tags."""
+    if pod.gpus == 0:
+        return 0
+    (tag,) = _pod_tags(pod)
+    term = _trunc_div(25 * (8000 - sum(st.free_milli(i) for i in range(st.hw.gpus))), 8000)
+    if st.tags.get(tag, 0) > 0:
+        return term + (75 if len(st.tags) == 1 else 50)
+    return term + (25 if not st.tags else 0)
+
+
+_BASELINE_SCORES = {
+    "dot-product": _dot_product_score,
+    "gpu-packing": _gpu_packing_score,
+    "gpu-clustering": _gpu_clustering_score,
+}
+
+
 PodsArg = Union[PodRequest, Sequence[PodRequest]]
 BindArg = Union[PlacementResult, Assignment, Iterable[Assignment]]
 
@@ -341,6 +420,7 @@ class ReferenceCluster:
                     gpu_mem={int(g): m for g, m in rp.gpu_memory_mib.items()},
                     cpu=rp.cpu_milli,
                     mem=rp.memory_mib,
+                    tags=((len(rp.gpus),) if rp.gpus else ()) + (0,) * len(rp.gpu_shares),
                 )
                 self._nodes[i].apply(h, +1)
                 self._held[rp.name] = h
@@ -459,9 +539,9 @@ class ReferenceCluster:
             self._decided[p.name] = p
 
         rng = SplitMix64(seed)
-        if policy == "fgd":
-            if self._workload is None:
-                self._workload = target_workload(pods)
+        if policy == "fgd" and self._workload is None:
+            self._workload = target_workload(pods)
+        if policy in RANKED_POLICIES:
             stream = splitmix64_stream(seed)
             draws = [next(stream) for _ in self._nodes]
             order = sorted(range(len(draws)), key=lambda i: (draws[i], i))
@@ -537,11 +617,14 @@ class ReferenceCluster:
         elif policy == "fgd":
             scored = {i: self._fgd(self._nodes[i], pod) for i in feasible}
             chosen = min(feasible, key=lambda i: (-scored[i][0], self._rank[i]))
+        elif policy in _BASELINE_SCORES:
+            score = _BASELINE_SCORES[policy]
+            chosen = min(feasible, key=lambda i: (-score(self._nodes[i], pod), self._rank[i]))
         else:
             chosen = feasible[rng.pick(len(feasible))]
         st = self._nodes[chosen]
 
-        h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib)
+        h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))
         gpu_milli: int | None = None
         if pod.gpus == 0:
             gpus: tuple[int, ...] = ()
@@ -878,7 +961,7 @@ class ReferenceCluster:
         for g in a.gpus:
             if not (0 <= g < st.hw.gpus) or not st.healthy[g]:
                 raise bad(f"GPU {g} is not a healthy GPU of the node")
-        h = _Holding(node=i, cpu=pod.cpu_milli, mem=pod.memory_mib)
+        h = _Holding(node=i, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))
         if pod.shared:
             g = a.gpus[0]
             if a.gpu_milli is not None and a.gpu_milli != pod.gpu_milli:

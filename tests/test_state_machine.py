@@ -13,7 +13,7 @@ from placer.model import PlacementRequest
 from placer.testing import pod_requests, snapshots
 from reference import ReferenceCluster
 
-POLICIES = ("first-fit", "best-fit", "spread", "random")
+POLICIES = ("first-fit", "best-fit", "spread", "random", "dot-product", "gpu-packing", "gpu-clustering")
 
 
 def _free_as_dict(free) -> dict:

@@ -45,6 +45,12 @@ class Kernel:
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],
     ]: ...
+    def node_scores(
+        self,
+        pods: dict[str, npt.NDArray[Any]],
+        policy: int,
+        eligible: npt.NDArray[np.uint64],
+    ) -> npt.NDArray[np.int64]: ...
     def place_on(
         self, pods: dict[str, npt.NDArray[Any]], node_of_pod: npt.NDArray[np.int32], policy: int
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], int]: ...

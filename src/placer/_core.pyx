@@ -17,15 +17,34 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 7
+KERNEL_ABI = 8
 
 cdef extern from *:
     """
     static inline int placer_ctz(unsigned long long x) { return __builtin_ctzll(x); }
     static inline int placer_popcount(unsigned long long x) { return __builtin_popcountll(x); }
+    /* The FGD study's DotProd score (dimext merge, norm max): with (free CPU, free GPU
+       milli) / (128000, 8000) for the node and (CPU, GPU milli) / (128000, 8000) for the
+       pod, trunc(100 (1 - dot / 2)); below -2^31 it is -2^31. The products are stored
+       (volatile) so that no compiler fuses them into an FMA: the reference computes the
+       same IEEE operations in this order. */
+    static inline long long placer_dot_score(long long cpu_left, long long cpu_req,
+                                             long long gpu_left, long long gpu_req) {
+        volatile double cpu_term = ((double)cpu_left / 128000.0) * ((double)cpu_req / 128000.0);
+        volatile double gpu_term = ((double)gpu_left / 8000.0) * ((double)gpu_req / 8000.0);
+        double dot = cpu_term;
+        double score;
+        dot = dot + gpu_term;
+        dot = dot / 2.0;
+        score = 100.0 * (1.0 - dot);
+        if (score <= -2147483648.0) return -2147483648LL;
+        return (long long)score;
+    }
     """
     int placer_ctz(unsigned long long x) nogil
     int placer_popcount(unsigned long long x) nogil
+    long long placer_dot_score(long long cpu_left, long long cpu_req, long long gpu_left,
+                               long long gpu_req) nogil
 
 cdef enum:
     POLICY_FIRST_FIT = 0
@@ -33,6 +52,9 @@ cdef enum:
     POLICY_SPREAD = 2
     POLICY_RANDOM = 3
     POLICY_FGD = 4
+    POLICY_DOT_PRODUCT = 5
+    POLICY_GPU_PACKING = 6
+    POLICY_GPU_CLUSTERING = 7
 
 cdef enum:
     R_CPU = 0
@@ -96,6 +118,11 @@ cdef struct NodeState:
     int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
     double frag_total               # their sum, kept current by apply()
     const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
+    # gpu-clustering: pods per GPU tag per node ([node * n_tags + tag]; tag 0 share-gpu,
+    # k k-gpu) and how many tags a node hosts, kept current by apply()
+    int32_t n_tags
+    int32_t* tag_count
+    int32_t* tag_kinds
 
 
 cdef struct Pod:
@@ -584,6 +611,91 @@ cdef inline int32_t node_rank(const NodeState* st, int32_t n) noexcept nogil:
     return st.rank[n] if st.rank != NULL else n
 
 
+# The FGD study's other baselines (SIM pkg/simulator/plugin/*_score.go): integer scores in
+# 0..100 of a node that fits the pod, the highest wins, ties by node_rank.
+
+cdef inline int64_t trunc_div(int64_t a, int64_t b) noexcept nogil:
+    """a / b rounded toward zero (Go's integer division), b > 0, whatever cdivision is."""
+    if a >= 0:
+        return a // b
+    return -((-a) // b)
+
+
+cdef inline int64_t dot_product_score(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
+    """DotProd: trunc(100 (1 - (cpu_left c / 128000² + gpu_left g / 8000²) / 2)).
+
+    cpu_left is the node's free CPU (0 when untracked), gpu_left its free GPU milli; c and g
+    the pod's CPU and total GPU milli. The least loaded product wins.
+    """
+    cdef int64_t cpu_left = st.cpu_free[n] if st.cpu_tracked[n] else 0
+    cdef int64_t need = <int64_t>p.gpus * p.milli if p.gpus > 0 else 0
+    return placer_dot_score(cpu_left, p.cpu, st.free_milli_sum[n], need)
+
+
+cdef inline int64_t gpu_packing_score(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
+    """GpuPacking: partly used GPUs first, then whole GPUs of a used node, then idle nodes.
+
+    CPU-only pods: 0. A node whose GPUs are all whole-free: max(33 - F, F) with F its GPUs.
+    Otherwise the pod's GPUs as the study scans them (fitting GPUs by ascending free milli:
+    for a shared pod the best-fit GPU, for a k-GPU pod k whole-free GPUs): when j > 0 of
+    them are whole-free, max(50 - j, 33); else max(100 - (Σ ⌊free·100/1000⌋) / 10, 50).
+    """
+    cdef int32_t g, count = st.gpu_count[n]
+    cdef int64_t free
+    if p.gpus == 0:
+        return 0
+    if st.free_count[n] == count:
+        return 33 - count if 33 - count > count else count
+    if not is_shared(p):
+        return 50 - p.gpus if 50 - p.gpus > 33 else 33
+    g = shared_gpu(st, n, p, -1)
+    free = st.gpu_free_milli[<int64_t>n * st.max_gpus + g]
+    if free == 1000:
+        return 49
+    free = 100 - (free * 100 // 1000) // 10
+    return free if free > 50 else 50
+
+
+cdef inline int64_t gpu_clustering_score(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
+    """GpuClustering: ⌊25 (8000 - g) / 8000⌋ (toward zero; g the node's free GPU milli)
+    plus 75 when the node hosts only pods of the pod's tag, 50 when that tag among others,
+    25 when no GPU pod, 0 when only other tags. CPU-only pods: 0."""
+    cdef int32_t tag
+    cdef int64_t term, kinds
+    if p.gpus == 0:
+        return 0
+    tag = 0 if is_shared(p) else p.gpus
+    term = trunc_div(25 * (8000 - <int64_t>st.free_milli_sum[n]), 8000)
+    kinds = st.tag_kinds[n]
+    if tag < st.n_tags and st.tag_count[<int64_t>n * st.n_tags + tag] > 0:
+        return term + (75 if kinds == 1 else 50)
+    return term + (25 if kinds == 0 else 0)
+
+
+cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* only, int32_t policy) noexcept nogil:
+    """The node of the highest score of a study baseline; ties by node_rank."""
+    cdef int32_t w, n, best = -1
+    cdef int64_t score, best_score = 0
+    cdef uint64_t word
+    for w in range(st.n_words):
+        word = p.eligible[w] & only[w]
+        while word:
+            n = w * 64 + placer_ctz(word)
+            word &= word - 1
+            if not node_fits(st, n, p):
+                continue
+            if policy == POLICY_DOT_PRODUCT:
+                score = dot_product_score(st, n, p)
+            elif policy == POLICY_GPU_PACKING:
+                score = gpu_packing_score(st, n, p)
+            else:
+                score = gpu_clustering_score(st, n, p)
+            if best < 0 or score > best_score or (score == best_score and node_rank(st, n) < node_rank(st, best)):
+                best_score = score
+                best = n
+    return best
+
+
 cdef void apply(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t sign,
                 int32_t pod_slots, bint share) noexcept nogil:
     cdef double after
@@ -610,6 +722,7 @@ cdef void apply_resources(NodeState* st, int32_t n, const Pod* p, uint64_t gpus,
     if gpus == 0:
         move_bucket(st, n)
         return
+    count_tag(st, n, 0 if share else placer_popcount(gpus), sign)
     if share:
         i = placer_ctz(gpus)
         if sign > 0 and st.gpu_free_milli[base + i] == 1000:
@@ -636,6 +749,19 @@ cdef void apply_resources(NodeState* st, int32_t n, const Pod* p, uint64_t gpus,
             st.free_count[n] += k
         st.free_milli_sum[n] -= sign * 1000 * k
     move_bucket(st, n)
+
+
+cdef inline void count_tag(NodeState* st, int32_t n, int32_t tag, int32_t sign) noexcept nogil:
+    """One pod of GPU tag ``tag`` more (sign 1) or less (sign -1) on node n."""
+    cdef int32_t* c = &st.tag_count[<int64_t>n * st.n_tags + tag]
+    if sign > 0:
+        c[0] += 1
+        if c[0] == 1:
+            st.tag_kinds[n] += 1
+    else:
+        c[0] -= 1
+        if c[0] == 0:
+            st.tag_kinds[n] -= 1
 
 
 cdef void count_reasons(const NodeState* st, const Pod* p, const uint64_t* only, int32_t* out) noexcept nogil:
@@ -688,6 +814,8 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
         n = choose_spread(st, p, only)
     elif policy == POLICY_FGD:
         n = choose_fgd(st, p, only)
+    elif policy == POLICY_DOT_PRODUCT or policy == POLICY_GPU_PACKING or policy == POLICY_GPU_CLUSTERING:
+        n = choose_scored(st, p, only, policy)
     else:
         n = choose_random(st, p, only, rng)
     if n < 0:
@@ -789,6 +917,9 @@ cdef class Kernel:
             arrays["bucket_cpu_floor"], np.int64, arrays["bucket_bits"].shape[0])
         self.st.bucket_bits = <uint64_t*>_ptr(
             arrays["bucket_bits"], np.uint64, arrays["bucket_bits"].shape[0] * self.st.n_words)
+        self.st.n_tags = self.st.max_gpus + 1
+        self.st.tag_count = <int32_t*>_ptr(arrays["tag_count"], np.int32, n_nodes * self.st.n_tags)
+        self.st.tag_kinds = <int32_t*>_ptr(arrays["tag_kinds"], np.int32, n_nodes)
         self._all_nodes = np.zeros(self.st.n_words, dtype=np.uint64)
         if n_nodes:
             self._all_nodes[:] = ~np.uint64(0)
@@ -873,7 +1004,8 @@ cdef class Kernel:
         reasons : bool
             Count per-resource shortfalls for each pod that fails.
         rank : ndarray of int32, optional
-            Tie order of the nodes for ``fgd`` (lower wins); node index when omitted.
+            Tie order of the nodes for ``fgd``, ``dot-product``, ``gpu-packing`` and
+            ``gpu-clustering`` (lower wins); node index when omitted.
         frag_trace : ndarray of float64, optional
             Filled with the cluster's fragment F(M) after each pod (needs a workload).
 
@@ -947,6 +1079,44 @@ cdef class Kernel:
                         trace[k] = self.st.frag_total
                 i = end
         return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
+
+    def node_scores(self, dict pods, int policy, eligible):
+        """The score of every node for the first pod of ``pods`` (nothing is bound).
+
+        For ``fgd``, ``dot-product``, ``gpu-packing`` and ``gpu-clustering``; ``pods`` and
+        ``eligible`` are as in :meth:`place_batch`. Returns int64 per node, with
+        ``-2**63`` for a node that is not eligible or does not fit the pod.
+        """
+        cdef const int32_t[::1] gpus = pods["gpus"]
+        cdef const int32_t[::1] milli = pods["milli"]
+        cdef const int32_t[::1] gpu_mem = pods["gpu_mem"]
+        cdef const int64_t[::1] cpu = pods["cpu"]
+        cdef const int64_t[::1] mem = pods["mem"]
+        cdef const uint64_t[::1] models = pods["models"]
+        cdef const int32_t[::1] klass = pods["klass"]
+        cdef const uint64_t[:, ::1] elig = eligible
+        cdef int32_t n, gpu
+        cdef Pod p
+        if policy < POLICY_FGD or policy > POLICY_GPU_CLUSTERING:
+            raise ValueError("node_scores is for the scored policies (fgd and the study's baselines)")
+        if gpus.shape[0] < 1 or elig.shape[1] != self.st.n_words:
+            raise ValueError("one pod and bitsets of the cluster's width are needed")
+        out_arr = np.full(self.st.n_nodes, np.iinfo(np.int64).min, dtype=np.int64)
+        cdef int64_t[::1] out = out_arr
+        load_pod(&p, 0, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
+        p.nics = 0
+        for n in range(self.st.n_nodes):
+            if not ((p.eligible[n // 64] >> (n % 64)) & 1) or not node_fits(&self.st, n, &p):
+                continue
+            if policy == POLICY_FGD:
+                out[n] = fgd_node_score(&self.st, n, &p, &gpu)
+            elif policy == POLICY_DOT_PRODUCT:
+                out[n] = dot_product_score(&self.st, n, &p)
+            elif policy == POLICY_GPU_PACKING:
+                out[n] = gpu_packing_score(&self.st, n, &p)
+            else:
+                out[n] = gpu_clustering_score(&self.st, n, &p)
+        return out_arr
 
     def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy):
         """Place pod j on node ``node_of_pod[j]`` (GPUs and NICs chosen there); all or nothing.

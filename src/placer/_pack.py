@@ -215,6 +215,8 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     kind_of = np.full(n, -1, dtype=td.INDEX)
     nic_count = np.zeros(n, dtype=td.INT)
     kind_cache: dict[int, int] = {}
+    # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
+    tag_count = np.zeros((n, stride + 1), dtype=td.INT)
 
     for i, node in enumerate(nodes):
         hw = node.hardware
@@ -254,6 +256,8 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         for pod in node.pods:
             if pod.gpus:
                 gpu_free_milli[i, list(pod.gpus)] = 0
+                tag_count[i, len(pod.gpus)] += 1
+            tag_count[i, 0] += len(pod.gpu_shares)
             for idx, milli in pod.gpu_shares.items():
                 gpu_free_milli[i, idx] -= milli
             for idx, mib in pod.gpu_memory_mib.items():
@@ -297,6 +301,8 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "kind_gpus": np.array([k.topology.gpus for k in kinds], dtype=td.INT),
         "kind_nics": np.array([len(k.nics) for k in kinds], dtype=td.INT),
         "nic_count": nic_count,
+        "tag_count": tag_count,
+        "tag_kinds": (tag_count > 0).sum(axis=1, dtype=td.INT),
     }
     packed = PackedCluster(
         node_names=names,

@@ -70,7 +70,8 @@ class _Holding:
 
 
 def fgd_rank(n_nodes: int, seed: int) -> np.ndarray:
-    """The tie order of nodes under ``fgd``: nodes sorted by the request's SplitMix64 draws.
+    """The tie order of nodes under ``fgd`` and the study's other scored baselines
+    (``_typedefs.RANKED_POLICIES``): nodes sorted by the request's SplitMix64 draws.
 
     Draw ``n_nodes`` values from a fresh SplitMix64 stream started at ``seed``; node i gets
     the i-th; the node with the smaller draw wins a tie (rank 0 first).
@@ -227,9 +228,9 @@ class Cluster:
                 raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
         rng = np.array([seed], dtype=np.uint64)
         self._rank = None
-        if policy == "fgd":
-            if self._workload is None:
-                self.fragmentation(target_workload(pods))
+        if policy == "fgd" and self._workload is None:
+            self.fragmentation(target_workload(pods))
+        if policy in td.RANKED_POLICIES:
             self._rank = fgd_rank(self._packed.n_nodes, seed)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
@@ -601,7 +602,7 @@ class Cluster:
         code = td.POLICY_CODES.get(policy)
         if code is None:
             raise InvalidInputError("policy", f"policy {policy!r} is not available yet")
-        self._rank = fgd_rank(self._packed.n_nodes, seed) if policy == "fgd" else None
+        self._rank = fgd_rank(self._packed.n_nodes, seed) if policy in td.RANKED_POLICIES else None
         trace = np.zeros(len(pods), dtype=np.float64)
         step = _Step(list(pods), list(range(1, len(pods) + 1)))
         outcome = self._place_run(step, code, np.array([seed], dtype=np.uint64), None, trace)

@@ -56,7 +56,16 @@ __all__ = [
 DEFAULT_MODELS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
 DEFAULT_LABEL_KEYS = ("pool", "zone")
 DEFAULT_TAINT_KEYS = ("nvidia.com/gpu", "dedicated")
-GREEDY_POLICIES = ("first-fit", "best-fit", "spread", "random", "fgd")
+GREEDY_POLICIES = (
+    "first-fit",
+    "best-fit",
+    "spread",
+    "random",
+    "fgd",
+    "dot-product",
+    "gpu-packing",
+    "gpu-clustering",
+)
 _LABEL_VALUES = ("a", "b")
 
 
