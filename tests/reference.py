@@ -17,6 +17,7 @@ from placer.exceptions import InvalidInputError
 from placer.fragmentation import target_workload
 from placer.topology import PCIE_POINTS
 from placer.model import (
+    POLICIES,
     Assignment,
     ClusterSnapshot,
     GangResult,
@@ -40,16 +41,7 @@ __all__ = [
 
 MASK64 = (1 << 64) - 1
 RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering")  # ties: seeded node order
-GREEDY_POLICIES = (
-    "first-fit",
-    "best-fit",
-    "spread",
-    "random",
-    "fgd",
-    "dot-product",
-    "gpu-packing",
-    "gpu-clustering",
-)
+GREEDY_POLICIES = POLICIES
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"

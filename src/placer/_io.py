@@ -8,7 +8,7 @@ from typing import Any, Union
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["dump_json", "read_text", "write_text_atomic"]
+__all__ = ["dump_json", "read_text", "write_bytes_atomic", "write_text_atomic"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -71,9 +71,13 @@ def write_text_atomic(path: PathLike, text: str, encoding: str = "utf-8") -> Non
     OSError
         If the directory is missing or not writable, or the rename fails.
     """
+    write_bytes_atomic(path, text.encode(encoding))
+
+
+def write_bytes_atomic(path: PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` all or nothing, as :func:`write_text_atomic` does."""
     target = os.fspath(path)
     directory = os.path.dirname(target) or "."
-    data = text.encode(encoding)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -214,49 +214,6 @@ class NodeState:
 
 
 @dataclass(frozen=True)
-class ClusterFragment:
-    """The fragment of a cluster w.r.t. a workload.
-
-    Attributes
-    ----------
-    total : float
-        F(M), milli-GPU: the sum of every node's fragment.
-    idle_gpu_milli : int
-        Free GPU milli over all nodes (unhealthy GPUs count as not free).
-    gpu_capacity_milli : int
-        1000 x the number of GPUs in the cluster.
-    classes : mapping of str to float
-        Per class of :data:`CLASSES`, the amount over all nodes.
-    nodes : mapping of str to float
-        Per node name, its fragment F_n(M).
-    """
-
-    total: float
-    idle_gpu_milli: int
-    gpu_capacity_milli: int
-    classes: Mapping[str, float]
-    nodes: Mapping[str, float]
-
-    @property
-    def rate(self) -> float:
-        """F / idle GPU milli (0 when nothing is idle): the fragmentation rate."""
-        return self.total / self.idle_gpu_milli if self.idle_gpu_milli else 0.0
-
-    @property
-    def amount_pct(self) -> float:
-        """F as a percentage of the cluster's GPU capacity (the study's "fragment amount")."""
-        return 100.0 * self.total / self.gpu_capacity_milli if self.gpu_capacity_milli else 0.0
-
-    @property
-    def rate_pct(self) -> float:
-        """The fragmentation rate in percent."""
-        return 100.0 * self.rate
-
-
-# ------------------------------------------------------------------------- the workload
-
-
-@dataclass(frozen=True)
 class Fragmentation:
     """The cluster's fragment F(M) and the idle GPU milli it is part of."""
 
@@ -273,6 +230,36 @@ class Fragmentation:
     def amount_pct(self) -> float:
         """F as a percentage of the cluster's GPU capacity (the study's fragment amount)."""
         return 100.0 * self.total / self.gpu_capacity_milli if self.gpu_capacity_milli else 0.0
+
+
+@dataclass(frozen=True)
+class ClusterFragment(Fragmentation):
+    """The fragment of a cluster w.r.t. a workload.
+
+    Attributes
+    ----------
+    total : float
+        F(M), milli-GPU: the sum of every node's fragment.
+    idle_gpu_milli : int
+        Free GPU milli over all nodes (unhealthy GPUs count as not free).
+    gpu_capacity_milli : int
+        1000 x the number of GPUs in the cluster.
+    classes : mapping of str to float
+        Per class of :data:`CLASSES`, the amount over all nodes.
+    nodes : mapping of str to float
+        Per node name, its fragment F_n(M).
+    """
+
+    classes: Mapping[str, float]
+    nodes: Mapping[str, float]
+
+    @property
+    def rate_pct(self) -> float:
+        """The fragmentation rate in percent."""
+        return 100.0 * self.rate
+
+
+# ------------------------------------------------------------------------- the workload
 
 
 def target_workload(

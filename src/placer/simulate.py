@@ -46,7 +46,6 @@ import math
 import os
 import random
 import sys
-import tempfile
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -56,7 +55,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from placer._io import _umask, write_text_atomic
+from placer._io import write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Workload, target_workload
 from placer.model import ClusterSnapshot, PodRequest
@@ -748,22 +747,9 @@ def write_plot(
                 zoom.set_ylim(0, min(100.0, max(top * 1.15, 1.0)))
             zoom.legend(fontsize=8, loc="upper right")
         fig.tight_layout()
-        target = os.fspath(path)
-        directory = os.path.dirname(target) or "."
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                fig.savefig(f, format="png", dpi=110)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=110)
+        write_bytes_atomic(path, png.getvalue())
     finally:
         plt.close(fig)
 

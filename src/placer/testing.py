@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from placer.model import (
+    POLICIES,
     TAINT_EFFECTS,
     ClusterSnapshot,
     GangSpec,
@@ -56,16 +57,7 @@ __all__ = [
 DEFAULT_MODELS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
 DEFAULT_LABEL_KEYS = ("pool", "zone")
 DEFAULT_TAINT_KEYS = ("nvidia.com/gpu", "dedicated")
-GREEDY_POLICIES = (
-    "first-fit",
-    "best-fit",
-    "spread",
-    "random",
-    "fgd",
-    "dot-product",
-    "gpu-packing",
-    "gpu-clustering",
-)
+GREEDY_POLICIES = POLICIES  # every policy: all are greedy, one pod at a time
 _LABEL_VALUES = ("a", "b")
 
 
