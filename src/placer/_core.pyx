@@ -590,23 +590,6 @@ cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_
     return best
 
 
-cdef int32_t choose_fgd(const NodeState* st, const Pod* p, const uint64_t* only) noexcept nogil:
-    cdef int32_t w, n, best = -1, score, best_score = -1, gpu
-    cdef uint64_t word
-    for w in range(st.n_words):
-        word = p.eligible[w] & only[w]
-        while word:
-            n = w * 64 + placer_ctz(word)
-            word &= word - 1
-            if not node_fits(st, n, p):
-                continue
-            score = fgd_node_score(st, n, p, &gpu)
-            if score > best_score or (score == best_score and node_rank(st, n) < node_rank(st, best)):
-                best_score = score
-                best = n
-    return best
-
-
 cdef inline int32_t node_rank(const NodeState* st, int32_t n) noexcept nogil:
     return st.rank[n] if st.rank != NULL else n
 
@@ -673,8 +656,8 @@ cdef inline int64_t gpu_clustering_score(const NodeState* st, int32_t n, const P
 
 
 cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* only, int32_t policy) noexcept nogil:
-    """The node of the highest score of a study baseline; ties by node_rank."""
-    cdef int32_t w, n, best = -1
+    """The node of the highest score of a study policy (FGD or a baseline); ties by node_rank."""
+    cdef int32_t w, n, best = -1, gpu
     cdef int64_t score, best_score = 0
     cdef uint64_t word
     for w in range(st.n_words):
@@ -684,7 +667,9 @@ cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* on
             word &= word - 1
             if not node_fits(st, n, p):
                 continue
-            if policy == POLICY_DOT_PRODUCT:
+            if policy == POLICY_FGD:
+                score = fgd_node_score(st, n, p, &gpu)
+            elif policy == POLICY_DOT_PRODUCT:
                 score = dot_product_score(st, n, p)
             elif policy == POLICY_GPU_PACKING:
                 score = gpu_packing_score(st, n, p)
@@ -812,9 +797,8 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
         n = choose_best_fit(st, p, only)
     elif policy == POLICY_SPREAD:
         n = choose_spread(st, p, only)
-    elif policy == POLICY_FGD:
-        n = choose_fgd(st, p, only)
-    elif policy == POLICY_DOT_PRODUCT or policy == POLICY_GPU_PACKING or policy == POLICY_GPU_CLUSTERING:
+    elif (policy == POLICY_FGD or policy == POLICY_DOT_PRODUCT or policy == POLICY_GPU_PACKING
+          or policy == POLICY_GPU_CLUSTERING):
         n = choose_scored(st, p, only, policy)
     else:
         n = choose_random(st, p, only, rng)
