@@ -655,9 +655,21 @@ cdef inline int64_t gpu_clustering_score(const NodeState* st, int32_t n, const P
     return term + (25 if kinds == 0 else 0)
 
 
+cdef inline int64_t study_score(const NodeState* st, int32_t n, const Pod* p, int32_t policy) noexcept nogil:
+    """The score of node n for p under FGD or one of the study's baselines."""
+    cdef int32_t gpu
+    if policy == POLICY_FGD:
+        return fgd_node_score(st, n, p, &gpu)
+    if policy == POLICY_DOT_PRODUCT:
+        return dot_product_score(st, n, p)
+    if policy == POLICY_GPU_PACKING:
+        return gpu_packing_score(st, n, p)
+    return gpu_clustering_score(st, n, p)
+
+
 cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* only, int32_t policy) noexcept nogil:
     """The node of the highest score of a study policy (FGD or a baseline); ties by node_rank."""
-    cdef int32_t w, n, best = -1, gpu
+    cdef int32_t w, n, best = -1
     cdef int64_t score, best_score = 0
     cdef uint64_t word
     for w in range(st.n_words):
@@ -667,14 +679,7 @@ cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* on
             word &= word - 1
             if not node_fits(st, n, p):
                 continue
-            if policy == POLICY_FGD:
-                score = fgd_node_score(st, n, p, &gpu)
-            elif policy == POLICY_DOT_PRODUCT:
-                score = dot_product_score(st, n, p)
-            elif policy == POLICY_GPU_PACKING:
-                score = gpu_packing_score(st, n, p)
-            else:
-                score = gpu_clustering_score(st, n, p)
+            score = study_score(st, n, p, policy)
             if best < 0 or score > best_score or (score == best_score and node_rank(st, n) < node_rank(st, best)):
                 best_score = score
                 best = n
@@ -1079,7 +1084,7 @@ cdef class Kernel:
         cdef const uint64_t[::1] models = pods["models"]
         cdef const int32_t[::1] klass = pods["klass"]
         cdef const uint64_t[:, ::1] elig = eligible
-        cdef int32_t n, gpu
+        cdef int32_t n
         cdef Pod p
         if policy < POLICY_FGD or policy > POLICY_GPU_CLUSTERING:
             raise ValueError("node_scores is for the scored policies (fgd and the study's baselines)")
@@ -1092,14 +1097,7 @@ cdef class Kernel:
         for n in range(self.st.n_nodes):
             if not ((p.eligible[n // 64] >> (n % 64)) & 1) or not node_fits(&self.st, n, &p):
                 continue
-            if policy == POLICY_FGD:
-                out[n] = fgd_node_score(&self.st, n, &p, &gpu)
-            elif policy == POLICY_DOT_PRODUCT:
-                out[n] = dot_product_score(&self.st, n, &p)
-            elif policy == POLICY_GPU_PACKING:
-                out[n] = gpu_packing_score(&self.st, n, &p)
-            else:
-                out[n] = gpu_clustering_score(&self.st, n, &p)
+            out[n] = study_score(&self.st, n, &p, policy)
         return out_arr
 
     def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy):

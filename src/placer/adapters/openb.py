@@ -147,12 +147,7 @@ def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnap
     seen: dict[str, int] = {}
     for line, fields in rows:
         where = f"{src}:{line}"
-        name = fields[0].strip()
-        if not name:
-            _fail(where, "sn (the node name) is empty")
-        if name in seen:
-            _fail(where, f"node {name!r} is listed twice (first on line {seen[name]})")
-        seen[name] = line
+        name = _unique_name(fields[0], where, line, seen, "sn (the node name)", "node")
         cpu = _nonneg_int(fields[1], where, "cpu_milli")
         mem = _nonneg_int(fields[2], where, "memory_mib")
         gpus = _nonneg_int(fields[3], where, "gpu")
@@ -219,12 +214,7 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
     seen: dict[str, int] = {}
     for line, fields in rows:
         where = f"{src}:{line}"
-        name = fields[0].strip()
-        if not name:
-            _fail(where, "name is empty")
-        if name in seen:
-            _fail(where, f"pod {name!r} is listed twice (first on line {seen[name]})")
-        seen[name] = line
+        name = _unique_name(fields[0], where, line, seen, "name", "pod")
         cpu = _nonneg_int(fields[1], where, "cpu_milli")
         mem = _nonneg_int(fields[2], where, "memory_mib")
         num_gpu = _nonneg_int(fields[3], where, "num_gpu")
@@ -263,6 +253,17 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _unique_name(raw: str, where: str, line: int, seen: dict[str, int], column: str, what: str) -> str:
+    """The row's name, checked non-empty and not seen before (then remembered)."""
+    name = raw.strip()
+    if not name:
+        _fail(where, f"{column} is empty")
+    if name in seen:
+        _fail(where, f"{what} {name!r} is listed twice (first on line {seen[name]})")
+    seen[name] = line
+    return name
 
 
 def _fail(where: str, what: str) -> NoReturn:
