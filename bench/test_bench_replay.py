@@ -16,7 +16,7 @@ ORDER = arrival_order(PODS, 42, gpu_capacity_milli(SNAPSHOT))
 REFERENCE_PODS = 100  # the reference is far slower: a prefix of the order, per pod
 
 
-@pytest.mark.parametrize("policy", ["fgd", "best-fit"])
+@pytest.mark.parametrize("policy", ["fgd", "fgd-pack", "best-fit"])
 def test_replay_kernel(benchmark, policy):
     def run():
         cluster = placer.Cluster(SNAPSHOT)
@@ -30,7 +30,7 @@ def test_replay_kernel(benchmark, policy):
     assert len(result.assignments) + len(result.unschedulable) == len(ORDER)
 
 
-@pytest.mark.parametrize("policy", ["fgd", "best-fit"])
+@pytest.mark.parametrize("policy", ["fgd", "fgd-pack", "best-fit"])
 def test_replay_reference_prefix(benchmark, policy):
     prefix = ORDER[:REFERENCE_PODS]
     request = placer.PlacementRequest(pods=tuple(prefix), policy=policy, seed=42)

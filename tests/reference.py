@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import target_workload
+from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
 from placer.topology import PCIE_POINTS
 from placer.model import (
     POLICIES,
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 MASK64 = (1 << 64) - 1
-RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering")  # ties: seeded node order
+RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack")  # ties: node order
 GREEDY_POLICIES = POLICIES
 
 UNSCHEDULABLE = "node(s) were unschedulable"
@@ -398,6 +399,7 @@ class ReferenceCluster:
         self._nodes = [_NodeState(i, n) for i, n in enumerate(snapshot.nodes)]
         self._by_name = {n.name: i for i, n in enumerate(snapshot.nodes)}
         self._workload = None
+        self._guide: PackingGuide | None = None
         self._rank: dict[int, int] = {}
         self._held: dict[str, _Holding] = {}
         self._decided: dict[str, PodRequest] = {}
@@ -531,8 +533,10 @@ class ReferenceCluster:
             self._decided[p.name] = p
 
         rng = SplitMix64(seed)
-        if policy == "fgd" and self._workload is None:
+        if policy in ("fgd", "fgd-pack") and self._workload is None:
             self._workload = target_workload(pods)
+        if policy == "fgd-pack" and self._guide is None:
+            self._guide = self.packing_guide(pods)
         if policy in RANKED_POLICIES:
             stream = splitmix64_stream(seed)
             draws = [next(stream) for _ in self._nodes]
@@ -606,8 +610,8 @@ class ReferenceCluster:
                 feasible,
                 key=lambda i: (-_cost(self._nodes[i], pod), -self._nodes[i].set_score_for(pod), i),
             )
-        elif policy == "fgd":
-            scored = {i: self._fgd(self._nodes[i], pod) for i in feasible}
+        elif policy in ("fgd", "fgd-pack"):
+            scored = {i: self._fgd(self._nodes[i], pod, policy == "fgd-pack") for i in feasible}
             chosen = min(feasible, key=lambda i: (-scored[i][0], self._rank[i]))
         elif policy in _BASELINE_SCORES:
             score = _BASELINE_SCORES[policy]
@@ -624,7 +628,7 @@ class ReferenceCluster:
             cands = st.share_candidates(pod)
             if policy == "random":
                 g = cands[rng.pick(len(cands))]
-            elif policy == "fgd":
+            elif policy in ("fgd", "fgd-pack"):
                 g = scored[chosen][1]
             else:
                 g = min(cands, key=lambda i: (st.free_milli(i), i))
@@ -665,31 +669,57 @@ class ReferenceCluster:
             total += p * (small if fitting >= t.num_gpu and cpu_ok else idle)
         return total
 
-    def _fgd(self, st: _NodeState, pod: PodRequest) -> tuple[int, int | None]:
-        """(score, GPU of a shared pod): floor(100 sigmoid((F - F') / 1000)), best GPU first."""
+    def _fgd(self, st: _NodeState, pod: PodRequest, pack: bool = False) -> tuple[int, int | None]:
+        """(score, GPU of a shared pod): floor(100 sigmoid((F - F') / 1000)), best GPU first;
+        ``pack``: fgd-pack's measure, pressure and regret."""
+        measure = self._packed_measure if pack else self._fragment
         free = [st.free_milli(i) for i in range(st.hw.gpus)]
         cpu = st.cpu_free()
-        before = self._fragment(st, cpu, free)
+        before = measure(st, cpu, free)
         after_cpu = None if cpu is None else cpu - pod.cpu_milli
 
         def score(after: float) -> int:
             return math.floor(100.0 / (1.0 + math.exp(-(before - after) / 1000.0)))
 
         if pod.gpus == 0:
-            return score(self._fragment(st, after_cpu, free)), None
+            return score(measure(st, after_cpu, free)), None
+        if pack:
+            pressure = self._guide.pressure.get(st.hw.gpu_model, 0.0)
+            before -= PRESSURE_WEIGHT * pressure * pod.gpus * pod.gpu_milli
         if not pod.shared:
             left = list(free)
             for i in [i for i in range(len(left)) if left[i] == 1000][: pod.gpus]:
                 left[i] = 0
-            return score(self._fragment(st, after_cpu, left)), None
+            return score(measure(st, after_cpu, left)), None
         best: tuple[int, int | None] = (-1, None)
         for g in st.share_candidates(pod):
             left = list(free)
             left[g] -= pod.gpu_milli
-            s = score(self._fragment(st, after_cpu, left))
+            after = measure(st, after_cpu, left)
+            if pack:
+                after += REGRET_WEIGHT * 1000.0 * float(self._guide.regret[pod.gpu_milli // 10][free[g] // 10])
+            s = score(after)
             if s > best[0]:
                 best = (s, g)
         return best
+
+    # --- fgd-pack (rules: "fgd-pack") ----------------------------------------------------
+
+    def packing_guide(self, pods: Sequence[PodRequest]) -> PackingGuide:
+        """The guide of ``pods`` on this cluster's GPUs per model."""
+        per_model: Counter[str] = Counter()
+        for st in self._nodes:
+            if st.hw.gpus and st.hw.gpu_model:
+                per_model[st.hw.gpu_model] += st.hw.gpus
+        return packing_guide(pods, per_model)
+
+    def _packed_measure(self, st: _NodeState, cpu: int | None, free: list[int]) -> float:
+        """F_n(M) plus the idle milli the free CPU cannot serve at the guide's rate."""
+        idle = sum(free)
+        stranded = 0.0
+        if cpu is not None:
+            stranded = max(idle - cpu * 1000.0 / self._guide.cpu_per_gpu_milli, 0.0)
+        return self._fragment(st, cpu, free) + stranded
 
     def _place_gang(
         self, spec: GangSpec, gpods: list[PodRequest], policy: str, rng: SplitMix64

@@ -26,6 +26,14 @@ class Kernel:
         fit: npt.NDArray[np.int32],
         small: npt.NDArray[np.int64],
     ) -> None: ...
+    def set_packing(
+        self,
+        cpu_per_gpu: float,
+        regret: npt.NDArray[np.float64],
+        pressure: npt.NDArray[np.float64],
+        regret_weight: float,
+        pressure_weight: float,
+    ) -> None: ...
     def fragment_total(self) -> float: ...
     def set_nics(self, kind: int, classes: npt.NDArray[np.uint64]) -> None: ...
     def place_batch(
@@ -38,6 +46,7 @@ class Kernel:
         reasons: bool = ...,
         rank: npt.NDArray[np.int32] | None = ...,
         frag_trace: npt.NDArray[np.float64] | None = ...,
+        shapes: npt.NDArray[np.int32] | None = ...,
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],

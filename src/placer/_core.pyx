@@ -17,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 8
+KERNEL_ABI = 9
 
 cdef extern from *:
     """
@@ -55,6 +55,7 @@ cdef enum:
     POLICY_DOT_PRODUCT = 5
     POLICY_GPU_PACKING = 6
     POLICY_GPU_CLUSTERING = 7
+    POLICY_FGD_PACK = 8
 
 cdef enum:
     R_CPU = 0
@@ -118,6 +119,17 @@ cdef struct NodeState:
     int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
     double frag_total               # their sum, kept current by apply()
     const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
+    # fgd-pack (placer.packing.PackingGuide); pack_regret NULL: not set
+    double pack_cpu_per_gpu         # CPU milli per GPU of the CPU-stranding term
+    double pack_pressure_weight
+    double pack_regret_weight
+    const double* pack_regret       # [units of the pod * 101 + units free on the GPU]
+    const double* pack_pressure     # per model id
+    # scores of fgd and fgd-pack per (pod shape, node) within one place_batch; n_shapes 0: off
+    int32_t* node_version           # bumped by every apply()
+    int32_t n_shapes
+    int32_t* cache_stamp            # [shape * n_nodes + node]: node_version + 1 when cached
+    int32_t* cache_score
     # gpu-clustering: pods per GPU tag per node ([node * n_tags + tag]; tag 0 share-gpu,
     # k k-gpu) and how many tags a node hosts, kept current by apply()
     int32_t n_tags
@@ -133,6 +145,7 @@ cdef struct Pod:
     int64_t mem
     uint64_t models
     int32_t nics
+    int32_t shape                   # index of the pod's shape in the score cache; -1: none
     const uint64_t* eligible
 
 
@@ -560,18 +573,46 @@ cdef inline int32_t fgd_score(double before, double after) noexcept nogil:
     return <int32_t>floor(100.0 / (1.0 + exp(-(before - after) / 1000.0)))
 
 
-cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_t* gpu) noexcept nogil:
-    """FGD score of placing p on node n (which fits it); for a shared pod also its GPU."""
+cdef inline double stranded(const NodeState* st, int32_t n, int64_t cpu, int64_t idle) noexcept nogil:
+    """Idle milli of node n beyond what ``cpu`` free CPU can serve at pack_cpu_per_gpu."""
+    cdef double left
+    if not st.cpu_tracked[n]:
+        return 0
+    left = idle - cpu * 1000.0 / st.pack_cpu_per_gpu
+    return left if left > 0 else 0
+
+
+cdef inline double node_measure(const NodeState* st, int32_t n, int64_t cpu, int64_t f_old, int64_t f_new,
+                                int32_t k, bint pack) noexcept nogil:
+    """F_n(M) after the change fragment_with describes; with ``pack``, plus the idle milli
+    the free CPU cannot serve at pack_cpu_per_gpu (fgd-pack's measure)."""
+    cdef int64_t idle = st.free_milli_sum[n] - 1000 * <int64_t>k
+    cdef double frag = fragment_with(st, n, cpu, f_old, f_new, k)
+    if not pack:
+        return frag
+    if f_old >= 0:
+        idle += f_new - f_old
+    return frag + stranded(st, n, cpu, idle)
+
+
+cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_t* gpu, bint pack) noexcept nogil:
+    """FGD score (``pack``: fgd-pack score) of p on node n, which fits it; for a shared pod
+    also its GPU."""
     cdef int32_t g, h, best = -1, score
     cdef int64_t base = <int64_t>n * st.max_gpus, free
     cdef int64_t cpu = st.cpu_free[n] - p.cpu
     cdef double before = st.node_frag[n] if st.n_types else 0
+    cdef double after
     cdef bint seen
     gpu[0] = -1
+    if pack:
+        before += stranded(st, n, st.cpu_free[n], st.free_milli_sum[n])
     if p.gpus == 0:
-        return fgd_score(before, fragment_with(st, n, cpu, -1, 0, 0))
+        return fgd_score(before, node_measure(st, n, cpu, -1, 0, 0, pack))
+    if pack:
+        before -= st.pack_pressure_weight * st.pack_pressure[st.model_id[n]] * p.gpus * p.milli
     if not is_shared(p):
-        return fgd_score(before, fragment_with(st, n, cpu, -1, 0, p.gpus))
+        return fgd_score(before, node_measure(st, n, cpu, -1, 0, p.gpus, pack))
     for g in range(st.gpu_count[n]):
         free = st.gpu_free_milli[base + g]
         if free < p.milli or st.gpu_free_mem[base + g] < p.gpu_mem:
@@ -583,7 +624,10 @@ cdef int32_t fgd_node_score(const NodeState* st, int32_t n, const Pod* p, int32_
                 break
         if seen:
             continue
-        score = fgd_score(before, fragment_with(st, n, cpu, free, free - p.milli, 0))
+        after = node_measure(st, n, cpu, free, free - p.milli, 0, pack)
+        if pack:
+            after += st.pack_regret_weight * 1000.0 * st.pack_regret[(p.milli // 10) * 101 + free // 10]
+        score = fgd_score(before, after)
         if score > best:
             best = score
             gpu[0] = g
@@ -658,8 +702,8 @@ cdef inline int64_t gpu_clustering_score(const NodeState* st, int32_t n, const P
 cdef inline int64_t study_score(const NodeState* st, int32_t n, const Pod* p, int32_t policy) noexcept nogil:
     """The score of node n for p under FGD or one of the study's baselines."""
     cdef int32_t gpu
-    if policy == POLICY_FGD:
-        return fgd_node_score(st, n, p, &gpu)
+    if policy == POLICY_FGD or policy == POLICY_FGD_PACK:
+        return fgd_node_score(st, n, p, &gpu, policy == POLICY_FGD_PACK)
     if policy == POLICY_DOT_PRODUCT:
         return dot_product_score(st, n, p)
     if policy == POLICY_GPU_PACKING:
@@ -667,8 +711,24 @@ cdef inline int64_t study_score(const NodeState* st, int32_t n, const Pod* p, in
     return gpu_clustering_score(st, n, p)
 
 
-cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* only, int32_t policy) noexcept nogil:
-    """The node of the highest score of a study policy (FGD or a baseline); ties by node_rank."""
+cdef inline int64_t cached_score(NodeState* st, int32_t n, const Pod* p, int32_t policy) noexcept nogil:
+    """study_score, from the cache while node n is unchanged since it was computed for p's shape."""
+    cdef int64_t i
+    cdef int32_t score
+    if st.n_shapes == 0 or p.shape < 0:
+        return study_score(st, n, p, policy)
+    i = <int64_t>p.shape * st.n_nodes + n
+    if st.cache_stamp[i] == st.node_version[n] + 1:
+        return st.cache_score[i]
+    score = <int32_t>study_score(st, n, p, policy)
+    st.cache_stamp[i] = st.node_version[n] + 1
+    st.cache_score[i] = score
+    return score
+
+
+cdef int32_t choose_scored(NodeState* st, const Pod* p, const uint64_t* only, int32_t policy) noexcept nogil:
+    """The node of the highest score of a scored policy (FGD, fgd-pack or a baseline); ties
+    by node_rank."""
     cdef int32_t w, n, best = -1
     cdef int64_t score, best_score = 0
     cdef uint64_t word
@@ -679,7 +739,7 @@ cdef int32_t choose_scored(const NodeState* st, const Pod* p, const uint64_t* on
             word &= word - 1
             if not node_fits(st, n, p):
                 continue
-            score = study_score(st, n, p, policy)
+            score = cached_score(st, n, p, policy)
             if best < 0 or score > best_score or (score == best_score and node_rank(st, n) < node_rank(st, best)):
                 best_score = score
                 best = n
@@ -690,6 +750,7 @@ cdef void apply(NodeState* st, int32_t n, const Pod* p, uint64_t gpus, int32_t s
                 int32_t pod_slots, bint share) noexcept nogil:
     cdef double after
     apply_resources(st, n, p, gpus, sign, pod_slots, share)
+    st.node_version[n] += 1
     if st.n_types:
         after = refresh_fragment(st, n)
         st.frag_total += after - st.node_frag[n]
@@ -802,8 +863,7 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
         n = choose_best_fit(st, p, only)
     elif policy == POLICY_SPREAD:
         n = choose_spread(st, p, only)
-    elif (policy == POLICY_FGD or policy == POLICY_DOT_PRODUCT or policy == POLICY_GPU_PACKING
-          or policy == POLICY_GPU_CLUSTERING):
+    elif POLICY_FGD <= policy <= POLICY_FGD_PACK:
         n = choose_scored(st, p, only, policy)
     else:
         n = choose_random(st, p, only, rng)
@@ -824,8 +884,8 @@ cdef void take(NodeState* st, int32_t n, const Pod* p, int32_t policy, uint64_t*
     elif is_shared(p):
         if policy == POLICY_RANDOM:
             gpu = shared_gpu(st, n, p, <int32_t>(splitmix64(rng) % <uint64_t>count_shared_gpus(st, n, p)))
-        elif policy == POLICY_FGD:
-            fgd_node_score(st, n, p, &gpu)
+        elif policy == POLICY_FGD or policy == POLICY_FGD_PACK:
+            fgd_node_score(st, n, p, &gpu, policy == POLICY_FGD_PACK)
         else:
             gpu = shared_gpu(st, n, p, -1)
             if st.gpu_free_milli[<int64_t>n * st.max_gpus + gpu] == 1000:
@@ -852,6 +912,8 @@ cdef class Kernel:
     cdef list _tables
     cdef object _workload
     cdef object _rank
+    cdef object _packing
+    cdef object _node_version
 
     def __dealloc__(self):
         free(self.st.kind_pair)
@@ -869,6 +931,12 @@ cdef class Kernel:
         self.st.n_types = 0
         self.st.frag_total = 0
         self.st.rank = NULL
+        self.st.pack_regret = NULL
+        self._node_version = np.zeros(n_nodes, dtype=np.int32)
+        self.st.node_version = <int32_t*>_ptr(self._node_version, np.int32, n_nodes)
+        self.st.n_shapes = 0
+        self.st.cache_stamp = NULL
+        self.st.cache_score = NULL
         self.st.n_kinds = n_kinds
         self.st.kind_of = <int32_t*>_ptr(arrays["kind_of"], np.int32, n_nodes)
         self.st.kind_gpus = <int32_t*>_ptr(arrays["kind_gpus"], np.int32, n_kinds)
@@ -955,6 +1023,22 @@ cdef class Kernel:
                 self.st.node_frag[n] = refresh_fragment(&self.st, n)
                 self.st.frag_total += self.st.node_frag[n]
 
+    def set_packing(self, double cpu_per_gpu, cnp.ndarray regret, cnp.ndarray pressure,
+                    double regret_weight, double pressure_weight):
+        """Use a ``placer.packing.PackingGuide`` for ``fgd-pack`` (needs a workload too).
+
+        ``regret`` is float64 [101 * 101] (pod units × free units), ``pressure`` float64 per
+        model id; both are kept alive here.
+        """
+        if cpu_per_gpu <= 0:
+            raise ValueError("cpu_per_gpu must be positive")
+        self._packing = (regret, pressure)
+        self.st.pack_cpu_per_gpu = cpu_per_gpu
+        self.st.pack_regret_weight = regret_weight
+        self.st.pack_pressure_weight = pressure_weight
+        self.st.pack_pressure = <const double*>_ptr(pressure, np.float64, self.st.n_models)
+        self.st.pack_regret = <const double*>_ptr(regret, np.float64, 101 * 101)
+
     def fragment_total(self):
         """The running sum of F_n(M) over the nodes (0 without a workload)."""
         return self.st.frag_total
@@ -972,7 +1056,7 @@ cdef class Kernel:
             classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
 
     def place_batch(self, dict pods, int policy, cnp.ndarray rng, eligible, restrict=None,
-                    bint reasons=True, rank=None, frag_trace=None):
+                    bint reasons=True, rank=None, frag_trace=None, shapes=None):
         """Place a batch of pods in order, binding each; groups are all or nothing.
 
         Parameters
@@ -997,6 +1081,10 @@ cdef class Kernel:
             ``gpu-clustering`` (lower wins); node index when omitted.
         frag_trace : ndarray of float64, optional
             Filled with the cluster's fragment F(M) after each pod (needs a workload).
+        shapes : ndarray of int32, optional
+            Shape index per pod (pods of one index have equal ``gpus``, ``milli``,
+            ``gpu_mem`` and ``cpu``): ``fgd`` and ``fgd-pack`` then keep each node's score
+            per shape until the node changes.
 
         Returns
         -------
@@ -1034,17 +1122,46 @@ cdef class Kernel:
         cdef uint64_t[::1] out_nics = out_nics_arr
         cdef int32_t[::1] failed = failed_arr
         cdef int32_t[:, ::1] counts = counts_arr
-        cdef int32_t i, j, k, end, n
-        cdef Pod p
         cdef double* trace = NULL
+        cdef const int32_t[::1] shape_of = shapes if shapes is not None else None
+        cdef int32_t n_shapes = 0
         if frag_trace is not None:
             trace = <double*>_ptr(frag_trace, np.float64, n_pods)
+        if shapes is not None and (policy == POLICY_FGD or policy == POLICY_FGD_PACK) and n_pods:
+            if shape_of.shape[0] != n_pods:
+                raise ValueError("one shape per pod")
+            n_shapes = int(shapes.max()) + 1
+            stamp_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
+            score_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
+            self.st.cache_stamp = <int32_t*>_ptr(stamp_arr, np.int32, stamp_arr.shape[0])
+            self.st.cache_score = <int32_t*>_ptr(score_arr, np.int32, score_arr.shape[0])
         if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
         self.st.rank = NULL
         if rank is not None:
             self._rank = rank
             self.st.rank = <const int32_t*>_ptr(rank, np.int32, self.st.n_nodes)
+        self.st.n_shapes = n_shapes
+        try:
+            self._place_all(n_pods, policy, gpus, milli, gpu_mem, nics, cpu, mem, models, klass,
+                            group_end, elig, allowed, rng_state, out_node, out_gpus, out_nics, failed,
+                            counts, reasons, trace, shape_of)
+        finally:
+            self.st.n_shapes = 0
+            self.st.cache_stamp = NULL
+            self.st.cache_score = NULL
+        return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
+
+    cdef void _place_all(self, int32_t n_pods, int policy, const int32_t[::1] gpus,
+                         const int32_t[::1] milli, const int32_t[::1] gpu_mem, const int32_t[::1] nics,
+                         const int64_t[::1] cpu, const int64_t[::1] mem, const uint64_t[::1] models,
+                         const int32_t[::1] klass, const int32_t[::1] group_end,
+                         const uint64_t[:, ::1] elig, const uint64_t[::1] allowed, uint64_t[::1] rng_state,
+                         int32_t[::1] out_node, uint64_t[::1] out_gpus, uint64_t[::1] out_nics,
+                         int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons, double* trace,
+                         const int32_t[::1] shape_of) noexcept:
+        cdef int32_t i, j, k, end, n
+        cdef Pod p
         with nogil:
             i = 0
             while i < n_pods:
@@ -1052,6 +1169,8 @@ cdef class Kernel:
                 for j in range(i, end):
                     load_pod(&p, j, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
                     p.nics = nics[j]
+                    if self.st.n_shapes:
+                        p.shape = shape_of[j]
                     n = place_one(&self.st, &p, policy, &allowed[0], &rng_state[0], &out_gpus[j],
                                   &out_nics[j])
                     out_node[j] = n
@@ -1067,7 +1186,6 @@ cdef class Kernel:
                     for k in range(i, end):
                         trace[k] = self.st.frag_total
                 i = end
-        return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
 
     def node_scores(self, dict pods, int policy, eligible):
         """The score of every node for the first pod of ``pods`` (nothing is bound).
@@ -1086,7 +1204,7 @@ cdef class Kernel:
         cdef const uint64_t[:, ::1] elig = eligible
         cdef int32_t n
         cdef Pod p
-        if policy < POLICY_FGD or policy > POLICY_GPU_CLUSTERING:
+        if policy < POLICY_FGD or policy > POLICY_FGD_PACK:
             raise ValueError("node_scores is for the scored policies (fgd and the study's baselines)")
         if gpus.shape[0] < 1 or elig.shape[1] != self.st.n_words:
             raise ValueError("one pod and bitsets of the cluster's width are needed")
@@ -1179,6 +1297,7 @@ cdef inline void load_resources(Pod* p, int32_t j, const int32_t[::1] gpus, cons
     p.gpu_mem = gpu_mem[j]
     p.cpu = cpu[j]
     p.mem = mem[j]
+    p.shape = -1
 
 
 cdef void undo_group(NodeState* st, int32_t start, int32_t failed_pod, int32_t[::1] out_node,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-KERNEL_ABI = 8  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
+KERNEL_ABI = 9  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -35,10 +35,11 @@ POLICY_CODES = {
     "dot-product": 5,
     "gpu-packing": 6,
     "gpu-clustering": 7,
+    "fgd-pack": 8,
 }
 
 # Policies whose ties go to a seeded node order (``cluster.fgd_rank``), as in the FGD study.
-RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering")
+RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack")
 
 # gpu-clustering's per-node tag counts (``tag_count``, nodes x (max GPUs + 1)): column 0
 # counts share-gpu pods (one per GPU share held), column k pods holding k whole GPUs.

@@ -129,7 +129,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--policy", metavar="P", default="all",
-        help="a policy, a comma-separated list, or all (default: the study's policies available now)",
+        help="a policy, a comma-separated list, or all (default: fgd-pack and the study's six)",
     )
     s.add_argument("--seeds", metavar="LIST", default="42-51", help="42-51 (default) or 1,2,3")
     s.add_argument("--out", metavar="DIR", default="simulate-out", help="output directory (default: ./simulate-out)")
@@ -204,11 +204,11 @@ examples:
 def _simulate_policies(text: str) -> tuple[list[str], list[str]]:
     """The policies to run and, for ``all``, the study's policies skipped as unavailable."""
     from placer import _validation
-    from placer.simulate import STUDY_POLICIES, available_policies
+    from placer.simulate import ALL_POLICIES, available_policies
 
     ready = available_policies()
     if text.strip() == "all":
-        return [p for p in STUDY_POLICIES if p in ready], [p for p in STUDY_POLICIES if p not in ready]
+        return [p for p in ALL_POLICIES if p in ready], [p for p in ALL_POLICIES if p not in ready]
     chosen: list[str] = []
     for item in text.split(","):
         name = _validation.check_policy(item.strip(), "--policy")

@@ -38,10 +38,14 @@ from placer.model import (
     load_request,
     load_snapshot,
 )
+from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
 
 __all__ = ["Cluster", "NodeFree", "kube_reason"]
 
 PodLike = Union[PodRequest, Mapping[str, Any]]
+
+_CACHED_CODES = (td.POLICY_CODES["fgd"], td.POLICY_CODES["fgd-pack"])
+_SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
 # A pod's placement step outcome: (pod, node or -1, GPU mask, reason, NIC mask).
 _Outcome = tuple[PodRequest, int, int, str, int]
 
@@ -137,6 +141,7 @@ class Cluster:
         self._levels: gangs.Hierarchy | None = None
         self._gpu_models = _validation.snapshot_gpu_models(self._snapshot)
         self._workload: Workload | None = None
+        self._packing: PackingGuide | None = None
         self._rank: np.ndarray | None = None
         self._node_frag = np.zeros(0, dtype=np.float64)
         for i, node in enumerate(self._snapshot.nodes):
@@ -228,8 +233,10 @@ class Cluster:
                 raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
         rng = np.array([seed], dtype=np.uint64)
         self._rank = None
-        if policy == "fgd" and self._workload is None:
+        if policy in ("fgd", "fgd-pack") and self._workload is None:
             self.fragmentation(target_workload(pods))
+        if policy == "fgd-pack" and self._packing is None:
+            self.set_packing(self.packing_guide(pods))
         if policy in td.RANKED_POLICIES:
             self._rank = fgd_rank(self._packed.n_nodes, seed)
         assignments: list[Assignment] = []
@@ -292,7 +299,7 @@ class Cluster:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
         self._ensure_tables(arrays["gpus"])
         nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
-            arrays, code, rng, bitsets, only, True, self._rank, frag_trace
+            arrays, code, rng, bitsets, only, True, self._rank, frag_trace, self._shapes(arrays, code)
         )
         out = []
         for j, pod in enumerate(step.pods):
@@ -310,6 +317,18 @@ class Cluster:
                     reason = line
             out.append((pod, node, int(masks[j]), reason, int(nics[j])))
         return out
+
+    def _shapes(self, arrays: dict[str, np.ndarray], code: int) -> np.ndarray | None:
+        """Shape index per pod for the kernel's score cache (``fgd``, ``fgd-pack``), or None
+        when the cache would not pay (one pod) or would be too large."""
+        count = len(arrays["gpus"])
+        if code not in _CACHED_CODES or count < 2:
+            return None
+        columns = np.stack([arrays["gpus"], arrays["milli"], arrays["gpu_mem"], arrays["cpu"]], axis=1)
+        kinds, index = np.unique(columns, axis=0, return_inverse=True)
+        if len(kinds) * self._packed.n_nodes > _SCORE_CACHE_CELLS:
+            return None
+        return index.reshape(-1).astype(td.INT)
 
     def _place_gang(
         self, step: _Step, code: int, rng: np.ndarray, solver: str, time_limit_s: float
@@ -602,6 +621,8 @@ class Cluster:
         code = td.POLICY_CODES.get(policy)
         if code is None:
             raise InvalidInputError("policy", f"policy {policy!r} is not available yet")
+        if policy == "fgd-pack" and self._packing is None:
+            self.set_packing(self.packing_guide(pods))
         self._rank = fgd_rank(self._packed.n_nodes, seed) if policy in td.RANKED_POLICIES else None
         trace = np.zeros(len(pods), dtype=np.float64)
         step = _Step(list(pods), list(range(1, len(pods) + 1)))
@@ -650,6 +671,32 @@ class Cluster:
             idle_gpu_milli=int(a["free_milli_sum"].sum()),
             gpu_capacity_milli=int(a["gpu_count"].sum(dtype=np.int64)) * 1000,
         )
+
+    def packing_guide(self, pods: Sequence[PodRequest]) -> PackingGuide:
+        """The ``fgd-pack`` figures of a pod list on this cluster (:mod:`placer.packing`)."""
+        return packing_guide(pods, self._gpus_per_model())
+
+    def set_packing(self, guide: PackingGuide) -> None:
+        """Use ``guide`` for ``fgd-pack`` from now on (default: the guide of the first
+        pods placed with it)."""
+        names = self._packed.model_names
+        self._kernel.set_packing(
+            guide.cpu_per_gpu_milli,
+            np.ascontiguousarray(guide.regret, dtype=np.float64).ravel(),
+            guide.pressure_by_id(names),
+            REGRET_WEIGHT,
+            PRESSURE_WEIGHT,
+        )
+        self._packing = guide
+
+    def _gpus_per_model(self) -> dict[str, int]:
+        a = self._packed.arrays
+        names = self._packed.model_names
+        out: dict[str, int] = {}
+        for model, count in zip(a["model_id"], a["gpu_count"]):
+            if count:
+                out[names[model]] = out.get(names[model], 0) + int(count)
+        return out
 
     def node_fragment(self, node: str) -> float:
         """F_n(M) of one node for the workload of the last :meth:`fragmentation` call."""

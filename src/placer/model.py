@@ -48,6 +48,7 @@ POLICIES = (
     "dot-product",
     "gpu-packing",
     "gpu-clustering",
+    "fgd-pack",
 )
 SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")

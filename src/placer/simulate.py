@@ -62,6 +62,7 @@ from placer.model import ClusterSnapshot, PodRequest
 
 __all__ = [
     "STUDY_POLICIES",
+    "ALL_POLICIES",
     "PUBLISHED_NAMES",
     "TABLE_ARRIVED",
     "TUNE_RATIO",
@@ -93,6 +94,9 @@ Published = Mapping[tuple[str, str], Mapping[int, tuple[float, float, float]]]
 
 STUDY_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
 """The six policies of the FGD study, in the order the table lists them."""
+
+ALL_POLICIES = ("fgd-pack",) + STUDY_POLICIES
+"""What ``placer simulate --policy all`` runs: the study's six and placer's ``fgd-pack``."""
 
 PUBLISHED_NAMES = {
     "random": "01-Random",
@@ -343,6 +347,8 @@ def run_replay(
     capacity = gpu_capacity_milli(snapshot)
     order = arrival_order(pods, seed, capacity, ratio=ratio, stop=stop)
     cluster = Cluster(snapshot)
+    if policy == "fgd-pack":
+        cluster.set_packing(cluster.packing_guide(pods))
     frag0 = cluster.fragmentation(workload).total
     result, trace = cluster.replay(order, policy, seed, workload)
     placed = {a.pod for a in result.assignments}
@@ -567,7 +573,7 @@ def _seed_text(seeds: list[int]) -> str:
 
 
 def _policy_order(policies: Iterable[str]) -> list[str]:
-    rank = {p: i for i, p in enumerate(STUDY_POLICIES)}
+    rank = {p: i for i, p in enumerate(ALL_POLICIES)}
     return sorted(set(policies), key=lambda p: (rank.get(p, len(rank)), p))
 
 
