@@ -105,6 +105,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     t.set_defaults(handler=_cmd_topo)
 
+    r = sub.add_parser(
+        "report", help="schedulable pods per request shape, fragmentation and findings of a snapshot"
+    )
+    r.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
+    r.add_argument(
+        "--workload", metavar="W",
+        help="pods whose shapes to report and to measure fragmentation against: a PlacementRequest "
+        "(JSON or YAML) or an openb pod CSV (default: 1, 2, 4, 8, 0.5 and 0.25 GPU)",
+    )
+    r.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
+    r.set_defaults(handler=_cmd_report)
+
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
     d.add_argument("--policy", metavar="P", default="best-fit", help="placement policy (default: best-fit)")
     d.set_defaults(handler=_cmd_demo)
@@ -176,6 +188,30 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"OK: {len(result.assignments)} assignment(s), {len(result.unschedulable)} unschedulable, "
         "no violations\n"
     )
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from placer.fragmentation import target_workload
+    from placer.model import load_request, load_snapshot
+    from placer.report import cluster_report
+
+    if args.format not in ("text", "json"):
+        raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
+    snapshot = load_snapshot(args.snapshot)
+    workload = source = None
+    if args.workload is not None:
+        if args.workload.lower().endswith(".csv"):
+            from placer.adapters import openb
+
+            pods = openb.read_pods(args.workload)
+        else:
+            pods = list(load_request(args.workload).pods)
+        if not pods:
+            raise InvalidInputError(args.workload, "the workload has no pods")
+        workload, source = target_workload(pods), os.path.basename(args.workload)
+    report = cluster_report(snapshot, workload, source)
+    sys.stdout.write(dump_json(report.to_dict()) if args.format == "json" else report.to_text())
     return EXIT_OK
 
 

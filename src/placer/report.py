@@ -1,0 +1,258 @@
+"""``placer report``: what a cluster can still run, how fragmented it is, what looks wrong.
+
+Three parts, all computed from a snapshot (the free state its running pods leave):
+
+* **Schedulable per shape** — for each request shape (1, 2, 4, 8 whole GPUs and 0.5 and
+  0.25 of a GPU, or the types of a given workload), how many such pods fit at once, each
+  node counted on its own, and the GPUs they would use beside the free GPUs they could
+  reach. "16 GPUs free, but 0 of them usable by an 8-GPU job" is fragmentation in the
+  units a user asks about. Cordoned nodes, nodes with a ``NoSchedule``/``NoExecute`` taint
+  (the shape tolerates none) and nodes of GPU models the shape may not use are left out.
+* **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
+  the workload.
+* **Findings** — unhealthy GPUs, cordoned and tainted nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from placer.fragmentation import (
+    CLASSES,
+    ClusterFragment,
+    TaskType,
+    Workload,
+    cluster_fragment,
+    node_states,
+)
+from placer.model import ClusterSnapshot
+
+__all__ = ["STANDARD_SHAPES", "ShapeRow", "Finding", "ClusterReport", "standard_workload", "cluster_report"]
+
+STANDARD_SHAPES = (
+    TaskType(0, 1000, 1),
+    TaskType(0, 1000, 2),
+    TaskType(0, 1000, 4),
+    TaskType(0, 1000, 8),
+    TaskType(0, 500, 1),
+    TaskType(0, 250, 1),
+)
+"""The shapes reported when no workload is given (no CPU request, any GPU model)."""
+
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def standard_workload() -> Workload:
+    """:data:`STANDARD_SHAPES`, equally popular: the default workload of the report."""
+    n = len(STANDARD_SHAPES)
+    return Workload(types=STANDARD_SHAPES, popularity=tuple(1.0 / n for _ in STANDARD_SHAPES))
+
+
+def shape_label(shape: TaskType) -> str:
+    """``"2 GPUs"``, ``"0.5 GPU"``, ``"CPU only"``; with CPU and models when set."""
+    if shape.num_gpu == 0 or shape.gpu_milli == 0:
+        text = "CPU only"
+    elif shape.gpu_milli == 1000:
+        text = f"{shape.num_gpu} GPU" + ("s" if shape.num_gpu > 1 else "")
+    else:
+        text = f"{shape.gpu_milli / 1000:g} GPU" + (f" x {shape.num_gpu}" if shape.num_gpu > 1 else "")
+    if shape.cpu_milli:
+        text += f", {shape.cpu_milli / 1000:g} CPU"
+    if shape.gpu_models:
+        text += f" ({'|'.join(shape.gpu_models)})"
+    return text
+
+
+@dataclass(frozen=True)
+class ShapeRow:
+    """How many pods of one shape fit now.
+
+    Attributes
+    ----------
+    shape : TaskType
+    pods : int
+        Pods of the shape that fit at once (each node counted on its own).
+    gpus : float
+        GPUs those pods would use (pods × GPUs per pod × share).
+    reachable_free_gpus : float
+        Free GPUs on the nodes the shape may use.
+    nodes : int
+        Nodes where at least one pod of the shape fits.
+    """
+
+    shape: TaskType
+    pods: int
+    gpus: float
+    reachable_free_gpus: float
+    nodes: int
+
+    @property
+    def usable_pct(self) -> float:
+        """``gpus`` as a percentage of ``reachable_free_gpus`` (100 when nothing is free)."""
+        return 100.0 * self.gpus / self.reachable_free_gpus if self.reachable_free_gpus else 100.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": shape_label(self.shape),
+            "gpus": self.shape.num_gpu,
+            "gpuMilli": self.shape.gpu_milli,
+            "cpuMilli": self.shape.cpu_milli,
+            "gpuModels": list(self.shape.gpu_models),
+            "pods": self.pods,
+            "schedulableGpus": round(self.gpus, 3),
+            "reachableFreeGpus": round(self.reachable_free_gpus, 3),
+            "usablePct": round(self.usable_pct, 2),
+            "nodes": self.nodes,
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One health finding: a kind, the node (or ``""`` for the cluster) and what was seen."""
+
+    kind: str
+    node: str
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "node": self.node, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """The report of one snapshot (see the module notes)."""
+
+    nodes: int
+    gpus: int
+    free_gpu_milli: int
+    whole_free_gpus: int
+    shapes: tuple[ShapeRow, ...]
+    fragment: ClusterFragment
+    workload_source: str
+    findings: tuple[Finding, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        frag = self.fragment
+        return {
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "freeGpus": round(self.free_gpu_milli / 1000, 3),
+            "wholeFreeGpus": self.whole_free_gpus,
+            "schedulable": [row.to_dict() for row in self.shapes],
+            "fragmentation": {
+                "workload": self.workload_source,
+                "fragmentGpus": round(frag.total / 1000, 3),
+                "fragmentPct": round(frag.amount_pct, 3),
+                "fragmentRate": round(frag.rate, 4),
+                "classes": {c: round(frag.classes[c] / 1000, 3) for c in CLASSES},
+            },
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def to_text(self) -> str:
+        """A readable table."""
+        lines = [
+            f"{self.nodes} node(s), {self.gpus} GPU(s): {self.free_gpu_milli / 1000:g} free "
+            f"({self.whole_free_gpus} whole)",
+            "",
+            "Schedulable now, per request shape (each node counted on its own):",
+            "",
+            f"  {'shape':<22} {'pods':>6} {'GPUs':>8} {'of free':>8} {'usable':>7} {'nodes':>6}",
+        ]
+        for row in self.shapes:
+            lines.append(
+                f"  {shape_label(row.shape):<22} {row.pods:>6} {row.gpus:>8g} "
+                f"{row.reachable_free_gpus:>8g} {row.usable_pct:>6.1f}% {row.nodes:>6}"
+            )
+        frag = self.fragment
+        lines += [
+            "",
+            f"Fragmentation (FGD measure, workload: {self.workload_source}): "
+            f"{frag.total / 1000:.2f} GPU(s), {frag.amount_pct:.2f} % of capacity, "
+            f"{100 * frag.rate:.1f} % of the free GPUs",
+        ]
+        if self.findings:
+            lines += ["", "Findings:"]
+            lines += [f"  {f.kind}: {f.node + ': ' if f.node else ''}{f.detail}" for f in self.findings]
+        else:
+            lines += ["", "Findings: none"]
+        return "\n".join(lines) + "\n"
+
+
+def _findings(snapshot: ClusterSnapshot) -> list[Finding]:
+    out = []
+    for node in snapshot.nodes:
+        if node.unhealthy_gpus:
+            gpus = ", ".join(map(str, sorted(node.unhealthy_gpus)))
+            out.append(Finding("unhealthy-gpus", node.name, f"GPU(s) {gpus} unhealthy"))
+        if node.unschedulable:
+            out.append(Finding("cordoned", node.name, "unschedulable (cordoned)"))
+        blocking = [t for t in node.taints if t.effect in _BLOCKING_EFFECTS]
+        if blocking:
+            text = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in blocking)
+            out.append(Finding("tainted", node.name, text))
+    return out
+
+
+def cluster_report(
+    snapshot: ClusterSnapshot, workload: Workload | None = None, workload_source: str | None = None
+) -> ClusterReport:
+    """Report on ``snapshot``: schedulable pods per shape, fragmentation, findings.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot
+    workload : Workload, optional
+        The shapes to report and the workload of the fragment measure (default:
+        :func:`standard_workload`).
+    workload_source : str, optional
+        How to name the workload in the report (default: ``"standard shapes"`` or
+        ``"given"``).
+    """
+    if workload is None:
+        workload = standard_workload()
+        workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
+    states = node_states(snapshot)
+    open_nodes = [
+        not node.unschedulable and not any(t.effect in _BLOCKING_EFFECTS for t in node.taints)
+        for node in snapshot.nodes
+    ]
+    rows = []
+    for shape in workload.types:
+        rows.append(_shape_row(shape, states, open_nodes))
+    return ClusterReport(
+        nodes=len(snapshot.nodes),
+        gpus=sum(node.hardware.gpus for node in snapshot.nodes),
+        free_gpu_milli=sum(sum(s.gpu_milli) for s in states),
+        whole_free_gpus=sum(sum(1 for f in s.gpu_milli if f == 1000) for s in states),
+        shapes=tuple(rows),
+        fragment=cluster_fragment(snapshot, workload),
+        workload_source=workload_source or "given",
+        findings=tuple(_findings(snapshot)),
+    )
+
+
+def _shape_row(shape: TaskType, states: Sequence[Any], open_nodes: Sequence[bool]) -> ShapeRow:
+    pods = 0
+    nodes = 0
+    reachable = 0
+    for state, is_open in zip(states, open_nodes):
+        if not is_open or (shape.num_gpu and not state.gpu_milli):
+            continue
+        if shape.gpu_models and state.gpu_model not in shape.gpu_models:
+            continue
+        reachable += sum(state.gpu_milli)
+        if shape.num_gpu == 0 or shape.gpu_milli == 0:
+            fit = 1 << 30
+        elif shape.gpu_milli >= 1000:
+            fit = sum(1 for f in state.gpu_milli if f >= 1000) // shape.num_gpu
+        else:
+            fit = sum(f // shape.gpu_milli for f in state.gpu_milli) // shape.num_gpu
+        if shape.cpu_milli and state.cpu_milli is not None:
+            fit = min(fit, max(state.cpu_milli, 0) // shape.cpu_milli)
+        if fit >= 1 << 30:
+            fit = 0  # a CPU-only shape on a node that does not track CPU: not counted
+        pods += fit
+        nodes += fit > 0
+    share = shape.gpu_milli / 1000 if shape.num_gpu else 0.0
+    return ShapeRow(shape, pods, pods * shape.num_gpu * share, reachable / 1000, nodes)

@@ -1,0 +1,117 @@
+"""placer report: schedulable pods per shape, fragmentation, findings — by hand and via the CLI."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import placer
+from placer.adapters import openb
+from placer.cli import main
+from placer.fragmentation import TaskType, Workload
+from placer.model import ClusterSnapshot, Node, NodeType, RunningPod, Taint
+from placer.report import STANDARD_SHAPES, cluster_report, standard_workload
+
+
+TYPES = {"h100": NodeType(gpus=8, gpu_model="H100"), "h100-16cpu": NodeType(gpus=8, gpu_model="H100", cpu_milli=16000)}
+
+
+def node(name, cpu=None, pods=(), **kw):
+    kind = "h100" if cpu is None else "h100-16cpu"
+    return Node(name=name, hardware=TYPES[kind], type=kind, pods=pods, **kw)
+
+
+SNAPSHOT = ClusterSnapshot(node_types=TYPES, nodes=(
+    # 4 whole GPUs and half of GPU 3 free
+    node("a", pods=(RunningPod(name="w", gpus=(0, 1, 2)), RunningPod(name="s", gpu_shares={3: 500}))),
+    node("b", cpu=16000),                                     # all free, 16 CPUs
+    node("c", unschedulable=True),                            # cordoned: not reachable
+    node("d", taints=(Taint("maint", "NoSchedule"),)),        # tainted: not reachable
+    node("e", taints=(Taint("soft", "PreferNoSchedule"),), unhealthy_gpus=(0,)),
+))
+
+
+def rows(report):
+    return {(r.shape.num_gpu, r.shape.gpu_milli, r.shape.cpu_milli): r for r in report.shapes}
+
+
+def test_schedulable_pods_per_standard_shape_by_hand():
+    report = cluster_report(SNAPSHOT)
+    got = rows(report)
+    free = 4.5 + 8 + 7  # a, b, e (c and d cannot be reached)
+    expect = {  # pods on a, b, e
+        (1, 1000, 0): 4 + 8 + 7,
+        (2, 1000, 0): 2 + 4 + 3,
+        (4, 1000, 0): 1 + 2 + 1,
+        (8, 1000, 0): 0 + 1 + 0,
+        (1, 500, 0): 9 + 16 + 14,
+        (1, 250, 0): 18 + 32 + 28,
+    }
+    assert {k: r.pods for k, r in got.items()} == expect
+    for (gpus, milli, _), r in got.items():
+        assert r.gpus == pytest.approx(r.pods * gpus * milli / 1000)
+        assert r.reachable_free_gpus == pytest.approx(free)
+    assert got[(8, 1000, 0)].nodes == 1 and got[(8, 1000, 0)].usable_pct == pytest.approx(100 * 8 / free)
+    assert report.nodes == 5 and report.gpus == 40
+    assert report.free_gpu_milli == 4500 + 8000 + 8000 + 8000 + 7000
+    assert report.whole_free_gpus == 4 + 8 + 8 + 8 + 7
+    kinds = {(f.kind, f.node) for f in report.findings}
+    assert kinds == {("cordoned", "c"), ("tainted", "d"), ("unhealthy-gpus", "e")}
+
+
+def test_cpu_and_models_limit_a_workload_shape():
+    workload = Workload(
+        types=(TaskType(6000, 1000, 1), TaskType(0, 1000, 1, ("A100",))), popularity=(0.5, 0.5)
+    )
+    got = rows(cluster_report(SNAPSHOT, workload))
+    assert got[(1, 1000, 6000)].pods == 4 + 2 + 7  # b has CPU for two; a and e do not track CPU
+    assert got[(1, 1000, 0)].pods == 0 and got[(1, 1000, 0)].reachable_free_gpus == 0  # no A100
+
+
+def test_fragmentation_matches_the_kernel():
+    workload = standard_workload()
+    report = cluster_report(SNAPSHOT)
+    kernel = placer.Cluster(SNAPSHOT).fragmentation(workload)
+    assert report.fragment.total == pytest.approx(kernel.total, rel=1e-12)
+    assert report.fragment.total > 0  # node a's half GPU is a fragment to whole-GPU shapes
+    assert len(report.shapes) == len(STANDARD_SHAPES)
+
+
+def test_cli_text_and_json(tmp_path, capsys):
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(SNAPSHOT.to_dict()))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "8 GPUs" in out and "cordoned: c" in out and "Fragmentation" in out
+    assert main(["report", str(path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    by_shape = {r["shape"]: r for r in data["schedulable"]}
+    assert by_shape["8 GPUs"]["pods"] == 1 and by_shape["0.25 GPU"]["pods"] == 78
+    assert data["fragmentation"]["fragmentGpus"] == pytest.approx(cluster_report(SNAPSHOT).fragment.total / 1000, abs=1e-3)
+
+
+def test_cli_workload_from_an_openb_csv(tmp_path, capsys):
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(SNAPSHOT.to_dict()))
+    pods_csv = openb.data_path(openb.DEFAULT_PODS)
+    assert main(["report", str(path), "--workload", str(pods_csv), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fragmentation"]["workload"] == pods_csv.name
+    assert any(r["gpuMilli"] == 810 for r in data["schedulable"])  # the trace's 810-milli shares
+
+
+@pytest.mark.parametrize(
+    "argv, where",
+    [
+        (["report", "missing.json"], "missing.json"),
+        (["report", "{snap}", "--format", "xml"], "--format"),
+        (["report", "{snap}", "--workload", "nothere.csv"], "nothere.csv"),
+    ],
+)
+def test_cli_errors_are_one_line(tmp_path, capsys, argv, where):
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(SNAPSHOT.to_dict()))
+    argv = [a.replace("{snap}", str(path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("placer: error: ") and where in err[0]
