@@ -38,6 +38,7 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
+    ResourceAmount,
     RunningPod,
     SliceSpec,
     Taint,
@@ -171,6 +172,7 @@ _NODE_FIELDS = (
     "unschedulable",
     "unhealthy_gpus",
     "pods",
+    "resources",
 )
 _POD_FIELDS = (
     "name",
@@ -180,6 +182,8 @@ _POD_FIELDS = (
     "cpu_milli",
     "memory_mib",
     "priority",
+    "gpu_indices_known",
+    "resources",
 )
 
 
@@ -907,10 +911,70 @@ def _running_pods(
                 prio = 0
             elif type(prio) is not int:
                 raise _bad("priority", "an integer", prio)
+            unknown = p.get("unknownGpus")
+            if unknown is None:
+                unknown = 0
+            elif type(unknown) is not int or unknown < 0:
+                raise _bad("unknownGpus", "an integer >= 0", unknown)
+            res = _resource_counts(p.get("resources"), 0)
         except InvalidInputError as e:
             raise _nest(e, f"pods[{j}]") from None
-        out.append(_make_pod(name, gpus, shares, mems, c, m, prio))
-    return tuple(out)
+        out.append([name, gpus, shares, mems, c, m, prio, unknown, res])
+    taken = set(whole) | set(share) | set(unhealthy)
+    spare = [g for g in range(ngpus - 1, -1, -1) if g not in taken]
+    for j, row in enumerate(out):
+        unknown = row[7]
+        if unknown:
+            if unknown > len(spare):
+                raise InvalidInputError(
+                    f"pods[{j}].unknownGpus",
+                    f"{unknown} GPU(s) held, but only {len(spare)} healthy GPU(s) of the node are not "
+                    "held by its other pods",
+                )
+            row[1], spare = tuple(sorted(spare[:unknown])), spare[unknown:]
+        row[7] = not unknown
+    return tuple(_make_pod(*row) for row in out)
+
+
+def _resource_counts(raw: Any, least: int) -> dict[str, int]:
+    """``{"nvidia.com/mig-1g.10gb": 1, ...}``: extended resource name to a count >= least."""
+    if raw is None:
+        return {}
+    if not _is_map(raw):
+        raise _bad("resources", "a mapping of resource name to count", raw)
+    out = {}
+    for k, v in raw.items():
+        if type(k) is not str or not k:
+            raise _bad("resources", "non-empty resource names", k)
+        if type(v) is not int or v < least:
+            raise _bad(f"resources.{k}", f"an integer >= {least}", v)
+        out[k] = v
+    return out
+
+
+def _resource_amounts(raw: Any) -> dict[str, ResourceAmount]:
+    """``{"nvidia.com/gpu": {"capacity": 8, "allocatable": 7}, ...}`` of a node."""
+    if raw is None:
+        return {}
+    if not _is_map(raw):
+        raise _bad("resources", "a mapping of resource name to {capacity, allocatable}", raw)
+    out = {}
+    for k, v in raw.items():
+        if type(k) is not str or not k:
+            raise _bad("resources", "non-empty resource names", k)
+        if not _is_map(v):
+            raise _bad(f"resources.{k}", "a mapping with capacity and allocatable", v)
+        counts = []
+        for field_name in ("capacity", "allocatable"):
+            x = v.get(field_name)
+            if type(x) is not int or x < 0:
+                raise _bad(f"resources.{k}.{field_name}", "an integer >= 0", x if x is not None else _MISSING)
+            counts.append(x)
+        unknown = set(v) - {"capacity", "allocatable"}
+        if unknown:
+            raise InvalidInputError(f"resources.{k}", f"unknown field(s) {sorted(unknown)}")
+        out[k] = ResourceAmount(counts[0], counts[1])
+    return out
 
 
 def _node(d: Any, i: int, st: _SnapshotState) -> Node:
@@ -999,8 +1063,9 @@ def _node(d: Any, i: int, st: _SnapshotState) -> Node:
 
     pr = d.get("pods")
     pods = _running_pods(pr, i, hw, unhealthy, st.pod_seen) if pr is not None else ()
+    resources = _resource_amounts(d.get("resources"))
 
-    return _make_node(name, hw, tname, overrides, topology, labels, taints, u, unhealthy, pods)
+    return _make_node(name, hw, tname, overrides, topology, labels, taints, u, unhealthy, pods, resources)
 
 
 def snapshot_from_dict(data: Mapping[str, Any]) -> ClusterSnapshot:
@@ -1101,11 +1166,15 @@ def _pod_request(p: Mapping[str, Any], gangs: Mapping[str, Any]) -> list[PodRequ
         priority=_int(p, "priority", 0, None),
         gang=gang,
         nics=_int(p, "nics"),
+        resources=_resource_counts(p.get("resources"), 1),
     )
     if replicas is None:
         return [PodRequest(name=name, **fields)]
     return [
-        PodRequest(name=f"{name}-{r}", **{**fields, "node_selector": dict(fields["node_selector"])})
+        PodRequest(
+            name=f"{name}-{r}",
+            **{**fields, "node_selector": dict(fields["node_selector"]), "resources": dict(fields["resources"])},
+        )
         for r in range(replicas)
     ]
 

@@ -23,6 +23,7 @@ __all__ = [
     "Toleration",
     "NodeType",
     "RunningPod",
+    "ResourceAmount",
     "Node",
     "ClusterSnapshot",
     "PodRequest",
@@ -151,7 +152,10 @@ class RunningPod:
 
     ``gpus`` are whole GPUs held exclusively; ``gpu_shares`` maps a GPU index to the
     ``gpuMilli`` held on it by a shared pod and ``gpu_memory_mib`` maps a GPU index to the
-    GPU memory held there.
+    GPU memory held there. When the source did not say which GPUs a pod holds (the
+    document's ``unknownGpus: n``), ``gpus`` are the n highest-indexed healthy GPUs no other
+    pod of the node holds, and ``gpu_indices_known`` is False. ``resources`` counts the
+    extended resources it holds (``nvidia.com/mig-1g.10gb`` …).
     """
 
     name: str
@@ -161,11 +165,15 @@ class RunningPod:
     cpu_milli: int = 0
     memory_mib: int = 0
     priority: int = 0
+    gpu_indices_known: bool = True
+    resources: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
-        if self.gpus:
+        if self.gpus and self.gpu_indices_known:
             d["gpus"] = list(self.gpus)
+        elif self.gpus:
+            d["unknownGpus"] = len(self.gpus)
         if self.gpu_shares:
             d["gpuShares"] = {str(k): v for k, v in self.gpu_shares.items()}
         if self.gpu_memory_mib:
@@ -176,7 +184,20 @@ class RunningPod:
             d["memoryMiB"] = self.memory_mib
         if self.priority:
             d["priority"] = self.priority
+        if self.resources:
+            d["resources"] = dict(self.resources)
         return d
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceAmount:
+    """Capacity and allocatable count of one extended resource on a node."""
+
+    capacity: int
+    allocatable: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"capacity": self.capacity, "allocatable": self.allocatable}
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +218,7 @@ class Node:
     unschedulable: bool = False
     unhealthy_gpus: tuple[int, ...] = ()
     pods: tuple[RunningPod, ...] = ()
+    resources: Mapping[str, ResourceAmount] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
@@ -213,6 +235,8 @@ class Node:
             d["unschedulable"] = True
         if self.unhealthy_gpus:
             d["unhealthyGpus"] = list(self.unhealthy_gpus)
+        if self.resources:
+            d["resources"] = {k: v.to_dict() for k, v in self.resources.items()}
         if self.pods:
             d["pods"] = [p.to_dict() for p in self.pods]
         return d
@@ -264,6 +288,7 @@ class PodRequest:
     priority: int = 0
     gang: str | None = None
     nics: int = 0
+    resources: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def shared(self) -> bool:
@@ -294,6 +319,8 @@ class PodRequest:
             d["gang"] = self.gang
         if self.nics:
             d["nics"] = self.nics
+        if self.resources:
+            d["resources"] = dict(self.resources)
         return d
 
 
