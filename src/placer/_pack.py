@@ -9,7 +9,7 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -83,6 +83,7 @@ class PackedCluster:
     unschedulable: np.ndarray
     n_words: int
     kinds: list[NodeKind] = field(default_factory=list)
+    extended_free: dict[str, np.ndarray] = field(default_factory=dict)  # per resource: free per node
     _label_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
@@ -91,6 +92,18 @@ class PackedCluster:
     @property
     def n_nodes(self) -> int:
         return len(self.node_names)
+
+    def use_resources(self, node: int, resources: Mapping[str, int], sign: int) -> None:
+        """Take (``sign`` 1) or give back (-1) extended resources on a node; the cached
+        filter results that test extended resources are dropped."""
+        if not resources:
+            return
+        for name, count in resources.items():
+            free = self.extended_free.get(name)
+            if free is None:
+                free = self.extended_free[name] = np.zeros(self.n_nodes, dtype=np.int64)
+            free[node] -= sign * count
+        self._class_cache = {k: v for k, v in self._class_cache.items() if not k[-1]}
 
     def model_mask(self, gpu_models: Sequence[str], gpus: int) -> int:
         """Allowed model ids of a pod as a bitmask (CPU-only pods: every node)."""
@@ -132,6 +145,7 @@ class PackedCluster:
             tuple(sorted(pod.gpu_models)) if pod.gpus else None,
             pod.gpus > 0,
             pod.nics,
+            tuple(sorted(pod.resources.items())),
         )
         found = self._class_cache.get(key)
         if found is None:
@@ -174,6 +188,9 @@ class PackedCluster:
             reject(~allowed, "node(s) didn't match Pod's GPU model")
         if pod.nics:
             reject(self.arrays["nic_count"] < pod.nics, "Insufficient NICs")
+        for name, count in sorted(pod.resources.items()):
+            free = self.extended_free.get(name)
+            reject(np.ones(self.n_nodes, dtype=bool) if free is None else free < count, f"Insufficient {name}")
         return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons, reason_of, names)
 
 
@@ -319,6 +336,12 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         n_words=n_words,
         kinds=kinds,
     )
+    for i, node in enumerate(nodes):
+        for name, amount in node.resources.items():
+            packed.extended_free.setdefault(name, np.zeros(n, dtype=np.int64))[i] += amount.allocatable
+    for i, node in enumerate(nodes):
+        for pod in node.pods:
+            packed.use_resources(i, pod.resources, 1)
     refresh_derived(packed)
     return packed
 

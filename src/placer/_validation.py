@@ -1327,7 +1327,7 @@ def check_request_against_snapshot(
     """Cross-check a request against the snapshot it is placed on.
 
     Checks that every ``gpuModels`` entry names a GPU model some node of the snapshot has,
-    and that every gang's ``topology.level`` and slice level is a level of the snapshot
+    that no gang pod asks for extended ``resources`` (not placed in gangs yet), and that every gang's ``topology.level`` and slice level is a level of the snapshot
     (``topologyLevels`` or ``node``), slices going strictly inward.
 
     Parameters
@@ -1340,11 +1340,17 @@ def check_request_against_snapshot(
     Raises
     ------
     InvalidInputError
-        At ``pods[i].gpuModels[j]`` (``i`` indexes the request's pods after ``replicas``
+        At ``pods[i].gpuModels[j]``, ``pods[i].resources`` (``i`` indexes the request's pods after ``replicas``
         expansion), ``gangs.<name>.topology.level`` or ``gangs.<name>.slices[k].level``.
     """
     models = snapshot_gpu_models(snapshot) if gpu_models is None else gpu_models
     for i, pod in enumerate(request.pods):
+        if pod.resources and pod.gang is not None:
+            raise InvalidInputError(
+                f"pods[{i}].resources",
+                f"pod {pod.name!r} of gang {pod.gang!r} asks for extended resources; gangs of such pods "
+                "are not placed yet",
+            )
         for j, m in enumerate(pod.gpu_models):
             if m not in models:
                 raise InvalidInputError(

@@ -105,6 +105,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     t.set_defaults(handler=_cmd_topo)
 
+    e = sub.add_parser("explain", help="why each pod or gang of a request that cannot be placed cannot")
+    e.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
+    e.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
+    e.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
+    e.set_defaults(handler=_cmd_explain)
+
     r = sub.add_parser(
         "report", help="schedulable pods per request shape, fragmentation and findings of a snapshot"
     )
@@ -188,6 +194,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         f"OK: {len(result.assignments)} assignment(s), {len(result.unschedulable)} unschedulable, "
         "no violations\n"
     )
+    return EXIT_OK
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from placer.explain import explain
+    from placer.model import load_request, load_snapshot
+
+    if args.format not in ("text", "json"):
+        raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
+    result = explain(load_snapshot(args.snapshot), load_request(args.request))
+    sys.stdout.write(dump_json(result.to_dict()) if args.format == "json" else result.to_text())
     return EXIT_OK
 
 

@@ -251,6 +251,7 @@ class Cluster:
                 outcome = self._place_run(step, code, rng)
             for pod, node, mask, reason, nic_mask in outcome:
                 if node >= 0:
+                    self._packed.use_resources(node, pod.resources, 1)
                     placed.append((pod, node, mask))
                     assignments.append(self._assignment(pod, node, mask, nic_mask))
                 else:
@@ -276,6 +277,13 @@ class Cluster:
         current = _Step([])
         seen: set[str] = set()
         for pod in pods:
+            if pod.gang is None and pod.resources:
+                # its filter depends on what the pods before it took: a step of its own
+                if current.pods:
+                    steps.append(current)
+                steps.append(_Step([pod], [1]))
+                current = _Step([])
+                continue
             if pod.gang is None:
                 current.pods.append(pod)
                 current.group_end.append(len(current.pods))
@@ -554,11 +562,13 @@ class Cluster:
         if holding is None:
             raise InvalidInputError(pod_name, "no bound or running pod of this name")
         k = self._kernel
+        self._packed.use_resources(holding.node, holding.record.resources, -1)
         k.bind(holding.node, 1000, 0, holding.cpu_milli, holding.memory_mib, holding.whole_mask, -1, 1, False)
         for gpu, (milli, mib) in holding.shares.items():
             k.bind(holding.node, milli, mib, 0, 0, 1 << gpu, -1, 0, True)
 
     def _apply(self, node: int, pod: PodRequest, mask: int, sign: int) -> None:
+        self._packed.use_resources(node, pod.resources, sign)
         self._kernel.bind(
             node, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, mask, sign, 1, pod.shared
         )
@@ -574,11 +584,13 @@ class Cluster:
                 cpu_milli=pod.cpu_milli,
                 memory_mib=pod.memory_mib,
                 priority=pod.priority,
+                resources=dict(pod.resources),
             )
             holding = _Holding(node, 0, {gpu: (pod.gpu_milli, pod.gpu_memory_mib)}, pod.cpu_milli, pod.memory_mib, record)
         else:
             record = RunningPod(
-                name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority
+                name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
+                resources=dict(pod.resources),
             )
             holding = _Holding(node, mask, {}, pod.cpu_milli, pod.memory_mib, record)
         self._holdings[pod.name] = holding
@@ -591,6 +603,10 @@ class Cluster:
             return "Insufficient cpu"
         if free.memory_mib is not None and free.memory_mib < pod.memory_mib:
             return "Insufficient memory"
+        for name, count in pod.resources.items():
+            have = self._packed.extended_free.get(name)
+            if have is None or have[node] < count:
+                return f"Insufficient {name}"
         if len(gpus) != pod.gpus or any(not 0 <= g < len(free.gpu_milli) for g in gpus):
             return f"needs {pod.gpus} GPU index(es) on the node, got {list(gpus)}"
         for g in gpus:

@@ -212,6 +212,19 @@ class _Checker:
                 self.out.append(
                     f"node {node.name}: {label} over capacity ({used} > {cap}) with pod(s) {names}"
                 )
+        asked: dict[str, int] = defaultdict(int)
+        for rp in node.pods:
+            for name, n in rp.resources.items():
+                asked[name] += n
+        for p, _ in items:
+            for name, n in p.resources.items():
+                asked[name] += n
+        for name in sorted({n for p, _ in items for n in p.resources}):
+            offered = node.resources[name].allocatable if name in node.resources else 0
+            if asked[name] > offered:
+                self.out.append(
+                    f"node {node.name}: {name} over allocatable ({asked[name]} > {offered}) with pod(s) {names}"
+                )
 
         # Per GPU: who holds it whole, who holds a share (milli, memory), new or running.
         whole: dict[int, list[str]] = defaultdict(list)

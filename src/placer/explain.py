@@ -1,0 +1,330 @@
+"""``placer explain``: why each pod or gang of a request that cannot be placed cannot.
+
+The request is placed as :func:`placer.place` would place it; every pod or gang left
+unplaced is then examined against the cluster as that placement leaves it, in the order a
+GPU platform team diagnoses a pending job:
+
+1. **registration** — the pod asks for GPUs (or an extended resource) that no node offers
+   to the scheduler, although the hardware is there (``resources`` capacity above
+   allocatable, a ``nvidia.com/gpu.count`` label above the GPUs offered), or that no node
+   offers at all;
+2. **filters** — every node is ruled out by what the scheduler sees before resources:
+   cordons, taints, node selectors, GPU models, NICs;
+3. **fragmentation** — enough is free in total on the nodes that pass the filters, but no
+   node (for a gang: no set of nodes) holds it;
+4. **topology** — the gang would fit without its topology constraint, but no domain of
+   its level holds it;
+5. **capacity** — not enough is free, wherever it is.
+
+Each explanation lists the nodes per reason (kube-scheduler style), the nodes nearest to
+fitting with what they lack and which pods hold their GPUs, and, for gangs with a level,
+the most pods one domain of each level can take.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from placer import gangs
+from placer.cluster import Cluster, kube_reason
+from placer.model import ClusterSnapshot, GangSpec, PlacementRequest, PlacementResult, PodRequest, load_request
+
+__all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
+
+CAUSES = ("registration", "filters", "fragmentation", "topology", "capacity")
+"""The causes an explanation names, in the order they are tested."""
+
+NEAREST = 3
+"""Nodes listed as nearest to fitting, per pending pod or gang."""
+
+_GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+_GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class NearNode:
+    """A node that passes the filters but lacks something, and who holds its GPUs."""
+
+    node: str
+    lacks: tuple[str, ...]
+    holders: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "lacks": list(self.lacks), "gpuHolders": list(self.holders)}
+
+
+@dataclass(frozen=True)
+class LevelFit:
+    """The most pods of the gang one domain of ``level`` can take now, and where."""
+
+    level: str
+    domain: str
+    fits: int
+    needed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "domain": self.domain, "fits": self.fits, "needed": self.needed}
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Why one pod or gang is not placed."""
+
+    name: str
+    kind: str  # "pod" or "gang"
+    pods: int
+    reason: str
+    cause: str
+    detail: str
+    node_reasons: Mapping[str, int]
+    nearest: tuple[NearNode, ...] = ()
+    levels: tuple[LevelFit, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "pods": self.pods,
+            "reason": self.reason,
+            "cause": self.cause,
+            "detail": self.detail,
+            "nodeReasons": dict(self.node_reasons),
+            "nearest": [n.to_dict() for n in self.nearest],
+            "levels": [lv.to_dict() for lv in self.levels],
+        }
+
+    def to_text(self) -> str:
+        lines = [f"{self.kind} {self.name} ({self.pods} pod(s)): {self.reason}", f"  cause: {self.cause} — {self.detail}"]
+        for n in self.nearest:
+            held = f"; GPUs held by {', '.join(n.holders)}" if n.holders else ""
+            lines.append(f"  nearest: {n.node} lacks {', '.join(n.lacks)}{held}")
+        for lv in self.levels:
+            lines.append(f"  level {lv.level}: at most {lv.fits} of {lv.needed} pod(s) fit in one domain ({lv.domain})")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The placement of a request and an explanation per pending pod or gang."""
+
+    result: PlacementResult
+    pending: tuple[Pending, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "placed": len(self.result.assignments),
+            "unschedulable": len(self.result.unschedulable),
+            "pending": [p.to_dict() for p in self.pending],
+        }
+
+    def to_text(self) -> str:
+        head = (
+            f"{len(self.result.assignments)} pod(s) placed, {len(self.result.unschedulable)} not placed"
+        )
+        if not self.pending:
+            return head + "\n"
+        return head + "\n\n" + "\n\n".join(p.to_text() for p in self.pending) + "\n"
+
+
+def explain(
+    snapshot: ClusterSnapshot | Mapping[str, Any] | str, request: PlacementRequest | Mapping[str, Any] | str
+) -> Explanation:
+    """Place ``request`` on ``snapshot`` and explain every pod or gang left unplaced.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot, dict or path
+    request : PlacementRequest, dict or path
+
+    Returns
+    -------
+    Explanation
+        The placement result and one :class:`Pending` per unplaced pod or gang (gangs
+        once, not per pod), in request order.
+    """
+    cluster = Cluster(snapshot)
+    request = load_request(request)
+    result = cluster.schedule(request)  # binds what it places: the state pending pods face
+    reasons = {u.pod: u.reason for u in result.unschedulable}
+    out: list[Pending] = []
+    seen_gangs: set[str] = set()
+    for pod in request.pods:
+        if pod.name not in reasons:
+            continue
+        if pod.gang is None:
+            out.append(_explain_group(cluster, pod.name, "pod", [pod], None, reasons[pod.name]))
+        elif pod.gang not in seen_gangs:
+            seen_gangs.add(pod.gang)
+            members = [p for p in request.pods if p.gang == pod.gang]
+            spec = request.gangs.get(pod.gang) or GangSpec(pod.gang)
+            out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name]))
+    return Explanation(result, tuple(out))
+
+
+def _explain_group(
+    cluster: Cluster, name: str, kind: str, pods: Sequence[PodRequest], spec: GangSpec | None, reason: str
+) -> Pending:
+    packed = cluster._packed
+    shapes = gangs.split_shapes(packed, pods)
+    main = shapes[0]
+    node_reasons = gangs.resource_reasons(packed, main)
+    eligible = np.zeros(packed.n_nodes, dtype=bool)
+    for shape in shapes:
+        eligible |= shape.eligible
+    caps = [gangs.node_capacity(packed, shape, len(pods)) for shape in shapes]
+    fits_total = all(int(cap.sum()) >= shape.count for cap, shape in zip(caps, shapes))
+    nearest = _nearest(cluster, main, caps[0])
+    levels = _level_fits(cluster, spec, caps[0], main.count) if spec is not None else ()
+
+    registration = _registration_gap(cluster, main.pod)
+    if registration:
+        cause, detail = "registration", registration
+    elif not eligible.any():
+        cause = "filters"
+        detail = f"every node is ruled out before resources: {_listing(node_reasons)}"
+    elif fits_total and levels and all(lv.fits < lv.needed for lv in levels[-1:]):
+        cause = "topology"
+        lv = levels[-1]
+        detail = (
+            f"the {len(pods)} pod(s) fit on the eligible nodes together, but no {lv.level} domain "
+            f"holds more than {lv.fits} (best: {lv.domain})"
+        )
+    elif fits_total or _free_gpus(cluster, main) >= main.pod.gpus * main.count * main.pod.gpu_milli / 1000:
+        cause = "fragmentation"
+        free = _free_gpus(cluster, main)
+        detail = (
+            f"{free:g} GPU(s) are free on {int(eligible.sum())} eligible node(s), but no node "
+            f"{'or set of nodes ' if kind == 'gang' else ''}has room for "
+            f"{_pod_text(main.pod)}" + (f" x {len(pods)}" if kind == "gang" else "")
+        )
+    else:
+        cause = "capacity"
+        detail = f"not enough free: {_listing(node_reasons)}"
+    return Pending(
+        name=name,
+        kind=kind,
+        pods=len(pods),
+        reason=reason,
+        cause=cause,
+        detail=detail,
+        node_reasons=dict(sorted(node_reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        nearest=nearest,
+        levels=levels,
+    )
+
+
+def _pod_text(pod: PodRequest) -> str:
+    if not pod.gpus:
+        return f"a CPU-only pod ({pod.cpu_milli / 1000:g} CPU)"
+    if pod.gpu_milli < 1000:
+        return f"a {pod.gpu_milli / 1000:g}-GPU share"
+    return f"{pod.gpus} whole GPU(s)"
+
+
+def _listing(counts: Mapping[str, int]) -> str:
+    if not counts:
+        return "nothing"
+    return kube_reason(sum(counts.values()), counts).split(": ", 1)[-1]
+
+
+def _free_gpus(cluster: Cluster, shape: gangs.Shape) -> float:
+    """Free GPUs (whole, or milli for a share) on the nodes the shape may use."""
+    a = cluster._packed.arrays
+    ok = shape.eligible
+    if shape.pod.gpus and shape.pod.gpu_milli < 1000:
+        return float(a["gpu_free_milli"][ok].sum()) / 1000
+    return float(a["free_count"][ok].sum())
+
+
+def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
+    """A sentence when the pod's GPUs or resources are not offered though they may exist."""
+    nodes = cluster.snapshot.nodes
+    for name in pod.resources:
+        if not any(name in n.resources and n.resources[name].allocatable > 0 for n in nodes):
+            return f"no node offers {name} (resource not registered or not allocatable)"
+    if not pod.gpus or any(n.hardware.gpus > 0 for n in nodes):
+        return ""
+    hidden = [
+        n.name
+        for n in nodes
+        if (_GPU_RESOURCE in n.resources and n.resources[_GPU_RESOURCE].capacity > 0)
+        or _label_int(n.labels.get(_GPU_COUNT_LABEL)) > 0
+    ]
+    if hidden:
+        return (
+            f"no node offers nvidia.com/gpu to the scheduler, yet {len(hidden)} node(s) have GPUs "
+            f"(capacity or {_GPU_COUNT_LABEL}): {', '.join(hidden[:3])} — check the device plugin"
+        )
+    return "no node has GPUs"
+
+
+def _label_int(value: str | None) -> int:
+    try:
+        return int(value) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[NearNode, ...]:
+    """Eligible nodes that hold no pod of the shape, least short first."""
+    a = cluster._packed.arrays
+    pod = shape.pod
+    candidates = np.nonzero(shape.eligible & (cap == 0))[0]
+    scored = []
+    for n in candidates.tolist():
+        lacks = []
+        short_gpus = 0
+        if pod.gpus and pod.gpu_milli >= 1000:
+            short_gpus = max(pod.gpus - int(a["free_count"][n]), 0)
+            if short_gpus:
+                lacks.append(f"{short_gpus} GPU(s)")
+        elif pod.gpus:
+            best = int(a["gpu_free_milli"][n].max()) if a["gpu_free_milli"].shape[1] else 0
+            if best < pod.gpu_milli:
+                short_gpus = 1
+                lacks.append(f"{pod.gpu_milli - best} GPU milli on one GPU")
+        short_cpu = max(pod.cpu_milli - int(a["cpu_free"][n]), 0)
+        if short_cpu:
+            lacks.append(f"{short_cpu / 1000:g} CPU")
+        short_mem = max(pod.memory_mib - int(a["mem_free"][n]), 0)
+        if short_mem:
+            lacks.append(f"{short_mem} MiB memory")
+        if int(a["pods_free"][n]) < 1:
+            lacks.append("a pod slot")
+        if not lacks:
+            lacks.append("GPU memory or NICs")
+        scored.append(((short_gpus, short_cpu, short_mem, n), n, tuple(lacks)))
+    scored.sort()
+    names = cluster.node_names
+    snapshot = cluster.to_snapshot()
+    out = []
+    for _, n, lacks in scored[:NEAREST]:
+        holders = [
+            f"{rp.name} ({len(rp.gpus) or len(rp.gpu_shares)} GPU(s))"
+            for rp in sorted(snapshot.nodes[n].pods, key=lambda rp: (rp.priority, rp.name))
+            if rp.gpus or rp.gpu_shares
+        ]
+        out.append(NearNode(names[n], lacks, tuple(holders)))
+    return tuple(out)
+
+
+def _level_fits(cluster: Cluster, spec: GangSpec, cap: np.ndarray, needed: int) -> tuple[LevelFit, ...]:
+    """Per topology level down to the gang's own, the most pods one domain takes now."""
+    if spec.level is None or spec.mode == "unconstrained":
+        return ()
+    h = cluster._hierarchy()
+    if spec.level not in h.levels:
+        return ()
+    caps = gangs.domain_capacities(h, cap, [1] * len(h.levels))
+    out = []
+    for lv, level in enumerate(h.levels[:-1]):
+        if not len(caps[lv]):
+            out.append(LevelFit(level, "-", 0, needed))
+        else:
+            best = int(np.argmax(caps[lv]))
+            out.append(LevelFit(level, h.names[lv][best], int(min(caps[lv][best], needed)), needed))
+        if level == spec.level:
+            break
+    return tuple(out)

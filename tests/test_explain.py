@@ -1,0 +1,123 @@
+"""placer explain: one hand-built cluster per cause, and the command line."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from placer.cli import main
+from placer.explain import CAUSES, explain
+
+
+def snapshot(nodes, levels=()):
+    doc = {
+        "apiVersion": "placer/v1",
+        "kind": "ClusterSnapshot",
+        "nodeTypes": {"h100": {"gpus": 8, "gpuModel": "H100", "cpuMilli": 64000}},
+        "nodes": nodes,
+    }
+    if levels:
+        doc["topologyLevels"] = list(levels)
+    return doc
+
+
+def request(pods, gangs=None):
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": pods}
+    if gangs:
+        doc["gangs"] = gangs
+    return doc
+
+
+def node(name, held=(), **kw):
+    d = {"name": name, "type": "h100", **kw}
+    if held:
+        d["pods"] = [{"name": f"{name}-job", "gpus": list(held)}]
+    return d
+
+
+def only(expl):
+    assert len(expl.pending) == 1
+    return expl.pending[0]
+
+
+def test_registration_gpus_not_offered():
+    snap = snapshot([{"name": "a", "cpuMilli": 8000, "labels": {"nvidia.com/gpu.count": "8"},
+                      "resources": {"nvidia.com/gpu": {"capacity": 8, "allocatable": 0}}}])
+    p = only(explain(snap, request([{"name": "train", "gpus": 1}])))
+    assert p.cause == "registration" and "device plugin" in p.detail and "a" in p.detail
+
+
+def test_registration_resource_no_node_offers():
+    snap = snapshot([node("a")])
+    p = only(explain(snap, request([{"name": "mig", "resources": {"nvidia.com/mig-1g.10gb": 1}}])))
+    assert p.cause == "registration" and "nvidia.com/mig-1g.10gb" in p.detail
+
+
+def test_filters_every_node_tainted():
+    taint = [{"key": "maint", "effect": "NoSchedule"}]
+    snap = snapshot([node("a", taints=taint), node("b", taints=taint), node("c", unschedulable=True)])
+    p = only(explain(snap, request([{"name": "train", "gpus": 1}])))
+    assert p.cause == "filters"
+    assert p.node_reasons == {"node(s) had untolerated taint {maint}": 2, "node(s) were unschedulable": 1}
+    assert p.nearest == ()
+
+
+def test_fragmentation_free_gpus_scattered():
+    snap = snapshot([node("a", held=range(4)), node("b", held=range(4, 8)), node("c", held=range(2))])
+    p = only(explain(snap, request([{"name": "big", "gpus": 8}])))
+    assert p.cause == "fragmentation"
+    assert "14 GPU(s) are free on 3 eligible node(s)" in p.detail
+    assert p.node_reasons == {"Insufficient nvidia.com/gpu": 3}
+    assert [n.node for n in p.nearest] == ["c", "a", "b"]  # c lacks 2, a and b lack 4
+    assert p.nearest[0].lacks == ("2 GPU(s)",) and p.nearest[0].holders == ("c-job (2 GPU(s))",)
+
+
+def test_topology_gang_fits_only_across_racks():
+    nodes = [node(f"n{i}", topology={"rack": f"r{i // 2}"}) for i in range(6)]
+    nodes[1]["pods"] = [{"name": "x", "gpus": [0]}]  # rack r0 then holds one 8-GPU pod only
+    snap = snapshot(nodes, levels=("rack",))
+    pods = [{"name": "w", "replicas": 3, "gpus": 8, "gang": "g"}]
+    gangs = {"g": {"topology": {"mode": "required", "level": "rack"}}}
+    p = only(explain(snap, request(pods, gangs)))
+    assert p.kind == "gang" and p.pods == 3
+    assert p.cause == "topology" and "no rack domain holds more than 2" in p.detail
+    assert [(lv.level, lv.domain, lv.fits, lv.needed) for lv in p.levels] == [("rack", "r1", 2, 3)]
+
+
+def test_capacity_nothing_free():
+    snap = snapshot([node("a", held=range(8))])
+    p = only(explain(snap, request([{"name": "one", "gpus": 1}])))
+    assert p.cause == "capacity" and p.node_reasons == {"Insufficient nvidia.com/gpu": 1}
+
+
+def test_placed_pods_are_not_explained_and_pending_ones_see_them():
+    snap = snapshot([node("a")])
+    expl = explain(snap, request([{"name": "first", "gpus": 6}, {"name": "second", "gpus": 4}]))
+    assert len(expl.result.assignments) == 1
+    p = only(expl)
+    assert p.name == "second" and p.cause == "fragmentation" or p.cause == "capacity"
+    assert p.nearest[0].holders == ("first (6 GPU(s))",)
+    assert set(CAUSES) >= {p.cause}
+
+
+def test_cli(tmp_path, capsys):
+    snap_path, req_path = tmp_path / "s.json", tmp_path / "r.yaml"
+    snap_path.write_text(json.dumps(snapshot([node("a", held=range(4)), node("b", held=range(4))])))
+    req_path.write_text("apiVersion: placer/v1\nkind: PlacementRequest\npods:\n- {name: big, gpus: 8}\n")
+    assert main(["explain", str(snap_path), str(req_path)]) == 0
+    out = capsys.readouterr().out
+    assert "pod big (1 pod(s))" in out and "cause: fragmentation" in out and "nearest: a lacks 4 GPU(s)" in out
+    assert main(["explain", str(snap_path), str(req_path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["placed"] == 0 and data["pending"][0]["cause"] == "fragmentation"
+    assert main(["explain", str(snap_path), str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "none.json" in err[0]
+
+
+@pytest.mark.parametrize("fmt", ["xml", ""])
+def test_cli_bad_format(tmp_path, capsys, fmt):
+    snap_path = tmp_path / "s.json"
+    snap_path.write_text(json.dumps(snapshot([node("a")])))
+    assert main(["explain", str(snap_path), str(snap_path), "--format", fmt]) == 2
+    assert "--format" in capsys.readouterr().err
