@@ -115,3 +115,31 @@ def test_cli_errors_are_one_line(tmp_path, capsys, argv, where):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("placer: error: ") and where in err[0]
+
+
+def test_health_findings():
+    doc = {
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"],
+        "nodes": [
+            {"name": "r1", "gpus": 4, "topology": {"rack": "a"},
+             "labels": {"nvidia.com/gpu.count": "4", "nvidia.com/gpu.clique": "u.1"},
+             "resources": {"nvidia.com/gpu": {"capacity": 4, "allocatable": 4}},
+             "pods": [{"name": "ns/p", "unknownGpus": 2}]},
+            {"name": "r2", "gpus": 3, "topology": {"rack": "a"},
+             "labels": {"nvidia.com/gpu.count": "4", "nvidia.com/gpu.clique": "u.2"},
+             "resources": {"nvidia.com/gpu": {"capacity": 4, "allocatable": 3}},
+             "pods": [{"name": "ns/mig", "resources": {"nvidia.com/mig-1g.10gb": 1}}]},
+            {"name": "r3", "gpus": 4, "topology": {"rack": "b"}, "labels": {"nvidia.com/gpu.clique": "u.3"}},
+        ],
+    }
+    snap = placer.ClusterSnapshot.from_dict(doc)
+    pods = [placer.PodRequest(name="want", resources={"example.com/fpga": 1})]
+    found = {(f.kind, f.node): f.detail for f in cluster_report(snap, pods=pods).findings}
+    assert found[("gpu-registration", "r2")] == "GPU counts disagree: hardware 3, capacity 4, allocatable 3, label 4"
+    assert ("gpu-registration", "r1") not in found and ("gpu-registration", "r3") not in found
+    assert found[("gpu-indices-unknown", "r1")] == (
+        "pod ns/p holds 2 GPU(s) at indices the source did not give; placer assumes 2, 3"
+    )
+    assert "nvidia.com/mig-1g.10gb" in found[("resource-not-offered", "r2")]
+    assert found[("resource-not-offered", "")] == "example.com/fpga, asked by want, is offered by no node"
+    assert found[("mixed-clique", "")] == "rack a: its nodes carry clique ids u.1, u.2"

@@ -217,6 +217,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
     snapshot = load_snapshot(args.snapshot)
     workload = source = None
+    pods: list[Any] = []
     if args.workload is not None:
         if args.workload.lower().endswith(".csv"):
             from placer.adapters import openb
@@ -227,7 +228,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if not pods:
             raise InvalidInputError(args.workload, "the workload has no pods")
         workload, source = target_workload(pods), os.path.basename(args.workload)
-    report = cluster_report(snapshot, workload, source)
+    report = cluster_report(snapshot, workload, source, pods)
     sys.stdout.write(dump_json(report.to_dict()) if args.format == "json" else report.to_text())
     return EXIT_OK
 

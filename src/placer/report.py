@@ -10,7 +10,11 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   (the shape tolerates none) and nodes of GPU models the shape may not use are left out.
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
   the workload.
-* **Findings** — unhealthy GPUs, cordoned and tainted nodes.
+* **Findings** — registration gaps (``nvidia.com/gpu`` capacity, allocatable and the
+  GPUs the node hardware or the ``nvidia.com/gpu.count`` label says it has, disagreeing),
+  unhealthy GPUs, cordoned and tainted nodes, running pods whose GPU indices the source did
+  not give (placer assumed them), extended resources that pods ask for but no node offers,
+  and NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from placer.fragmentation import (
     cluster_fragment,
     node_states,
 )
-from placer.model import ClusterSnapshot
+from placer.model import ClusterSnapshot, PodRequest
 
 __all__ = ["STANDARD_SHAPES", "ShapeRow", "Finding", "ClusterReport", "standard_workload", "cluster_report"]
 
@@ -40,6 +44,9 @@ STANDARD_SHAPES = (
 """The shapes reported when no workload is given (no CPU request, any GPU model)."""
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+_GPU_RESOURCE = "nvidia.com/gpu"
+_GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
 def standard_workload() -> Workload:
@@ -179,9 +186,24 @@ class ClusterReport:
         return "\n".join(lines) + "\n"
 
 
-def _findings(snapshot: ClusterSnapshot) -> list[Finding]:
+def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> list[Finding]:
     out = []
+    offered = {name for node in snapshot.nodes for name, r in node.resources.items() if r.allocatable > 0}
+    for name in sorted({name for pod in pods for name in pod.resources} - offered):
+        users = [pod.name for pod in pods if name in pod.resources]
+        out.append(Finding("resource-not-offered", "", f"{name}, asked by {', '.join(users[:3])}"
+                           + (f" and {len(users) - 3} more" if len(users) > 3 else "") + ", is offered by no node"))
     for node in snapshot.nodes:
+        out += _registration(node)
+        for rp in node.pods:
+            if not rp.gpu_indices_known:
+                out.append(Finding("gpu-indices-unknown", node.name,
+                                   f"pod {rp.name} holds {len(rp.gpus)} GPU(s) at indices the source did not "
+                                   f"give; placer assumes {', '.join(map(str, rp.gpus))}"))
+            for name, count in rp.resources.items():
+                if name not in node.resources:
+                    out.append(Finding("resource-not-offered", node.name,
+                                       f"pod {rp.name} holds {count} {name}, which the node does not offer"))
         if node.unhealthy_gpus:
             gpus = ", ".join(map(str, sorted(node.unhealthy_gpus)))
             out.append(Finding("unhealthy-gpus", node.name, f"GPU(s) {gpus} unhealthy"))
@@ -191,11 +213,51 @@ def _findings(snapshot: ClusterSnapshot) -> list[Finding]:
         if blocking:
             text = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in blocking)
             out.append(Finding("tainted", node.name, text))
+    out += _mixed_cliques(snapshot)
+    return out
+
+
+def _registration(node: Any) -> list[Finding]:
+    """GPUs the node has (hardware, label) against what it offers (capacity, allocatable)."""
+    seen = {"hardware": node.hardware.gpus}
+    res = node.resources.get(_GPU_RESOURCE)
+    if res is not None:
+        seen["capacity"] = res.capacity
+        seen["allocatable"] = res.allocatable
+    label = node.labels.get(_GPU_COUNT_LABEL)
+    if label is not None and label.isdigit():
+        seen["label"] = int(label)
+    if len(set(seen.values())) <= 1:
+        return []
+    text = ", ".join(f"{k} {v}" for k, v in seen.items())
+    return [Finding("gpu-registration", node.name, f"GPU counts disagree: {text}")]
+
+
+def _mixed_cliques(snapshot: ClusterSnapshot) -> list[Finding]:
+    """Domains of the innermost topology level whose nodes carry different clique ids."""
+    levels = [lv for lv in snapshot.topology_levels if lv != "clique"]
+    if not levels:
+        return []
+    level = levels[-1]
+    path_levels = snapshot.topology_levels[: snapshot.topology_levels.index(level) + 1]
+    by_domain: dict[str, set[str]] = {}
+    for node in snapshot.nodes:
+        if node.topology.get(level) is None or not node.hardware.gpus:
+            continue
+        domain = "/".join(node.topology.get(lv, "-") for lv in path_levels)
+        by_domain.setdefault(domain, set()).add(node.labels.get(_CLIQUE_LABEL, "(none)"))
+    out = []
+    for domain, ids in sorted(by_domain.items()):
+        if len(ids) > 1 and ids != {"(none)"}:
+            out.append(Finding("mixed-clique", "", f"{level} {domain}: its nodes carry clique ids {', '.join(sorted(ids))}"))
     return out
 
 
 def cluster_report(
-    snapshot: ClusterSnapshot, workload: Workload | None = None, workload_source: str | None = None
+    snapshot: ClusterSnapshot,
+    workload: Workload | None = None,
+    workload_source: str | None = None,
+    pods: Sequence[PodRequest] = (),
 ) -> ClusterReport:
     """Report on ``snapshot``: schedulable pods per shape, fragmentation, findings.
 
@@ -208,6 +270,8 @@ def cluster_report(
     workload_source : str, optional
         How to name the workload in the report (default: ``"standard shapes"`` or
         ``"given"``).
+    pods : sequence of PodRequest
+        The workload's pods, to find extended resources no node offers.
     """
     if workload is None:
         workload = standard_workload()
@@ -228,7 +292,7 @@ def cluster_report(
         shapes=tuple(rows),
         fragment=cluster_fragment(snapshot, workload),
         workload_source=workload_source or "given",
-        findings=tuple(_findings(snapshot)),
+        findings=tuple(_findings(snapshot, pods)),
     )
 
 
