@@ -90,12 +90,19 @@ def test_capacity_nothing_free():
     assert p.cause == "capacity" and p.node_reasons == {"Insufficient nvidia.com/gpu": 1}
 
 
+def test_cpu_only_pod_short_of_cpu_is_capacity():
+    snap = snapshot([node("a")])
+    p = only(explain(snap, request([{"name": "etl", "cpuMilli": 96000}])))
+    assert p.cause == "capacity" and p.node_reasons == {"Insufficient cpu": 1}
+    assert p.nearest[0].lacks == ("32 CPU",)
+
+
 def test_placed_pods_are_not_explained_and_pending_ones_see_them():
     snap = snapshot([node("a")])
     expl = explain(snap, request([{"name": "first", "gpus": 6}, {"name": "second", "gpus": 4}]))
     assert len(expl.result.assignments) == 1
     p = only(expl)
-    assert p.name == "second" and p.cause == "fragmentation" or p.cause == "capacity"
+    assert p.name == "second" and p.cause == "capacity"  # 2 GPUs free in all, 4 asked
     assert p.nearest[0].holders == ("first (6 GPU(s))",)
     assert set(CAUSES) >= {p.cause}
 

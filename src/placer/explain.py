@@ -191,7 +191,7 @@ def _explain_group(
             f"the {len(pods)} pod(s) fit on the eligible nodes together, but no {lv.level} domain "
             f"holds more than {lv.fits} (best: {lv.domain})"
         )
-    elif fits_total or _free_gpus(cluster, main) >= main.pod.gpus * main.count * main.pod.gpu_milli / 1000:
+    elif fits_total or (main.pod.gpus and _free_gpus(cluster, main) >= _gpus_needed(main)):
         cause = "fragmentation"
         free = _free_gpus(cluster, main)
         detail = (
@@ -227,6 +227,11 @@ def _listing(counts: Mapping[str, int]) -> str:
     if not counts:
         return "nothing"
     return kube_reason(sum(counts.values()), counts).split(": ", 1)[-1]
+
+
+def _gpus_needed(shape: gangs.Shape) -> float:
+    """GPUs (whole, or the share's fraction) all pods of the shape ask for together."""
+    return shape.pod.gpus * shape.count * shape.pod.gpu_milli / 1000
 
 
 def _free_gpus(cluster: Cluster, shape: gangs.Shape) -> float:
