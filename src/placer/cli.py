@@ -51,6 +51,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="RESULT", help="write the result here instead of stdout")
     p.add_argument("--policy", metavar="P", help="override the request's policy")
     p.add_argument("--seed", metavar="N", help="override the request's seed")
+    p.add_argument(
+        "--format", metavar="FMT", default="json",
+        help="json (a PlacementResult, default), k8s-binding (YAML Binding objects), k8s-binding-json, "
+        "env (NVIDIA_VISIBLE_DEVICES per pod) or slurm (nodelist and CUDA_VISIBLE_DEVICES per job)",
+    )
     p.set_defaults(handler=_cmd_place)
 
     c = sub.add_parser("check", help="verify a PlacementResult independently; exit 1 on violations")
@@ -123,6 +128,18 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
     r.set_defaults(handler=_cmd_report)
 
+    rc = sub.add_parser(
+        "reconcile", help="GPUs busy without a live pod (zombies) and GPUs held but idle, on one node"
+    )
+    rc.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
+    rc.add_argument("--node", metavar="NAME", required=True, help="the node the nvidia-smi files come from")
+    rc.add_argument("--gpus", metavar="CSV", required=True, help="nvidia-smi --query-gpu=index,uuid --format=csv")
+    rc.add_argument(
+        "--apps", metavar="CSV", required=True,
+        help="nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv",
+    )
+    rc.set_defaults(handler=_cmd_reconcile)
+
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
     d.add_argument("--policy", metavar="P", default="best-fit", help="placement policy (default: best-fit)")
     d.set_defaults(handler=_cmd_demo)
@@ -174,8 +191,17 @@ def _cmd_place(args: argparse.Namespace) -> int:
 
     policy = _validation.check_policy(args.policy, "--policy") if args.policy is not None else None
     seed = _validation.check_seed(args.seed, "--seed") if args.seed is not None else None
+    from placer.formats import FORMATS
+
+    if args.format != "json" and args.format not in FORMATS:
+        raise InvalidInputError("--format", f"expected json or one of {', '.join(FORMATS)}, got {args.format!r}")
     result = place(args.snapshot, args.request, policy=policy, seed=seed)
-    _emit(dump_json(result.to_dict()), args.output)
+    if args.format == "json":
+        _emit(dump_json(result.to_dict()), args.output)
+    else:
+        from placer.formats import render
+
+        _emit(render(result, args.format), args.output)
     return EXIT_OK
 
 
@@ -205,6 +231,17 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
     result = explain(load_snapshot(args.snapshot), load_request(args.request))
     sys.stdout.write(dump_json(result.to_dict()) if args.format == "json" else result.to_text())
+    return EXIT_OK
+
+
+def _cmd_reconcile(args: argparse.Namespace) -> int:
+    from placer.adapters.nvidia_smi_query import parse_compute_apps_file, parse_query_gpu_file
+    from placer.model import load_snapshot
+    from placer.reconcile import reconcile
+
+    snapshot = load_snapshot(args.snapshot)
+    found = reconcile(snapshot, args.node, parse_query_gpu_file(args.gpus), parse_compute_apps_file(args.apps))
+    sys.stdout.write(dump_json(found.to_dict()))
     return EXIT_OK
 
 

@@ -1,0 +1,407 @@
+"""A PlacementResult in the forms the real systems take (``placer place --format ...``).
+
+* ``k8s-binding`` — :func:`to_k8s_bindings` / :func:`render_k8s_bindings`: one
+  Kubernetes ``v1`` ``Binding`` per assigned pod, as a YAML multi-document stream or a
+  JSON ``List``;
+* ``env`` — :func:`to_env`: one line per assigned pod with its ``NVIDIA_VISIBLE_DEVICES``;
+* ``slurm`` — :func:`to_slurm`: one line per gang (and per pod outside a gang) with the
+  Slurm nodelist as a compressed hostlist (:func:`compress_hostlist`) and each node's
+  ``CUDA_VISIBLE_DEVICES``.
+
+Unschedulable pods are left out of the bindings and listed as comment lines
+``# unschedulable: <pod>: <reason>`` after the lines of ``env`` and ``slurm``.
+
+The text formats are made of shell words: every word that needs it is quoted with
+:func:`shlex.quote`, so ``eval "set -- $line"`` (or Python's :func:`shlex.split`) gives
+the words back exactly; a word made only of letters, digits and ``@%+=:,./-`` stays as is.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Collection, Iterable, Mapping, NoReturn, Union
+
+import yaml
+
+from placer._io import dump_json
+from placer.exceptions import InvalidInputError
+from placer.model import Assignment, PlacementResult, load_result
+
+__all__ = [
+    "FORMATS",
+    "GPUS_ANNOTATION",
+    "GPU_MILLI_ANNOTATION",
+    "GANG_ANNOTATION",
+    "to_k8s_bindings",
+    "render_k8s_bindings",
+    "to_env",
+    "to_slurm",
+    "compress_hostlist",
+    "expand_hostlist",
+    "render",
+]
+
+ResultLike = Union[PlacementResult, Mapping[str, Any], str]
+
+FORMATS = ("k8s-binding", "k8s-binding-json", "env", "slurm")
+GPUS_ANNOTATION = "placer.io/gpus"
+GPU_MILLI_ANNOTATION = "placer.io/gpu-milli"
+GANG_ANNOTATION = "placer.io/gang"
+NICS_ANNOTATION = "placer.io/nics"
+DEFAULT_NAMESPACE = "default"
+
+_TRAILING_NUMBER = re.compile(r"(.*?)([0-9]{1,18})")
+_HOSTLIST_ITEM = re.compile(r"([^\[\],]*)\[([^\[\]]*)\]|([^\[\],]+)")
+_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+_MAX_EXPANDED = 100_000
+
+
+# ----------------------------------------------------------------------------- Kubernetes
+
+
+def to_k8s_bindings(result: ResultLike) -> list[dict[str, Any]]:
+    """One Kubernetes ``v1`` ``Binding`` per assignment, in result order.
+
+    For ``{"pod": "team-a/train-0", "node": "node-07", "gpus": [0, 1], "gang": "team-a/t"}``::
+
+        {"apiVersion": "v1", "kind": "Binding",
+         "metadata": {"name": "train-0", "namespace": "team-a",
+                      "annotations": {"placer.io/gpus": "0,1", "placer.io/gang": "team-a/t"}},
+         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-07"}}
+
+    The pod name ``<namespace>/<name>`` gives the metadata (no slash: namespace
+    ``default``). Annotations (all string values): ``placer.io/gpus`` = the GPU indices,
+    comma-separated (left out for a pod without GPUs); ``placer.io/gpu-milli`` = the
+    share of a shared GPU; ``placer.io/gang`` for a gang member; ``placer.io/nics`` = the
+    NICs, comma-separated, when the assignment names any. A pod without annotations has
+    no ``annotations`` key. Unschedulable pods get no binding.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    InvalidInputError
+        ``assignments[i].pod`` for a pod name with an empty namespace or name part
+        (``/x``, ``ns/``) or more than one slash.
+    """
+    res = load_result(result)
+    return [_binding(a, f"assignments[{i}].pod") for i, a in enumerate(res.assignments)]
+
+
+def render_k8s_bindings(result: ResultLike, fmt: str = "yaml") -> str:
+    """The bindings of :func:`to_k8s_bindings` as text for ``kubectl create -f -``.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+    fmt : {"yaml", "json"}
+        ``yaml``: a multi-document stream, each document starting with ``---`` (empty
+        text when nothing is assigned). ``json``: one ``{"apiVersion": "v1", "kind":
+        "List", "items": [...]}`` indented by 2. Both end with a newline.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InvalidInputError
+        ``fmt`` for another format; as :func:`to_k8s_bindings`.
+    """
+    if fmt not in ("yaml", "json"):
+        _fail("fmt", f"expected 'yaml' or 'json', got {fmt!r}")
+    docs = to_k8s_bindings(result)
+    if fmt == "json":
+        return dump_json({"apiVersion": "v1", "kind": "List", "items": docs})
+    if not docs:
+        return ""
+    return yaml.safe_dump_all(
+        docs, explicit_start=True, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
+
+
+def _binding(a: Assignment, where: str) -> dict[str, Any]:
+    namespace, name = _split_pod_name(a.pod, where)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    annotations: dict[str, str] = {}
+    if a.gpus:
+        annotations[GPUS_ANNOTATION] = _join(a.gpus)
+    if a.gpu_milli is not None and a.gpu_milli < 1000:
+        annotations[GPU_MILLI_ANNOTATION] = str(a.gpu_milli)
+    if a.gang is not None:
+        annotations[GANG_ANNOTATION] = a.gang
+    if a.nics:
+        annotations[NICS_ANNOTATION] = ",".join(a.nics)
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": metadata,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": a.node},
+    }
+
+
+def _split_pod_name(pod: str, where: str) -> tuple[str, str]:
+    if "/" not in pod:
+        return DEFAULT_NAMESPACE, pod
+    namespace, _, name = pod.partition("/")
+    if not namespace or not name or "/" in name:
+        _fail(where, f"expected a pod name <namespace>/<name> (or <name>), got {pod!r}")
+    return namespace, name
+
+
+# ----------------------------------------------------------------------------- env
+
+
+def to_env(result: ResultLike) -> str:
+    """One line per assigned pod: ``<pod> <node> NVIDIA_VISIBLE_DEVICES=<ids>``.
+
+    ``<ids>`` are the GPU indices comma-separated (``NVIDIA_VISIBLE_DEVICES=0,1``; for a
+    shared GPU its index), or ``none`` for a pod without GPUs (the NVIDIA container
+    runtime's value for "no GPU"). Lines follow the result's order; then one line
+    ``# unschedulable: <pod>: <reason>`` per unschedulable pod (line breaks in a reason
+    become spaces). Words are shell-quoted where needed (module docstring); the text
+    ends with a newline, or is empty when the result has no pods.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+
+    Returns
+    -------
+    str
+    """
+    res = load_result(result)
+    lines = [
+        _words(a.pod, a.node, f"NVIDIA_VISIBLE_DEVICES={_join(a.gpus) if a.gpus else 'none'}")
+        for a in res.assignments
+    ]
+    return _text(lines + _unschedulable_comments(res))
+
+
+# ----------------------------------------------------------------------------- Slurm
+
+
+def to_slurm(result: ResultLike) -> str:
+    """One line per gang and per assigned pod outside a gang, for a Slurm launcher.
+
+    Line format (single spaces between words)::
+
+        <job> <nodelist> <node>:CUDA_VISIBLE_DEVICES=<ids> [<node>:CUDA_VISIBLE_DEVICES=<ids> ...]
+
+    * ``<job>``: the gang name, or the pod name for a pod outside a gang;
+    * ``<nodelist>``: the job's distinct nodes as a compressed Slurm hostlist
+      (:func:`compress_hostlist`, e.g. ``node[01-03,07]``), for ``srun/sbatch
+      --nodelist``;
+    * then, per node in the order the hostlist expands to, ``<node>:CUDA_VISIBLE_DEVICES=``
+      and the job's GPU indices on that node (the union over its pods there), ascending
+      and comma-separated; empty when the job's pods there have no GPU.
+
+    Jobs follow the order in which their first pod appears among the assignments; then
+    one ``# unschedulable: <pod>: <reason>`` line per unschedulable pod. Words are
+    shell-quoted where needed — a hostlist with brackets is quoted
+    (``'node[01-03,07]'``) since the brackets are shell glob characters. The text ends
+    with a newline, or is empty when the result has no pods.
+
+    Example: a gang ``team-a/llm`` with two pods on ``n01`` (GPUs 0 and 1), one on ``n02``
+    (GPUs 2, 3) and one on ``n07`` (GPU 0), then an unschedulable pod, gives::
+
+        team-a/llm 'n[01-02,07]' n01:CUDA_VISIBLE_DEVICES=0,1 n02:CUDA_VISIBLE_DEVICES=2,3 n07:CUDA_VISIBLE_DEVICES=0
+        # unschedulable: team-x/big: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+
+    Returns
+    -------
+    str
+    """
+    res = load_result(result)
+    jobs: dict[tuple[bool, str], dict[str, set[int]]] = {}
+    for a in res.assignments:
+        key = (True, a.gang) if a.gang is not None else (False, a.pod)
+        jobs.setdefault(key, {}).setdefault(a.node, set()).update(a.gpus)
+    lines: list[str] = []
+    for (_, job), nodes in jobs.items():
+        order = _hostlist_order(nodes)
+        lines.append(
+            _words(
+                job,
+                compress_hostlist(order),
+                *(f"{n}:CUDA_VISIBLE_DEVICES={_join(sorted(nodes[n]))}" for n in order),
+            )
+        )
+    return _text(lines + _unschedulable_comments(res))
+
+
+# ----------------------------------------------------------------------------- hostlists
+
+
+def compress_hostlist(names: Iterable[str]) -> str:
+    """Slurm's compressed form of a set of host names: ``n01,n02,n03,n07`` -> ``n[01-03,07]``.
+
+    A name ending in digits is split into a prefix and that number; names with the same
+    prefix go into one bracket, consecutive numbers into ranges. Zero padding is kept:
+    a range ``lo-hi`` is used only when every number in it is printed as ``lo`` is padded
+    (``n[08-10]`` for ``n08,n09,n10``; ``n7,n08`` stay ``n[7,08]``). A prefix with a single
+    name is written without brackets (``n07``), as are names without trailing digits.
+    Duplicates are dropped; the output is sorted by prefix, then by number, so it is the
+    same for any order of the input. Prefixes are taken as they are: a name that
+    contains ``[``, ``]`` or ``,`` gives a hostlist Slurm cannot read.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Host names.
+
+    Returns
+    -------
+    str
+        The comma-separated hostlist; empty for no names.
+    """
+    plain: set[str] = set()
+    numbered: dict[str, set[tuple[int, str]]] = {}
+    for name in names:
+        match = _TRAILING_NUMBER.fullmatch(name)
+        if match is None:
+            plain.add(name)
+        else:
+            numbered.setdefault(match.group(1), set()).add((int(match.group(2)), match.group(2)))
+    items: list[tuple[str, str]] = [(name, name) for name in plain]
+    for prefix, numbers in numbered.items():
+        ordered = sorted(numbers)
+        if len(ordered) == 1:
+            items.append((prefix, prefix + ordered[0][1]))
+            continue
+        parts: list[str] = []
+        start = 0
+        while start < len(ordered):
+            value, text = ordered[start]
+            end = start
+            while (
+                end + 1 < len(ordered)
+                and ordered[end + 1][0] == ordered[end][0] + 1
+                and ordered[end + 1][1] == str(ordered[end + 1][0]).zfill(len(text))
+            ):
+                end += 1
+            parts.append(text if end == start else f"{text}-{ordered[end][1]}")
+            start = end + 1
+        items.append((prefix, f"{prefix}[{','.join(parts)}]"))
+    items.sort()
+    return ",".join(text for _, text in items)
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``.
+
+    Reads the one-bracket form :func:`compress_hostlist` writes: comma-separated items,
+    each a name or ``prefix[ranges]`` (ranges ``a-b`` or single numbers; a range is
+    printed with the width of its lower bound).
+
+    Raises
+    ------
+    InvalidInputError
+        ``hostlist`` for text that is not such a hostlist, a descending range, or more
+        than 100000 names.
+    """
+    if not hostlist:
+        return []
+    out: list[str] = []
+    pos = 0
+    while True:
+        match = _HOSTLIST_ITEM.match(hostlist, pos)
+        if match is None:
+            _fail("hostlist", f"expected a name or prefix[ranges] at offset {pos} of {hostlist!r}")
+        if match.group(3) is not None:
+            out.append(match.group(3))
+        else:
+            prefix = match.group(1)
+            for part in match.group(2).split(","):
+                rng = _RANGE.fullmatch(part)
+                if rng is None:
+                    _fail("hostlist", f"expected a number or a range a-b in brackets, got {part!r}")
+                lo, hi = rng.group(1), rng.group(2) or rng.group(1)
+                if int(hi) < int(lo) or len(out) + int(hi) - int(lo) >= _MAX_EXPANDED:
+                    _fail(
+                        "hostlist",
+                        f"expected an ascending range of fewer than {_MAX_EXPANDED} names, got {part!r}",
+                    )
+                out.extend(prefix + str(v).zfill(len(lo)) for v in range(int(lo), int(hi) + 1))
+        pos = match.end()
+        if pos == len(hostlist):
+            return out
+        if hostlist[pos] != ",":
+            _fail("hostlist", f"expected ',' at offset {pos} of {hostlist!r}")
+        pos += 1
+
+
+def render(result: ResultLike, fmt: str) -> str:
+    """The text of ``placer place --format FMT``: ``k8s-binding`` (YAML stream),
+    ``k8s-binding-json``, ``env`` or ``slurm``.
+
+    Raises
+    ------
+    InvalidInputError
+        ``--format`` for another format name.
+    """
+    if fmt == "k8s-binding":
+        return render_k8s_bindings(result, "yaml")
+    if fmt == "k8s-binding-json":
+        return render_k8s_bindings(result, "json")
+    if fmt == "env":
+        return to_env(result)
+    if fmt == "slurm":
+        return to_slurm(result)
+    _fail("--format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _fail(where: str, what: str) -> NoReturn:
+    raise InvalidInputError(where, what)
+
+
+def _join(gpus: Iterable[int]) -> str:
+    return ",".join(str(g) for g in gpus)
+
+
+def _words(*words: str) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) if ("\n" in text or "\r" in text) else text
+
+
+def _unschedulable_comments(res: PlacementResult) -> list[str]:
+    return [f"# unschedulable: {_one_line(u.pod)}: {_one_line(u.reason)}" for u in res.unschedulable]
+
+
+def _hostlist_order(nodes: Collection[str]) -> list[str]:
+    """The distinct names in the order ``expand_hostlist(compress_hostlist(names))`` gives
+    (sorted, for names a hostlist cannot hold)."""
+    if all(_plain_host(n) for n in nodes):
+        return expand_hostlist(compress_hostlist(nodes))
+    return sorted(set(nodes))
+
+
+def _plain_host(name: str) -> bool:
+    return bool(name) and not any(c in name for c in "[],")
