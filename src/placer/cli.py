@@ -128,6 +128,33 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
     r.set_defaults(handler=_cmd_report)
 
+    im = sub.add_parser("import", help="a ClusterSnapshot or PlacementRequest from kubectl or Slurm output")
+    isub = im.add_subparsers(dest="source", metavar="SOURCE", required=True)
+    ik = isub.add_parser("kubernetes", help="kubectl get nodes/pods -o json (or YAML) to a ClusterSnapshot")
+    ik.add_argument("--nodes", metavar="FILE", required=True, help="kubectl get nodes -o json")
+    ik.add_argument("--pods", metavar="FILE", help="kubectl get pods -A -o json (running pods)")
+    ik.add_argument(
+        "--level", metavar="NAME=LABEL", action="append", default=[],
+        help="a topology level and the node label giving it, outermost first (repeat)",
+    )
+    ik.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    ik.set_defaults(handler=_cmd_import_kubernetes)
+    iw = isub.add_parser(
+        "kubernetes-request",
+        help="Pods, Jobs, JobSets, PodGroups, Volcano and Kueue manifests to a PlacementRequest",
+    )
+    iw.add_argument("manifests", metavar="FILE", nargs="+", help="YAML or JSON manifests")
+    iw.add_argument("--level", metavar="NAME=LABEL", action="append", default=[], help="as for import kubernetes")
+    iw.add_argument("--policy", metavar="P", help="the request's policy")
+    iw.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    iw.set_defaults(handler=_cmd_import_kubernetes_request)
+    isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
+    isl.add_argument("--nodes", metavar="FILE", required=True, help="scontrol -d show node output")
+    isl.add_argument("--gres", metavar="FILE", help="gres.conf (Links= give GPU topology)")
+    isl.add_argument("--topology", metavar="FILE", help="topology.conf (tree or block)")
+    isl.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    isl.set_defaults(handler=_cmd_import_slurm)
+
     rc = sub.add_parser(
         "reconcile", help="GPUs busy without a live pod (zombies) and GPUs held but idle, on one node"
     )
@@ -231,6 +258,42 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
     result = explain(load_snapshot(args.snapshot), load_request(args.request))
     sys.stdout.write(dump_json(result.to_dict()) if args.format == "json" else result.to_text())
+    return EXIT_OK
+
+
+def _levels(items: Sequence[str]) -> list[tuple[str, str]]:
+    """``--level NAME=LABEL`` options, in order."""
+    out = []
+    for item in items:
+        name, sep, label = item.partition("=")
+        if not sep or not name or not label:
+            raise InvalidInputError("--level", f"expected NAME=LABEL, got {item!r}")
+        out.append((name, label))
+    return out
+
+
+def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
+    from placer.adapters.kubernetes import snapshot_from_kubernetes
+
+    document = snapshot_from_kubernetes(args.nodes, args.pods, _levels(args.level))
+    _emit(dump_json(document), args.output)
+    return EXIT_OK
+
+
+def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
+    from placer import _validation
+    from placer.adapters.kubernetes import request_from_kubernetes
+
+    policy = _validation.check_policy(args.policy, "--policy") if args.policy is not None else None
+    document = request_from_kubernetes(args.manifests, _levels(args.level), policy)
+    _emit(dump_json(document), args.output)
+    return EXIT_OK
+
+
+def _cmd_import_slurm(args: argparse.Namespace) -> int:
+    from placer.adapters.slurm import snapshot_from_slurm
+
+    _emit(dump_json(snapshot_from_slurm(args.nodes, args.gres, args.topology)), args.output)
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ from typing import Any, Collection, Iterable, Mapping, NoReturn, Union
 import yaml
 
 from placer._io import dump_json
+from placer.adapters.slurm import expand_hostlist as slurm_hostlist
 from placer.exceptions import InvalidInputError
 from placer.model import Assignment, PlacementResult, load_result
 
@@ -52,9 +53,6 @@ NICS_ANNOTATION = "placer.io/nics"
 DEFAULT_NAMESPACE = "default"
 
 _TRAILING_NUMBER = re.compile(r"(.*?)([0-9]{1,18})")
-_HOSTLIST_ITEM = re.compile(r"([^\[\],]*)\[([^\[\]]*)\]|([^\[\],]+)")
-_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
-_MAX_EXPANDED = 100_000
 
 
 # ----------------------------------------------------------------------------- Kubernetes
@@ -305,47 +303,11 @@ def compress_hostlist(names: Iterable[str]) -> str:
 
 
 def expand_hostlist(hostlist: str) -> list[str]:
-    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``.
-
-    Reads the one-bracket form :func:`compress_hostlist` writes: comma-separated items,
-    each a name or ``prefix[ranges]`` (ranges ``a-b`` or single numbers; a range is
-    printed with the width of its lower bound).
-
-    Raises
-    ------
-    InvalidInputError
-        ``hostlist`` for text that is not such a hostlist, a descending range, or more
-        than 100000 names.
-    """
+    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``
+    (:func:`placer.adapters.slurm.expand_hostlist`; errors name ``hostlist``)."""
     if not hostlist:
         return []
-    out: list[str] = []
-    pos = 0
-    while True:
-        match = _HOSTLIST_ITEM.match(hostlist, pos)
-        if match is None:
-            _fail("hostlist", f"expected a name or prefix[ranges] at offset {pos} of {hostlist!r}")
-        if match.group(3) is not None:
-            out.append(match.group(3))
-        else:
-            prefix = match.group(1)
-            for part in match.group(2).split(","):
-                rng = _RANGE.fullmatch(part)
-                if rng is None:
-                    _fail("hostlist", f"expected a number or a range a-b in brackets, got {part!r}")
-                lo, hi = rng.group(1), rng.group(2) or rng.group(1)
-                if int(hi) < int(lo) or len(out) + int(hi) - int(lo) >= _MAX_EXPANDED:
-                    _fail(
-                        "hostlist",
-                        f"expected an ascending range of fewer than {_MAX_EXPANDED} names, got {part!r}",
-                    )
-                out.extend(prefix + str(v).zfill(len(lo)) for v in range(int(lo), int(hi) + 1))
-        pos = match.end()
-        if pos == len(hostlist):
-            return out
-        if hostlist[pos] != ",":
-            _fail("hostlist", f"expected ',' at offset {pos} of {hostlist!r}")
-        pos += 1
+    return slurm_hostlist(hostlist, "hostlist")
 
 
 def render(result: ResultLike, fmt: str) -> str:

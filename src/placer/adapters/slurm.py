@@ -1,19 +1,51 @@
-"""Parser for the GPU lines of Slurm's ``gres.conf`` and their ``Links=`` matrix.
+"""Readers of Slurm's node, GRES and network-topology descriptions, and the importer.
 
-Only what placement needs is read: the ``Name=gpu`` records with their node names, type,
-device file, core list and NVLink vector. Errors are
-:class:`placer.exceptions.InvalidInputError` with ``where`` = ``"<source>:<line>"``.
+* ``gres.conf``: :func:`parse_gres_conf` reads the ``Name=gpu`` records with their node
+  names, type, device file, core list and NVLink vector; :func:`gres_links_matrix` turns
+  the ``Links=`` vectors of one node into a link-label matrix.
+* ``scontrol -d show node`` output: :func:`parse_scontrol_nodes`.
+* ``topology.conf`` (tree and block forms): :func:`parse_topology_conf`.
+* ``sinfo -O GresUsed,NodeList`` output: :func:`parse_sinfo_gres_used`.
+* Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`.
+* :func:`snapshot_from_slurm` (files) and :func:`build_snapshot` (parsed records) make a
+  placer/v1 ClusterSnapshot document out of the three.
+
+Only what placement needs is read. Errors are :class:`placer.exceptions.InvalidInputError`
+with ``where`` = ``"<source>:<line>"``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
+import os
 import re
 from dataclasses import dataclass
-from typing import NoReturn
+from fractions import Fraction
+from typing import Any, Mapping, NoReturn, Union
 
+from placer._io import read_text
+from placer._validation import MAX_GPUS
 from placer.exceptions import InvalidInputError
 
-__all__ = ["GresGpu", "parse_gres_conf", "gres_links_matrix"]
+__all__ = [
+    "GresGpu",
+    "parse_gres_conf",
+    "gres_links_matrix",
+    "MAX_HOSTLIST_NAMES",
+    "UNSCHEDULABLE_STATES",
+    "SlurmNode",
+    "SlurmTopology",
+    "expand_hostlist",
+    "parse_scontrol_nodes",
+    "parse_topology_conf",
+    "parse_sinfo_gres_used",
+    "build_snapshot",
+    "snapshot_from_slurm",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 _MAX_NVLINKS = 64
 _PAIR = re.compile(r'([^\s=#"]+)=("[^"]*"|[^\s"]*)')
@@ -264,3 +296,999 @@ def _parse_links(value: str, where: str) -> tuple[int, ...]:
 
 def _fail(where: str, what: str) -> NoReturn:
     raise InvalidInputError(where, what)
+
+
+# ------------------------------------------------------------------------------ hostlists
+
+MAX_HOSTLIST_NAMES = 100_000
+"""Most names one hostlist expression may expand to (guards against ``n[0-99999999]``)."""
+
+_HOST_LITERAL = re.compile(r"[A-Za-z0-9_.\-]+")
+_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
+
+
+def expand_hostlist(text: str, where: str) -> list[str]:
+    """Expand a Slurm hostlist expression into host names, in the order written.
+
+    Top-level commas separate expressions (``esc8000a-[0-1],esc8000b-0``). A bracket
+    holds a comma list of numbers and ``lo-hi`` ranges (``tux[0-3,7]``); the numbers are
+    zero-padded to the width of the written low bound (``n[001-010]`` gives ``n001`` ...
+    ``n010``; ``n[8-10]`` gives ``n8``, ``n9``, ``n10``). Several brackets in one name
+    multiply out, the leftmost varying slowest (``r[1-2]n[1-2]`` gives ``r1n1``, ``r1n2``,
+    ``r2n1``, ``r2n2``). Outside brackets a name may hold letters, digits, ``_``, ``.``
+    and ``-``. Repeated names are kept.
+
+    Parameters
+    ----------
+    text : str
+        The expression, without surrounding whitespace.
+    where : str
+        Location for errors (``file:line``).
+
+    Returns
+    -------
+    list of str
+        The host names.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``where`` for an empty expression or element, an unbalanced or nested bracket,
+        an empty bracket, a range element that is not ``N`` or ``N-M`` with ``N <= M``
+        (at most 18 digits), a character outside the name alphabet (whitespace
+        included), or more than :data:`MAX_HOSTLIST_NAMES` names.
+    """
+
+    def bad(reason: str) -> NoReturn:
+        _fail(where, f"expected a hostlist like tux[0-3,7], got {text!r}: {reason}")
+
+    if not text:
+        bad("it is empty")
+    pieces: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char == "[":
+            depth += 1
+            if depth > 1:
+                bad("nested '['")
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                bad("']' without '['")
+        elif char == "," and depth == 0:
+            pieces.append(text[start:index])
+            start = index + 1
+    if depth:
+        bad("'[' without ']'")
+    pieces.append(text[start:])
+
+    plans: list[list[str | list[tuple[int, int, int]]]] = []
+    total = 0
+    for piece in pieces:
+        if not piece:
+            bad("an empty element between commas")
+        plan: list[str | list[tuple[int, int, int]]] = []
+        count = 1
+        i = 0
+        while i < len(piece):
+            if piece[i] == "[":
+                close = piece.index("]", i)
+                ranges = _bracket_ranges(piece[i + 1 : close], bad)
+                plan.append(ranges)
+                count *= sum(hi - lo + 1 for lo, hi, _ in ranges)
+                i = close + 1
+            else:
+                match = _HOST_LITERAL.match(piece, i)
+                if match is None:
+                    bad(f"unexpected character {piece[i]!r}")
+                plan.append(match.group(0))
+                i = match.end()
+        total += count
+        if total > MAX_HOSTLIST_NAMES:
+            bad(f"more than {MAX_HOSTLIST_NAMES} names")
+        plans.append(plan)
+
+    names: list[str] = []
+    for plan in plans:
+        choices = [
+            [part] if isinstance(part, str) else
+            [str(value).zfill(width) for lo, hi, width in part for value in range(lo, hi + 1)]
+            for part in plan
+        ]
+        names.extend("".join(combo) for combo in itertools.product(*choices))
+    return names
+
+
+def _bracket_ranges(inner: str, bad: Any) -> list[tuple[int, int, int]]:
+    if not inner:
+        bad("an empty '[]'")
+    ranges: list[tuple[int, int, int]] = []
+    for element in inner.split(","):
+        match = _RANGE.fullmatch(element)
+        if match is None:
+            bad(f"expected N or N-M inside brackets, got {element!r}")
+        lo = int(match.group(1))
+        hi = lo if match.group(2) is None else int(match.group(2))
+        if hi < lo:
+            bad(f"range {element!r} runs backwards")
+        ranges.append((lo, hi, len(match.group(1))))
+    return ranges
+
+
+# ------------------------------------------------------------------- scontrol show node
+
+UNSCHEDULABLE_STATES = frozenset(
+    (
+        "DOWN",
+        "DRAIN",
+        "DRAINED",
+        "DRAINING",
+        "FAIL",
+        "FAILING",
+        "MAINT",
+        "NOT_RESPONDING",
+        "FUTURE",
+        "INVALID",
+        "INVALID_REG",
+        "REBOOT_ISSUED",
+    )
+)
+"""``State=`` flags that make a node ``unschedulable`` (a trailing ``*`` on a flag is
+``NOT_RESPONDING``, a trailing ``$`` is ``MAINT``)."""
+
+
+@dataclass(frozen=True)
+class SlurmNode:
+    """One node record of ``scontrol -d show node`` output.
+
+    Attributes
+    ----------
+    name : str
+        ``NodeName=``.
+    line : int
+        1-based line of ``NodeName=``.
+    cpus : int or None
+        Schedulable CPUs: ``CPUEfctv=`` (``CPUTot=`` minus the specialized cores of
+        ``CoreSpecCount``/``CPUSpecList``, which jobs cannot get), else ``CPUTot=``, else
+        the ``cpu=`` of ``CfgTRES=``; ``None`` when none is shown.
+    memory_mib : int or None
+        ``RealMemory=`` (Slurm's MB are MiB).
+    gpus : int
+        Total ``gpu`` count of ``Gres=`` (all types).
+    gpu_model : str or None
+        The GPU type when every ``gpu`` entry of ``Gres=`` names the same one, else
+        ``None`` (untyped, or several types).
+    gpu_types : tuple of str
+        The distinct GPU types of ``Gres=``, in order.
+    used_gpus : tuple of int
+        GPU indices held by jobs, from the ``IDX:`` lists of ``GresUsed=``.
+    used_unknown_gpus : int
+        GPUs held at unknown indices: a ``GresUsed=`` entry without ``IDX:``, or, when
+        ``GresUsed=`` is absent (plain ``scontrol show node``), the ``gres/gpu`` count of
+        ``AllocTRES=``.
+    alloc_cpus : int or None
+        ``CPUAlloc=``, else the ``cpu=`` of ``AllocTRES=``.
+    alloc_memory_mib : int or None
+        ``AllocMem=``, else the ``mem=`` of ``AllocTRES=`` (rounded up to MiB).
+    state : str or None
+        ``State=`` as written.
+    unschedulable : bool
+        ``State=`` has a flag of :data:`UNSCHEDULABLE_STATES`.
+    partitions : str or None
+        ``Partitions=`` as written.
+    features : str or None
+        ``ActiveFeatures=`` (else ``AvailableFeatures=``) as written.
+    """
+
+    name: str
+    line: int
+    cpus: int | None = None
+    memory_mib: int | None = None
+    gpus: int = 0
+    gpu_model: str | None = None
+    gpu_types: tuple[str, ...] = ()
+    used_gpus: tuple[int, ...] = ()
+    used_unknown_gpus: int = 0
+    alloc_cpus: int | None = None
+    alloc_memory_mib: int | None = None
+    state: str | None = None
+    unschedulable: bool = False
+    partitions: str | None = None
+    features: str | None = None
+
+
+_KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
+# Free text set by people: the value runs to the end of its line.
+_REST_OF_LINE_KEYS = frozenset(("Reason", "Comment", "Extra"))
+_SCONTROL_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?scontrol(?:\s.*)?")
+_SINFO_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?sinfo(?:\s.*)?")
+_NODE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_WHOLE = re.compile(r"[0-9]{1,18}")
+_GRES_ITEM = re.compile(
+    r"([A-Za-z][A-Za-z0-9_]*)(?::(\(null\)|[^:()\s,]+))?:([0-9]{1,18}[KMGTP]?)"
+    r"(?:\(([^()]*)\))?"
+)
+_NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
+_MEM_UNITS = {"": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}
+_MEM = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,9}))?([KMGTP]?)")
+_STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
+
+
+def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
+    """Parse ``scontrol show node`` output (best with ``-d``) into node records.
+
+    A record starts at a line beginning ``NodeName=`` and runs to the next blank line or
+    ``NodeName=`` line; its lines hold ``Key=Value`` pairs separated by whitespace, where
+    a value runs up to the next `` Key=`` (so ``OS=Linux 5.15 #152-Ubuntu SMP ...`` keeps
+    its spaces; ``Reason=``, ``Comment=`` and ``Extra=`` run to the end of the line).
+    Leading indentation, trailing spaces and CRLF are ignored. Outside a record, a line
+    echoing the command (``root@host:~# scontrol show nodes``) is skipped.
+
+    Read per node: ``CPUEfctv``/``CPUTot``/``CfgTRES`` (CPUs), ``RealMemory``, ``Gres``
+    (``gpu:<type>:<n>(S:...)``, comma-joined; other GRES are checked and skipped),
+    ``GresUsed`` (``gpu:<type>:<n>(IDX:0-1,3)``, ``IDX:N/A`` for none), ``CPUAlloc``,
+    ``AllocMem``, ``AllocTRES``, ``State``, ``Partitions``, ``ActiveFeatures``. Other keys
+    are kept only for their syntax.
+
+    Parameters
+    ----------
+    text : str
+        The output.
+    source : str
+        Name used in error locations (a file name).
+
+    Returns
+    -------
+    list of SlurmNode
+        In the order of the output.
+
+    Raises
+    ------
+    InvalidInputError
+        With ``where`` = ``"<source>:<line>"`` for text outside a record, a line that does
+        not start with ``Key=``, a key given twice in a record, a repeated or malformed
+        node name, a count that is not a whole number, a ``Gres``/``GresUsed``/TRES list
+        that does not parse (e.g. cut short), more than 64 GPUs, GPU indices that repeat,
+        disagree with their count or exceed the node's GPUs, allocations over the node's
+        CPUs or memory, or no record at all (line 1).
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    records: list[tuple[int, dict[str, tuple[str, int]]]] = []
+    current: dict[str, tuple[str, int]] | None = None
+    for index, raw in enumerate(text.split("\n")):
+        line_no = index + 1
+        where = f"{source}:{line_no}"
+        stripped = raw.strip()
+        if not stripped:
+            current = None
+            continue
+        if stripped.startswith("NodeName="):
+            current = {}
+            records.append((line_no, current))
+        elif current is None:
+            if not raw[:1].isspace() and _SCONTROL_ECHO.fullmatch(stripped):
+                continue
+            _fail(where, f"expected a node record starting NodeName=, got {_clip(stripped)!r}")
+        for key, value in _line_pairs(stripped, where):
+            if key in current:
+                _fail(where, f"expected each key once per node, got {key}= again "
+                             f"(line {current[key][1]})")
+            current[key] = (value, line_no)
+    if not records:
+        _fail(f"{source}:1", "expected scontrol show node output (NodeName= records), got none")
+    nodes: list[SlurmNode] = []
+    seen: dict[str, int] = {}
+    for line_no, record in records:
+        node = _scontrol_node(record, line_no, source)
+        if node.name in seen:
+            _fail(f"{source}:{line_no}",
+                  f"expected each node once, got NodeName={node.name} again "
+                  f"(line {seen[node.name]})")
+        seen[node.name] = line_no
+        nodes.append(node)
+    return nodes
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _line_pairs(line: str, where: str) -> list[tuple[str, str]]:
+    matches = list(_KEY.finditer(line))
+    if not matches or matches[0].start() != 0:
+        _fail(where, f"expected Key=Value at the start of the line, got {_clip(line)!r}")
+    pairs: list[tuple[str, str]] = []
+    for i, match in enumerate(matches):
+        key = match.group(1)
+        if key in _REST_OF_LINE_KEYS:
+            pairs.append((key, line[match.end():].strip()))
+            break
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+        pairs.append((key, line[match.end():end].strip()))
+    return pairs
+
+
+def _whole(value: str, where: str, what: str) -> int:
+    if not _WHOLE.fullmatch(value):
+        _fail(where, f"expected {what} as a whole number, got {value!r}")
+    return int(value)
+
+
+def _mem_mib(value: str, where: str, what: str) -> int:
+    match = _MEM.fullmatch(value)
+    if match is None:
+        _fail(where, f"expected {what} as a size like 16384M or 1.5G, got {value!r}")
+    number = Fraction(f"{match.group(1)}.{match.group(2) or '0'}")
+    return math.ceil(number * _MEM_UNITS[match.group(3)])
+
+
+def _tres(value: str, where: str, key: str) -> dict[str, str]:
+    """``cpu=11,mem=240G,gres/gpu=1`` as a mapping (empty for an empty value)."""
+    if value in _NO_VALUE:
+        return {}
+    out: dict[str, str] = {}
+    for item in value.split(","):
+        name, sep, amount = item.partition("=")
+        if not sep or not name or not amount:
+            _fail(where, f"expected {key}= as name=count,... , got {value!r} (cut short?)")
+        if name in out:
+            _fail(where, f"expected each TRES once in {key}=, got {name} again")
+        out[name] = amount
+    return out
+
+
+def _tres_gpus(tres: dict[str, str], where: str, key: str) -> int | None:
+    """GPUs of a TRES list: ``gres/gpu``, else the sum of ``gres/gpu:<type>``."""
+    if "gres/gpu" in tres:
+        return _whole(tres["gres/gpu"], where, f"gres/gpu of {key}=")
+    typed = [name for name in tres if name.startswith("gres/gpu:")]
+    if not typed:
+        return None
+    return sum(_whole(tres[name], where, f"{name} of {key}=") for name in typed)
+
+
+def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None, str, str | None]]:
+    """Split ``gpu:a100:2(S:0-1),mps:200`` into (name, type, count, parenthesised part)."""
+    if value in _NO_VALUE:
+        return []
+    items: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(value):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(value[start:index])
+            start = index + 1
+    items.append(value[start:])
+    out: list[tuple[str, str | None, str, str | None]] = []
+    for item in items:
+        match = _GRES_ITEM.fullmatch(item)
+        if match is None:
+            _fail(where, f"expected {key} as name[:type]:count[(...)],... , got {item!r} in "
+                         f"{_clip(value)!r}")
+        name, gtype, count, inner = match.groups()
+        out.append((name, None if gtype in (None, "(null)") else gtype, count, inner))
+    return out
+
+
+def _index_list(text: str, where: str, limit: int, what: str) -> list[int]:
+    """``0-1,3`` as indices, each below ``limit``."""
+    indices: list[int] = []
+    for element in text.split(","):
+        match = _RANGE.fullmatch(element)
+        if match is None:
+            _fail(where, f"expected {what} as indices like 0-1,3, got {text!r}")
+        lo = int(match.group(1))
+        hi = lo if match.group(2) is None else int(match.group(2))
+        if hi < lo:
+            _fail(where, f"expected {what} as indices like 0-1,3, got backward range {element!r}")
+        if hi >= limit:
+            _fail(where, f"expected {what} below {limit} (the node's GPUs), got {hi}")
+        indices.extend(range(lo, hi + 1))
+    return indices
+
+
+def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -> SlurmNode:
+    def at(key: str) -> str:
+        return f"{source}:{record[key][1]}"
+
+    def get(key: str) -> str | None:
+        entry = record.get(key)
+        return None if entry is None else entry[0]
+
+    name = record["NodeName"][0]
+    if not _NODE_NAME.fullmatch(name):
+        _fail(at("NodeName"), f"expected a node name (letters, digits, _ . -), got {name!r}")
+
+    cfg = _tres(get("CfgTRES") or "", at("CfgTRES") if "CfgTRES" in record else "", "CfgTRES")
+    cpus: int | None = None
+    for key in ("CPUEfctv", "CPUTot"):
+        value = get(key)
+        if value is not None:
+            cpus = _whole(value, at(key), f"{key}=")
+            break
+    else:
+        if "cpu" in cfg:
+            cpus = _whole(cfg["cpu"], at("CfgTRES"), "the cpu of CfgTRES=")
+    memory = get("RealMemory")
+    memory_mib = None if memory is None else _whole(memory, at("RealMemory"), "RealMemory=")
+
+    gpus = 0
+    types: list[str | None] = []
+    gres = get("Gres")
+    if gres is not None:
+        for gname, gtype, count, _ in _gres_items(gres, at("Gres"), "Gres="):
+            if gname != "gpu":
+                continue
+            gpus += _whole(count, at("Gres"), "a GPU count in Gres=")
+            types.append(gtype)
+        if gpus > MAX_GPUS:
+            _fail(at("Gres"), f"expected at most {MAX_GPUS} GPUs on a node, got {gpus}")
+    distinct = tuple(dict.fromkeys(t for t in types if t is not None))
+    model = distinct[0] if len(distinct) == 1 and None not in types else None
+
+    used: list[int] = []
+    unknown = 0
+    alloc = _tres(get("AllocTRES") or "", at("AllocTRES") if "AllocTRES" in record else "",
+                  "AllocTRES")
+    used_text = get("GresUsed")
+    if used_text is not None:
+        where = at("GresUsed")
+        for gname, _, count_text, inner in _gres_items(used_text, where, "GresUsed="):
+            if gname != "gpu":
+                continue
+            count = _whole(count_text, where, "a GPU count in GresUsed=")
+            if inner is None:
+                unknown += count
+                continue
+            if not inner.startswith("IDX:"):
+                _fail(where, f"expected (IDX:...) after a GPU count in GresUsed=, got ({inner})")
+            listed = inner[4:]
+            indices = [] if listed == "N/A" else _index_list(listed, where, gpus, "IDX: GPUs")
+            if len(indices) != count:
+                _fail(where, f"expected {count} GPU indices in IDX:{listed}, got {len(indices)}")
+            for index in indices:
+                if index in used:
+                    _fail(where, f"expected each GPU index once in GresUsed=, got {index} again")
+                used.append(index)
+        if len(used) + unknown > gpus:
+            _fail(where, f"expected at most the node's {gpus} GPUs in use, "
+                         f"got {len(used) + unknown}")
+    elif alloc:
+        count = _tres_gpus(alloc, at("AllocTRES"), "AllocTRES")
+        if count:
+            if count > gpus:
+                _fail(at("AllocTRES"),
+                      f"expected at most the node's {gpus} GPUs allocated, got {count}")
+            unknown = count
+
+    alloc_cpus: int | None = None
+    cpu_key = "CPUAlloc" if "CPUAlloc" in record else "AllocTRES" if "cpu" in alloc else None
+    if cpu_key == "CPUAlloc":
+        alloc_cpus = _whole(record["CPUAlloc"][0], at("CPUAlloc"), "CPUAlloc=")
+    elif cpu_key == "AllocTRES":
+        alloc_cpus = _whole(alloc["cpu"], at("AllocTRES"), "the cpu of AllocTRES=")
+    if cpu_key and cpus is not None and alloc_cpus is not None and alloc_cpus > cpus:
+        _fail(at(cpu_key), f"expected at most the node's {cpus} CPUs allocated, got {alloc_cpus}")
+    alloc_mem: int | None = None
+    mem_key = "AllocMem" if "AllocMem" in record else "AllocTRES" if "mem" in alloc else None
+    if mem_key == "AllocMem":
+        alloc_mem = _whole(record["AllocMem"][0], at("AllocMem"), "AllocMem=")
+    elif mem_key == "AllocTRES":
+        alloc_mem = _mem_mib(alloc["mem"], at("AllocTRES"), "the mem of AllocTRES=")
+    if mem_key and memory_mib is not None and alloc_mem is not None and alloc_mem > memory_mib:
+        _fail(at(mem_key),
+              f"expected at most the node's RealMemory={memory_mib} MiB allocated, got {alloc_mem}")
+
+    state = get("State")
+    unschedulable = False
+    if state is not None:
+        for flag in state.split("+"):
+            match = _STATE_FLAG.fullmatch(flag)
+            if match is None:
+                _fail(at("State"), f"expected State= as FLAG+FLAG (e.g. IDLE+DRAIN), got {state!r}")
+            word, marks = match.groups()
+            if word in UNSCHEDULABLE_STATES or "*" in marks or "$" in marks:
+                unschedulable = True
+
+    partitions = get("Partitions")
+    features = get("ActiveFeatures")
+    if features is None or features in _NO_VALUE:
+        features = get("AvailableFeatures")
+    return SlurmNode(
+        name=name,
+        line=line,
+        cpus=cpus,
+        memory_mib=memory_mib,
+        gpus=gpus,
+        gpu_model=model,
+        gpu_types=distinct,
+        used_gpus=tuple(used),
+        used_unknown_gpus=unknown,
+        alloc_cpus=alloc_cpus,
+        alloc_memory_mib=alloc_mem,
+        state=state,
+        unschedulable=unschedulable,
+        partitions=None if partitions in _NO_VALUE else partitions,
+        features=None if features in _NO_VALUE else features,
+    )
+
+
+# ---------------------------------------------------------------------- topology.conf
+
+
+@dataclass(frozen=True)
+class SlurmTopology:
+    """What ``topology.conf`` says about where nodes sit.
+
+    Attributes
+    ----------
+    form : str
+        ``"tree"`` (``SwitchName=`` lines), ``"block"`` (``BlockName=``/``BlockSizes=``)
+        or ``"none"`` (no such line).
+    levels : tuple of str
+        Topology levels, outermost first: ``switch1`` (the top switches) ... ``switch<D>``
+        (the leaf switches) for a tree of depth ``D``; ``("block",)`` for blocks.
+    nodes : mapping of str to mapping of str to str
+        Per node, its switch or block name at each level.
+    block_sizes : tuple of int
+        ``BlockSizes=`` (validated, not turned into levels).
+    """
+
+    form: str
+    levels: tuple[str, ...]
+    nodes: Mapping[str, Mapping[str, str]]
+    block_sizes: tuple[int, ...] = ()
+
+
+_TOPOLOGY_KEYS = {
+    "switchname": "SwitchName",
+    "switches": "Switches",
+    "nodes": "Nodes",
+    "linkspeed": "LinkSpeed",
+    "blockname": "BlockName",
+    "blocksizes": "BlockSizes",
+}
+_LINE_KINDS = {
+    "switchname": frozenset(("switchname", "switches", "nodes", "linkspeed")),
+    "blockname": frozenset(("blockname", "nodes")),
+    "blocksizes": frozenset(("blocksizes",)),
+}
+
+
+def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
+    """Parse Slurm's ``topology.conf`` (topology/tree or topology/block).
+
+    Tree form: ``SwitchName=<name>`` with either ``Nodes=<hostlist>`` (a leaf switch) or
+    ``Switches=<hostlist>`` (its child switches), optional ``LinkSpeed=<n>`` (checked,
+    unused). Levels run from the top switches down: ``switch1``, ``switch2``, ...; a
+    node's innermost level is always its leaf switch: in a tree whose branches differ in
+    depth, a node of a shorter branch repeats its leaf switch on the deeper levels, so
+    every node has every level. A switch (or node) listed under several parents keeps
+    the first parent in file order (Slurm's own examples list every leaf under every
+    spine of a fat tree; the spines are alike, so any one stands for them); the other
+    parents stay in the file but no node's path goes through them.
+
+    Block form: ``BlockName=<name> Nodes=<hostlist>`` lines and one ``BlockSizes=<n>,...``
+    line; one level, ``block``. A node may be in one block only.
+
+    Keys are case-insensitive, ``#`` starts a comment, ``\\`` at the end of a line
+    continues it.
+
+    Parameters
+    ----------
+    text : str
+        The file content.
+    source : str
+        Name used in error locations (a file name).
+
+    Returns
+    -------
+    SlurmTopology
+
+    Raises
+    ------
+    InvalidInputError
+        With ``where`` = ``"<source>:<line>"`` for a word that is not ``Key=Value``, an
+        unknown key, a line that is none of the three kinds, tree and block lines in one
+        file, a repeated switch or block name, a name that is a list, a switch with both
+        or neither of ``Nodes=``/``Switches=``, a child switch that is not defined, a
+        switch that is its own ancestor, a node in two blocks, a bad hostlist, a
+        non-numeric ``LinkSpeed=`` or ``BlockSizes=``, or a topology.yaml document.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    switches: dict[str, tuple[int, dict[str, str]]] = {}
+    blocks: dict[str, int] = {}
+    block_of: dict[str, tuple[str, int]] = {}
+    block_sizes: tuple[int, ...] | None = None
+    sizes_line = 0
+    form = "none"
+    form_line = 0
+    for line_no, record in _logical_lines(text):
+        where = f"{source}:{line_no}"
+        first = record.split()[0]
+        if first in ("-", "---") or first.endswith(":"):
+            _fail(where, "expected topology.conf Key=Value lines, got YAML "
+                         "(topology.yaml is not read; give topology.conf)")
+        fields = _fields(record, where)
+        kinds = [kind for kind in _LINE_KINDS if kind in fields]
+        if len(kinds) != 1:
+            got = "none of them" if not kinds else " and ".join(
+                f"{_TOPOLOGY_KEYS[k]}=" for k in kinds)
+            _fail(where, "expected one of SwitchName=, BlockName= or BlockSizes= per line, "
+                         f"got {got}")
+        kind = kinds[0]
+        for key in fields:
+            if key not in _LINE_KINDS[kind]:
+                shown = _TOPOLOGY_KEYS.get(key, key)
+                allowed = ", ".join(f"{_TOPOLOGY_KEYS[k]}=" for k in sorted(_LINE_KINDS[kind]))
+                _fail(where, f"expected only {allowed} "
+                             f"on a {_TOPOLOGY_KEYS[kind]}= line, got {shown}=")
+        line_form = "tree" if kind == "switchname" else "block"
+        if form == "none":
+            form, form_line = line_form, line_no
+        elif form != line_form:
+            _fail(where, f"expected only {form} lines (topology/{form}, from line {form_line}), "
+                         f"got a {_TOPOLOGY_KEYS[kind]}= line")
+        if kind == "blocksizes":
+            if block_sizes is not None:
+                _fail(where, f"expected BlockSizes= once, got it again (line {sizes_line})")
+            block_sizes = tuple(
+                _positive(part, where, "BlockSizes=") for part in fields["blocksizes"].split(",")
+            )
+            sizes_line = line_no
+            continue
+        name = _single_name(fields[kind], where, _TOPOLOGY_KEYS[kind])
+        if kind == "blockname":
+            if name in blocks:
+                _fail(where, f"expected each block once, got BlockName={name} again "
+                             f"(line {blocks[name]})")
+            blocks[name] = line_no
+            if "nodes" not in fields:
+                _fail(where, "expected Nodes= on a BlockName= line")
+            for node in expand_hostlist(fields["nodes"], where):
+                other = block_of.get(node)
+                if other is not None and other[0] != name:
+                    _fail(where, f"expected each node in one block, got {node} in {name} and in "
+                                 f"{other[0]} (line {other[1]})")
+                block_of[node] = (name, line_no)
+            continue
+        if name in switches:
+            _fail(where, f"expected each switch once, got SwitchName={name} again "
+                         f"(line {switches[name][0]})")
+        if ("nodes" in fields) == ("switches" in fields):
+            both = "both" if "nodes" in fields else "neither"
+            _fail(where, "expected either Nodes= (a leaf switch) or Switches= on a SwitchName= "
+                         f"line, got {both}")
+        if "linkspeed" in fields:
+            _whole(fields["linkspeed"], where, "LinkSpeed=")
+        switches[name] = (line_no, fields)
+
+    if form == "block":
+        return SlurmTopology(
+            "block", ("block",), {node: {"block": b} for node, (b, _) in block_of.items()},
+            block_sizes or (),
+        )
+    if form == "none":
+        return SlurmTopology("none", (), {})
+    return _tree(switches, source)
+
+
+def _tree(switches: dict[str, tuple[int, dict[str, str]]], source: str) -> SlurmTopology:
+    parent: dict[str, str] = {}
+    leaf_of: dict[str, str] = {}
+    for name, (line_no, fields) in switches.items():
+        where = f"{source}:{line_no}"
+        if "switches" in fields:
+            for child in expand_hostlist(fields["switches"], where):
+                if child not in switches:
+                    _fail(where, f"expected defined switches in Switches=, got {child!r} "
+                                 "(no SwitchName= line)")
+                if child == name:
+                    _fail(where, f"expected child switches, got {name} itself")
+                parent.setdefault(child, name)
+        else:
+            for node in expand_hostlist(fields["nodes"], where):
+                leaf_of.setdefault(node, name)
+    paths: dict[str, tuple[str, ...]] = {}  # switch -> switches from its top down to it
+    for name in switches:
+        chain = [name]
+        while chain[-1] not in paths and chain[-1] in parent:
+            up = parent[chain[-1]]
+            if up in chain:
+                cycle = " -> ".join(chain[chain.index(up):] + [up])
+                _fail(f"{source}:{switches[up][0]}",
+                      f"expected a tree, got switch {up} among its own ancestors "
+                      f"(child -> parent: {cycle})")
+            chain.append(up)
+        path = paths.get(chain[-1], (chain[-1],))
+        paths[chain[-1]] = path
+        for below in reversed(chain[:-1]):
+            path = path + (below,)
+            paths[below] = path
+    depth = max((len(paths[leaf]) for leaf in set(leaf_of.values())), default=0)
+    levels = tuple(f"switch{i}" for i in range(1, depth + 1))
+    nodes: dict[str, dict[str, str]] = {}
+    for node, leaf in leaf_of.items():
+        path = paths[leaf]
+        path = path + (leaf,) * (depth - len(path))
+        nodes[node] = dict(zip(levels, path))
+    return SlurmTopology("tree", levels, nodes)
+
+
+def _single_name(value: str, where: str, key: str) -> str:
+    if not _NODE_NAME.fullmatch(value):
+        _fail(where, f"expected one name (letters, digits, _ . -) in {key}=, got {value!r}")
+    return value
+
+
+def _positive(value: str, where: str, what: str) -> int:
+    number = _whole(value.strip(), where, f"the sizes of {what}")
+    if number < 1:
+        _fail(where, f"expected the sizes of {what} to be at least 1, got {number}")
+    return number
+
+
+# ------------------------------------------------------------------- sinfo -O GresUsed
+
+
+def parse_sinfo_gres_used(text: str, source: str = "<text>") -> dict[str, tuple[int, ...]]:
+    """Parse ``sinfo -N -O GresUsed,NodeList`` output: the GPU indices in use per node.
+
+    The first line (after an optional echo of the ``sinfo`` command) is the header; it
+    must name the columns ``GRES_USED`` and ``NODELIST`` (others may be present). Each
+    other line holds one whitespace-free value per column. ``NODELIST`` may be a hostlist
+    (``fb10dl[04-05]``); every node of it gets the same indices. Mind that ``sinfo -O``
+    cuts values at the column width without warning; a cut ``GRES_USED`` usually fails to
+    parse and is reported, widen the column (``-O GresUsed:80``) to avoid it.
+
+    Parameters
+    ----------
+    text : str
+        The output.
+    source : str
+        Name used in error locations (a file name).
+
+    Returns
+    -------
+    dict of str to tuple of int
+        Node name to the sorted GPU indices its jobs hold (``()`` for ``IDX:N/A``).
+
+    Raises
+    ------
+    InvalidInputError
+        With ``where`` = ``"<source>:<line>"`` for a missing header or column, a line with
+        another number of values than the header, a ``GRES_USED`` value that does not
+        parse or whose ``IDX:`` list is missing, repeats or disagrees with its count, an
+        index of 64 or more, a bad hostlist, or a node given twice.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    header: list[str] | None = None
+    used: dict[str, tuple[int, ...]] = {}
+    first_line: dict[str, int] = {}
+    for index, raw in enumerate(text.split("\n")):
+        line_no = index + 1
+        where = f"{source}:{line_no}"
+        words = raw.split()
+        if not words:
+            continue
+        if header is None:
+            if _SINFO_ECHO.fullmatch(raw.strip()):
+                continue
+            header = [word.upper() for word in words]
+            missing = [col for col in ("GRES_USED", "NODELIST") if col not in header]
+            if missing:
+                _fail(where, f"expected a sinfo -O header with GRES_USED and NODELIST, "
+                             f"got {_clip(raw.strip())!r}")
+            continue
+        if len(words) != len(header):
+            _fail(where, f"expected {len(header)} values ({' '.join(header)}), got {len(words)}")
+        row = dict(zip(header, words))
+        indices: list[int] = []
+        for gname, _, count_text, inner in _gres_items(row["GRES_USED"], where, "GRES_USED"):
+            if gname != "gpu":
+                continue
+            count = _whole(count_text, where, "a GPU count in GRES_USED")
+            if inner is None or not inner.startswith("IDX:"):
+                _fail(where, f"expected (IDX:...) after gpu:{count} in GRES_USED, "
+                             f"got {row['GRES_USED']!r}")
+            listed = inner[4:]
+            found = [] if listed == "N/A" else _index_list(listed, where, MAX_GPUS, "IDX: GPUs")
+            if len(found) != count:
+                _fail(where, f"expected {count} GPU indices in IDX:{listed}, got {len(found)}")
+            for gpu in found:
+                if gpu in indices:
+                    _fail(where, f"expected each GPU index once in GRES_USED, got {gpu} again")
+                indices.append(gpu)
+        for node in expand_hostlist(row["NODELIST"], where):
+            if node in used:
+                _fail(where, f"expected each node once, got {node} again (line {first_line[node]})")
+            used[node] = tuple(sorted(indices))
+            first_line[node] = line_no
+    if header is None:
+        _fail(f"{source}:1", "expected a sinfo -O header with GRES_USED and NODELIST, got nothing")
+    return used
+
+
+# --------------------------------------------------------------------------- importer
+
+
+def build_snapshot(
+    nodes: list[SlurmNode],
+    gres: list[GresGpu] | None = None,
+    topology: SlurmTopology | None = None,
+    gres_source: str = "gres.conf",
+) -> dict[str, Any]:
+    """Make a placer/v1 ClusterSnapshot document out of parsed Slurm descriptions.
+
+    Per node (in the order of ``nodes``): ``cpuMilli`` = CPUs x 1000, ``memoryMiB``,
+    ``gpus``, ``gpuModel`` (only when the node has one GPU type), ``unschedulable``,
+    labels ``slurm.partitions``, ``slurm.features`` and ``slurm.state`` (when shown), and
+    one running pod ``slurm/<node>/gres-used`` holding everything Slurm has allocated on
+    the node (GPU indices of ``GresUsed``, ``unknownGpus`` for GPUs at unknown indices,
+    ``cpuMilli``, ``memoryMiB``); the pod is left out when nothing is allocated.
+
+    ``gres``: the records that apply to a node (no ``NodeName=``, or a hostlist naming
+    it) give its ``gpuTopology`` matrix through their ``Links=`` (see
+    :func:`gres_links_matrix`), after putting them in Slurm's GPU order (the position of
+    ``-1``). Records without ``Links=`` give nothing; ``Cores=`` is not read. Nodes
+    without GPUs ignore gres.conf.
+
+    ``topology``: ``topologyLevels`` and each listed node's ``topology``; nodes the file
+    does not list get none, and names that are not among ``nodes`` are ignored.
+
+    Parameters
+    ----------
+    nodes : list of SlurmNode
+        From :func:`parse_scontrol_nodes`.
+    gres : list of GresGpu, optional
+        From :func:`parse_gres_conf`.
+    topology : SlurmTopology, optional
+        From :func:`parse_topology_conf`.
+    gres_source : str
+        Name of the gres.conf file in error locations.
+
+    Returns
+    -------
+    dict
+        The document; :meth:`placer.ClusterSnapshot.from_dict` accepts it.
+
+    Raises
+    ------
+    InvalidInputError
+        With ``where`` = ``"<gres_source>:<line>"`` for a bad ``NodeName=`` hostlist, a
+        ``Links=`` matrix :func:`gres_links_matrix` rejects, or one whose size is not the
+        node's GPU count.
+    """
+    applies: list[tuple[GresGpu, set[str] | None]] = []
+    expanded: dict[str, set[str]] = {}
+    for record in gres or ():
+        if record.node_names is None:
+            applies.append((record, None))
+            continue
+        names = expanded.get(record.node_names)
+        if names is None:
+            names = expanded[record.node_names] = set(
+                expand_hostlist(record.node_names, f"{gres_source}:{record.line}")
+            )
+        applies.append((record, names))
+    matrices: dict[tuple[int, ...], list[list[str]] | None] = {}
+
+    levels = topology.levels if topology is not None else ()
+    placed = topology.nodes if topology is not None else {}
+    doc_nodes: list[dict[str, Any]] = []
+    for node in nodes:
+        doc: dict[str, Any] = {"name": node.name, "gpus": node.gpus}
+        if node.gpu_model is not None:
+            doc["gpuModel"] = node.gpu_model
+        if node.cpus is not None:
+            doc["cpuMilli"] = node.cpus * 1000
+        if node.memory_mib is not None:
+            doc["memoryMiB"] = node.memory_mib
+        if node.gpus and applies:
+            mine = tuple(i for i, (_, names) in enumerate(applies)
+                         if names is None or node.name in names)
+            if mine not in matrices:
+                matrices[mine] = _links_matrix([applies[i][0] for i in mine], gres_source)
+            matrix = matrices[mine]
+            if matrix is not None:
+                if len(matrix) != node.gpus:
+                    _fail(f"{gres_source}:{applies[mine[0]][0].line}",
+                          f"expected Links= for the {node.gpus} GPUs of node {node.name} "
+                          f"(scontrol Gres=), got {len(matrix)}")
+                doc["gpuTopology"] = {"matrix": matrix}
+        if node.name in placed:
+            doc["topology"] = dict(placed[node.name])
+        labels = {}
+        if node.partitions is not None:
+            labels["slurm.partitions"] = node.partitions
+        if node.features is not None:
+            labels["slurm.features"] = node.features
+        if node.state is not None:
+            labels["slurm.state"] = node.state
+        if labels:
+            doc["labels"] = labels
+        doc["unschedulable"] = node.unschedulable
+        pod: dict[str, Any] = {"name": f"slurm/{node.name}/gres-used"}
+        if node.used_gpus:
+            pod["gpus"] = sorted(node.used_gpus)
+        if node.used_unknown_gpus:
+            pod["unknownGpus"] = node.used_unknown_gpus
+        if node.alloc_cpus:
+            pod["cpuMilli"] = node.alloc_cpus * 1000
+        if node.alloc_memory_mib:
+            pod["memoryMiB"] = node.alloc_memory_mib
+        if len(pod) > 1:
+            doc["pods"] = [pod]
+        doc_nodes.append(doc)
+    out: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot"}
+    if levels:
+        out["topologyLevels"] = list(levels)
+    out["nodes"] = doc_nodes
+    return out
+
+
+def _links_matrix(records: list[GresGpu], source: str) -> list[list[str]] | None:
+    """The ``Links=`` matrix of one node's records in Slurm's order, None without Links=."""
+    if not records or all(record.links is None for record in records):
+        return None
+
+    def order(item: tuple[int, GresGpu]) -> int:
+        position, record = item
+        links = record.links
+        return links.index(-1) if links is not None and -1 in links else len(records) + position
+
+    ordered = [dataclasses.replace(record, node_names=None)
+               for _, record in sorted(enumerate(records), key=order)]
+    return [list(row) for row in gres_links_matrix(ordered, source)]
+
+
+def snapshot_from_slurm(
+    nodes: PathLike,
+    gres: PathLike | None = None,
+    topology: PathLike | None = None,
+) -> dict[str, Any]:
+    """Read Slurm's view of a cluster from files into a ClusterSnapshot document.
+
+    Parameters
+    ----------
+    nodes : str or os.PathLike
+        ``scontrol -d show node`` output (without ``-d`` the GPU indices in use are not
+        known: GPUs allocated per ``AllocTRES`` become ``unknownGpus``).
+    gres : str or os.PathLike, optional
+        ``gres.conf``, for the NVLink matrices of its ``Links=``.
+    topology : str or os.PathLike, optional
+        ``topology.conf`` (tree or block).
+
+    Returns
+    -------
+    dict
+        A placer/v1 ClusterSnapshot document (see :func:`build_snapshot`).
+
+    Raises
+    ------
+    InvalidInputError
+        ``where`` = the path for a file that cannot be read; ``"<name>:<line>"`` (``name``
+        the file's base name) for text that is not UTF-8 or does not parse.
+    """
+    nodes_name = os.path.basename(os.fspath(nodes))
+    parsed_nodes = parse_scontrol_nodes(read_text(nodes, source=nodes_name), nodes_name)
+    parsed_gres = None
+    gres_name = "gres.conf"
+    if gres is not None:
+        gres_name = os.path.basename(os.fspath(gres))
+        parsed_gres = parse_gres_conf(read_text(gres, source=gres_name), gres_name)
+    parsed_topology = None
+    if topology is not None:
+        topology_name = os.path.basename(os.fspath(topology))
+        parsed_topology = parse_topology_conf(
+            read_text(topology, source=topology_name), topology_name
+        )
+    return build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name)
