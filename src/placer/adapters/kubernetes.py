@@ -1,0 +1,1693 @@
+"""Importers for Kubernetes objects.
+
+Two directions:
+
+* :func:`snapshot_from_kubernetes` turns ``kubectl get nodes -o json`` (and optionally
+  ``kubectl get pods -A -o json``) into a placer/v1 ``ClusterSnapshot`` document;
+* :func:`request_from_kubernetes` (and :func:`import_workloads`, which also says what it
+  left out) turns workload manifests (Pod, Job, JobSet, Deployment and other pod-template
+  workloads, scheduler-plugins and Volcano PodGroups, Volcano Jobs, Kueue topology
+  annotations) into a placer/v1 ``PlacementRequest`` document.
+
+Both return plain dicts that :meth:`placer.ClusterSnapshot.from_dict` and
+:meth:`placer.PlacementRequest.from_dict` accept (the importers validate their own output
+and report a fault at the Kubernetes object it came from).
+
+Input files are JSON or YAML, in any of the shapes ``kubectl`` writes or people keep
+manifests in: a ``List`` (``kind: List``, ``NodeList``, ...) with ``items``, a single
+object, or a multi-document YAML stream (``---``). ``.json`` files are read as JSON (a
+repeated key: the last one counts, as Go's encoding/json does), ``.yaml``/``.yml`` as YAML
+(a repeated key is an error), other names as JSON when they start with ``{`` or ``[``.
+Template files (``.tftpl``, ``.tpl``, ``.j2``, ...) holding ``${...}`` or ``{{`` and an
+unquoted ``${...}`` in any YAML are refused at their line. Quantities follow Kubernetes
+rules (:func:`parse_quantity`).
+
+Errors are :class:`placer.exceptions.InvalidInputError`. ``where`` is ``"<file>:<line>"``
+for YAML input (the message then starts with the JSON path inside the document, e.g.
+``items[3].status.allocatable.cpu: ...``) and ``"<file>: <JSON path>"`` for JSON input
+(``nodes.json: items[3].status.allocatable.cpu``); a JSON or YAML syntax error always
+gives ``"<file>:<line>"``. Other locations: ``levels[i]`` for a bad level, ``policy``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable, Iterator, Mapping, NoReturn, Sequence, Union
+
+import yaml
+
+from placer._io import read_text
+from placer._validation import MAX_GPUS, _GcPaused, request_from_dict, snapshot_from_dict
+from placer.exceptions import InvalidInputError
+from placer.model import TAINT_EFFECTS
+
+__all__ = [
+    "GPU_RESOURCE",
+    "GPU_PRODUCT_LABEL",
+    "GPU_MEMORY_LABEL",
+    "CLIQUE_LABEL",
+    "CLIQUE_LEVEL",
+    "HOSTNAME_LABEL",
+    "GPUS_ANNOTATION",
+    "MAX_WORKLOAD_PODS",
+    "WorkloadImport",
+    "parse_quantity",
+    "cpu_milli",
+    "memory_mib",
+    "count",
+    "parse_levels",
+    "snapshot_from_kubernetes",
+    "request_from_kubernetes",
+    "import_workloads",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+LevelSpec = Union[str, Sequence[str]]
+
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The device plugin's whole-GPU resource."""
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+"""GPU feature discovery's product label (the node's ``gpuModel``)."""
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+"""GPU feature discovery's memory label, MiB of one full GPU (``gpuMemoryMiB``)."""
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""GPU feature discovery's multi-node NVLink domain label (``<ClusterUUID>.<CliqueID>``)."""
+CLIQUE_LEVEL = "clique"
+"""The level added for :data:`CLIQUE_LABEL` when no given level uses that label."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""A topology label that means the node itself (placer's implicit level ``node``)."""
+GPUS_ANNOTATION = "placer.io/gpus"
+"""Pod annotation with the GPU indices a pod holds (``"0,1"``), as placer's binding writes."""
+MAX_WORKLOAD_PODS = 100_000
+"""Most pods one workload object may expand to."""
+
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io")
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+_CPU = "cpu"
+_MEMORY = "memory"
+_MIB = 1 << 20
+_LIMIT = 1 << 63
+_MAX_DIGITS = 40
+_TERMINATED = ("Succeeded", "Failed")
+_TEMPLATE_SUFFIXES = (".tftpl", ".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2")
+_TEMPLATE_MARK = re.compile(r"(?<!\$)\$\{[^}\n]{0,60}\}?|\{\{[^\n]{0,60}?\}\}|\{\{")
+_LEVEL_NAME = re.compile(r"[^\s=]+")
+_REPLICATED = (
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("", "ReplicationController"),
+)
+
+# ----------------------------------------------------------------------------- quantities
+
+_QUANTITY = re.compile(
+    r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:(Ki|Mi|Gi|Ti|Pi|Ei)|[eE]([+-]?[0-9]+)|(n|u|m|k|M|G|T|P|E))?"
+)
+_BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+
+
+_QUANTITY_CACHE: dict[str, Fraction] = {}
+_QUANTITY_CACHE_SIZE = 4096
+
+
+def _show(v: Any) -> str:
+    """A short description of a value for error messages."""
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return f"{str(v).lower()} (a boolean)"
+    if isinstance(v, int):
+        text = str(v) if v.bit_length() < 200 else "a huge integer"
+        return text
+    if isinstance(v, float):
+        return f"{v!r} (a float)"
+    if isinstance(v, str):
+        if not v:
+            return "an empty string"
+        return f"{v[:60]!r}... (a string)" if len(v) > 60 else f"{v!r} (a string)"
+    if isinstance(v, Mapping):
+        return "a mapping"
+    if isinstance(v, (list, tuple)):
+        return "a list"
+    return f"a {type(v).__name__}"
+
+
+def parse_quantity(value: Any, where: str = "") -> Fraction:
+    """Parse a Kubernetes resource quantity exactly.
+
+    Accepted: a JSON/YAML number (``16``, ``0.5``) or a string of a signed decimal number
+    (``"16"``, ``".5"``, ``"1."``) with at most one suffix: binary ``Ki Mi Gi Ti Pi Ei``
+    (powers of 1024), decimal ``n u m k M G T P E`` (``m`` = 1/1000, ``E`` = 10^18), or a
+    decimal exponent ``e<int>``/``E<int>`` (``"2e3"``). ``"8443296967"``, ``"32777408Ki"``,
+    ``"500m"``, ``"1.5Gi"`` are quantities; ``"12Q"``, ``"1e"``, ``" 1"``, ``"Ki"`` are not.
+
+    Parameters
+    ----------
+    value : str, int or float
+        The quantity as it appears in the document.
+    where : str
+        Location used in the error.
+
+    Returns
+    -------
+    fractions.Fraction
+        The exact value (may be negative; the helpers below reject that).
+
+    Raises
+    ------
+    InvalidInputError
+        ``where`` = ``where`` for anything else, a non-finite float, more than 40 digits
+        or an exponent beyond +-40, or a magnitude of 2^63 or more.
+    """
+    if value is True or value is False or not isinstance(value, (int, float, str)):
+        raise InvalidInputError(
+            where, f"expected a quantity (a number or a string like 500m, 4Gi), got {_show(value)}"
+        )
+    if isinstance(value, str):
+        q = _QUANTITY_CACHE.get(value)
+        if q is not None:
+            return q
+    if isinstance(value, int):
+        q = Fraction(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(where, f"expected a finite quantity, got {_show(value)}")
+        q = Fraction(repr(value))
+    else:
+        m = _QUANTITY.fullmatch(value)
+        if m is None:
+            raise InvalidInputError(
+                where,
+                f"expected a Kubernetes quantity (like 16, 500m, 0.5, 32777408Ki, 4Gi, 2e3), "
+                f"got {_show(value)}",
+            )
+        sign, number, binary, exponent, decimal = m.groups()
+        if len(number) > _MAX_DIGITS or (exponent is not None and len(exponent.lstrip("+-")) > 2):
+            raise InvalidInputError(where, f"quantity {value!r} has too many digits")
+        q = Fraction(number)
+        if binary:
+            q *= _BINARY[binary]
+        elif exponent is not None:
+            q *= Fraction(10) ** int(exponent)
+        elif decimal:
+            q *= _DECIMAL[decimal]
+        if sign == "-":
+            q = -q
+    if abs(q) >= _LIMIT:
+        raise InvalidInputError(where, f"quantity {_show(value)} is out of range (at least 2^63)")
+    if isinstance(value, str) and len(_QUANTITY_CACHE) < _QUANTITY_CACHE_SIZE:
+        _QUANTITY_CACHE[value] = q
+    return q
+
+
+def _non_negative(value: Any, where: str) -> Fraction:
+    q = parse_quantity(value, where)
+    if q < 0:
+        raise InvalidInputError(where, f"expected a quantity >= 0, got {_show(value)}")
+    return q
+
+
+def cpu_milli(value: Any, where: str = "") -> int:
+    """A CPU quantity in millicores (1000 = one core), rounded up as Kubernetes does.
+
+    ``"16"`` -> 16000, ``"500m"`` -> 500, ``0.5`` -> 500, ``"1.5"`` -> 1500, ``"100u"`` -> 1.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`parse_quantity`, or for a negative quantity.
+    """
+    return math.ceil(_non_negative(value, where) * 1000)
+
+
+def memory_mib(value: Any, where: str = "", *, round_up: bool = False) -> int:
+    """A byte quantity in MiB (2^20 bytes), rounded down (up with ``round_up``).
+
+    ``"8443296967"`` -> 8052, ``"32777408Ki"`` -> 32009, ``"200Mi"`` -> 200,
+    ``"1G"`` -> 953 (954 rounded up).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`parse_quantity`, or for a negative quantity.
+    """
+    mib = _non_negative(value, where) / _MIB
+    return math.ceil(mib) if round_up else math.floor(mib)
+
+
+def count(value: Any, where: str = "") -> int:
+    """A quantity that must be a whole number >= 0 (GPUs, pods, extended resources).
+
+    ``"8"`` -> 8, ``4`` -> 4, ``"1k"`` -> 1000; ``"1.5"`` and ``"500m"`` are errors.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`parse_quantity`, for a negative or a fractional quantity.
+    """
+    q = _non_negative(value, where)
+    if q.denominator != 1:
+        raise InvalidInputError(where, f"expected a whole number, got {_show(value)}")
+    return int(q)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+class _Placeholder(Exception):
+    def __init__(self, line: int, text: str) -> None:
+        super().__init__(text)
+        self.line = line
+        self.text = text
+
+
+class _BadScalar(Exception):
+    def __init__(self, line: int, what: str) -> None:
+        super().__init__(what)
+        self.line = line
+        self.what = what
+
+
+_YAML_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_YAML_BASE):  # type: ignore[misc, valid-type]
+    """Safe YAML loader that remembers the line of every mapping key and list item,
+    refuses duplicate keys and unquoted ``${...}`` template placeholders."""
+
+    spans: dict[int, tuple[Any, int, Any]]
+
+
+def _line(node: Any) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _construct_map(loader: Any, node: Any) -> Iterator[dict[Any, Any]]:
+    data: dict[Any, Any] = {}
+    yield data
+    seen: dict[tuple[str, str], int] = {}
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+            k = (key_node.tag, key_node.value)
+            if k in seen:
+                raise _BadScalar(
+                    _line(key_node),
+                    f"duplicate key {key_node.value!r} (first on line {seen[k]})",
+                )
+            seen[k] = _line(key_node)
+    loader.flatten_mapping(node)
+    lines: dict[Any, int] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=False)
+        try:
+            hash(key)
+        except TypeError:
+            raise _BadScalar(_line(key_node), "a mapping key must be a plain value") from None
+        data[key] = loader.construct_object(value_node, deep=False)
+        lines[key] = _line(key_node)
+    loader.spans[id(data)] = (data, _line(node), lines)
+
+
+def _construct_seq(loader: Any, node: Any) -> Iterator[list[Any]]:
+    data: list[Any] = []
+    yield data
+    data.extend(loader.construct_object(child, deep=False) for child in node.value)
+    loader.spans[id(data)] = (data, _line(node), [_line(child) for child in node.value])
+
+
+def _construct_str(loader: Any, node: Any) -> str:
+    value = loader.construct_scalar(node)
+    if not node.style and "${" in value:
+        raise _Placeholder(_line(node), value)
+    return value
+
+
+def _construct_int(loader: Any, node: Any) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+    except ValueError:
+        raise _BadScalar(_line(node), f"not a usable integer: {node.value[:40]!r}") from None
+
+
+def _construct_float(loader: Any, node: Any) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
+    except ValueError:
+        raise _BadScalar(_line(node), f"not a usable number: {node.value[:40]!r}") from None
+
+
+def _construct_timestamp(loader: Any, node: Any) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+_Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
+
+def _path_str(path: Sequence[Any]) -> str:
+    out: list[str] = []
+    for step in path:
+        if isinstance(step, int):
+            out.append(f"[{step}]")
+        else:
+            out.append(f".{step}" if out else str(step))
+    return "".join(out)
+
+
+class _Doc:
+    """One parsed document of a file, and how to name a place in it."""
+
+    __slots__ = ("source", "data", "spans", "line")
+
+    def __init__(
+        self, source: str, data: Any, spans: dict[int, tuple[Any, int, Any]] | None, line: int
+    ) -> None:
+        self.source = source
+        self.data = data
+        self.spans = spans
+        self.line = line
+
+    def _line_of(self, path: Sequence[Any]) -> int:
+        assert self.spans is not None
+        line = self.line
+        obj = self.data
+        for step in path:
+            entry = self.spans.get(id(obj))
+            if entry is None or entry[0] is not obj:
+                break
+            line = entry[1]
+            sub = entry[2]
+            try:
+                if isinstance(step, int):
+                    if not isinstance(sub, list) or not 0 <= step < len(sub):
+                        break
+                    line = sub[step]
+                else:
+                    if not isinstance(sub, dict) or step not in sub:
+                        break
+                    line = sub[step]
+                obj = obj[step]
+            except (KeyError, IndexError, TypeError):
+                break
+        return line
+
+    def where(self, path: Sequence[Any]) -> str:
+        if self.spans is None:
+            return f"{self.source}: {_path_str(path)}" if path else f"{self.source}:{self.line}"
+        return f"{self.source}:{self._line_of(path)}"
+
+    def error(self, path: Sequence[Any], what: str) -> InvalidInputError:
+        if self.spans is not None and path:
+            what = f"{_path_str(path)}: {what}"
+        return InvalidInputError(self.where(path), what)
+
+    def fail(self, path: Sequence[Any], what: str) -> NoReturn:
+        raise self.error(path, what)
+
+    def note(self, path: Sequence[Any], what: str) -> str:
+        e = self.error(path, what)
+        return f"{e.where}: {e.what}"
+
+
+def _parse_yaml(text: str, source: str) -> list[_Doc]:
+    loader = _Loader(text)
+    loader.spans = {}
+    docs: list[_Doc] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            data = loader.construct_document(node)
+            if data is not None:
+                docs.append(_Doc(source, data, loader.spans, _line(node)))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise InvalidInputError(
+            f"{source}:{line}", f"invalid YAML: {e.problem or e.context or 'unparseable'}"
+        ) from None
+    except yaml.YAMLError as e:
+        pos = getattr(e, "position", None)
+        line = text.count("\n", 0, pos) + 1 if isinstance(pos, int) else 1
+        raise InvalidInputError(f"{source}:{line}", f"invalid YAML: {e}") from None
+    except _Placeholder as e:
+        raise InvalidInputError(
+            f"{source}:{e.line}",
+            f"unrendered template placeholder in {e.text[:60]!r}; render the template first "
+            "and import its output",
+        ) from None
+    except _BadScalar as e:
+        raise InvalidInputError(f"{source}:{e.line}", f"invalid YAML: {e.what}") from None
+    except RecursionError:
+        raise InvalidInputError(f"{source}:1", "invalid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _parse_json(text: str, source: str) -> list[_Doc]:
+    # Plain json.loads (a repeated key: the last one counts, as in encoding/json);
+    # kubectl output can be hundreds of MB, so no per-object hook.
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidInputError(f"{source}:{e.lineno}", f"invalid JSON: {e.msg} (column {e.colno})") from None
+    except (ValueError, RecursionError) as e:
+        raise InvalidInputError(f"{source}:1", f"invalid JSON: {e}") from None
+    return [] if data is None else [_Doc(source, data, None, 1)]
+
+
+def _read_documents(path: PathLike) -> list[_Doc]:
+    """The non-empty documents of a JSON or YAML file.
+
+    ``.json`` files are read as JSON; ``.yaml``/``.yml`` as (multi-document) YAML; any
+    other name as JSON when it starts with ``{`` or ``[``, else as YAML. Template files
+    (``.tftpl``, ``.tpl``, ``.j2``, ...) with a ``${...}`` or ``{{`` placeholder are
+    refused at the placeholder's line, as is an unquoted ``${...}`` in any YAML.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"expected a file path, got {type(path).__name__}")
+    source = os.fspath(path)
+    text = read_text(source)
+    if not text.strip():
+        raise InvalidInputError(f"{source}:1", "empty file, expected Kubernetes objects (JSON or YAML)")
+    ext = os.path.splitext(source)[1].lower()
+    if ext in _TEMPLATE_SUFFIXES:
+        m = _TEMPLATE_MARK.search(text)
+        if m is not None:
+            line = text.count("\n", 0, m.start()) + 1
+            raise InvalidInputError(
+                f"{source}:{line}",
+                f"a {ext} template with placeholder {m.group(0)!r}; render the template first "
+                "and import its output",
+            )
+    if ext == ".json":
+        return _parse_json(text, source)
+    if ext in (".yaml", ".yml") or text.lstrip()[0] not in "{[":
+        return _parse_yaml(text, source)
+    try:
+        return _parse_json(text, source)
+    except InvalidInputError as json_error:
+        try:
+            return _parse_yaml(text, source)
+        except InvalidInputError:
+            raise json_error from None
+
+
+def _objects(doc: _Doc) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """``(path, object)`` for each object of a document, looking inside Lists."""
+
+    def walk(path: tuple[Any, ...], obj: Any, depth: int) -> Iterator[tuple[tuple[Any, ...], Any]]:
+        if isinstance(obj, list) and depth == 0:
+            for i, x in enumerate(obj):
+                yield from walk((*path, i), x, depth + 1)
+            return
+        if isinstance(obj, dict) and depth < 3:
+            kind = obj.get("kind")
+            items = obj.get("items")
+            is_list = kind is None or (isinstance(kind, str) and kind.endswith("List"))
+            if isinstance(items, list) and is_list:
+                for i, x in enumerate(items):
+                    yield from walk((*path, "items", i), x, depth + 1)
+                return
+        yield path, obj
+
+    yield from walk((), doc.data, 0)
+
+
+# ----------------------------------------------------------------------------- field access
+
+
+def _map(doc: _Doc, path: tuple[Any, ...], v: Any, required: bool = False) -> dict[Any, Any]:
+    if v is None:
+        if required:
+            doc.fail(path, "expected a mapping, got nothing")
+        return {}
+    if not isinstance(v, dict):
+        doc.fail(path, f"expected a mapping, got {_show(v)}")
+    return v
+
+
+def _list(doc: _Doc, path: tuple[Any, ...], v: Any) -> list[Any]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        doc.fail(path, f"expected a list, got {_show(v)}")
+    return v
+
+
+def _string(
+    doc: _Doc, path: tuple[Any, ...], v: Any, required: bool = False, empty: bool = False
+) -> str | None:
+    if v is None:
+        if required:
+            doc.fail(path, "expected a non-empty string, got nothing")
+        return None
+    if not isinstance(v, str) or (not v and not empty):
+        doc.fail(path, f"expected a {'' if empty else 'non-empty '}string, got {_show(v)}")
+    return v
+
+
+def _integer(
+    doc: _Doc, path: tuple[Any, ...], v: Any, lo: int | None = None, hi: int | None = None
+) -> int | None:
+    if v is None:
+        return None
+    out_of_range = isinstance(v, int) and ((lo is not None and v < lo) or (hi is not None and v > hi))
+    if isinstance(v, bool) or not isinstance(v, int) or out_of_range:
+        bounds = f" >= {lo}" if lo is not None and hi is None else f" {lo}..{hi}" if lo is not None else ""
+        doc.fail(path, f"expected an integer{bounds}, got {_show(v)}")
+    return v
+
+
+def _str_map(doc: _Doc, path: tuple[Any, ...], v: Any, what: str) -> dict[str, str]:
+    m = _map(doc, path, v)
+    for k, x in m.items():
+        if not isinstance(k, str) or not k:
+            doc.fail(path, f"expected {what} with non-empty string keys, got key {_show(k)}")
+        if not isinstance(x, str):
+            doc.fail((*path, k), f"expected a string (quote it), got {_show(x)}")
+    return m
+
+
+def _quantity(doc: _Doc, path: tuple[Any, ...], v: Any, fn: Any, **kw: Any) -> Any:
+    try:
+        return fn(v, "", **kw)
+    except InvalidInputError as e:
+        doc.fail(path, e.what)
+
+
+# ----------------------------------------------------------------------------- levels
+
+
+def parse_levels(levels: Iterable[LevelSpec]) -> list[tuple[str, str]]:
+    """Check topology levels given as ``(name, label)`` pairs or ``"name=label"`` strings.
+
+    Parameters
+    ----------
+    levels : iterable
+        Outermost first, e.g. ``[("block", "cloud.google.com/gce-topology-block"),
+        "rack=cloud.google.com/gce-topology-subblock"]``.
+
+    Returns
+    -------
+    list of (str, str)
+
+    Raises
+    ------
+    InvalidInputError
+        ``where`` = ``levels[i]`` for a malformed entry, an empty, ``node`` or repeated
+        level name, or a label used twice.
+    """
+    out: list[tuple[str, str]] = []
+    names: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    if isinstance(levels, (str, bytes)):
+        raise InvalidInputError("levels", "expected a list of (name, label) pairs, got a string")
+    for i, spec in enumerate(levels):
+        where = f"levels[{i}]"
+        if isinstance(spec, str):
+            name, sep, label = spec.partition("=")
+            if not sep:
+                raise InvalidInputError(where, f"expected NAME=LABEL, got {spec!r}")
+        elif isinstance(spec, (tuple, list)) and len(spec) == 2:
+            name, label = spec
+        else:
+            raise InvalidInputError(where, f"expected a (name, label) pair, got {_show(spec)}")
+        if not isinstance(name, str) or not _LEVEL_NAME.fullmatch(name):
+            raise InvalidInputError(where, f"expected a level name without spaces or '=', got {_show(name)}")
+        if not isinstance(label, str) or not label or label != label.strip():
+            raise InvalidInputError(where, f"expected a node label key, got {_show(label)}")
+        if name == "node":
+            raise InvalidInputError(where, "'node' is placer's implicit innermost level; choose another name")
+        if name in names:
+            raise InvalidInputError(where, f"level {name!r} given twice (first at levels[{names[name]}])")
+        if label in labels:
+            raise InvalidInputError(where, f"label {label!r} given twice (first at levels[{labels[label]}])")
+        names[name] = i
+        labels[label] = i
+        out.append((name, label))
+    return out
+
+
+# ----------------------------------------------------------------------------- pod resources
+
+
+def _container_amounts(doc: _Doc, path: tuple[Any, ...], c: Any) -> dict[str, Fraction]:
+    """Requests of one container: cpu and memory (requests, else limits) and extended
+    resources (limits, else requests; both given must agree)."""
+    c = _map(doc, path, c)
+    rpath = (*path, "resources")
+    res = _map(doc, rpath, c.get("resources"))
+    req = _map(doc, (*rpath, "requests"), res.get("requests"))
+    lim = _map(doc, (*rpath, "limits"), res.get("limits"))
+    out: dict[str, Fraction] = {}
+    for name in dict.fromkeys([*lim, *req]):
+        if not isinstance(name, str) or not name:
+            doc.fail(rpath, f"expected resource names (strings), got {_show(name)}")
+        if name in (_CPU, _MEMORY):
+            side = "requests" if name in req else "limits"
+            value = (req if side == "requests" else lim)[name]
+            out[name] = _quantity(doc, (*rpath, side, name), value, _non_negative)
+        elif "/" in name:
+            side = "limits" if name in lim else "requests"
+            n = _quantity(doc, (*rpath, side, name), (lim if side == "limits" else req)[name], count)
+            if side == "limits" and name in req:
+                other = _quantity(doc, (*rpath, "requests", name), req[name], count)
+                if other != n:
+                    doc.fail(
+                        (*rpath, "requests", name),
+                        f"extended resource {name}: requests {other} must equal limits {n}",
+                    )
+            out[name] = Fraction(n)
+    return out
+
+
+def _pod_amounts(doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> dict[str, Fraction]:
+    """Effective requests of a pod: max(sum over containers + sidecars, init peaks)
+    plus ``overhead`` (restartable init containers count as sidecars)."""
+    total: dict[str, Fraction] = {}
+    cpath = (*spath, "containers")
+    for j, c in enumerate(_list(doc, cpath, spec.get("containers"))):
+        for k, v in _container_amounts(doc, (*cpath, j), c).items():
+            total[k] = total.get(k, Fraction(0)) + v
+    sidecars: dict[str, Fraction] = {}
+    peak: dict[str, Fraction] = {}
+    ipath = (*spath, "initContainers")
+    for j, c in enumerate(_list(doc, ipath, spec.get("initContainers"))):
+        amounts = _container_amounts(doc, (*ipath, j), c)
+        restartable = isinstance(c, dict) and c.get("restartPolicy") == "Always"
+        for k in set(amounts) | set(sidecars):
+            running = sidecars.get(k, Fraction(0)) + amounts.get(k, Fraction(0))
+            peak[k] = max(peak.get(k, Fraction(0)), running)
+        if restartable:
+            for k, v in amounts.items():
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+    for k, v in sidecars.items():
+        total[k] = total.get(k, Fraction(0)) + v
+    for k, v in peak.items():
+        total[k] = max(total.get(k, Fraction(0)), v)
+    opath = (*spath, "overhead")
+    overhead = _map(doc, opath, spec.get("overhead"))
+    for k, v in overhead.items():
+        if not isinstance(k, str):
+            doc.fail(opath, f"expected resource names (strings), got {_show(k)}")
+        if k in (_CPU, _MEMORY):
+            total[k] = total.get(k, Fraction(0)) + _quantity(doc, (*opath, k), v, _non_negative)
+        elif "/" in k:
+            total[k] = total.get(k, Fraction(0)) + _quantity(doc, (*opath, k), v, count)
+    return total
+
+
+def _gpu_count(doc: _Doc, path: tuple[Any, ...], amounts: dict[str, Fraction]) -> int:
+    gpus = int(amounts.pop(GPU_RESOURCE, 0))
+    if gpus > MAX_GPUS:
+        doc.fail(path, f"{gpus} {GPU_RESOURCE} in one pod, over placer's limit of {MAX_GPUS}")
+    return gpus
+
+
+def _extended(amounts: Mapping[str, Fraction]) -> dict[str, int]:
+    return {k: int(v) for k, v in amounts.items() if "/" in k and v > 0}
+
+
+def _gpu_indices(doc: _Doc, path: tuple[Any, ...], v: Any, gpus: int) -> list[int]:
+    text = _string(doc, path, v, empty=True)
+    assert text is not None
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    out: list[int] = []
+    for p in parts:
+        if not p.isascii() or not p.isdigit() or len(p) > 4:
+            doc.fail(path, f"expected comma-separated GPU indices like \"0,1\", got {text!r}")
+        out.append(int(p))
+    if len(out) != gpus:
+        doc.fail(path, f"lists {len(out)} GPU(s) but the pod holds {gpus} {GPU_RESOURCE}")
+    return out
+
+
+# ----------------------------------------------------------------------------- snapshot
+
+
+def _node_entry(
+    doc: _Doc, path: tuple[Any, ...], obj: Any, levels: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        doc.fail(path, f"expected a Node object (a mapping), got {_show(obj)}")
+    kind = obj.get("kind")
+    if kind is not None and kind != "Node":
+        doc.fail((*path, "kind"), f"expected a Node, got kind {_show(kind)}")
+    if kind is None and "metadata" not in obj:
+        keys = ", ".join(str(k) for k in list(obj)[:4])
+        doc.fail(path, f"expected a Node object (kind, metadata, spec, status), got a mapping of {keys}")
+    mpath = (*path, "metadata")
+    meta = _map(doc, mpath, obj.get("metadata"), required=True)
+    name = _string(doc, (*mpath, "name"), meta.get("name"), required=True)
+    labels = _str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
+    spec = _map(doc, (*path, "spec"), obj.get("spec"))
+    spath = (*path, "status")
+    status = _map(doc, spath, obj.get("status"))
+    cap = _map(doc, (*spath, "capacity"), status.get("capacity"))
+    alloc = _map(doc, (*spath, "allocatable"), status.get("allocatable"))
+
+    def amount(key: str) -> tuple[Any, tuple[Any, ...]] | None:
+        if key in alloc:
+            return alloc[key], (*spath, "allocatable", key)
+        if key in cap:
+            return cap[key], (*spath, "capacity", key)
+        return None
+
+    node: dict[str, Any] = {"name": name}
+    got = amount(GPU_RESOURCE)
+    if got is not None:
+        gpus = _quantity(doc, got[1], got[0], count)
+        if gpus > MAX_GPUS:
+            doc.fail(
+                got[1],
+                f"{gpus} GPUs on one node, over placer's limit of {MAX_GPUS} (a time-sliced or "
+                "MPS-shared nvidia.com/gpu is not imported)",
+            )
+        if gpus:
+            node["gpus"] = gpus
+    model = labels.get(GPU_PRODUCT_LABEL)
+    if model:
+        node["gpuModel"] = model
+    gmem = labels.get(GPU_MEMORY_LABEL)
+    if gmem is not None:
+        if not gmem.isascii() or not gmem.isdigit() or len(gmem) > 12:
+            doc.fail((*mpath, "labels", GPU_MEMORY_LABEL), f"expected an integer (MiB), got {_show(gmem)}")
+        node["gpuMemoryMiB"] = int(gmem)
+    got = amount(_CPU)
+    if got is not None:
+        node["cpuMilli"] = _quantity(doc, got[1], got[0], cpu_milli)
+    got = amount(_MEMORY)
+    if got is not None:
+        node["memoryMiB"] = _quantity(doc, got[1], got[0], memory_mib)
+    got = amount("pods")
+    if got is not None:
+        node["maxPods"] = _quantity(doc, got[1], got[0], count)
+
+    topology = {lv: labels[lb] for lv, lb in levels if labels.get(lb)}
+    if topology:
+        node["topology"] = topology
+    if labels:
+        node["labels"] = dict(labels)
+
+    tpath = (*path, "spec", "taints")
+    taints = []
+    for j, t in enumerate(_list(doc, tpath, spec.get("taints"))):
+        t = _map(doc, (*tpath, j), t)
+        key = _string(doc, (*tpath, j, "key"), t.get("key"), required=True)
+        value = _string(doc, (*tpath, j, "value"), t.get("value"), empty=True)
+        effect = t.get("effect")
+        if effect not in TAINT_EFFECTS:
+            doc.fail(
+                (*tpath, j, "effect"), f"expected one of {', '.join(TAINT_EFFECTS)}, got {_show(effect)}"
+            )
+        taint: dict[str, Any] = {"key": key}
+        if value:
+            taint["value"] = value
+        taint["effect"] = effect
+        taints.append(taint)
+    if taints:
+        node["taints"] = taints
+
+    unschedulable = spec.get("unschedulable")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        doc.fail((*path, "spec", "unschedulable"), f"expected true or false, got {_show(unschedulable)}")
+    conditions = status.get("conditions")
+    if conditions is not None:
+        ready = None
+        cpath = (*spath, "conditions")
+        for j, c in enumerate(_list(doc, cpath, conditions)):
+            c = _map(doc, (*cpath, j), c)
+            if c.get("type") == "Ready":
+                ready = c.get("status")
+        if ready != "True":
+            unschedulable = True
+    if unschedulable:
+        node["unschedulable"] = True
+
+    resources: dict[str, dict[str, int]] = {}
+    for side, values in (("capacity", cap), ("allocatable", alloc)):
+        for k, v in values.items():
+            if isinstance(k, str) and "/" in k:
+                n = _quantity(doc, (*spath, side, k), v, count)
+                resources.setdefault(k, {"capacity": 0, "allocatable": 0})[side] = n
+    if resources:
+        node["resources"] = resources
+    return node
+
+
+def _running_pod(doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> dict[str, Any]:
+    mpath = (*path, "metadata")
+    meta = _map(doc, mpath, obj.get("metadata"), required=True)
+    name = _string(doc, (*mpath, "name"), meta.get("name"), required=True)
+    namespace = _string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
+    annotations = _str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
+    spath = (*path, "spec")
+    spec = _map(doc, spath, obj.get("spec"), required=True)
+    amounts = _pod_amounts(doc, spath, spec)
+    pod: dict[str, Any] = {"name": f"{namespace}/{name}"}
+    gpus = _gpu_count(doc, spath, amounts)
+    if GPUS_ANNOTATION in annotations:
+        apath = (*mpath, "annotations", GPUS_ANNOTATION)
+        pod["gpus"] = _gpu_indices(doc, apath, annotations[GPUS_ANNOTATION], gpus)
+    elif gpus:
+        pod["unknownGpus"] = gpus
+    cpu = amounts.get(_CPU)
+    if cpu:
+        pod["cpuMilli"] = math.ceil(cpu * 1000)
+    mem = amounts.get(_MEMORY)
+    if mem:
+        pod["memoryMiB"] = math.floor(mem / _MIB)
+    prio = _integer(doc, (*spath, "priority"), spec.get("priority"))
+    if prio:
+        pod["priority"] = prio
+    res = _extended(amounts)
+    if res:
+        pod["resources"] = res
+    return pod
+
+
+_NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\])?")
+
+
+def snapshot_from_kubernetes(
+    nodes: PathLike, pods: PathLike | None = None, levels: Iterable[LevelSpec] = ()
+) -> dict[str, Any]:
+    """A placer/v1 ClusterSnapshot document from ``kubectl get nodes`` / ``get pods`` output.
+
+    Nodes (each becomes one snapshot node with inline hardware, in file order):
+
+    * ``gpus`` = allocatable ``nvidia.com/gpu`` (left out when 0 or absent), ``gpuModel``
+      = label ``nvidia.com/gpu.product``, ``gpuMemoryMiB`` = label ``nvidia.com/gpu.memory``,
+      ``cpuMilli``/``memoryMiB``/``maxPods`` = allocatable ``cpu``/``memory``/``pods``
+      (memory rounded down to MiB). A resource missing from ``allocatable`` is taken from
+      ``capacity``; missing from both, it is left out (untracked).
+    * ``resources``: every extended resource (a name with ``/``: ``nvidia.com/gpu``,
+      ``nvidia.com/mig-1g.10gb``, ``rdma/...``) of capacity or allocatable, as
+      ``{"capacity": n, "allocatable": n}`` (a side missing is 0).
+    * ``labels`` (all), ``taints`` (key, value, effect); ``unschedulable: true`` when
+      ``spec.unschedulable`` is true, or ``status.conditions`` is given and its ``Ready``
+      condition is missing or not ``"True"`` (a node without ``status.conditions`` is
+      taken as ready).
+    * ``topology``: each level's label value, levels the node has no (or an empty) label
+      for left out. ``topologyLevels`` = the level names, plus :data:`CLIQUE_LEVEL` as the
+      innermost level when some node has label ``nvidia.com/gpu.clique`` and no level
+      uses that label (not added when a given level is already named ``clique``).
+
+    Pods with ``spec.nodeName`` and a phase other than Succeeded/Failed run on that node:
+    name ``<namespace>/<name>``; ``cpuMilli`` (rounded up) and ``memoryMiB`` (rounded down)
+    = effective requests (the larger of the containers' sum and the init containers' peak,
+    restartable init containers counted as sidecars, plus ``spec.overhead``; a container's
+    cpu/memory request defaults to its limit); ``unknownGpus`` = its ``nvidia.com/gpu``
+    (limits, else requests), or ``gpus`` = the indices of annotation ``placer.io/gpus``;
+    other extended resources -> ``resources``; ``priority`` = ``spec.priority``.
+
+    Parameters
+    ----------
+    nodes : str or os.PathLike
+        ``kubectl get nodes -o json`` (or ``-o yaml``) output: a List, one Node, or a
+        multi-document YAML of Nodes (items of kind other than Node are refused).
+    pods : str or os.PathLike, optional
+        ``kubectl get pods -A -o json`` output, in the same shapes.
+    levels : iterable of (name, label) or "name=label"
+        Topology levels, outermost first (see :func:`parse_levels`).
+
+    Returns
+    -------
+    dict
+        The ClusterSnapshot document, already checked by
+        :meth:`placer.ClusterSnapshot.from_dict`.
+
+    Raises
+    ------
+    InvalidInputError
+        At the file location (see the module docs) of the first fault: syntax errors, a
+        bad quantity or field, no nodes, a node name given twice, a pod bound to a node not
+        in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
+        more than it has (at the pod).
+    """
+    level_list = parse_levels(levels)
+    with _GcPaused():  # large acyclic structures: the cyclic GC only costs time here
+        return _snapshot(nodes, pods, level_list)
+
+
+def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> dict[str, Any]:
+    node_docs = _read_documents(nodes)
+    entries: list[dict[str, Any]] = []
+    node_src: list[tuple[_Doc, tuple[Any, ...]]] = []
+    index: dict[str, int] = {}
+    for doc in node_docs:
+        for path, obj in _objects(doc):
+            entry = _node_entry(doc, path, obj, level_list)
+            if entry["name"] in index:
+                first = node_src[index[entry["name"]]]
+                doc.fail(
+                    (*path, "metadata", "name"),
+                    f"node {entry['name']!r} listed twice (first at {first[0].where(first[1])})",
+                )
+            index[entry["name"]] = len(entries)
+            entries.append(entry)
+            node_src.append((doc, path))
+    if not entries:
+        raise InvalidInputError(f"{os.fspath(nodes)}:1", "no Node objects in the file")
+
+    level_names = [name for name, _ in level_list]
+    if CLIQUE_LEVEL not in level_names and all(lb != CLIQUE_LABEL for _, lb in level_list):
+        if any(e.get("labels", {}).get(CLIQUE_LABEL) for e in entries):
+            level_names.append(CLIQUE_LEVEL)
+            for e in entries:
+                clique = e.get("labels", {}).get(CLIQUE_LABEL)
+                if clique:
+                    e.setdefault("topology", {})[CLIQUE_LEVEL] = clique
+
+    pod_src: dict[tuple[int, int], tuple[_Doc, tuple[Any, ...]]] = {}
+    if pods is not None:
+        for doc in _read_documents(pods):
+            for path, obj in _objects(doc):
+                if not isinstance(obj, dict):
+                    doc.fail(path, f"expected a Pod object (a mapping), got {_show(obj)}")
+                kind = obj.get("kind")
+                if kind is not None and kind != "Pod":
+                    doc.fail((*path, "kind"), f"expected a Pod, got kind {_show(kind)}")
+                spec = _map(doc, (*path, "spec"), obj.get("spec"), required=True)
+                node_name = _string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"))
+                status = _map(doc, (*path, "status"), obj.get("status"))
+                phase = status.get("phase")
+                if not node_name or phase in _TERMINATED:
+                    continue
+                i = index.get(node_name)
+                if i is None:
+                    doc.fail(
+                        (*path, "spec", "nodeName"),
+                        f"pod runs on node {node_name!r}, which is not in the node list {os.fspath(nodes)}",
+                    )
+                node_pods = entries[i].setdefault("pods", [])
+                pod_src[(i, len(node_pods))] = (doc, path)
+                node_pods.append(_running_pod(doc, path, obj))
+
+    document: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot"}
+    if level_names:
+        document["topologyLevels"] = level_names
+    document["nodes"] = entries
+    try:
+        snapshot_from_dict(document)
+    except InvalidInputError as e:
+        m = _NESTED.match(e.where)
+        if m is None:
+            raise
+        i = int(m.group(1))
+        if m.group(2) is not None and (i, int(m.group(2))) in pod_src:
+            doc, path = pod_src[(i, int(m.group(2)))]
+        else:
+            doc, path = node_src[i]
+        raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
+    return document
+
+
+# ----------------------------------------------------------------------------- request
+
+
+@dataclass(frozen=True)
+class WorkloadImport:
+    """What :func:`import_workloads` made of a set of manifests.
+
+    Attributes
+    ----------
+    request : dict
+        The placer/v1 PlacementRequest document.
+    skipped : dict of str to int
+        Objects not imported, counted by kind (``ComputeDomain``, ``ResourceFlavor``,
+        ``HyperNode``, ``DaemonSet``, ...), in order of first appearance.
+    notes : tuple of str
+        What was read but could not be carried over, one line each, starting with the
+        object's location (``file:line`` or ``file: path``): ignored pod fields
+        (``affinity``, ``resourceClaims``, ``nodeName``), a gang whose minMember differs
+        from its pod count, a PodGroup without pods, an unresolved priority class.
+    """
+
+    request: dict[str, Any]
+    skipped: dict[str, int]
+    notes: tuple[str, ...]
+
+
+class _Gang:
+    __slots__ = ("name", "label", "members", "min_member", "topology", "slices", "origin")
+
+    def __init__(self, name: str, label: str) -> None:
+        self.name = name
+        self.label = label
+        self.members = 0
+        self.min_member: int | None = None
+        self.topology: tuple[dict[str, str], str] | None = None
+        self.slices: tuple[list[dict[str, Any]], str] | None = None
+        self.origin: tuple[_Doc, tuple[Any, ...]] | None = None
+
+
+class _Workloads:
+    """State of one :func:`import_workloads` run."""
+
+    def __init__(self, levels: Sequence[tuple[str, str]]) -> None:
+        self.levels = list(levels)
+        self.by_label = {label: name for name, label in levels}
+        self.pods: list[dict[str, Any]] = []
+        self.pod_src: list[tuple[_Doc, tuple[Any, ...]]] = []
+        self.gangs: dict[str, _Gang] = {}
+        self.skipped: dict[str, int] = {}
+        self.notes: list[str] = []
+        self.priority_classes: dict[str, int] = {}
+        self.default_priority: int | None = None
+
+    # -------------------------------------------------------------- helpers
+
+    def gang(self, name: str, label: str) -> _Gang:
+        g = self.gangs.get(name)
+        if g is None:
+            g = self.gangs[name] = _Gang(name, label)
+        return g
+
+    def level_for(self, doc: _Doc, path: tuple[Any, ...], label: str, what: str) -> str:
+        level = self.by_label.get(label)
+        if level is not None:
+            return level
+        if label == HOSTNAME_LABEL:
+            return "node"
+        given = ", ".join(f"{n}={lb}" for n, lb in self.levels) or "none"
+        doc.fail(
+            path,
+            f"{what} names node label {label!r}, which no topology level maps; add "
+            f"--level NAME={label} (levels given: {given})",
+        )
+
+    def set_topology(self, g: _Gang, topo: dict[str, str], doc: _Doc, path: tuple[Any, ...]) -> None:
+        here = doc.where(path)
+        if g.topology is not None and g.topology[0] != topo:
+            doc.fail(
+                path,
+                f"gang {g.name!r} gets topology {topo} here but {g.topology[0]} at {g.topology[1]}; "
+                "placer places a gang under one topology constraint",
+            )
+        if g.topology is None:
+            g.topology = (topo, here)
+
+    def set_slices(self, g: _Gang, slices: list[dict[str, Any]], doc: _Doc, path: tuple[Any, ...]) -> None:
+        if g.slices is not None and g.slices[0] != slices:
+            doc.fail(path, f"gang {g.name!r} gets slices {slices} here but {g.slices[0]} at {g.slices[1]}")
+        if g.slices is None:
+            g.slices = (slices, doc.where(path))
+
+    def skip(self, kind: str) -> None:
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
+
+    # -------------------------------------------------------------- objects
+
+    def header(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> tuple[str, str]:
+        if not isinstance(obj, dict):
+            doc.fail(path, f"expected a Kubernetes object (a mapping), got {_show(obj)}")
+        api = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or not kind:
+            doc.fail((*path, "kind"), f"expected a Kubernetes object with a kind, got kind {_show(kind)}")
+        if not isinstance(api, str) or not api:
+            doc.fail((*path, "apiVersion"), f"expected an apiVersion, got {_show(api)}")
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        return group, kind
+
+    def meta(self, doc: _Doc, path: tuple[Any, ...], obj: Mapping[str, Any]) -> tuple[str, str]:
+        """``(namespace, name)`` of an object; ``generateName`` stands in for a name."""
+        mpath = (*path, "metadata")
+        meta = _map(doc, mpath, obj.get("metadata"), required=True)
+        name = _string(doc, (*mpath, "name"), meta.get("name"))
+        if name is None:
+            gen = _string(doc, (*mpath, "generateName"), meta.get("generateName"))
+            if gen is None or not gen.rstrip("-"):
+                doc.fail((*mpath, "name"), "expected metadata.name or metadata.generateName")
+            name = gen.rstrip("-")
+        namespace = _string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
+        return namespace, name
+
+    def collect(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> None:
+        """First pass: PriorityClasses and PodGroups (they may come after their users)."""
+        if not isinstance(obj, dict):
+            return
+        group, kind = obj.get("apiVersion"), obj.get("kind")
+        if kind == "PriorityClass" and isinstance(group, str) and group.startswith("scheduling.k8s.io/"):
+            meta = _map(doc, (*path, "metadata"), obj.get("metadata"), required=True)
+            name = _string(doc, (*path, "metadata", "name"), meta.get("name"), required=True)
+            value = _integer(doc, (*path, "value"), obj.get("value"), -(2**31), 2**31 - 1)
+            if value is None:
+                doc.fail((*path, "value"), "expected an integer, got nothing")
+            assert name is not None
+            self.priority_classes[name] = value
+            if obj.get("globalDefault") is True:
+                self.default_priority = value
+
+    def add(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> None:
+        group, kind = self.header(doc, path, obj)
+        if group == "" and kind == "Pod":
+            self.pod_object(doc, path, obj)
+        elif group == "batch" and kind == "Job":
+            self.job(doc, path, obj)
+        elif group == "jobset.x-k8s.io" and kind == "JobSet":
+            self.jobset(doc, path, obj)
+        elif group in ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io") and kind == "PodGroup":
+            self.pod_group(doc, path, obj, volcano=False)
+        elif group == "scheduling.volcano.sh" and kind == "PodGroup":
+            self.pod_group(doc, path, obj, volcano=True)
+        elif group == "batch.volcano.sh" and kind == "Job":
+            self.volcano_job(doc, path, obj)
+        elif group == "scheduling.k8s.io" and kind == "PriorityClass":
+            pass  # read in the first pass
+        elif kind in ("DaemonSet", "CronJob"):
+            self.notes.append(doc.note(path, f"{kind} not imported (no fixed pod count)"))
+            self.skip(kind)
+        elif (group, kind) in _REPLICATED or self.has_pod_template(obj):
+            self.replicated(doc, path, obj)
+        else:
+            self.skip(kind)
+
+    @staticmethod
+    def has_pod_template(obj: Mapping[str, Any]) -> bool:
+        spec = obj.get("spec")
+        template = spec.get("template") if isinstance(spec, dict) else None
+        pod_spec = template.get("spec") if isinstance(template, dict) else None
+        return isinstance(pod_spec, dict) and isinstance(pod_spec.get("containers"), list)
+
+    def replicas(self, doc: _Doc, path: tuple[Any, ...], v: Any, default: int = 1) -> int:
+        n = _integer(doc, path, v, 0)
+        if n is None:
+            return default
+        if n > MAX_WORKLOAD_PODS:
+            doc.fail(path, f"{n} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+        return n
+
+    def pod_object(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None)
+
+    def job(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        n = self.job_pods(doc, spath, spec)
+        tpath = (*spath, "template")
+        self.template(doc, tpath, spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None)
+
+    def job_pods(self, doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> int:
+        n = self.replicas(doc, (*spath, "parallelism"), spec.get("parallelism"))
+        completions = _integer(doc, (*spath, "completions"), spec.get("completions"), 0)
+        return n if completions is None else min(n, completions)
+
+    def jobset(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        rpath = (*spath, "replicatedJobs")
+        jobs = _list(doc, rpath, spec.get("replicatedJobs"))
+        if not jobs:
+            doc.fail(rpath, "expected a non-empty list of replicated jobs")
+        gang = f"{namespace}/{name}"
+        for j, rj in enumerate(jobs):
+            jpath = (*rpath, j)
+            rj = _map(doc, jpath, rj)
+            rname = _string(doc, (*jpath, "name"), rj.get("name"), required=True)
+            copies = self.replicas(doc, (*jpath, "replicas"), rj.get("replicas"))
+            jt = _map(doc, (*jpath, "template"), rj.get("template"), required=True)
+            jspath = (*jpath, "template", "spec")
+            jspec = _map(doc, jspath, jt.get("spec"), required=True)
+            per_job = self.job_pods(doc, jspath, jspec)
+            total = copies * per_job
+            if total > MAX_WORKLOAD_PODS:
+                doc.fail(jpath, f"{total} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+            self.template(
+                doc, (*jspath, "template"), jspec.get("template"), namespace, f"{gang}-{rname}", total,
+                own_gang=(gang, f"JobSet {gang}", (doc, path)),
+            )
+
+    def replicated(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        n = self.replicas(doc, (*spath, "replicas"), spec.get("replicas"))
+        self.template(
+            doc, (*spath, "template"), spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None
+        )
+
+    def volcano_job(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        gang_name = f"{namespace}/{name}"
+        g = self.gang(gang_name, f"Volcano Job {gang_name}")
+        g.origin = g.origin or (doc, path)
+        tpath = (*spath, "tasks")
+        tasks = _list(doc, tpath, spec.get("tasks"))
+        if not tasks:
+            doc.fail(tpath, "expected a non-empty list of tasks")
+        total = 0
+        for j, task in enumerate(tasks):
+            task = _map(doc, (*tpath, j), task)
+            tname = _string(doc, (*tpath, j, "name"), task.get("name")) or f"task{j}"
+            n = self.replicas(doc, (*tpath, j, "replicas"), task.get("replicas"))
+            total += n
+            self.template(
+                doc, (*tpath, j, "template"), task.get("template"), namespace, f"{gang_name}-{tname}", n,
+                own_gang=(gang_name, g.label, (doc, path)),
+            )
+        min_available = _integer(doc, (*spath, "minAvailable"), spec.get("minAvailable"), 0)
+        g.min_member = total if min_available is None else min_available
+        self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
+
+    def pod_group(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any], volcano: bool) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        gang_name = f"{namespace}/{name}"
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"))
+        g = self.gang(gang_name, f"{'Volcano ' if volcano else ''}PodGroup {gang_name}")
+        g.origin = (doc, path)
+        min_member = _integer(doc, (*spath, "minMember"), spec.get("minMember"), 0)
+        if min_member is not None:
+            g.min_member = min_member
+        if volcano:
+            self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
+
+    def network_topology(self, doc: _Doc, path: tuple[Any, ...], v: Any, g: _Gang) -> None:
+        """Volcano ``networkTopology {mode: hard|soft, highestTierAllowed | highestTierName}``:
+        hard -> required, soft -> preferred; tier 1 is the innermost level given, tier k
+        the k-th from the inside."""
+        if v is None:
+            return
+        nt = _map(doc, path, v)
+        mode = nt.get("mode", "hard")
+        if mode not in ("hard", "soft"):
+            doc.fail((*path, "mode"), f"expected hard or soft, got {_show(mode)}")
+        tier_name = _string(doc, (*path, "highestTierName"), nt.get("highestTierName"))
+        if tier_name is not None:
+            if tier_name not in self.by_label.values():
+                doc.fail(
+                    (*path, "highestTierName"),
+                    f"names tier {tier_name!r}, which is no topology level; add --level {tier_name}=LABEL",
+                )
+            level = tier_name
+        else:
+            tier = _integer(doc, (*path, "highestTierAllowed"), nt.get("highestTierAllowed"), 1)
+            tier = 1 if tier is None else tier
+            if tier > len(self.levels):
+                doc.fail(
+                    (*path, "highestTierAllowed"),
+                    f"tier {tier} needs at least {tier} topology level(s) (tier 1 = the innermost "
+                    f"--level), got {len(self.levels)}",
+                )
+            level = self.levels[len(self.levels) - tier][0]
+        topo = {"mode": "required" if mode == "hard" else "preferred", "level": level}
+        self.set_topology(g, topo, doc, path)
+
+    # -------------------------------------------------------------- pod templates
+
+    def template(
+        self,
+        doc: _Doc,
+        path: tuple[Any, ...],
+        template: Any,
+        namespace: str,
+        name: str,
+        replicas: int | None,
+        own_gang: tuple[str, str, tuple[_Doc, tuple[Any, ...]]] | None,
+    ) -> None:
+        """One request pod entry (``replicas`` pods; a bare pod when None)."""
+        template = _map(doc, path, template, required=True)
+        mpath = (*path, "metadata")
+        meta = _map(doc, mpath, template.get("metadata"))
+        labels = _str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
+        annotations = _str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
+        spath = (*path, "spec")
+        spec = _map(doc, spath, template.get("spec"), required=True)
+        entry = self.pod_fields(doc, spath, spec, name)
+        if replicas is not None:
+            if replicas == 0:
+                self.notes.append(doc.note(path, f"no pods for {name} (0 replicas)"))
+                return
+            entry = {"name": name, "replicas": replicas, **{k: v for k, v in entry.items() if k != "name"}}
+        pods = 1 if replicas is None else replicas
+
+        gang: _Gang | None = None
+        for key in POD_GROUP_LABELS:
+            if key in labels:
+                gname = f"{namespace}/{labels[key]}"
+                gang = self.gang(gname, f"PodGroup {gname}")
+                break
+        if gang is None and VOLCANO_GROUP_ANNOTATION in annotations:
+            gname = f"{namespace}/{annotations[VOLCANO_GROUP_ANNOTATION]}"
+            gang = self.gang(gname, f"Volcano PodGroup {gname}")
+        if gang is None and own_gang is not None:
+            gang = self.gang(own_gang[0], own_gang[1])
+            gang.origin = gang.origin or own_gang[2]
+        if gang is None and labels.get(KUEUE_POD_GROUP):
+            gname = f"{namespace}/{labels[KUEUE_POD_GROUP]}"
+            gang = self.gang(gname, f"Kueue pod group {gname}")
+            gang.origin = gang.origin or (doc, path)
+        kueue = self.kueue_topology(doc, (*mpath, "annotations"), annotations)
+        if gang is None and kueue is not None:
+            gang = self.gang(name, f"workload {name}")
+            gang.origin = (doc, path)
+        if gang is not None:
+            if kueue is not None:
+                topo, slices, kpath = kueue
+                if topo is not None:
+                    self.set_topology(gang, topo, doc, kpath)
+                if slices is not None:
+                    self.set_slices(gang, slices, doc, kpath)
+            gang.members += pods
+            entry["gang"] = gang.name
+        self.pods.append(entry)
+        self.pod_src.append((doc, path))
+
+    def kueue_topology(
+        self, doc: _Doc, apath: tuple[Any, ...], annotations: Mapping[str, str]
+    ) -> tuple[dict[str, str] | None, list[dict[str, Any]] | None, tuple[Any, ...]] | None:
+        given = [k for k in (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_UNCONSTRAINED) if k in annotations]
+        has_slice = KUEUE_SLICE_TOPOLOGY in annotations or KUEUE_SLICE_SIZE in annotations
+        if not given and not has_slice:
+            return None
+        if len(given) > 1:
+            doc.fail((*apath, given[1]), f"{given[0]} and {given[1]} exclude each other")
+        topo: dict[str, str] | None = None
+        kpath = apath
+        if given:
+            key = given[0]
+            kpath = (*apath, key)
+            value = annotations[key]
+            if key == KUEUE_UNCONSTRAINED:
+                if value.lower() not in ("true", "false"):
+                    doc.fail(kpath, f"expected \"true\" or \"false\", got {_show(value)}")
+                topo = {"mode": "unconstrained"} if value.lower() == "true" else None
+            else:
+                if not value:
+                    doc.fail(kpath, "expected a node label key, got an empty string")
+                level = self.level_for(doc, kpath, value, key)
+                topo = {"mode": "required" if key == KUEUE_REQUIRED else "preferred", "level": level}
+        slices: list[dict[str, Any]] | None = None
+        if has_slice:
+            spath = (*apath, KUEUE_SLICE_TOPOLOGY)
+            label = annotations.get(KUEUE_SLICE_TOPOLOGY)
+            size_text = annotations.get(KUEUE_SLICE_SIZE)
+            if not label:
+                doc.fail(spath, f"expected a node label key next to {KUEUE_SLICE_SIZE}")
+            digits = size_text is not None and size_text.isascii() and size_text.isdigit()
+            if size_text is None or not digits or len(size_text) > 9 or int(size_text) < 1:
+                doc.fail((*apath, KUEUE_SLICE_SIZE), f"expected a slice size >= 1, got {_show(size_text)}")
+            level = self.level_for(doc, spath, label, KUEUE_SLICE_TOPOLOGY)
+            slices = [{"level": level, "size": int(size_text)}]
+        if topo is None and slices is None:
+            return None
+        return topo, slices, kpath
+
+    def pod_fields(
+        self, doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any], name: str
+    ) -> dict[str, Any]:
+        amounts = _pod_amounts(doc, spath, spec)
+        entry: dict[str, Any] = {"name": name}
+        gpus = _gpu_count(doc, spath, amounts)
+        if gpus:
+            entry["gpus"] = gpus
+        cpu = amounts.get(_CPU)
+        if cpu:
+            entry["cpuMilli"] = math.ceil(cpu * 1000)
+        mem = amounts.get(_MEMORY)
+        if mem:
+            entry["memoryMiB"] = math.ceil(mem / _MIB)
+        selector = _str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
+        if selector:
+            entry["nodeSelector"] = dict(selector)
+        tolerations = self.tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
+        if tolerations:
+            entry["tolerations"] = tolerations
+        prio = _integer(doc, (*spath, "priority"), spec.get("priority"), -(2**31), 2**31 - 1)
+        if prio is None:
+            pc = _string(doc, (*spath, "priorityClassName"), spec.get("priorityClassName"))
+            if pc is not None:
+                prio = self.priority_classes.get(pc)
+                if prio is None and pc not in ("system-cluster-critical", "system-node-critical"):
+                    self.notes.append(
+                        doc.note(
+                            (*spath, "priorityClassName"),
+                            f"priority class {pc!r} is not among the inputs; priority left at 0",
+                        )
+                    )
+                elif prio is None:
+                    prio = 2000000000 if pc == "system-cluster-critical" else 2000001000
+            else:
+                prio = self.default_priority
+        if prio:
+            entry["priority"] = prio
+        res = _extended(amounts)
+        if res:
+            entry["resources"] = res
+        for key, what in (
+            ("affinity", "spec.affinity is not imported (placer takes nodeSelector only)"),
+            ("resourceClaims", "spec.resourceClaims (DRA) are not imported"),
+            ("nodeName", "spec.nodeName is ignored; the pod is placed like any other"),
+            ("topologySpreadConstraints", "spec.topologySpreadConstraints are not imported"),
+        ):
+            if spec.get(key):
+                self.notes.append(doc.note((*spath, key), what))
+        return entry
+
+    @staticmethod
+    def tolerations(doc: _Doc, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
+        out = []
+        for j, t in enumerate(_list(doc, path, v)):
+            tp = (*path, j)
+            t = _map(doc, tp, t)
+            key = _string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
+            op = t.get("operator", "Equal")
+            if op not in ("Equal", "Exists"):
+                doc.fail((*tp, "operator"), f"expected Equal or Exists, got {_show(op)}")
+            value = _string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
+            effect = t.get("effect") or ""
+            if effect and effect not in TAINT_EFFECTS:
+                doc.fail(
+                    (*tp, "effect"),
+                    f"expected one of {', '.join(TAINT_EFFECTS)} or nothing, got {_show(effect)}",
+                )
+            if op == "Exists" and value:
+                doc.fail((*tp, "value"), f"operator Exists takes no value, got {value!r}")
+            if op == "Equal" and not key:
+                doc.fail((*tp, "key"), "an empty key (every taint) needs operator Exists")
+            tol: dict[str, str] = {}
+            if key:
+                tol["key"] = key
+            tol["operator"] = op
+            if value:
+                tol["value"] = value
+            if effect:
+                tol["effect"] = effect
+            out.append(tol)
+        return out
+
+    # -------------------------------------------------------------- result
+
+    def document(self, policy: str | None) -> dict[str, Any]:
+        gangs: dict[str, Any] = {}
+        for g in self.gangs.values():
+            where = f"{g.origin[0].where(g.origin[1])}: " if g.origin is not None else ""
+            if g.members == 0:
+                self.notes.append(f"{where}{g.label} has no pods among the inputs; left out")
+                continue
+            if g.origin is None:
+                self.notes.append(
+                    f"{g.label} is not among the inputs; its {g.members} labelled pod(s) are placed "
+                    "as one gang"
+                )
+            if g.min_member is not None and g.min_member > g.members:
+                self.notes.append(
+                    f"{where}{g.label} needs minMember {g.min_member} but has {g.members} pod(s); "
+                    "Kubernetes keeps them pending, placer places the pods it has as one gang"
+                )
+            elif g.min_member is not None and g.min_member < g.members:
+                self.notes.append(
+                    f"{where}{g.label} needs {g.min_member} of {g.members} pods together; placer "
+                    "places all of them as one gang"
+                )
+            spec: dict[str, Any] = {"topology": g.topology[0] if g.topology else {"mode": "unconstrained"}}
+            if g.slices is not None:
+                spec["slices"] = g.slices[0]
+            gangs[g.name] = spec
+        doc: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "PlacementRequest"}
+        if policy is not None:
+            doc["policy"] = policy
+        doc["pods"] = self.pods
+        if gangs:
+            doc["gangs"] = gangs
+        return doc
+
+
+def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [paths]
+    return list(paths)
+
+
+def import_workloads(
+    paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
+) -> WorkloadImport:
+    """A placer/v1 PlacementRequest from workload manifests, with what was left out.
+
+    Objects, in file order (a ``List``'s items and every YAML document count):
+
+    * ``Pod`` (v1): one pod ``<namespace>/<name>`` (namespace ``default`` when absent).
+    * ``Job`` (batch/v1): ``min(parallelism, completions)`` pods (parallelism 1 when
+      absent) from ``spec.template``, as one entry ``<ns>/<name>`` with ``replicas`` (so
+      pods ``<ns>/<name>-0`` ...). ``generateName`` (trailing ``-`` dropped) stands in for
+      a missing name.
+    * ``JobSet`` (jobset.x-k8s.io): per replicated job, ``replicas`` x the Job's pods, as
+      entry ``<ns>/<jobset>-<replicatedJob>``; all pods of the JobSet form gang
+      ``<ns>/<jobset>``.
+    * ``Deployment``, ``StatefulSet``, ``ReplicaSet``, ``ReplicationController``, and any
+      other kind whose ``spec.template.spec.containers`` is a list: ``spec.replicas`` pods
+      (1 when absent). ``DaemonSet`` and ``CronJob`` are skipped with a note.
+    * ``PodGroup`` (scheduling.x-k8s.io, coscheduling): gang ``<ns>/<name>``; pods and
+      templates join it by label ``scheduling.x-k8s.io/pod-group`` (or the older
+      ``pod-group.scheduling.sigs.k8s.io``). Volcano ``PodGroup``
+      (scheduling.volcano.sh): the same, joined by annotation
+      ``scheduling.k8s.io/group-name``, with ``spec.networkTopology``.
+    * Volcano ``Job`` (batch.volcano.sh): per task ``replicas`` pods, entry
+      ``<ns>/<job>-<task>``; all tasks form gang ``<ns>/<job>``; ``spec.networkTopology``.
+    * ``PriorityClass``: resolves ``priorityClassName`` of the other objects (and
+      ``globalDefault``).
+    * Anything else is skipped and counted in :attr:`WorkloadImport.skipped`.
+
+    Gangs are all-or-nothing over all their pods: ``minMember``/``minAvailable`` is not
+    a field of the request; a gang whose pod count differs from it gets a note. A pod
+    template's Kueue annotations set its gang's topology (and make the workload a gang of
+    its pods when it is in none): ``kueue.x-k8s.io/podset-required-topology: <label>`` ->
+    mode ``required`` at the level mapped to that label, ``...-preferred-topology`` ->
+    ``preferred``, ``...-unconstrained-topology: "true"`` -> ``unconstrained``,
+    ``...-slice-required-topology`` + ``...-slice-size`` -> ``slices``. The label
+    ``kubernetes.io/hostname``, when no level maps it, is the level ``node``. Volcano
+    ``networkTopology``: ``hard`` -> required, ``soft`` -> preferred, at tier
+    ``highestTierAllowed`` (tier 1 = the innermost level given, tier k = the k-th from the
+    inside) or the level named ``highestTierName``. Plain pods with label
+    ``kueue.x-k8s.io/pod-group-name`` form a gang of that name.
+
+    Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
+    ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
+    up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
+    ``priority`` (``spec.priority``, else the priority class), other extended
+    resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` and
+    ``topologySpreadConstraints`` are not carried over (a note each).
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        JSON/YAML files; template files (``*.tftpl`` with ``${...}``) are refused.
+    levels : iterable of (name, label) or "name=label"
+        Topology levels, outermost first, as given to :func:`snapshot_from_kubernetes`.
+    policy : str, optional
+        The request's ``policy``.
+
+    Returns
+    -------
+    WorkloadImport
+
+    Raises
+    ------
+    InvalidInputError
+        At the file location of the first fault: syntax errors, a document that is not a
+        Kubernetes object (no ``kind``/``apiVersion``), a bad field or quantity, a Kueue
+        topology label no level maps (the message names the ``--level`` to add), a Volcano
+        tier beyond the levels given, two topology constraints for one gang, a pod name
+        made twice; ``policy`` for an unknown policy.
+    """
+    level_list = parse_levels(levels)
+    files = _paths(paths)
+    with _GcPaused():
+        return _workloads(files, level_list, policy)
+
+
+def _workloads(
+    files: list[PathLike], level_list: list[tuple[str, str]], policy: str | None
+) -> WorkloadImport:
+    docs = [doc for path in files for doc in _read_documents(path)]
+    state = _Workloads(level_list)
+    objects = [(doc, path, obj) for doc in docs for path, obj in _objects(doc)]
+    for doc, path, obj in objects:
+        state.collect(doc, path, obj)
+    for doc, path, obj in objects:
+        state.add(doc, path, obj)
+    document = state.document(policy)
+    try:
+        request_from_dict(document)
+    except InvalidInputError as e:
+        m = re.match(r"pods\[(\d+)\]", e.where)
+        if m is not None and int(m.group(1)) < len(state.pod_src):
+            doc, path = state.pod_src[int(m.group(1))]
+            raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
+        for name, g in state.gangs.items():
+            if e.where.startswith(f"gangs.{name}.slices") and g.slices is not None:
+                raise InvalidInputError(g.slices[1], f"{e.what} (placer/v1 {e.where})") from None
+            if (e.where == f"gangs.{name}" or e.where.startswith(f"gangs.{name}.")) and g.origin is not None:
+                raise g.origin[0].error(g.origin[1], f"{e.what} (placer/v1 {e.where})") from None
+        raise
+    return WorkloadImport(request=document, skipped=dict(state.skipped), notes=tuple(state.notes))
+
+
+def request_from_kubernetes(
+    paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
+) -> dict[str, Any]:
+    """The PlacementRequest document of :func:`import_workloads` (without what it skipped).
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        JSON/YAML manifest files.
+    levels : iterable of (name, label) or "name=label"
+        Topology levels, outermost first.
+    policy : str, optional
+        The request's ``policy``.
+
+    Returns
+    -------
+    dict
+        The PlacementRequest document, already checked by
+        :meth:`placer.PlacementRequest.from_dict`.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`import_workloads`.
+    """
+    return import_workloads(paths, levels, policy).request
