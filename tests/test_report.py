@@ -26,7 +26,7 @@ SNAPSHOT = ClusterSnapshot(node_types=TYPES, nodes=(
     node("a", pods=(RunningPod(name="w", gpus=(0, 1, 2)), RunningPod(name="s", gpu_shares={3: 500}))),
     node("b", cpu=16000),                                     # all free, 16 CPUs
     node("c", unschedulable=True),                            # cordoned: not reachable
-    node("d", taints=(Taint("maint", "NoSchedule"),)),        # tainted: not reachable
+    node("d", taints=(Taint("maint", "NoSchedule"),)),        # tainted: counted, and a finding
     node("e", taints=(Taint("soft", "PreferNoSchedule"),), unhealthy_gpus=(0,)),
 ))
 
@@ -38,20 +38,20 @@ def rows(report):
 def test_schedulable_pods_per_standard_shape_by_hand():
     report = cluster_report(SNAPSHOT)
     got = rows(report)
-    free = 4.5 + 8 + 7  # a, b, e (c and d cannot be reached)
-    expect = {  # pods on a, b, e
-        (1, 1000, 0): 4 + 8 + 7,
-        (2, 1000, 0): 2 + 4 + 3,
-        (4, 1000, 0): 1 + 2 + 1,
-        (8, 1000, 0): 0 + 1 + 0,
-        (1, 500, 0): 9 + 16 + 14,
-        (1, 250, 0): 18 + 32 + 28,
+    free = 4.5 + 8 + 8 + 7  # a, b, d, e (c is cordoned)
+    expect = {  # pods on a, b, d, e
+        (1, 1000, 0): 4 + 8 + 8 + 7,
+        (2, 1000, 0): 2 + 4 + 4 + 3,
+        (4, 1000, 0): 1 + 2 + 2 + 1,
+        (8, 1000, 0): 0 + 1 + 1 + 0,
+        (1, 500, 0): 9 + 16 + 16 + 14,
+        (1, 250, 0): 18 + 32 + 32 + 28,
     }
     assert {k: r.pods for k, r in got.items()} == expect
     for (gpus, milli, _), r in got.items():
         assert r.gpus == pytest.approx(r.pods * gpus * milli / 1000)
         assert r.reachable_free_gpus == pytest.approx(free)
-    assert got[(8, 1000, 0)].nodes == 1 and got[(8, 1000, 0)].usable_pct == pytest.approx(100 * 8 / free)
+    assert got[(8, 1000, 0)].nodes == 2 and got[(8, 1000, 0)].usable_pct == pytest.approx(100 * 16 / free)
     assert report.nodes == 5 and report.gpus == 40
     assert report.free_gpu_milli == 4500 + 8000 + 8000 + 8000 + 7000
     assert report.whole_free_gpus == 4 + 8 + 8 + 8 + 7
@@ -64,7 +64,7 @@ def test_cpu_and_models_limit_a_workload_shape():
         types=(TaskType(6000, 1000, 1), TaskType(0, 1000, 1, ("A100",))), popularity=(0.5, 0.5)
     )
     got = rows(cluster_report(SNAPSHOT, workload))
-    assert got[(1, 1000, 6000)].pods == 4 + 2 + 7  # b has CPU for two; a and e do not track CPU
+    assert got[(1, 1000, 6000)].pods == 4 + 2 + 8 + 7  # b has CPU for two; a, d, e do not track CPU
     assert got[(1, 1000, 0)].pods == 0 and got[(1, 1000, 0)].reachable_free_gpus == 0  # no A100
 
 
@@ -86,7 +86,7 @@ def test_cli_text_and_json(tmp_path, capsys):
     assert main(["report", str(path), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     by_shape = {r["shape"]: r for r in data["schedulable"]}
-    assert by_shape["8 GPUs"]["pods"] == 1 and by_shape["0.25 GPU"]["pods"] == 78
+    assert by_shape["8 GPUs"]["pods"] == 2 and by_shape["0.25 GPU"]["pods"] == 110
     assert data["fragmentation"]["fragmentGpus"] == pytest.approx(cluster_report(SNAPSHOT).fragment.total / 1000, abs=1e-3)
 
 

@@ -6,8 +6,9 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   0.25 of a GPU, or the types of a given workload), how many such pods fit at once, each
   node counted on its own, and the GPUs they would use beside the free GPUs they could
   reach. "16 GPUs free, but 0 of them usable by an 8-GPU job" is fragmentation in the
-  units a user asks about. Cordoned nodes, nodes with a ``NoSchedule``/``NoExecute`` taint
-  (the shape tolerates none) and nodes of GPU models the shape may not use are left out.
+  units a user asks about. Cordoned nodes and nodes of GPU models the shape may not use
+  are left out; tainted nodes count (GPU nodes are commonly tainted for GPU pods, which
+  tolerate it) and are listed among the findings.
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
   the workload.
 * **Findings** — registration gaps (``nvidia.com/gpu`` capacity, allocatable and the
@@ -277,10 +278,7 @@ def cluster_report(
         workload = standard_workload()
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
     states = node_states(snapshot)
-    open_nodes = [
-        not node.unschedulable and not any(t.effect in _BLOCKING_EFFECTS for t in node.taints)
-        for node in snapshot.nodes
-    ]
+    open_nodes = [not node.unschedulable for node in snapshot.nodes]
     rows = []
     for shape in workload.types:
         rows.append(_shape_row(shape, states, open_nodes))
