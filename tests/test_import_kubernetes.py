@@ -357,49 +357,37 @@ def test_gfd_readme_elided_fails_and_its_node_imports(tmp_path):
     assert node["labels"]["nvidia.com/cuda.driver.rev"] == ""
 
 
+@pytest.mark.parametrize(
+    "source, keys, value, json_path, fragment",
+    [
+        (NODES, ("items", 0, "status", "allocatable", "cpu"), "12Q",
+         "items[0].status.allocatable.cpu", "'12Q'"),
+        (PODS, ("items", 4, "spec", "nodeName"), "ghost-7", "items[4].spec.nodeName", "'ghost-7'"),
+        # More GPUs held than the node has free: reported at the pod.
+        (PODS, ("items", 2, "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"), "5",
+         "items[2]", "unknownGpus"),
+        (PODS, ("items", 1, "metadata", "annotations", "placer.io/gpus"), "0,1",
+         "items[1].metadata.annotations.placer.io/gpus", ""),
+        (NODES, ("items", 1, "metadata", "name"), "dgx-h100-0", "items[1].metadata.name", ""),
+    ],
+)
+def test_snapshot_json_errors_name_file_and_json_path(tmp_path, source, keys, value, json_path, fragment):
+    bad = json.loads(_text(source))
+    parent = bad
+    for key in keys[:-1]:
+        parent = parent[key]
+    parent[keys[-1]] = value
+    path = _write_json(tmp_path / source.name, bad)
+    with pytest.raises(InvalidInputError) as err:
+        if source == NODES:
+            snapshot_from_kubernetes(path)
+        else:
+            snapshot_from_kubernetes(NODES, path)
+    assert err.value.where == f"{path}: {json_path}"
+    assert fragment in err.value.what
+
+
 def test_snapshot_errors_name_file_and_json_path(tmp_path):
-    nodes = json.loads(_text(NODES))
-    pods = json.loads(_text(PODS))
-
-    bad = json.loads(json.dumps(nodes))
-    bad["items"][0]["status"]["allocatable"]["cpu"] = "12Q"
-    path = _write_json(tmp_path / "nodes.json", bad)
-    with pytest.raises(InvalidInputError) as err:
-        snapshot_from_kubernetes(path)
-    assert err.value.where == f"{path}: items[0].status.allocatable.cpu"
-    assert "'12Q'" in err.value.what
-
-    bad = json.loads(json.dumps(pods))
-    bad["items"][4]["spec"]["nodeName"] = "ghost-7"
-    pods_path = _write_json(tmp_path / "pods.json", bad)
-    with pytest.raises(InvalidInputError) as err:
-        snapshot_from_kubernetes(NODES, pods_path)
-    assert err.value.where == f"{pods_path}: items[4].spec.nodeName"
-    assert "'ghost-7'" in err.value.what
-
-    # More GPUs held than the node has free: reported at the pod.
-    bad = json.loads(json.dumps(pods))
-    bad["items"][2]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "5"
-    pods_path = _write_json(tmp_path / "pods.json", bad)
-    with pytest.raises(InvalidInputError) as err:
-        snapshot_from_kubernetes(NODES, pods_path)
-    assert err.value.where == f"{pods_path}: items[2]"
-    assert "unknownGpus" in err.value.what
-
-    bad = json.loads(json.dumps(pods))
-    bad["items"][1]["metadata"]["annotations"]["placer.io/gpus"] = "0,1"
-    pods_path = _write_json(tmp_path / "pods.json", bad)
-    with pytest.raises(InvalidInputError) as err:
-        snapshot_from_kubernetes(NODES, pods_path)
-    assert err.value.where == f"{pods_path}: items[1].metadata.annotations.placer.io/gpus"
-
-    bad = json.loads(json.dumps(nodes))
-    bad["items"][1]["metadata"]["name"] = "dgx-h100-0"
-    path = _write_json(tmp_path / "nodes.json", bad)
-    with pytest.raises(InvalidInputError) as err:
-        snapshot_from_kubernetes(path)
-    assert err.value.where == f"{path}: items[1].metadata.name"
-
     with pytest.raises(InvalidInputError) as err:
         snapshot_from_kubernetes(NODES, KUEUE_JOB)  # a Job is no pod list
     assert err.value.where == f"{KUEUE_JOB}:2" and "expected a Pod" in err.value.what

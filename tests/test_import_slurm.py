@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -35,6 +35,7 @@ from placer.adapters.slurm import (
 from placer.exceptions import InvalidInputError
 
 SLURM = Path(__file__).parent / "data" / "slurm"
+T = TypeVar("T")
 
 SCONTROL = "scontrol-show-node_a40-gres-socket-affinity_slinky-slurm-operator-45.txt"
 SINFO_USED = "sinfo-O-GresUsed_mixed-types-IDX_labshare-114.txt"
@@ -711,24 +712,28 @@ GRES_TEXTS = tuple(text(n) for n in (GRES_C10, GRES_B5, GRES_MPS, GRES_DEEPOPS,
 HM_PARSED = parse_scontrol_nodes(text(HM_NODES), HM_NODES)
 
 
+def parsed_or_located(func: Callable[..., T], *args: object) -> T | None:
+    """``func(*args)``, or None when it raises an error located at a line of "f"."""
+    try:
+        return func(*args)
+    except InvalidInputError as e:
+        assert re.fullmatch(r"f:\d+", e.where), e.where
+        return None
+
+
 @settings(max_examples=60, deadline=None)
 @given(mutated(NODE_TEXTS))
 def test_fuzz_scontrol(out: str) -> None:
-    try:
-        nodes = parse_scontrol_nodes(out, "f")
-    except InvalidInputError as e:
-        assert re.fullmatch(r"f:\d+", e.where), e.where
-        return
-    placer.ClusterSnapshot.from_dict(build_snapshot(nodes))
+    nodes = parsed_or_located(parse_scontrol_nodes, out, "f")
+    if nodes is not None:
+        placer.ClusterSnapshot.from_dict(build_snapshot(nodes))
 
 
 @settings(max_examples=60, deadline=None)
 @given(mutated(TOPO_TEXTS))
 def test_fuzz_topology(out: str) -> None:
-    try:
-        topo = parse_topology_conf(out, "f")
-    except InvalidInputError as e:
-        assert re.fullmatch(r"f:\d+", e.where), e.where
+    topo = parsed_or_located(parse_topology_conf, out, "f")
+    if topo is None:
         return
     for levels in topo.nodes.values():
         assert list(levels) == list(topo.levels)
@@ -738,21 +743,17 @@ def test_fuzz_topology(out: str) -> None:
 @settings(max_examples=60, deadline=None)
 @given(mutated(GRES_TEXTS))
 def test_fuzz_gres(out: str) -> None:
-    try:
-        doc = build_snapshot(HM_PARSED, parse_gres_conf(out, "f"), gres_source="f")
-    except InvalidInputError as e:
-        assert re.fullmatch(r"f:\d+", e.where), e.where
-        return
-    placer.ClusterSnapshot.from_dict(doc)
+    doc = parsed_or_located(
+        lambda: build_snapshot(HM_PARSED, parse_gres_conf(out, "f"), gres_source="f")
+    )
+    if doc is not None:
+        placer.ClusterSnapshot.from_dict(doc)
 
 
 @settings(max_examples=60, deadline=None)
 @given(mutated((text(SINFO_USED), "esc8000a-[0-1],esc8000b-0\nn[001-010]\nswitch.1.[11-12]\n")))
 def test_fuzz_sinfo_and_hostlists(out: str) -> None:
-    try:
-        parse_sinfo_gres_used(out, "f")
-    except InvalidInputError as e:
-        assert re.fullmatch(r"f:\d+", e.where), e.where
+    parsed_or_located(parse_sinfo_gres_used, out, "f")
     for line in out.split("\n"):
         try:
             names = expand_hostlist(line, "h")

@@ -42,7 +42,7 @@ from typing import Any, Iterable, Iterator, Mapping, NoReturn, Sequence, Union
 import yaml
 
 from placer._io import read_text
-from placer._validation import MAX_GPUS, _GcPaused, request_from_dict, snapshot_from_dict
+from placer._validation import MAX_GPUS, _GcPaused, _got, request_from_dict, snapshot_from_dict
 from placer.exceptions import InvalidInputError
 from placer.model import TAINT_EFFECTS
 
@@ -136,25 +136,11 @@ _QUANTITY_CACHE_SIZE = 4096
 
 
 def _show(v: Any) -> str:
-    """A short description of a value for error messages."""
-    if v is None:
-        return "null"
-    if v is True or v is False:
-        return f"{str(v).lower()} (a boolean)"
-    if isinstance(v, int):
-        text = str(v) if v.bit_length() < 200 else "a huge integer"
-        return text
-    if isinstance(v, float):
-        return f"{v!r} (a float)"
-    if isinstance(v, str):
-        if not v:
-            return "an empty string"
-        return f"{v[:60]!r}... (a string)" if len(v) > 60 else f"{v!r} (a string)"
-    if isinstance(v, Mapping):
-        return "a mapping"
-    if isinstance(v, (list, tuple)):
-        return "a list"
-    return f"a {type(v).__name__}"
+    """A short description of a value for error messages (as :func:`placer._validation._got`,
+    but an integer is written out whole up to 200 bits)."""
+    if isinstance(v, int) and v is not True and v is not False:
+        return str(v) if v.bit_length() < 200 else "a huge integer"
+    return _got(v)
 
 
 def parse_quantity(value: Any, where: str = "") -> Fraction:
@@ -743,6 +729,19 @@ def _extended(amounts: Mapping[str, Fraction]) -> dict[str, int]:
     return {k: int(v) for k, v in amounts.items() if "/" in k and v > 0}
 
 
+def _cpu_memory(amounts: Mapping[str, Fraction], *, round_up: bool) -> dict[str, int]:
+    """``cpuMilli`` (rounded up) and ``memoryMiB`` (rounded down, up with ``round_up``) of
+    a pod's amounts, each only when the pod asks for some."""
+    out: dict[str, int] = {}
+    cpu = amounts.get(_CPU)
+    if cpu:
+        out["cpuMilli"] = math.ceil(cpu * 1000)
+    mem = amounts.get(_MEMORY)
+    if mem:
+        out["memoryMiB"] = math.ceil(mem / _MIB) if round_up else math.floor(mem / _MIB)
+    return out
+
+
 def _gpu_indices(doc: _Doc, path: tuple[Any, ...], v: Any, gpus: int) -> list[int]:
     text = _string(doc, path, v, empty=True)
     assert text is not None
@@ -886,12 +885,7 @@ def _running_pod(doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> dict[
         pod["gpus"] = _gpu_indices(doc, apath, annotations[GPUS_ANNOTATION], gpus)
     elif gpus:
         pod["unknownGpus"] = gpus
-    cpu = amounts.get(_CPU)
-    if cpu:
-        pod["cpuMilli"] = math.ceil(cpu * 1000)
-    mem = amounts.get(_MEMORY)
-    if mem:
-        pod["memoryMiB"] = math.floor(mem / _MIB)
+    pod.update(_cpu_memory(amounts, round_up=False))
     prio = _integer(doc, (*spath, "priority"), spec.get("priority"))
     if prio:
         pod["priority"] = prio
@@ -1443,12 +1437,7 @@ class _Workloads:
         gpus = _gpu_count(doc, spath, amounts)
         if gpus:
             entry["gpus"] = gpus
-        cpu = amounts.get(_CPU)
-        if cpu:
-            entry["cpuMilli"] = math.ceil(cpu * 1000)
-        mem = amounts.get(_MEMORY)
-        if mem:
-            entry["memoryMiB"] = math.ceil(mem / _MIB)
+        entry.update(_cpu_memory(amounts, round_up=True))
         selector = _str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         if selector:
             entry["nodeSelector"] = dict(selector)

@@ -227,7 +227,10 @@ class _Row:
     values: list[str]
 
 
-class _TopoParser:
+class _LineParser:
+    """The lines of an nvidia-smi output (without a BOM, the last newline and CRs) and
+    errors located at ``<source>:<line>``; shared with :mod:`placer.adapters.nvidia_smi_query`."""
+
     def __init__(self, text: str, source: str) -> None:
         if text.startswith("\ufeff"):
             text = text[1:]
@@ -240,6 +243,8 @@ class _TopoParser:
     def fail(self, line: int, what: str) -> NoReturn:
         raise InvalidInputError(f"{self.source}:{line}", what)
 
+
+class _TopoParser(_LineParser):
     def line_text(self, index: int) -> str | None:
         return self.lines[index] if index < len(self.lines) else None
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, NoReturn, Sequence, Union
 
 from placer._io import read_text
+from placer.adapters.nvidia_smi import _LineParser
 from placer.exceptions import InvalidInputError
 
 __all__ = [
@@ -352,20 +353,11 @@ class _Header:
     units: Mapping[str, str]
 
 
-class _CsvParser:
+class _CsvParser(_LineParser):
     def __init__(self, text: str, source: str, kind: str) -> None:
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        self.lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-        self.source = source
+        super().__init__(text, source)
         self.kind = kind
         self.start = 0  # index of the first line after the header
-
-    def fail(self, line: int, what: str) -> NoReturn:
-        raise InvalidInputError(f"{self.source}:{line}", what)
 
     def check_message(self, index: int) -> None:
         text = self.lines[index].strip()

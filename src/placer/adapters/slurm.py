@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, NoReturn, Union
+from typing import Any, Callable, Mapping, NoReturn, Union
 
 from placer._io import read_text
 from placer._validation import MAX_GPUS
@@ -344,24 +344,9 @@ def expand_hostlist(text: str, where: str) -> list[str]:
 
     if not text:
         bad("it is empty")
-    pieces: list[str] = []
-    depth = 0
-    start = 0
-    for index, char in enumerate(text):
-        if char == "[":
-            depth += 1
-            if depth > 1:
-                bad("nested '['")
-        elif char == "]":
-            depth -= 1
-            if depth < 0:
-                bad("']' without '['")
-        elif char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    if depth:
-        bad("'[' without ']'")
-    pieces.append(text[start:])
+    pieces, problem = _split_outside(text, "[", "]")
+    if problem is not None:
+        bad(problem)
 
     plans: list[list[str | list[tuple[int, int, int]]]] = []
     total = 0
@@ -398,6 +383,34 @@ def expand_hostlist(text: str, where: str) -> list[str]:
         ]
         names.extend("".join(combo) for combo in itertools.product(*choices))
     return names
+
+
+def _split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
+    """Split ``text`` at the commas outside ``opening``/``closing`` brackets.
+
+    Also returns the first bracket fault met, None for none; for ``[`` and ``]``:
+    ``"nested '['"``, ``"']' without '['"`` or, at the end, ``"'[' without ']'"``.
+    """
+    pieces: list[str] = []
+    problem: str | None = None
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char == opening:
+            depth += 1
+            if depth > 1 and problem is None:
+                problem = f"nested {opening!r}"
+        elif char == closing:
+            depth -= 1
+            if depth < 0 and problem is None:
+                problem = f"{closing!r} without {opening!r}"
+        elif char == "," and depth == 0:
+            pieces.append(text[start:index])
+            start = index + 1
+    if depth and problem is None:
+        problem = f"{opening!r} without {closing!r}"
+    pieces.append(text[start:])
+    return pieces, problem
 
 
 def _bracket_ranges(inner: str, bad: Any) -> list[tuple[int, int, int]]:
@@ -653,18 +666,7 @@ def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None,
     """Split ``gpu:a100:2(S:0-1),mps:200`` into (name, type, count, parenthesised part)."""
     if value in _NO_VALUE:
         return []
-    items: list[str] = []
-    depth = 0
-    start = 0
-    for index, char in enumerate(value):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(value[start:index])
-            start = index + 1
-    items.append(value[start:])
+    items, _ = _split_outside(value, "(", ")")
     out: list[tuple[str, str | None, str, str | None]] = []
     for item in items:
         match = _GRES_ITEM.fullmatch(item)
@@ -691,6 +693,18 @@ def _index_list(text: str, where: str, limit: int, what: str) -> list[int]:
             _fail(where, f"expected {what} below {limit} (the node's GPUs), got {hi}")
         indices.extend(range(lo, hi + 1))
     return indices
+
+
+def _take_idx(listed: str, count: int, where: str, limit: int, key: str, used: list[int]) -> None:
+    """Add to ``used`` the ``count`` GPU indices of ``IDX:<listed>`` (``N/A`` for none) in
+    ``key``; each must be below ``limit`` and not in ``used`` yet."""
+    indices = [] if listed == "N/A" else _index_list(listed, where, limit, "IDX: GPUs")
+    if len(indices) != count:
+        _fail(where, f"expected {count} GPU indices in IDX:{listed}, got {len(indices)}")
+    for index in indices:
+        if index in used:
+            _fail(where, f"expected each GPU index once in {key}, got {index} again")
+        used.append(index)
 
 
 def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -> SlurmNode:
@@ -748,14 +762,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
                 continue
             if not inner.startswith("IDX:"):
                 _fail(where, f"expected (IDX:...) after a GPU count in GresUsed=, got ({inner})")
-            listed = inner[4:]
-            indices = [] if listed == "N/A" else _index_list(listed, where, gpus, "IDX: GPUs")
-            if len(indices) != count:
-                _fail(where, f"expected {count} GPU indices in IDX:{listed}, got {len(indices)}")
-            for index in indices:
-                if index in used:
-                    _fail(where, f"expected each GPU index once in GresUsed=, got {index} again")
-                used.append(index)
+            _take_idx(inner[4:], count, where, gpus, "GresUsed=", used)
         if len(used) + unknown > gpus:
             _fail(where, f"expected at most the node's {gpus} GPUs in use, "
                          f"got {len(used) + unknown}")
@@ -767,23 +774,23 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
                       f"expected at most the node's {gpus} GPUs allocated, got {count}")
             unknown = count
 
-    alloc_cpus: int | None = None
-    cpu_key = "CPUAlloc" if "CPUAlloc" in record else "AllocTRES" if "cpu" in alloc else None
-    if cpu_key == "CPUAlloc":
-        alloc_cpus = _whole(record["CPUAlloc"][0], at("CPUAlloc"), "CPUAlloc=")
-    elif cpu_key == "AllocTRES":
-        alloc_cpus = _whole(alloc["cpu"], at("AllocTRES"), "the cpu of AllocTRES=")
-    if cpu_key and cpus is not None and alloc_cpus is not None and alloc_cpus > cpus:
-        _fail(at(cpu_key), f"expected at most the node's {cpus} CPUs allocated, got {alloc_cpus}")
-    alloc_mem: int | None = None
-    mem_key = "AllocMem" if "AllocMem" in record else "AllocTRES" if "mem" in alloc else None
-    if mem_key == "AllocMem":
-        alloc_mem = _whole(record["AllocMem"][0], at("AllocMem"), "AllocMem=")
-    elif mem_key == "AllocTRES":
-        alloc_mem = _mem_mib(alloc["mem"], at("AllocTRES"), "the mem of AllocTRES=")
-    if mem_key and memory_mib is not None and alloc_mem is not None and alloc_mem > memory_mib:
-        _fail(at(mem_key),
-              f"expected at most the node's RealMemory={memory_mib} MiB allocated, got {alloc_mem}")
+    def allocated(
+        key: str, tres: str, parse: Callable[[str, str, str], int], total: int | None, of: str
+    ) -> int | None:
+        """``key=``, else the ``tres`` of AllocTRES=, else None; at most ``total`` (``of``)."""
+        if key in record:
+            where, amount = at(key), _whole(record[key][0], at(key), f"{key}=")
+        elif tres in alloc:
+            where = at("AllocTRES")
+            amount = parse(alloc[tres], where, f"the {tres} of AllocTRES=")
+        else:
+            return None
+        if total is not None and amount > total:
+            _fail(where, f"expected at most the node's {of} allocated, got {amount}")
+        return amount
+
+    alloc_cpus = allocated("CPUAlloc", "cpu", _whole, cpus, f"{cpus} CPUs")
+    alloc_mem = allocated("AllocMem", "mem", _mem_mib, memory_mib, f"RealMemory={memory_mib} MiB")
 
     state = get("State")
     unschedulable = False
@@ -1099,14 +1106,7 @@ def parse_sinfo_gres_used(text: str, source: str = "<text>") -> dict[str, tuple[
             if inner is None or not inner.startswith("IDX:"):
                 _fail(where, f"expected (IDX:...) after gpu:{count} in GRES_USED, "
                              f"got {row['GRES_USED']!r}")
-            listed = inner[4:]
-            found = [] if listed == "N/A" else _index_list(listed, where, MAX_GPUS, "IDX: GPUs")
-            if len(found) != count:
-                _fail(where, f"expected {count} GPU indices in IDX:{listed}, got {len(found)}")
-            for gpu in found:
-                if gpu in indices:
-                    _fail(where, f"expected each GPU index once in GRES_USED, got {gpu} again")
-                indices.append(gpu)
+            _take_idx(inner[4:], count, where, MAX_GPUS, "GRES_USED", indices)
         for node in expand_hostlist(row["NODELIST"], where):
             if node in used:
                 _fail(where, f"expected each node once, got {node} again (line {first_line[node]})")
