@@ -16,16 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer.adapters import kubernetes as k8s
-from placer.adapters.kubernetes import (
-    count,
-    cpu_milli,
-    import_workloads,
-    memory_mib,
-    parse_quantity,
-    request_from_kubernetes,
-    snapshot_from_kubernetes,
-)
+from placer.adapters.kubernetes import count, cpu_milli, memory_mib, parse_quantity, snapshot_from_kubernetes
+from placer.adapters.kubernetes_workloads import WorkloadImport, import_workloads, request_from_kubernetes
 from placer.exceptions import InvalidInputError
 
 DATA = Path(__file__).parent / "data" / "k8s"
@@ -687,7 +679,7 @@ def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
         except InvalidInputError as e:
             assert e.where.startswith(str(path)) or e.where.startswith(str(NODES)), e.where
             continue
-        if isinstance(out, k8s.WorkloadImport):
+        if isinstance(out, WorkloadImport):
             placer.PlacementRequest.from_dict(out.request)
         else:
             placer.ClusterSnapshot.from_dict(out)

@@ -282,7 +282,7 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
     from placer import _validation
-    from placer.adapters.kubernetes import request_from_kubernetes
+    from placer.adapters.kubernetes_workloads import request_from_kubernetes
 
     policy = _validation.check_policy(args.policy, "--policy") if args.policy is not None else None
     document = request_from_kubernetes(args.manifests, _levels(args.level), policy)

@@ -1,0 +1,711 @@
+"""Kubernetes workload manifests to a placer request.
+
+:func:`request_from_kubernetes` (and :func:`import_workloads`, which also says what it
+left out) turns workload manifests — Pod, Job, JobSet, Deployment and other pod-template
+workloads, scheduler-plugins and Volcano PodGroups, Volcano Jobs, Kueue topology
+annotations — into a placer/v1 ``PlacementRequest`` document, a plain dict that
+:meth:`placer.PlacementRequest.from_dict` accepts (validated here; a fault names the
+manifest it came from). Files, quantities and errors are read as
+:mod:`placer.adapters.kubernetes` describes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from placer._validation import _GcPaused, request_from_dict
+from placer.adapters.kubernetes import (
+    HOSTNAME_LABEL,
+    LevelSpec,
+    PathLike,
+    _Doc,
+    _cpu_memory,
+    _extended,
+    _gpu_count,
+    _integer,
+    _list,
+    _map,
+    _objects,
+    _pod_amounts,
+    _read_documents,
+    _show,
+    _str_map,
+    _string,
+    parse_levels,
+)
+from placer.exceptions import InvalidInputError
+from placer.model import TAINT_EFFECTS
+
+__all__ = ["MAX_WORKLOAD_PODS", "WorkloadImport", "request_from_kubernetes", "import_workloads"]
+
+MAX_WORKLOAD_PODS = 100_000
+"""Most pods one workload object may expand to."""
+
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io")
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
+_REPLICATED = (
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("", "ReplicationController"),
+)
+
+# ----------------------------------------------------------------------------- request
+
+
+@dataclass(frozen=True)
+class WorkloadImport:
+    """What :func:`import_workloads` made of a set of manifests.
+
+    Attributes
+    ----------
+    request : dict
+        The placer/v1 PlacementRequest document.
+    skipped : dict of str to int
+        Objects not imported, counted by kind (``ComputeDomain``, ``ResourceFlavor``,
+        ``HyperNode``, ``DaemonSet``, ...), in order of first appearance.
+    notes : tuple of str
+        What was read but could not be carried over, one line each, starting with the
+        object's location (``file:line`` or ``file: path``): ignored pod fields
+        (``affinity``, ``resourceClaims``, ``nodeName``), a gang whose minMember differs
+        from its pod count, a PodGroup without pods, an unresolved priority class.
+    """
+
+    request: dict[str, Any]
+    skipped: dict[str, int]
+    notes: tuple[str, ...]
+
+
+class _Gang:
+    __slots__ = ("name", "label", "members", "min_member", "topology", "slices", "origin")
+
+    def __init__(self, name: str, label: str) -> None:
+        self.name = name
+        self.label = label
+        self.members = 0
+        self.min_member: int | None = None
+        self.topology: tuple[dict[str, str], str] | None = None
+        self.slices: tuple[list[dict[str, Any]], str] | None = None
+        self.origin: tuple[_Doc, tuple[Any, ...]] | None = None
+
+
+class _Workloads:
+    """State of one :func:`import_workloads` run."""
+
+    def __init__(self, levels: Sequence[tuple[str, str]]) -> None:
+        self.levels = list(levels)
+        self.by_label = {label: name for name, label in levels}
+        self.pods: list[dict[str, Any]] = []
+        self.pod_src: list[tuple[_Doc, tuple[Any, ...]]] = []
+        self.gangs: dict[str, _Gang] = {}
+        self.skipped: dict[str, int] = {}
+        self.notes: list[str] = []
+        self.priority_classes: dict[str, int] = {}
+        self.default_priority: int | None = None
+
+    # -------------------------------------------------------------- helpers
+
+    def gang(self, name: str, label: str) -> _Gang:
+        g = self.gangs.get(name)
+        if g is None:
+            g = self.gangs[name] = _Gang(name, label)
+        return g
+
+    def level_for(self, doc: _Doc, path: tuple[Any, ...], label: str, what: str) -> str:
+        level = self.by_label.get(label)
+        if level is not None:
+            return level
+        if label == HOSTNAME_LABEL:
+            return "node"
+        given = ", ".join(f"{n}={lb}" for n, lb in self.levels) or "none"
+        doc.fail(
+            path,
+            f"{what} names node label {label!r}, which no topology level maps; add "
+            f"--level NAME={label} (levels given: {given})",
+        )
+
+    def set_topology(self, g: _Gang, topo: dict[str, str], doc: _Doc, path: tuple[Any, ...]) -> None:
+        here = doc.where(path)
+        if g.topology is not None and g.topology[0] != topo:
+            doc.fail(
+                path,
+                f"gang {g.name!r} gets topology {topo} here but {g.topology[0]} at {g.topology[1]}; "
+                "placer places a gang under one topology constraint",
+            )
+        if g.topology is None:
+            g.topology = (topo, here)
+
+    def set_slices(self, g: _Gang, slices: list[dict[str, Any]], doc: _Doc, path: tuple[Any, ...]) -> None:
+        if g.slices is not None and g.slices[0] != slices:
+            doc.fail(path, f"gang {g.name!r} gets slices {slices} here but {g.slices[0]} at {g.slices[1]}")
+        if g.slices is None:
+            g.slices = (slices, doc.where(path))
+
+    def skip(self, kind: str) -> None:
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
+
+    # -------------------------------------------------------------- objects
+
+    def header(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> tuple[str, str]:
+        if not isinstance(obj, dict):
+            doc.fail(path, f"expected a Kubernetes object (a mapping), got {_show(obj)}")
+        api = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or not kind:
+            doc.fail((*path, "kind"), f"expected a Kubernetes object with a kind, got kind {_show(kind)}")
+        if not isinstance(api, str) or not api:
+            doc.fail((*path, "apiVersion"), f"expected an apiVersion, got {_show(api)}")
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        return group, kind
+
+    def meta(self, doc: _Doc, path: tuple[Any, ...], obj: Mapping[str, Any]) -> tuple[str, str]:
+        """``(namespace, name)`` of an object; ``generateName`` stands in for a name."""
+        mpath = (*path, "metadata")
+        meta = _map(doc, mpath, obj.get("metadata"), required=True)
+        name = _string(doc, (*mpath, "name"), meta.get("name"))
+        if name is None:
+            gen = _string(doc, (*mpath, "generateName"), meta.get("generateName"))
+            if gen is None or not gen.rstrip("-"):
+                doc.fail((*mpath, "name"), "expected metadata.name or metadata.generateName")
+            name = gen.rstrip("-")
+        namespace = _string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
+        return namespace, name
+
+    def collect(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> None:
+        """First pass: PriorityClasses and PodGroups (they may come after their users)."""
+        if not isinstance(obj, dict):
+            return
+        group, kind = obj.get("apiVersion"), obj.get("kind")
+        if kind == "PriorityClass" and isinstance(group, str) and group.startswith("scheduling.k8s.io/"):
+            meta = _map(doc, (*path, "metadata"), obj.get("metadata"), required=True)
+            name = _string(doc, (*path, "metadata", "name"), meta.get("name"), required=True)
+            value = _integer(doc, (*path, "value"), obj.get("value"), -(2**31), 2**31 - 1)
+            if value is None:
+                doc.fail((*path, "value"), "expected an integer, got nothing")
+            assert name is not None
+            self.priority_classes[name] = value
+            if obj.get("globalDefault") is True:
+                self.default_priority = value
+
+    def add(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> None:
+        group, kind = self.header(doc, path, obj)
+        if group == "" and kind == "Pod":
+            self.pod_object(doc, path, obj)
+        elif group == "batch" and kind == "Job":
+            self.job(doc, path, obj)
+        elif group == "jobset.x-k8s.io" and kind == "JobSet":
+            self.jobset(doc, path, obj)
+        elif group in ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io") and kind == "PodGroup":
+            self.pod_group(doc, path, obj, volcano=False)
+        elif group == "scheduling.volcano.sh" and kind == "PodGroup":
+            self.pod_group(doc, path, obj, volcano=True)
+        elif group == "batch.volcano.sh" and kind == "Job":
+            self.volcano_job(doc, path, obj)
+        elif group == "scheduling.k8s.io" and kind == "PriorityClass":
+            pass  # read in the first pass
+        elif kind in ("DaemonSet", "CronJob"):
+            self.notes.append(doc.note(path, f"{kind} not imported (no fixed pod count)"))
+            self.skip(kind)
+        elif (group, kind) in _REPLICATED or self.has_pod_template(obj):
+            self.replicated(doc, path, obj)
+        else:
+            self.skip(kind)
+
+    @staticmethod
+    def has_pod_template(obj: Mapping[str, Any]) -> bool:
+        spec = obj.get("spec")
+        template = spec.get("template") if isinstance(spec, dict) else None
+        pod_spec = template.get("spec") if isinstance(template, dict) else None
+        return isinstance(pod_spec, dict) and isinstance(pod_spec.get("containers"), list)
+
+    def replicas(self, doc: _Doc, path: tuple[Any, ...], v: Any, default: int = 1) -> int:
+        n = _integer(doc, path, v, 0)
+        if n is None:
+            return default
+        if n > MAX_WORKLOAD_PODS:
+            doc.fail(path, f"{n} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+        return n
+
+    def pod_object(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None)
+
+    def job(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        n = self.job_pods(doc, spath, spec)
+        tpath = (*spath, "template")
+        self.template(doc, tpath, spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None)
+
+    def job_pods(self, doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> int:
+        n = self.replicas(doc, (*spath, "parallelism"), spec.get("parallelism"))
+        completions = _integer(doc, (*spath, "completions"), spec.get("completions"), 0)
+        return n if completions is None else min(n, completions)
+
+    def jobset(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        rpath = (*spath, "replicatedJobs")
+        jobs = _list(doc, rpath, spec.get("replicatedJobs"))
+        if not jobs:
+            doc.fail(rpath, "expected a non-empty list of replicated jobs")
+        gang = f"{namespace}/{name}"
+        for j, rj in enumerate(jobs):
+            jpath = (*rpath, j)
+            rj = _map(doc, jpath, rj)
+            rname = _string(doc, (*jpath, "name"), rj.get("name"), required=True)
+            copies = self.replicas(doc, (*jpath, "replicas"), rj.get("replicas"))
+            jt = _map(doc, (*jpath, "template"), rj.get("template"), required=True)
+            jspath = (*jpath, "template", "spec")
+            jspec = _map(doc, jspath, jt.get("spec"), required=True)
+            per_job = self.job_pods(doc, jspath, jspec)
+            total = copies * per_job
+            if total > MAX_WORKLOAD_PODS:
+                doc.fail(jpath, f"{total} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+            self.template(
+                doc, (*jspath, "template"), jspec.get("template"), namespace, f"{gang}-{rname}", total,
+                own_gang=(gang, f"JobSet {gang}", (doc, path)),
+            )
+
+    def replicated(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        n = self.replicas(doc, (*spath, "replicas"), spec.get("replicas"))
+        self.template(
+            doc, (*spath, "template"), spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None
+        )
+
+    def volcano_job(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"), required=True)
+        gang_name = f"{namespace}/{name}"
+        g = self.gang(gang_name, f"Volcano Job {gang_name}")
+        g.origin = g.origin or (doc, path)
+        tpath = (*spath, "tasks")
+        tasks = _list(doc, tpath, spec.get("tasks"))
+        if not tasks:
+            doc.fail(tpath, "expected a non-empty list of tasks")
+        total = 0
+        for j, task in enumerate(tasks):
+            task = _map(doc, (*tpath, j), task)
+            tname = _string(doc, (*tpath, j, "name"), task.get("name")) or f"task{j}"
+            n = self.replicas(doc, (*tpath, j, "replicas"), task.get("replicas"))
+            total += n
+            self.template(
+                doc, (*tpath, j, "template"), task.get("template"), namespace, f"{gang_name}-{tname}", n,
+                own_gang=(gang_name, g.label, (doc, path)),
+            )
+        min_available = _integer(doc, (*spath, "minAvailable"), spec.get("minAvailable"), 0)
+        g.min_member = total if min_available is None else min_available
+        self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
+
+    def pod_group(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any], volcano: bool) -> None:
+        namespace, name = self.meta(doc, path, obj)
+        gang_name = f"{namespace}/{name}"
+        spath = (*path, "spec")
+        spec = _map(doc, spath, obj.get("spec"))
+        g = self.gang(gang_name, f"{'Volcano ' if volcano else ''}PodGroup {gang_name}")
+        g.origin = (doc, path)
+        min_member = _integer(doc, (*spath, "minMember"), spec.get("minMember"), 0)
+        if min_member is not None:
+            g.min_member = min_member
+        if volcano:
+            self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
+
+    def network_topology(self, doc: _Doc, path: tuple[Any, ...], v: Any, g: _Gang) -> None:
+        """Volcano ``networkTopology {mode: hard|soft, highestTierAllowed | highestTierName}``:
+        hard -> required, soft -> preferred; tier 1 is the innermost level given, tier k
+        the k-th from the inside."""
+        if v is None:
+            return
+        nt = _map(doc, path, v)
+        mode = nt.get("mode", "hard")
+        if mode not in ("hard", "soft"):
+            doc.fail((*path, "mode"), f"expected hard or soft, got {_show(mode)}")
+        tier_name = _string(doc, (*path, "highestTierName"), nt.get("highestTierName"))
+        if tier_name is not None:
+            if tier_name not in self.by_label.values():
+                doc.fail(
+                    (*path, "highestTierName"),
+                    f"names tier {tier_name!r}, which is no topology level; add --level {tier_name}=LABEL",
+                )
+            level = tier_name
+        else:
+            tier = _integer(doc, (*path, "highestTierAllowed"), nt.get("highestTierAllowed"), 1)
+            tier = 1 if tier is None else tier
+            if tier > len(self.levels):
+                doc.fail(
+                    (*path, "highestTierAllowed"),
+                    f"tier {tier} needs at least {tier} topology level(s) (tier 1 = the innermost "
+                    f"--level), got {len(self.levels)}",
+                )
+            level = self.levels[len(self.levels) - tier][0]
+        topo = {"mode": "required" if mode == "hard" else "preferred", "level": level}
+        self.set_topology(g, topo, doc, path)
+
+    # -------------------------------------------------------------- pod templates
+
+    def template(
+        self,
+        doc: _Doc,
+        path: tuple[Any, ...],
+        template: Any,
+        namespace: str,
+        name: str,
+        replicas: int | None,
+        own_gang: tuple[str, str, tuple[_Doc, tuple[Any, ...]]] | None,
+    ) -> None:
+        """One request pod entry (``replicas`` pods; a bare pod when None)."""
+        template = _map(doc, path, template, required=True)
+        mpath = (*path, "metadata")
+        meta = _map(doc, mpath, template.get("metadata"))
+        labels = _str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
+        annotations = _str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
+        spath = (*path, "spec")
+        spec = _map(doc, spath, template.get("spec"), required=True)
+        entry = self.pod_fields(doc, spath, spec, name)
+        if replicas is not None:
+            if replicas == 0:
+                self.notes.append(doc.note(path, f"no pods for {name} (0 replicas)"))
+                return
+            entry = {"name": name, "replicas": replicas, **{k: v for k, v in entry.items() if k != "name"}}
+        pods = 1 if replicas is None else replicas
+
+        gang: _Gang | None = None
+        for key in POD_GROUP_LABELS:
+            if key in labels:
+                gname = f"{namespace}/{labels[key]}"
+                gang = self.gang(gname, f"PodGroup {gname}")
+                break
+        if gang is None and VOLCANO_GROUP_ANNOTATION in annotations:
+            gname = f"{namespace}/{annotations[VOLCANO_GROUP_ANNOTATION]}"
+            gang = self.gang(gname, f"Volcano PodGroup {gname}")
+        if gang is None and own_gang is not None:
+            gang = self.gang(own_gang[0], own_gang[1])
+            gang.origin = gang.origin or own_gang[2]
+        if gang is None and labels.get(KUEUE_POD_GROUP):
+            gname = f"{namespace}/{labels[KUEUE_POD_GROUP]}"
+            gang = self.gang(gname, f"Kueue pod group {gname}")
+            gang.origin = gang.origin or (doc, path)
+        kueue = self.kueue_topology(doc, (*mpath, "annotations"), annotations)
+        if gang is None and kueue is not None:
+            gang = self.gang(name, f"workload {name}")
+            gang.origin = (doc, path)
+        if gang is not None:
+            if kueue is not None:
+                topo, slices, kpath = kueue
+                if topo is not None:
+                    self.set_topology(gang, topo, doc, kpath)
+                if slices is not None:
+                    self.set_slices(gang, slices, doc, kpath)
+            gang.members += pods
+            entry["gang"] = gang.name
+        self.pods.append(entry)
+        self.pod_src.append((doc, path))
+
+    def kueue_topology(
+        self, doc: _Doc, apath: tuple[Any, ...], annotations: Mapping[str, str]
+    ) -> tuple[dict[str, str] | None, list[dict[str, Any]] | None, tuple[Any, ...]] | None:
+        given = [k for k in (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_UNCONSTRAINED) if k in annotations]
+        has_slice = KUEUE_SLICE_TOPOLOGY in annotations or KUEUE_SLICE_SIZE in annotations
+        if not given and not has_slice:
+            return None
+        if len(given) > 1:
+            doc.fail((*apath, given[1]), f"{given[0]} and {given[1]} exclude each other")
+        topo: dict[str, str] | None = None
+        kpath = apath
+        if given:
+            key = given[0]
+            kpath = (*apath, key)
+            value = annotations[key]
+            if key == KUEUE_UNCONSTRAINED:
+                if value.lower() not in ("true", "false"):
+                    doc.fail(kpath, f"expected \"true\" or \"false\", got {_show(value)}")
+                topo = {"mode": "unconstrained"} if value.lower() == "true" else None
+            else:
+                if not value:
+                    doc.fail(kpath, "expected a node label key, got an empty string")
+                level = self.level_for(doc, kpath, value, key)
+                topo = {"mode": "required" if key == KUEUE_REQUIRED else "preferred", "level": level}
+        slices: list[dict[str, Any]] | None = None
+        if has_slice:
+            spath = (*apath, KUEUE_SLICE_TOPOLOGY)
+            label = annotations.get(KUEUE_SLICE_TOPOLOGY)
+            size_text = annotations.get(KUEUE_SLICE_SIZE)
+            if not label:
+                doc.fail(spath, f"expected a node label key next to {KUEUE_SLICE_SIZE}")
+            digits = size_text is not None and size_text.isascii() and size_text.isdigit()
+            if size_text is None or not digits or len(size_text) > 9 or int(size_text) < 1:
+                doc.fail((*apath, KUEUE_SLICE_SIZE), f"expected a slice size >= 1, got {_show(size_text)}")
+            level = self.level_for(doc, spath, label, KUEUE_SLICE_TOPOLOGY)
+            slices = [{"level": level, "size": int(size_text)}]
+        if topo is None and slices is None:
+            return None
+        return topo, slices, kpath
+
+    def pod_fields(
+        self, doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any], name: str
+    ) -> dict[str, Any]:
+        amounts = _pod_amounts(doc, spath, spec)
+        entry: dict[str, Any] = {"name": name}
+        gpus = _gpu_count(doc, spath, amounts)
+        if gpus:
+            entry["gpus"] = gpus
+        entry.update(_cpu_memory(amounts, round_up=True))
+        selector = _str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
+        if selector:
+            entry["nodeSelector"] = dict(selector)
+        tolerations = self.tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
+        if tolerations:
+            entry["tolerations"] = tolerations
+        prio = _integer(doc, (*spath, "priority"), spec.get("priority"), -(2**31), 2**31 - 1)
+        if prio is None:
+            pc = _string(doc, (*spath, "priorityClassName"), spec.get("priorityClassName"))
+            if pc is not None:
+                prio = self.priority_classes.get(pc)
+                if prio is None and pc not in ("system-cluster-critical", "system-node-critical"):
+                    self.notes.append(
+                        doc.note(
+                            (*spath, "priorityClassName"),
+                            f"priority class {pc!r} is not among the inputs; priority left at 0",
+                        )
+                    )
+                elif prio is None:
+                    prio = 2000000000 if pc == "system-cluster-critical" else 2000001000
+            else:
+                prio = self.default_priority
+        if prio:
+            entry["priority"] = prio
+        res = _extended(amounts)
+        if res:
+            entry["resources"] = res
+        for key, what in (
+            ("affinity", "spec.affinity is not imported (placer takes nodeSelector only)"),
+            ("resourceClaims", "spec.resourceClaims (DRA) are not imported"),
+            ("nodeName", "spec.nodeName is ignored; the pod is placed like any other"),
+            ("topologySpreadConstraints", "spec.topologySpreadConstraints are not imported"),
+        ):
+            if spec.get(key):
+                self.notes.append(doc.note((*spath, key), what))
+        return entry
+
+    @staticmethod
+    def tolerations(doc: _Doc, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
+        out = []
+        for j, t in enumerate(_list(doc, path, v)):
+            tp = (*path, j)
+            t = _map(doc, tp, t)
+            key = _string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
+            op = t.get("operator", "Equal")
+            if op not in ("Equal", "Exists"):
+                doc.fail((*tp, "operator"), f"expected Equal or Exists, got {_show(op)}")
+            value = _string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
+            effect = t.get("effect") or ""
+            if effect and effect not in TAINT_EFFECTS:
+                doc.fail(
+                    (*tp, "effect"),
+                    f"expected one of {', '.join(TAINT_EFFECTS)} or nothing, got {_show(effect)}",
+                )
+            if op == "Exists" and value:
+                doc.fail((*tp, "value"), f"operator Exists takes no value, got {value!r}")
+            if op == "Equal" and not key:
+                doc.fail((*tp, "key"), "an empty key (every taint) needs operator Exists")
+            tol: dict[str, str] = {}
+            if key:
+                tol["key"] = key
+            tol["operator"] = op
+            if value:
+                tol["value"] = value
+            if effect:
+                tol["effect"] = effect
+            out.append(tol)
+        return out
+
+    # -------------------------------------------------------------- result
+
+    def document(self, policy: str | None) -> dict[str, Any]:
+        gangs: dict[str, Any] = {}
+        for g in self.gangs.values():
+            where = f"{g.origin[0].where(g.origin[1])}: " if g.origin is not None else ""
+            if g.members == 0:
+                self.notes.append(f"{where}{g.label} has no pods among the inputs; left out")
+                continue
+            if g.origin is None:
+                self.notes.append(
+                    f"{g.label} is not among the inputs; its {g.members} labelled pod(s) are placed "
+                    "as one gang"
+                )
+            if g.min_member is not None and g.min_member > g.members:
+                self.notes.append(
+                    f"{where}{g.label} needs minMember {g.min_member} but has {g.members} pod(s); "
+                    "Kubernetes keeps them pending, placer places the pods it has as one gang"
+                )
+            elif g.min_member is not None and g.min_member < g.members:
+                self.notes.append(
+                    f"{where}{g.label} needs {g.min_member} of {g.members} pods together; placer "
+                    "places all of them as one gang"
+                )
+            spec: dict[str, Any] = {"topology": g.topology[0] if g.topology else {"mode": "unconstrained"}}
+            if g.slices is not None:
+                spec["slices"] = g.slices[0]
+            gangs[g.name] = spec
+        doc: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "PlacementRequest"}
+        if policy is not None:
+            doc["policy"] = policy
+        doc["pods"] = self.pods
+        if gangs:
+            doc["gangs"] = gangs
+        return doc
+
+
+def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [paths]
+    return list(paths)
+
+
+def import_workloads(
+    paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
+) -> WorkloadImport:
+    """A placer/v1 PlacementRequest from workload manifests, with what was left out.
+
+    Objects, in file order (a ``List``'s items and every YAML document count):
+
+    * ``Pod`` (v1): one pod ``<namespace>/<name>`` (namespace ``default`` when absent).
+    * ``Job`` (batch/v1): ``min(parallelism, completions)`` pods (parallelism 1 when
+      absent) from ``spec.template``, as one entry ``<ns>/<name>`` with ``replicas`` (so
+      pods ``<ns>/<name>-0`` ...). ``generateName`` (trailing ``-`` dropped) stands in for
+      a missing name.
+    * ``JobSet`` (jobset.x-k8s.io): per replicated job, ``replicas`` x the Job's pods, as
+      entry ``<ns>/<jobset>-<replicatedJob>``; all pods of the JobSet form gang
+      ``<ns>/<jobset>``.
+    * ``Deployment``, ``StatefulSet``, ``ReplicaSet``, ``ReplicationController``, and any
+      other kind whose ``spec.template.spec.containers`` is a list: ``spec.replicas`` pods
+      (1 when absent). ``DaemonSet`` and ``CronJob`` are skipped with a note.
+    * ``PodGroup`` (scheduling.x-k8s.io, coscheduling): gang ``<ns>/<name>``; pods and
+      templates join it by label ``scheduling.x-k8s.io/pod-group`` (or the older
+      ``pod-group.scheduling.sigs.k8s.io``). Volcano ``PodGroup``
+      (scheduling.volcano.sh): the same, joined by annotation
+      ``scheduling.k8s.io/group-name``, with ``spec.networkTopology``.
+    * Volcano ``Job`` (batch.volcano.sh): per task ``replicas`` pods, entry
+      ``<ns>/<job>-<task>``; all tasks form gang ``<ns>/<job>``; ``spec.networkTopology``.
+    * ``PriorityClass``: resolves ``priorityClassName`` of the other objects (and
+      ``globalDefault``).
+    * Anything else is skipped and counted in :attr:`WorkloadImport.skipped`.
+
+    Gangs are all-or-nothing over all their pods: ``minMember``/``minAvailable`` is not
+    a field of the request; a gang whose pod count differs from it gets a note. A pod
+    template's Kueue annotations set its gang's topology (and make the workload a gang of
+    its pods when it is in none): ``kueue.x-k8s.io/podset-required-topology: <label>`` ->
+    mode ``required`` at the level mapped to that label, ``...-preferred-topology`` ->
+    ``preferred``, ``...-unconstrained-topology: "true"`` -> ``unconstrained``,
+    ``...-slice-required-topology`` + ``...-slice-size`` -> ``slices``. The label
+    ``kubernetes.io/hostname``, when no level maps it, is the level ``node``. Volcano
+    ``networkTopology``: ``hard`` -> required, ``soft`` -> preferred, at tier
+    ``highestTierAllowed`` (tier 1 = the innermost level given, tier k = the k-th from the
+    inside) or the level named ``highestTierName``. Plain pods with label
+    ``kueue.x-k8s.io/pod-group-name`` form a gang of that name.
+
+    Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
+    ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
+    up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
+    ``priority`` (``spec.priority``, else the priority class), other extended
+    resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` and
+    ``topologySpreadConstraints`` are not carried over (a note each).
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        JSON/YAML files; template files (``*.tftpl`` with ``${...}``) are refused.
+    levels : iterable of (name, label) or "name=label"
+        Topology levels, outermost first, as given to :func:`snapshot_from_kubernetes`.
+    policy : str, optional
+        The request's ``policy``.
+
+    Returns
+    -------
+    WorkloadImport
+
+    Raises
+    ------
+    InvalidInputError
+        At the file location of the first fault: syntax errors, a document that is not a
+        Kubernetes object (no ``kind``/``apiVersion``), a bad field or quantity, a Kueue
+        topology label no level maps (the message names the ``--level`` to add), a Volcano
+        tier beyond the levels given, two topology constraints for one gang, a pod name
+        made twice; ``policy`` for an unknown policy.
+    """
+    level_list = parse_levels(levels)
+    files = _paths(paths)
+    with _GcPaused():
+        return _workloads(files, level_list, policy)
+
+
+def _workloads(
+    files: list[PathLike], level_list: list[tuple[str, str]], policy: str | None
+) -> WorkloadImport:
+    docs = [doc for path in files for doc in _read_documents(path)]
+    state = _Workloads(level_list)
+    objects = [(doc, path, obj) for doc in docs for path, obj in _objects(doc)]
+    for doc, path, obj in objects:
+        state.collect(doc, path, obj)
+    for doc, path, obj in objects:
+        state.add(doc, path, obj)
+    document = state.document(policy)
+    try:
+        request_from_dict(document)
+    except InvalidInputError as e:
+        m = re.match(r"pods\[(\d+)\]", e.where)
+        if m is not None and int(m.group(1)) < len(state.pod_src):
+            doc, path = state.pod_src[int(m.group(1))]
+            raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
+        for name, g in state.gangs.items():
+            if e.where.startswith(f"gangs.{name}.slices") and g.slices is not None:
+                raise InvalidInputError(g.slices[1], f"{e.what} (placer/v1 {e.where})") from None
+            if (e.where == f"gangs.{name}" or e.where.startswith(f"gangs.{name}.")) and g.origin is not None:
+                raise g.origin[0].error(g.origin[1], f"{e.what} (placer/v1 {e.where})") from None
+        raise
+    return WorkloadImport(request=document, skipped=dict(state.skipped), notes=tuple(state.notes))
+
+
+def request_from_kubernetes(
+    paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
+) -> dict[str, Any]:
+    """The PlacementRequest document of :func:`import_workloads` (without what it skipped).
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        JSON/YAML manifest files.
+    levels : iterable of (name, label) or "name=label"
+        Topology levels, outermost first.
+    policy : str, optional
+        The request's ``policy``.
+
+    Returns
+    -------
+    dict
+        The PlacementRequest document, already checked by
+        :meth:`placer.PlacementRequest.from_dict`.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`import_workloads`.
+    """
+    return import_workloads(paths, levels, policy).request
