@@ -19,6 +19,7 @@ import placer
 from placer.adapters.kubernetes import count, cpu_milli, memory_mib, parse_quantity, snapshot_from_kubernetes
 from placer.adapters.kubernetes_workloads import WorkloadImport, import_workloads, request_from_kubernetes
 from placer.exceptions import InvalidInputError
+from mutations import mutated
 
 DATA = Path(__file__).parent / "data" / "k8s"
 
@@ -625,32 +626,10 @@ CORPUS = sorted(p for p in DATA.iterdir() if not p.name.endswith(".src"))
 CHARS = " \n\t:-\"'{}[],#0179.mKiGe|>&*!%$@"
 
 
-@st.composite
-def mutated(draw):
-    path = draw(st.sampled_from(CORPUS))
-    text = path.read_text(encoding="utf-8")
-    for _ in range(draw(st.integers(1, 3))):
-        lines = text.split("\n")
-        op = draw(st.sampled_from(["del", "ins", "dup", "del_line", "dup_line", "swap_lines"]))
-        if op in ("del", "ins", "dup") and text:
-            i = draw(st.integers(0, len(text) - 1))
-            if op == "del":
-                text = text[:i] + text[i + 1 :]
-            elif op == "ins":
-                text = text[:i] + draw(st.sampled_from(CHARS)) + text[i:]
-            else:
-                text = text[:i] + text[i] + text[i:]
-        elif op in ("del_line", "dup_line", "swap_lines") and lines:
-            i = draw(st.integers(0, len(lines) - 1))
-            if op == "del_line":
-                del lines[i]
-            elif op == "dup_line":
-                lines.insert(i, lines[i])
-            else:
-                j = draw(st.integers(0, len(lines) - 1))
-                lines[i], lines[j] = lines[j], lines[i]
-            text = "\n".join(lines)
-    return path.name, text
+def mutated_fixture(path):
+    """(name, mutated text) of one fixture."""
+    edits = mutated([path.read_text(encoding="utf-8")], list(CHARS), ("del_line", "dup_line", "swap_lines"))
+    return edits.map(lambda text: (path.name, text))
 
 
 @pytest.fixture(scope="module")
@@ -663,7 +642,7 @@ def fuzz_dir(tmp_path_factory):
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(case=mutated())
+@given(case=st.sampled_from(CORPUS).flatmap(mutated_fixture))
 def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
     name, text = case
     path = fuzz_dir / name

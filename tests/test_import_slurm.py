@@ -17,7 +17,6 @@ from typing import Callable, TypeVar
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import placer
 from placer.adapters.slurm import (
@@ -33,6 +32,7 @@ from placer.adapters.slurm import (
     snapshot_from_slurm,
 )
 from placer.exceptions import InvalidInputError
+from mutations import mutated
 
 SLURM = Path(__file__).parent / "data" / "slurm"
 T = TypeVar("T")
@@ -677,31 +677,7 @@ def test_unreadable_files(tmp_path: Path) -> None:
 # -------------------------------------------------------------------------------- fuzz
 
 _INSERT = "[]-,=:()#\\/ \t\n*+$0123456789aAzZ_.S"
-
-
-@st.composite
-def mutated(draw: st.DrawFn, sources: tuple[str, ...]) -> str:
-    """A fixture text with a few characters or lines deleted, inserted or duplicated."""
-    out = draw(st.sampled_from(sources))
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(("del", "ins", "dup", "del_line", "dup_line", "ins_line")))
-        if op in ("del", "ins", "dup"):
-            i = draw(st.integers(0, len(out)))
-            if op == "ins":
-                out = out[:i] + draw(st.sampled_from(_INSERT)) + out[i:]
-            elif i < len(out):
-                out = out[:i] + (out[i] * 2 if op == "dup" else "") + out[i + 1:]
-        else:
-            lines = out.split("\n")
-            i = draw(st.integers(0, len(lines) - 1))
-            if op == "del_line":
-                del lines[i]
-            elif op == "dup_line":
-                lines.insert(i, lines[i])
-            else:
-                lines.insert(i, lines[draw(st.integers(0, len(lines) - 1))])
-            out = "\n".join(lines)
-    return out
+_LINE_OPS = ("del_line", "dup_line", "ins_line")
 
 
 NODE_TEXTS = (text(SCONTROL), text(HM_NODES))
@@ -722,7 +698,7 @@ def parsed_or_located(func: Callable[..., T], *args: object) -> T | None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(mutated(NODE_TEXTS))
+@given(mutated(NODE_TEXTS, _INSERT, _LINE_OPS))
 def test_fuzz_scontrol(out: str) -> None:
     nodes = parsed_or_located(parse_scontrol_nodes, out, "f")
     if nodes is not None:
@@ -730,7 +706,7 @@ def test_fuzz_scontrol(out: str) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(mutated(TOPO_TEXTS))
+@given(mutated(TOPO_TEXTS, _INSERT, _LINE_OPS))
 def test_fuzz_topology(out: str) -> None:
     topo = parsed_or_located(parse_topology_conf, out, "f")
     if topo is None:
@@ -741,7 +717,7 @@ def test_fuzz_topology(out: str) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(mutated(GRES_TEXTS))
+@given(mutated(GRES_TEXTS, _INSERT, _LINE_OPS))
 def test_fuzz_gres(out: str) -> None:
     doc = parsed_or_located(
         lambda: build_snapshot(HM_PARSED, parse_gres_conf(out, "f"), gres_source="f")
@@ -751,7 +727,8 @@ def test_fuzz_gres(out: str) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(mutated((text(SINFO_USED), "esc8000a-[0-1],esc8000b-0\nn[001-010]\nswitch.1.[11-12]\n")))
+@given(mutated((text(SINFO_USED), "esc8000a-[0-1],esc8000b-0\nn[001-010]\nswitch.1.[11-12]\n"),
+               _INSERT, _LINE_OPS))
 def test_fuzz_sinfo_and_hostlists(out: str) -> None:
     parsed_or_located(parse_sinfo_gres_used, out, "f")
     for line in out.split("\n"):

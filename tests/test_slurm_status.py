@@ -29,6 +29,7 @@ from placer.adapters.slurm_status import (
     parse_squeue_tres,
 )
 from placer.exceptions import InvalidInputError
+from mutations import mutated
 
 HERE = Path(__file__).parent
 SLURM = HERE / "data" / "slurm"
@@ -446,32 +447,7 @@ def test_find_gres_errors_handmade() -> None:
 
 _INSERT = (" ", "  ", "\n", "\t", "\r", ",", ":", "=", "-", "[", "]", "(", ")", "*", "/",
            "0", "9", "-1", "x", "é", "\ufeff", "(null)", "<SNIP>", "error: gres ")
-
-
-@st.composite
-def mutated(draw: st.DrawFn, source: str) -> str:
-    """``source`` with a few characters or lines deleted, inserted or duplicated."""
-    out = source
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(("del", "ins", "dup", "del_line", "dup_line", "swap_lines")))
-        if op in ("del", "ins", "dup"):
-            i = draw(st.integers(0, len(out)))
-            if op == "ins":
-                out = out[:i] + draw(st.sampled_from(_INSERT)) + out[i:]
-            elif i < len(out):
-                out = out[:i] + (out[i] * 2 if op == "dup" else "") + out[i + 1:]
-        else:
-            rows = out.split("\n")
-            i = draw(st.integers(0, len(rows) - 1))
-            j = draw(st.integers(0, len(rows) - 1))
-            if op == "del_line":
-                del rows[i]
-            elif op == "dup_line":
-                rows.insert(i, rows[i])
-            else:
-                rows[i], rows[j] = rows[j], rows[i]
-            out = "\n".join(rows)
-    return out
+_LINE_OPS = ("del_line", "dup_line", "swap_lines")
 
 
 PARSERS: tuple[tuple[Callable[[str, str], object], str], ...] = (
@@ -489,7 +465,7 @@ PARSERS: tuple[tuple[Callable[[str, str], object], str], ...] = (
 def test_fuzz_only_located_errors(
     parser: Callable[[str, str], object], source: str, data: st.DataObject
 ) -> None:
-    out = data.draw(mutated(source))
+    out = data.draw(mutated((source,), _INSERT, _LINE_OPS))
     try:
         parser(out, "f")
     except InvalidInputError as e:

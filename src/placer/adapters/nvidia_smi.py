@@ -229,7 +229,8 @@ class _Row:
 
 class _LineParser:
     """The lines of an nvidia-smi output (without a BOM, the last newline and CRs) and
-    errors located at ``<source>:<line>``; shared with :mod:`placer.adapters.nvidia_smi_query`."""
+    errors located at ``<source>:<line>``; shared with :mod:`placer.adapters.nvidia_smi_query`,
+    :mod:`placer.adapters.nvidia_smi_list` and :mod:`placer.adapters.slurm_status`."""
 
     def __init__(self, text: str, source: str) -> None:
         if text.startswith("\ufeff"):

@@ -61,9 +61,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, NoReturn, Sequence, TypeVar, Union
+from typing import Any, Callable, NoReturn, Sequence, TypeVar, Union
 
 from placer._io import read_text
+from placer.adapters.nvidia_smi import _LineParser
 from placer.exceptions import InvalidInputError
 
 __all__ = [
@@ -210,17 +211,13 @@ def parse_gpu_list(text: str, source: str = "<text>") -> tuple[ListedGpu, ...]:
         a message of ``nvidia-smi`` itself; the line after the last one for text without
         any GPU line.
     """
-    lines = _split_lines(text)
-    start = 0
-    while start < len(lines) and (not lines[start].strip() or _is_echo(lines[start])):
-        start += 1
-    body = [(number, line.strip()) for number, line in enumerate(lines[start:], start + 1) if line.strip()]
-    if not body:
-        got = "only the command line" if any(line.strip() for line in lines) else "an empty text"
-        _fail(source, len(lines) + 1, f"expected `nvidia-smi -L` output (GPU <n>: <model> (UUID: GPU-...)), got {got}")
+    output = _Output(text, source)
+    fail = output.fail
+    start = output.start("`nvidia-smi -L` output (GPU <n>: <model> (UUID: GPU-...))")
+    body = [(number, line.strip()) for number, line in enumerate(output.lines[start:], start + 1) if line.strip()]
     if body[0][1] == _NO_DEVICES:
         if len(body) > 1:
-            _fail(source, body[1][0], f"expected nothing after {_NO_DEVICES!r}, got {_show(body[1][1])}")
+            fail(body[1][0], f"expected nothing after {_NO_DEVICES!r}, got {_show(body[1][1])}")
         return ()
 
     gpus: list[ListedGpu] = []
@@ -235,51 +232,45 @@ def parse_gpu_list(text: str, source: str = "<text>") -> tuple[ListedGpu, ...]:
     for number, line in body:
         where = f"{source}:{number}"
         if _FAILURES.match(line) or line == _NO_DEVICES:
-            _fail(source, number, f"nvidia-smi reported an error instead of a GPU list: {_show(line)}")
+            fail(number, f"nvidia-smi reported an error instead of a GPU list: {_show(line)}")
         if line.startswith("GPU"):
-            match = _GPU_LINE.fullmatch(line)
-            if match is None:
-                if _GPU_LINE_OPEN.fullmatch(line):
-                    _fail(source, number, f"GPU line without the closing ')' after the UUID (a copy cut short?): {_show(line)}")
-                _fail(source, number, f"expected `GPU <index>: <model> (UUID: GPU-<uuid>)`, got {_show(line)}")
+            match = output.whole(number, line, _GPU_LINE, _GPU_LINE_OPEN, "GPU", "GPU <index>: <model> (UUID: GPU-<uuid>)")
             index, model, uuid = int(match.group(1)), match.group(2), match.group(3)
             expected = parent.index + 1 if parent is not None else 0
             if index != expected:
-                _fail(source, number, f"expected GPU {expected} (GPUs are listed 0, 1, 2, ... in order), got GPU {index}")
+                fail(number, f"expected GPU {expected} (GPUs are listed 0, 1, 2, ... in order), got GPU {index}")
             if not model:
-                _fail(source, number, f"GPU {index}: expected a model name before '(UUID:', got none")
+                fail(number, f"GPU {index}: expected a model name before '(UUID:', got none")
             if not _GPU_UUID.fullmatch(uuid):
-                _fail(source, number, f"GPU {index}: expected a UUID GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, got {_show(uuid)}")
+                fail(number, f"GPU {index}: expected a UUID GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, got {_show(uuid)}")
             _once(seen_uuid, uuid, where)
             close()
             parent, devices = ListedGpu(index, model, uuid, (), where), []
         elif line.startswith("MIG"):
-            match = _MIG_LINE.fullmatch(line)
-            if match is None:
-                if _MIG_LINE_OPEN.fullmatch(line):
-                    _fail(source, number, f"MIG device line without the closing ')' after the UUID (a copy cut short?): {_show(line)}")
-                _fail(source, number, f"expected `MIG <profile> Device <n>: (UUID: MIG-<uuid>)`, got {_show(line)}")
+            match = output.whole(
+                number, line, _MIG_LINE, _MIG_LINE_OPEN, "MIG device", "MIG <profile> Device <n>: (UUID: MIG-<uuid>)"
+            )
             if parent is None:
-                _fail(source, number, "MIG device line before any GPU line (MIG devices are listed under their GPU)")
+                fail(number, "MIG device line before any GPU line (MIG devices are listed under their GPU)")
             profile, device, uuid = match.group(1), int(match.group(2)), match.group(3)
             if not _PROFILE.fullmatch(profile):
-                _fail(source, number, f"expected a MIG profile like 1g.10gb, got {_show(profile)}")
+                fail(number, f"expected a MIG profile like 1g.10gb, got {_show(profile)}")
             if devices and device <= devices[-1].device:
-                _fail(
-                    source, number,
+                fail(
+                    number,
                     f"MIG device {device} of GPU {parent.index} after device {devices[-1].device} "
                     f"(at {devices[-1].where}): expected increasing device indices",
                 )
             uuid_match = _MIG_UUID.fullmatch(uuid)
             if uuid_match is None:
-                _fail(source, number, f"expected a MIG UUID (MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>), got {_show(uuid)}")
+                fail(number, f"expected a MIG UUID (MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>), got {_show(uuid)}")
             if uuid_match.group(1) is not None and uuid_match.group(1) != parent.uuid:
-                _fail(source, number, f"MIG device {uuid} names another GPU than GPU {parent.index} ({parent.uuid}) it is listed under")
+                fail(number, f"MIG device {uuid} names another GPU than GPU {parent.index} ({parent.uuid}) it is listed under")
             _once(seen_uuid, uuid, where)
             devices.append(MigDevice(profile, device, uuid, where))
         else:
-            _fail(
-                source, number,
+            fail(
+                number,
                 f"expected `GPU <index>: <model> (UUID: GPU-...)` or `MIG <profile> Device <n>: "
                 f"(UUID: MIG-...)`, got {_show(line)}",
             )
@@ -293,8 +284,7 @@ def parse_gpu_list_file(path: PathLike) -> tuple[ListedGpu, ...]:
     Error locations name the file by its base name; a missing file raises
     :class:`InvalidInputError` with ``where`` = the path and ``what`` = ``"no such file"``.
     """
-    name = os.path.basename(os.fspath(path))
-    return parse_gpu_list(read_text(path, source=name), name)
+    return _parse_file(parse_gpu_list, path)
 
 
 def mig_resources(gpus: Sequence[ListedGpu]) -> dict[str, int]:
@@ -433,8 +423,19 @@ class _Table:
     command: str
     title: str
     header: tuple[tuple[str, ...], ...]
-    lines_per_row: int
-    fields: tuple[tuple[str, ...], ...]  # per physical line of a row, the column names
+    # Per physical line of a row, its columns as (name, reader): a method of _Cells that
+    # gives the column's value(s); "MIG" is a literal column that gives none.
+    columns: tuple[tuple[tuple[str, str], ...], ...]
+    # The row's type, built from the values of its columns in order and ``where``.
+    row: Callable[..., Any]
+    # Functions of a row giving (key, what): no two rows may share a key (``what`` names it).
+    unique: tuple[Callable[[Any], tuple[object, str]], ...]
+    # The ``No <empty> found`` message that means no rows (as ``No MIG-enabled devices found`` does).
+    empty: str | None = None
+
+    @property
+    def lines_per_row(self) -> int:
+        return len(self.columns)
 
 
 _LGIP = _Table(
@@ -444,18 +445,33 @@ _LGIP = _Table(
         ("GPU", "Name", "ID", "Instances", "Memory", "P2P", "SM", "DEC", "ENC"),
         ("Free/Total", "GiB", "CE", "JPEG", "OFA"),
     ),
-    2,
     (
-        ("GPU", "MIG", "Name", "ID", "Free/Total", "Memory", "P2P", "SM", "DEC", "ENC"),
-        ("CE", "JPEG", "OFA"),
+        (
+            ("GPU", "index"), ("MIG", "MIG"), ("Name", "profile"), ("ID", "integer"),
+            ("Free/Total", "free_total"), ("Memory", "gib"), ("P2P", "yes_no"),
+            ("SM", "integer"), ("DEC", "integer"), ("ENC", "integer"),
+        ),
+        (("CE", "integer"), ("JPEG", "integer"), ("OFA", "integer")),
+    ),
+    MigProfile,
+    (
+        lambda row: ((row.gpu, row.profile_id), f"GPU {row.gpu}: profile id {row.profile_id}"),
+        lambda row: ((row.gpu, row.name), f"GPU {row.gpu}: profile {row.name}"),
     ),
 )
 _LGI = _Table(
     "nvidia-smi mig -lgi",
     "GPU instances:",
     (("GPU", "Name", "Profile", "Instance", "Placement"), ("ID", "ID", "Start:Size")),
-    1,
-    (("GPU", "MIG", "Name", "Profile ID", "Instance ID", "Start:Size"),),
+    (
+        (
+            ("GPU", "index"), ("MIG", "MIG"), ("Name", "profile"), ("Profile ID", "integer"),
+            ("Instance ID", "integer"), ("Start:Size", "placement"),
+        ),
+    ),
+    GpuInstance,
+    (lambda row: ((row.gpu, row.instance_id), f"GPU {row.gpu}: GPU instance {row.instance_id}"),),
+    "GPU instances",
 )
 _LCI = _Table(
     "nvidia-smi mig -lci",
@@ -465,8 +481,20 @@ _LCI = _Table(
         ("Instance", "ID", "ID", "Start:Size"),
         ("ID",),
     ),
-    1,
-    (("GPU", "GPU Instance ID", "MIG", "Name", "Profile ID", "Instance ID", "Start:Size"),),
+    (
+        (
+            ("GPU", "index"), ("GPU Instance ID", "integer"), ("MIG", "MIG"), ("Name", "profile"),
+            ("Profile ID", "integer"), ("Instance ID", "integer"), ("Start:Size", "placement"),
+        ),
+    ),
+    ComputeInstance,
+    (
+        lambda row: (
+            (row.gpu, row.gpu_instance_id, row.instance_id),
+            f"GPU {row.gpu} GPU instance {row.gpu_instance_id}: compute instance {row.instance_id}",
+        ),
+    ),
+    "compute instances",
 )
 _TABLES = (_LGIP, _LGI, _LCI)
 
@@ -498,40 +526,7 @@ def parse_mig_profiles(text: str, source: str = "<text>", *, allow_cut: bool = F
         ``Total``, the same profile id or name twice on one GPU, a missing border (see
         ``allow_cut``), text after the table, or a message of ``nvidia-smi`` itself.
     """
-    rows = _read_table(text, source, _LGIP, allow_cut)
-    out: list[MigProfile] = []
-    ids: dict[tuple[int, int], str] = {}
-    names: dict[tuple[int, str], str] = {}
-    for number, (first, second) in rows:
-        cells = _Cells(source, number, _LGIP.fields[0], first)
-        gpu = cells.index(0)
-        cells.literal(1, "MIG")
-        name = cells.profile(2)
-        profile_id = cells.integer(3)
-        free_total = _FREE_TOTAL.fullmatch(first[4])
-        if free_total is None:
-            cells.bad(4, "free/total instance counts like 0/7")
-        free, total = int(free_total.group(1)), int(free_total.group(2))
-        if free > total:
-            cells.bad(4, "free/total with free <= total")
-        if not _GIB.fullmatch(first[5]):
-            cells.bad(5, "a size in GiB with two decimals, like 9.50")
-        if first[6] not in ("Yes", "No"):
-            cells.bad(6, "Yes or No")
-        sm, dec, enc = cells.integer(7), cells.integer(8), cells.integer(9)
-        engines = _Cells(source, number + 1, _LGIP.fields[1], second)
-        ce, jpeg, ofa = engines.integer(0), engines.integer(1), engines.integer(2)
-        where = f"{source}:{number}"
-        _once(ids, (gpu, profile_id), where, f"GPU {gpu}: profile id {profile_id}")
-        _once(names, (gpu, name), where, f"GPU {gpu}: profile {name}")
-        out.append(
-            MigProfile(
-                gpu=gpu, name=name, profile_id=profile_id, free=free, total=total,
-                memory_gib=float(first[5]), p2p=first[6] == "Yes", sm=sm, dec=dec, enc=enc,
-                ce=ce, jpeg=jpeg, ofa=ofa, where=where,
-            )
-        )
-    return tuple(out)
+    return tuple(_TableReader(text, source, _LGIP).rows(allow_cut))
 
 
 def parse_gpu_instances(text: str, source: str = "<text>", *, allow_cut: bool = False) -> tuple[GpuInstance, ...]:
@@ -560,20 +555,7 @@ def parse_gpu_instances(text: str, source: str = "<text>", *, allow_cut: bool = 
         instance's on the same GPU, or one profile name with two profile ids (or the
         reverse) on one GPU.
     """
-    rows = _read_table(text, source, _LGI, allow_cut)
-    out: list[GpuInstance] = []
-    seen: dict[tuple[int, int], str] = {}
-    for number, (cells_text,) in rows:
-        cells = _Cells(source, number, _LGI.fields[0], cells_text)
-        gpu = cells.index(0)
-        cells.literal(1, "MIG")
-        name = cells.profile(2)
-        profile_id = cells.integer(3)
-        instance_id = cells.integer(4)
-        start, size = cells.placement(5)
-        where = f"{source}:{number}"
-        _once(seen, (gpu, instance_id), where, f"GPU {gpu}: GPU instance {instance_id}")
-        out.append(GpuInstance(gpu, name, profile_id, instance_id, start, size, where))
+    out = _TableReader(text, source, _LGI).rows(allow_cut)
     _check_profiles(out)
     _check_overlaps(out, lambda row: (row.gpu,), lambda key: f"GPU {key[0]}")
     return tuple(out)
@@ -606,22 +588,7 @@ def parse_compute_instances(
         instance id twice in one GPU instance, or a placement of size 0 or overlapping
         another compute instance's in the same GPU instance.
     """
-    rows = _read_table(text, source, _LCI, allow_cut)
-    out: list[ComputeInstance] = []
-    seen: dict[tuple[int, int, int], str] = {}
-    for number, (cells_text,) in rows:
-        cells = _Cells(source, number, _LCI.fields[0], cells_text)
-        gpu = cells.index(0)
-        gpu_instance = cells.integer(1)
-        cells.literal(2, "MIG")
-        name = cells.profile(3)
-        profile_id = cells.integer(4)
-        instance_id = cells.integer(5)
-        start, size = cells.placement(6)
-        where = f"{source}:{number}"
-        _once(seen, (gpu, gpu_instance, instance_id), where,
-              f"GPU {gpu} GPU instance {gpu_instance}: compute instance {instance_id}")
-        out.append(ComputeInstance(gpu, gpu_instance, name, profile_id, instance_id, start, size, where))
+    out = _TableReader(text, source, _LCI).rows(allow_cut)
     _check_overlaps(
         out, lambda row: (row.gpu, row.gpu_instance_id),
         lambda key: f"GPU {key[0]} GPU instance {key[1]}",
@@ -632,47 +599,31 @@ def parse_compute_instances(
 def parse_mig_profiles_file(path: PathLike, *, allow_cut: bool = False) -> tuple[MigProfile, ...]:
     """Read a UTF-8 file of ``nvidia-smi mig -lgip`` output and parse it
     (:func:`parse_mig_profiles`); errors as :func:`parse_gpu_list_file`."""
-    name = os.path.basename(os.fspath(path))
-    return parse_mig_profiles(read_text(path, source=name), name, allow_cut=allow_cut)
+    return _parse_file(parse_mig_profiles, path, allow_cut=allow_cut)
 
 
 def parse_gpu_instances_file(path: PathLike, *, allow_cut: bool = False) -> tuple[GpuInstance, ...]:
     """Read a UTF-8 file of ``nvidia-smi mig -lgi`` output and parse it
     (:func:`parse_gpu_instances`); errors as :func:`parse_gpu_list_file`."""
-    name = os.path.basename(os.fspath(path))
-    return parse_gpu_instances(read_text(path, source=name), name, allow_cut=allow_cut)
+    return _parse_file(parse_gpu_instances, path, allow_cut=allow_cut)
 
 
 def parse_compute_instances_file(path: PathLike, *, allow_cut: bool = False) -> tuple[ComputeInstance, ...]:
     """Read a UTF-8 file of ``nvidia-smi mig -lci`` output and parse it
     (:func:`parse_compute_instances`); errors as :func:`parse_gpu_list_file`."""
-    name = os.path.basename(os.fspath(path))
-    return parse_compute_instances(read_text(path, source=name), name, allow_cut=allow_cut)
+    return _parse_file(parse_compute_instances, path, allow_cut=allow_cut)
 
 
 # ----------------------------------------------------------------------------- helpers
 
 _Placed = TypeVar("_Placed", GpuInstance, ComputeInstance)
-
-
-def _fail(source: str, line: int, what: str) -> NoReturn:
-    raise InvalidInputError(f"{source}:{line}", what)
+_Parsed = TypeVar("_Parsed")
 
 
 def _show(value: str) -> str:
     if value == "":
         return "an empty line"
     return repr(value) if len(value) <= 80 else repr(value[:80]) + "..."
-
-
-def _split_lines(text: str) -> list[str]:
-    """The lines of ``text`` (BOM, final newline and CR before each newline dropped)."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _is_echo(line: str) -> bool:
@@ -687,105 +638,155 @@ def _once(seen: dict, key: object, where: str, what: str | None = None) -> None:
     seen[key] = where
 
 
-def _read_table(
-    text: str, source: str, table: _Table, allow_cut: bool
-) -> list[tuple[int, tuple[list[str], ...]]]:
-    """The rows of a boxed ``nvidia-smi mig`` table as (line of the row, cells per line)."""
-    lines = [line.strip() for line in _split_lines(text)]
-    count = len(lines)
-    end = count + 1  # the line number of "end of input"
-    i = 0
-    while i < count and (not lines[i] or _is_echo(lines[i])):
-        i += 1
-    if i == count:
-        got = "only the command line" if any(lines) else "an empty text"
-        _fail(source, end, f"expected `{table.command}` output (a table starting with '+---+'), got {got}")
-    first = lines[i]
-    if _NONE_FOUND.fullmatch(first):
-        kind = "GPU instances" if table is _LGI else "compute instances" if table is _LCI else None
-        if first.startswith("No MIG-enabled") or (kind is not None and first.startswith(f"No {kind}")):
-            for later in range(i + 1, count):
-                if lines[later]:
-                    _fail(source, later + 1, f"expected nothing after {first!r}, got {_show(lines[later])}")
-            return []
-    if _FAILURES.match(first) or _NONE_FOUND.fullmatch(first):
-        _fail(source, i + 1, f"nvidia-smi reported an error instead of the `{table.command}` table: {_show(first)}")
-    if not _BORDER.fullmatch(first):
-        _fail(source, i + 1, f"expected the top border '+---...---+' of the `{table.command}` table, got {_show(first)}")
-    i += 1
+def _parse_file(parse: Callable[..., _Parsed], path: PathLike, **options: bool) -> _Parsed:
+    """``parse`` the UTF-8 file ``path``; error locations name it by its base name."""
+    name = os.path.basename(os.fspath(path))
+    return parse(read_text(path, source=name), name, **options)
 
-    def boxed(at: int, what: str) -> str:
-        if at >= count:
-            _fail(source, end, f"expected {what}, got end of input")
-        match = _BOXED.fullmatch(lines[at])
+
+class _Output(_LineParser):
+    """The lines of an ``nvidia-smi -L`` or ``nvidia-smi mig`` output, errors at ``<source>:<line>``."""
+
+    def start(self, expected: str) -> int:
+        """The index of the first line that is neither blank nor an echo of the command;
+        when there is none, an error ``expected <expected>, got ...`` after the last line."""
+        start = 0
+        while start < len(self.lines) and (not self.lines[start].strip() or _is_echo(self.lines[start])):
+            start += 1
+        if start == len(self.lines):
+            got = "only the command line" if any(line.strip() for line in self.lines) else "an empty text"
+            self.fail(len(self.lines) + 1, f"expected {expected}, got {got}")
+        return start
+
+    def whole(
+        self, number: int, line: str, pattern: re.Pattern[str], cut: re.Pattern[str], kind: str, form: str
+    ) -> re.Match[str]:
+        """``line`` (line ``number``) matched by ``pattern``; an error naming it a ``kind`` line cut
+        short when ``cut`` matches it instead, else one expecting ``form``."""
+        match = pattern.fullmatch(line)
         if match is None:
-            _fail(source, at + 1, f"expected {what} (a table line between '|' and '|'), got {_show(lines[at])}")
+            if cut.fullmatch(line):
+                self.fail(number, f"{kind} line without the closing ')' after the UUID (a copy cut short?): {_show(line)}")
+            self.fail(number, f"expected `{form}`, got {_show(line)}")
+        return match
+
+
+class _TableReader(_Output):
+    """The (stripped) lines of an ``nvidia-smi mig`` output read as the boxed ``table``."""
+
+    def __init__(self, text: str, source: str, table: _Table) -> None:
+        super().__init__(text, source)
+        self.lines = [line.strip() for line in self.lines]
+        self.table = table
+
+    def rows(self, allow_cut: bool) -> list[Any]:
+        """The rows as ``table.row`` objects, each checked cell by cell and for repeated keys."""
+        table = self.table
+        out: list[Any] = []
+        seen: list[dict[object, str]] = [{} for _ in table.unique]
+        for number, lines in self.row_cells(allow_cut):
+            values: list[object] = []
+            for offset, (columns, cells) in enumerate(zip(table.columns, lines)):
+                values.extend(_Cells(self, number + offset, columns, cells).values())
+            where = f"{self.source}:{number}"
+            row = table.row(*values, where=where)
+            for keys, unique in zip(seen, table.unique):
+                key, what = unique(row)
+                _once(keys, key, where, what)
+            out.append(row)
+        return out
+
+    def row_cells(self, allow_cut: bool) -> list[tuple[int, tuple[list[str], ...]]]:
+        """The rows of the table as (line of the row, cells per line)."""
+        table, lines, fail = self.table, self.lines, self.fail
+        count = len(lines)
+        end = count + 1  # the line number of "end of input"
+        i = self.start(f"`{table.command}` output (a table starting with '+---+')")
+        first = lines[i]
+        if _NONE_FOUND.fullmatch(first):
+            if first.startswith("No MIG-enabled") or (table.empty is not None and first.startswith(f"No {table.empty}")):
+                for later in range(i + 1, count):
+                    if lines[later]:
+                        fail(later + 1, f"expected nothing after {first!r}, got {_show(lines[later])}")
+                return []
+        if _FAILURES.match(first) or _NONE_FOUND.fullmatch(first):
+            fail(i + 1, f"nvidia-smi reported an error instead of the `{table.command}` table: {_show(first)}")
+        if not _BORDER.fullmatch(first):
+            fail(i + 1, f"expected the top border '+---...---+' of the `{table.command}` table, got {_show(first)}")
+        i += 1
+
+        title = self.boxed(i, f"the title {table.title!r}")
+        if title != table.title:
+            other = [t for t in _TABLES if t.title == title]
+            hint = f" (that is `{other[0].command}` output)" if other else ""
+            fail(i + 1, f"expected the title {table.title!r} of `{table.command}`, got {title!r}{hint}")
+        i += 1
+        for words in table.header:
+            got = self.boxed(i, f"the header line {' '.join(words)!r}")
+            if _RULE.fullmatch(lines[i]) or tuple(got.split()) != words:
+                fail(
+                    i + 1,
+                    f"expected the header line {' '.join(words)!r} of `{table.command}`, got "
+                    f"{_show(lines[i])} (another nvidia-smi version or command?)",
+                )
+            i += 1
+        if i >= count:
+            fail(end, "expected the rule '|===...===|' below the header, got end of input")
+        if not _RULE.fullmatch(lines[i]):
+            fail(i + 1, f"expected the rule '|===...===|' below the header, got {_show(lines[i])}")
+        i += 1
+
+        rows: list[tuple[int, tuple[list[str], ...]]] = []
+        while True:
+            # A row (or the end of the table after a border).
+            if i >= count or not lines[i]:
+                if rows or allow_cut:
+                    self.only_blank(i)
+                    return rows
+                got = "end of input" if i >= count else "an empty line"
+                fail(i + 1, f"expected the first row of the `{table.command}` table, got {got}")
+            start = i + 1
+            cells: list[list[str]] = []
+            for part in range(table.lines_per_row):
+                what = (
+                    f"the {_ordinal(part + 1)} line of the row started at line {start}"
+                    if part else "a row"
+                )
+                if i < count and (_BORDER.fullmatch(lines[i]) or _RULE.fullmatch(lines[i])):
+                    fail(i + 1, f"expected {what}, got the border {_show(lines[i])}")
+                if i < count and not lines[i]:
+                    fail(i + 1, f"expected {what}, got an empty line")
+                cells.append(self.boxed(i, what).split())
+                i += 1
+            rows.append((start, tuple(cells)))
+            # The border that closes each row.
+            if i >= count or not lines[i]:
+                if allow_cut:
+                    self.only_blank(i)
+                    return rows
+                got = "end of input" if i >= count else "an empty line"
+                fail(
+                    i + 1,
+                    f"expected the border '+---...---+' that closes the row at line {start}, got {got} "
+                    "(the table is cut short; allow_cut=True returns its complete rows)",
+                )
+            if not _BORDER.fullmatch(lines[i]):
+                fail(i + 1, f"expected the border '+---...---+' that closes the row at line {start}, got {_show(lines[i])}")
+            i += 1
+
+    def boxed(self, at: int, what: str) -> str:
+        """The text between the ``|`` of line index ``at``, for ``what``."""
+        if at >= len(self.lines):
+            self.fail(len(self.lines) + 1, f"expected {what}, got end of input")
+        match = _BOXED.fullmatch(self.lines[at])
+        if match is None:
+            self.fail(at + 1, f"expected {what} (a table line between '|' and '|'), got {_show(self.lines[at])}")
         return match.group(1).strip()
 
-    title = boxed(i, f"the title {table.title!r}")
-    if title != table.title:
-        other = [t for t in _TABLES if t.title == title]
-        hint = f" (that is `{other[0].command}` output)" if other else ""
-        _fail(source, i + 1, f"expected the title {table.title!r} of `{table.command}`, got {title!r}{hint}")
-    i += 1
-    for words in table.header:
-        got = boxed(i, f"the header line {' '.join(words)!r}")
-        if _RULE.fullmatch(lines[i]) or tuple(got.split()) != words:
-            _fail(
-                source, i + 1,
-                f"expected the header line {' '.join(words)!r} of `{table.command}`, got "
-                f"{_show(lines[i])} (another nvidia-smi version or command?)",
-            )
-        i += 1
-    if i >= count:
-        _fail(source, end, "expected the rule '|===...===|' below the header, got end of input")
-    if not _RULE.fullmatch(lines[i]):
-        _fail(source, i + 1, f"expected the rule '|===...===|' below the header, got {_show(lines[i])}")
-    i += 1
-
-    rows: list[tuple[int, tuple[list[str], ...]]] = []
-    while True:
-        # A row (or the end of the table after a border).
-        if i >= count or not lines[i]:
-            if rows or allow_cut:
-                _only_blank(lines, i, source, table)
-                return rows
-            got = "end of input" if i >= count else "an empty line"
-            _fail(source, i + 1, f"expected the first row of the `{table.command}` table, got {got}")
-        start = i + 1
-        cells: list[list[str]] = []
-        for part in range(table.lines_per_row):
-            what = (
-                f"the {_ordinal(part + 1)} line of the row started at line {start}"
-                if part else "a row"
-            )
-            if i < count and (_BORDER.fullmatch(lines[i]) or _RULE.fullmatch(lines[i])):
-                _fail(source, i + 1, f"expected {what}, got the border {_show(lines[i])}")
-            if i < count and not lines[i]:
-                _fail(source, i + 1, f"expected {what}, got an empty line")
-            cells.append(boxed(i, what).split())
-            i += 1
-        rows.append((start, tuple(cells)))
-        # The border that closes each row.
-        if i >= count or not lines[i]:
-            if allow_cut:
-                _only_blank(lines, i, source, table)
-                return rows
-            got = "end of input" if i >= count else "an empty line"
-            _fail(
-                source, i + 1,
-                f"expected the border '+---...---+' that closes the row at line {start}, got {got} "
-                "(the table is cut short; allow_cut=True returns its complete rows)",
-            )
-        if not _BORDER.fullmatch(lines[i]):
-            _fail(source, i + 1, f"expected the border '+---...---+' that closes the row at line {start}, got {_show(lines[i])}")
-        i += 1
-
-
-def _only_blank(lines: list[str], start: int, source: str, table: _Table) -> None:
-    for at in range(start, len(lines)):
-        if lines[at]:
-            _fail(source, at + 1, f"expected nothing after the `{table.command}` table, got {_show(lines[at])}")
+    def only_blank(self, start: int) -> None:
+        for at in range(start, len(self.lines)):
+            if self.lines[at]:
+                self.fail(at + 1, f"expected nothing after the `{self.table.command}` table, got {_show(self.lines[at])}")
 
 
 def _ordinal(n: int) -> str:
@@ -795,16 +796,30 @@ def _ordinal(n: int) -> str:
 class _Cells:
     """The whitespace-separated cells of one physical table line, read column by column."""
 
-    def __init__(self, source: str, line: int, names: tuple[str, ...], cells: list[str]) -> None:
-        self.source, self.line, self.names, self.cells = source, line, names, cells
-        if len(cells) != len(names):
-            _fail(
-                source, line,
-                f"expected {len(names)} cells ({', '.join(names)}), got {len(cells)}: {_show(' '.join(cells))}",
+    def __init__(self, output: _LineParser, line: int, columns: tuple[tuple[str, str], ...], cells: list[str]) -> None:
+        self.output, self.line, self.cells = output, line, cells
+        self.names = tuple(name for name, _ in columns)
+        self.readers = tuple(reader for _, reader in columns)
+        if len(cells) != len(columns):
+            output.fail(
+                line,
+                f"expected {len(columns)} cells ({', '.join(self.names)}), got {len(cells)}: {_show(' '.join(cells))}",
             )
 
+    def values(self) -> list[object]:
+        """The value of each column in order, by its reader (a pair for a pair column, none
+        for the literal ``MIG``)."""
+        out: list[object] = []
+        for at, reader in enumerate(self.readers):
+            if reader == "MIG":
+                self.literal(at, "MIG")
+                continue
+            value = getattr(self, reader)(at)
+            out.extend(value if isinstance(value, tuple) else (value,))
+        return out
+
     def bad(self, at: int, expected: str) -> NoReturn:
-        _fail(self.source, self.line, f"column {self.names[at]}: expected {expected}, got {_show(self.cells[at])}")
+        self.output.fail(self.line, f"column {self.names[at]}: expected {expected}, got {_show(self.cells[at])}")
 
     def literal(self, at: int, word: str) -> None:
         if self.cells[at] != word:
@@ -831,6 +846,25 @@ class _Cells:
         if match is None or int(match.group(2)) == 0:
             self.bad(at, "a placement start:size with size >= 1, like 0:2")
         return int(match.group(1)), int(match.group(2))
+
+    def free_total(self, at: int) -> tuple[int, int]:
+        match = _FREE_TOTAL.fullmatch(self.cells[at])
+        if match is None:
+            self.bad(at, "free/total instance counts like 0/7")
+        free, total = int(match.group(1)), int(match.group(2))
+        if free > total:
+            self.bad(at, "free/total with free <= total")
+        return free, total
+
+    def gib(self, at: int) -> float:
+        if not _GIB.fullmatch(self.cells[at]):
+            self.bad(at, "a size in GiB with two decimals, like 9.50")
+        return float(self.cells[at])
+
+    def yes_no(self, at: int) -> bool:
+        if self.cells[at] not in ("Yes", "No"):
+            self.bad(at, "Yes or No")
+        return self.cells[at] == "Yes"
 
 
 def _check_profiles(rows: Sequence[GpuInstance]) -> None:

@@ -523,8 +523,10 @@ _GRES_ITEM = re.compile(
     r"(?:\(([^()]*)\))?"
 )
 _NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
-_MEM_UNITS = {"": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}
-_MEM = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,9}))?([KMGTP]?)")
+_MEM_UNITS: Mapping[str, int | Fraction] = {
+    "": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3
+}
+_MEM = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,9}))?([A-Z]?)")  # unit checked by _mem_mib
 _STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
 
 
@@ -629,12 +631,16 @@ def _whole(value: str, where: str, what: str) -> int:
     return int(value)
 
 
-def _mem_mib(value: str, where: str, what: str) -> int:
+def _mem_mib(
+    value: str, where: str, what: str, units: Mapping[str, int | Fraction] = _MEM_UNITS
+) -> int:
+    """A size like ``16384M`` or ``1.5G`` in MiB, rounded up; ``units`` maps the suffixes
+    allowed to MiB."""
     match = _MEM.fullmatch(value)
-    if match is None:
+    if match is None or match.group(3) not in units:
         _fail(where, f"expected {what} as a size like 16384M or 1.5G, got {value!r}")
     number = Fraction(f"{match.group(1)}.{match.group(2) or '0'}")
-    return math.ceil(number * _MEM_UNITS[match.group(3)])
+    return math.ceil(number * units[match.group(3)])
 
 
 def _tres(value: str, where: str, key: str) -> dict[str, str]:
@@ -678,21 +684,43 @@ def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None,
     return out
 
 
-def _index_list(text: str, where: str, limit: int, what: str) -> list[int]:
-    """``0-1,3`` as indices, each below ``limit``."""
-    indices: list[int] = []
+def _number_list(
+    text: str,
+    where: str,
+    limit: int,
+    malformed: str,
+    backward: Callable[[str], str],
+    beyond: Callable[[int], str],
+    pattern: re.Pattern[str] = _RANGE,
+) -> list[int]:
+    """The numbers of a comma list of ``N`` and ``N-M`` elements (``0-1,3``), in order.
+
+    Fails at ``where`` with ``malformed`` for an element ``pattern`` does not match, with
+    ``backward(element)`` for a range that runs backwards and with ``beyond(number)`` for a
+    number of ``limit`` or more.
+    """
+    numbers: list[int] = []
     for element in text.split(","):
-        match = _RANGE.fullmatch(element)
+        match = pattern.fullmatch(element)
         if match is None:
-            _fail(where, f"expected {what} as indices like 0-1,3, got {text!r}")
+            _fail(where, malformed)
         lo = int(match.group(1))
         hi = lo if match.group(2) is None else int(match.group(2))
         if hi < lo:
-            _fail(where, f"expected {what} as indices like 0-1,3, got backward range {element!r}")
+            _fail(where, backward(element))
         if hi >= limit:
-            _fail(where, f"expected {what} below {limit} (the node's GPUs), got {hi}")
-        indices.extend(range(lo, hi + 1))
-    return indices
+            _fail(where, beyond(hi))
+        numbers.extend(range(lo, hi + 1))
+    return numbers
+
+
+def _index_list(text: str, where: str, limit: int, what: str) -> list[int]:
+    """``0-1,3`` as indices, each below ``limit``."""
+    return _number_list(
+        text, where, limit, f"expected {what} as indices like 0-1,3, got {text!r}",
+        lambda element: f"expected {what} as indices like 0-1,3, got backward range {element!r}",
+        lambda hi: f"expected {what} below {limit} (the node's GPUs), got {hi}",
+    )
 
 
 def _take_idx(listed: str, count: int, where: str, limit: int, key: str, used: list[int]) -> None:

@@ -17,14 +17,21 @@ error. Errors are :class:`placer.exceptions.InvalidInputError` with ``where`` =
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Mapping, NoReturn
+from typing import Iterator, Mapping, NoReturn
 
-from placer.adapters.slurm import expand_hostlist
-from placer.exceptions import InvalidInputError
+from placer.adapters.nvidia_smi import _LineParser
+from placer.adapters.slurm import (
+    _MEM_UNITS,
+    _NO_VALUE,
+    _clip,
+    _fail,
+    _mem_mib,
+    _number_list,
+    _whole,
+    expand_hostlist,
+)
 
 __all__ = [
     "SinfoRow",
@@ -49,19 +56,22 @@ MAX_CORES = 65_536
 """Largest core count (the ``N`` of ``Cores(N):``) :func:`parse_slurmd_gpus` accepts."""
 
 
-def _fail(where: str, what: str) -> NoReturn:
-    raise InvalidInputError(where, what)
+class _Output(_LineParser):
+    """The lines of a command's output or of a log, errors at ``<source>:<line>``."""
 
+    def numbered(self) -> Iterator[tuple[int, str, str]]:
+        """``(line number, "<source>:<line>", line)`` for each line that is not blank."""
+        for index, raw in enumerate(self.lines):
+            if raw.strip():
+                yield index + 1, f"{self.source}:{index + 1}", raw
 
-def _clip(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+    def not_header(self, line: int, header: str, raw: str) -> NoReturn:
+        """Fail at ``line`` (text ``raw``) where ``header`` was expected."""
+        self.fail(line, f"expected {header}, got {_clip(raw.strip())!r}")
 
-
-def _lines(text: str) -> list[str]:
-    """The lines of ``text`` (a leading byte-order mark and the CR of CRLF dropped)."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    def no_header(self, header: str) -> NoReturn:
+        """Fail at line 1: the output has no ``header`` at all."""
+        self.fail(1, f"expected {header}, got nothing")
 
 
 def _echo(command: str) -> re.Pattern[str]:
@@ -154,14 +164,13 @@ def parse_sinfo(text: str, source: str = "<text>") -> list[SinfoRow]:
         as ``14-00:00:0``), a bad hostlist, or a ``NODES`` count that differs from the
         number of names in ``NODELIST``; at line 1 when there is no header at all.
     """
+    output = _Output(text, source)
+    header = f"the default sinfo header {' '.join(_SINFO_HEADER)}"
     rows: list[SinfoRow] = []
     header_seen = False
     expecting_header = True
-    for index, raw in enumerate(_lines(text)):
-        where = f"{source}:{index + 1}"
+    for line_no, where, raw in output.numbered():
         words = raw.split()
-        if not words:
-            continue
         if _SINFO_ECHO.fullmatch(raw.strip()):
             expecting_header = True
             continue
@@ -169,12 +178,10 @@ def parse_sinfo(text: str, source: str = "<text>") -> list[SinfoRow]:
             header_seen, expecting_header = True, False
             continue
         if expecting_header:
-            _fail(where, f"expected the default sinfo header {' '.join(_SINFO_HEADER)}, got "
-                         f"{_clip(raw.strip())!r}")
-        rows.append(_sinfo_row(words, index + 1, where))
+            output.not_header(line_no, header, raw)
+        rows.append(_sinfo_row(words, line_no, where))
     if not header_seen:
-        _fail(f"{source}:1", f"expected the default sinfo header {' '.join(_SINFO_HEADER)}, "
-                             "got nothing")
+        output.no_header(header)
     return rows
 
 
@@ -287,13 +294,12 @@ def parse_sinfo_reasons(text: str, source: str = "<text>") -> list[SinfoReason]:
         timestamp that is not ``YYYY-MM-DDTHH:MM:SS`` (or ``Unknown``), or a bad
         hostlist; at line 1 when there is no header at all.
     """
+    output = _Output(text, source)
+    header = f"the sinfo -R header {' '.join(_REASON_HEADER)}"
     rows: list[SinfoReason] = []
     starts: list[int] | None = None
     header_seen = False
-    for index, raw in enumerate(_lines(text)):
-        where = f"{source}:{index + 1}"
-        if not raw.strip():
-            continue
+    for line_no, where, raw in output.numbered():
         if _SINFO_ECHO.fullmatch(raw.strip()):
             starts = None
             continue
@@ -303,12 +309,10 @@ def parse_sinfo_reasons(text: str, source: str = "<text>") -> list[SinfoReason]:
             header_seen = True
             continue
         if starts is None:
-            _fail(where, f"expected the sinfo -R header {' '.join(_REASON_HEADER)}, got "
-                         f"{_clip(raw.strip())!r}")
-        rows.append(_reason_row(raw, starts, index + 1, where))
+            output.not_header(line_no, header, raw)
+        rows.append(_reason_row(raw, starts, line_no, where))
     if not header_seen:
-        _fail(f"{source}:1", f"expected the sinfo -R header {' '.join(_REASON_HEADER)}, "
-                             "got nothing")
+        output.no_header(header)
     return rows
 
 
@@ -427,11 +431,7 @@ _TRES_ITEM = re.compile(
     r"([a-z][a-z_]*(?:/[^=,\s]+)?)="
     r"([0-9]{1,18}(?:\.[0-9]{1,9})?[KMGTPE]?)"
 )
-_WHOLE = re.compile(r"[0-9]{1,18}")
-_MEM = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,9}))?([KMGTPE]?)")
-_MEM_UNITS = {"": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2,
-              "P": 1024**3, "E": 1024**4}
-_NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
+_TRES_MEM_UNITS = {**_MEM_UNITS, "E": 1024**4}
 
 
 def parse_squeue_tres(text: str, source: str = "<text>") -> SqueueTres:
@@ -473,17 +473,15 @@ def parse_squeue_tres(text: str, source: str = "<text>") -> SqueueTres:
         typed ``gres/gpu:<type>`` counts above ``gres/gpu``; at line 1 when there is
         no header at all.
     """
+    output = _Output(text, source)
+    expected = "an squeue -O header with TRES_ALLOC"
     rows: list[SqueueTresRow] = []
     elided: list[int] = []
     header: list[tuple[str, int]] | None = None
     widths: list[int | None] | None = None
     seen_header = False
-    for index, raw in enumerate(_lines(text)):
-        line_no = index + 1
-        where = f"{source}:{line_no}"
+    for line_no, where, raw in output.numbered():
         stripped = raw.strip()
-        if not stripped:
-            continue
         if _SQUEUE_ECHO.fullmatch(stripped):
             header, widths = None, _echo_widths(stripped)
             continue
@@ -499,11 +497,10 @@ def parse_squeue_tres(text: str, source: str = "<text>") -> SqueueTres:
                 widths = None
             continue
         if header is None:
-            _fail(where, f"expected an squeue -O header with TRES_ALLOC, got "
-                         f"{_clip(stripped)!r}")
+            output.not_header(line_no, expected, raw)
         rows.append(_squeue_row(raw, header, widths, line_no, where))
     if not seen_header:
-        _fail(f"{source}:1", "expected an squeue -O header with TRES_ALLOC, got nothing")
+        output.no_header(expected)
     return SqueueTres(tuple(rows), tuple(elided))
 
 
@@ -584,10 +581,10 @@ def _squeue_row(
     gpu_types: dict[str, int] = {}
     for name, amount in tres.items():
         if name.startswith("gres/gpu:"):
-            gpu_types[name[len("gres/gpu:"):]] = _tres_count(amount, where, name)
+            gpu_types[name[len("gres/gpu:"):]] = _whole(amount, where, f"{name}=")
     gpus: int | None
     if "gres/gpu" in tres:
-        gpus = _tres_count(tres["gres/gpu"], where, "gres/gpu")
+        gpus = _whole(tres["gres/gpu"], where, "gres/gpu=")
         if sum(gpu_types.values()) > gpus:
             _fail(where, f"expected the typed gres/gpu:<type> counts to be part of "
                          f"gres/gpu={gpus}, got {sum(gpu_types.values())} typed GPUs")
@@ -602,26 +599,12 @@ def _squeue_row(
         truncated=truncated,
         tres=tres,
         columns=columns,
-        cpus=_tres_count(tres["cpu"], where, "cpu") if "cpu" in tres else None,
-        memory_mib=None if memory is None else _mem_mib(memory, where),
-        node_count=_tres_count(tres["node"], where, "node") if "node" in tres else None,
+        cpus=_whole(tres["cpu"], where, "cpu=") if "cpu" in tres else None,
+        memory_mib=None if memory is None else _mem_mib(memory, where, "mem=", _TRES_MEM_UNITS),
+        node_count=_whole(tres["node"], where, "node=") if "node" in tres else None,
         gpus=gpus,
         gpu_types=gpu_types,
     )
-
-
-def _tres_count(amount: str, where: str, name: str) -> int:
-    if not _WHOLE.fullmatch(amount):
-        _fail(where, f"expected {name}= as a whole number, got {amount!r}")
-    return int(amount)
-
-
-def _mem_mib(value: str, where: str) -> int:
-    match = _MEM.fullmatch(value)
-    if match is None:
-        _fail(where, f"expected mem= as a size like 16384M or 1.5G, got {value!r}")
-    number = Fraction(f"{match.group(1)}.{match.group(2) or '0'}")
-    return math.ceil(number * _MEM_UNITS[match.group(3)])
 
 
 # ----------------------------------------------------------------- slurmd GRES devices
@@ -755,8 +738,7 @@ def parse_slurmd_gpus(text: str, source: str = "<text>") -> list[SlurmdGpu]:
     """
     gpus: list[SlurmdGpu] = []
     heading: str | None = None
-    for index, raw in enumerate(_lines(text)):
-        where = f"{source}:{index + 1}"
+    for line_no, where, raw in _Output(text, source).numbered():
         found = _GRES_LINE.search(raw)
         if found is not None:
             fields = _gres_bracket_fields(raw[found.start():].rstrip(), where)
@@ -772,7 +754,7 @@ def parse_slurmd_gpus(text: str, source: str = "<text>") -> list[SlurmdGpu]:
             fields = _gres_name_fields(raw[found.end() - len("Name="):].rstrip(), where)
         if fields["name"] != "gpu":
             continue
-        gpus.append(_slurmd_gpu(fields, index + 1, heading, where))
+        gpus.append(_slurmd_gpu(fields, line_no, heading, where))
     return gpus
 
 
@@ -919,21 +901,14 @@ def _slurmd_gpu(
 def _core_ids(text: str | None, limit: int | None, where: str) -> tuple[int, ...] | None:
     if text is None:
         return None
-    bound = MAX_CORES if limit is None else limit
-    ids: list[int] = []
-    for element in text.split(","):
-        match = _CORE_RANGE.fullmatch(element)
-        if match is None:
-            _fail(where, f"expected the cores as ranges like 0-63,128-191, got {text!r}")
-        lo = int(match.group(1))
-        hi = lo if match.group(2) is None else int(match.group(2))
-        if hi < lo:
-            _fail(where, f"expected the core range {element!r} to run upwards")
-        if hi >= bound:
-            what = f"below Cores({limit})" if limit is not None else f"below {MAX_CORES}"
-            _fail(where, f"expected core ids {what}, got {hi} in {text!r}")
-        ids.extend(range(lo, hi + 1))
-    return tuple(ids)
+    below = f"below Cores({limit})" if limit is not None else f"below {MAX_CORES}"
+    return tuple(_number_list(
+        text, where, MAX_CORES if limit is None else limit,
+        f"expected the cores as ranges like 0-63,128-191, got {text!r}",
+        lambda element: f"expected the core range {element!r} to run upwards",
+        lambda hi: f"expected core ids {below}, got {hi} in {text!r}",
+        _CORE_RANGE,
+    ))
 
 
 def _split_files(text: str) -> list[str]:
@@ -1051,8 +1026,7 @@ def find_gres_errors(text: str, source: str = "<text>") -> list[GresLogError]:
         line was cut).
     """
     found: list[GresLogError] = []
-    for index, raw in enumerate(_lines(text)):
-        where = f"{source}:{index + 1}"
+    for line_no, where, raw in _Output(text, source).numbered():
         level_match = _LEVEL.search(raw)
         if level_match is None:
             continue
@@ -1077,7 +1051,7 @@ def find_gres_errors(text: str, source: str = "<text>") -> list[GresLogError]:
         hint = next((advice for pattern, advice in _HINTS if pattern.search(message)), None)
         found.append(
             GresLogError(
-                line=index + 1,
+                line=line_no,
                 where=where,
                 timestamp=None if stamp is None else stamp.group(1),
                 level=level_match.group(1).lower(),
