@@ -1039,6 +1039,10 @@ cdef class Kernel:
         self.st.pack_pressure = <const double*>_ptr(pressure, np.float64, self.st.n_models)
         self.st.pack_regret = <const double*>_ptr(regret, np.float64, 101 * 101)
 
+    def _check_packing(self, int policy):
+        if policy == POLICY_FGD_PACK and self.st.pack_regret == NULL:
+            raise ValueError("fgd-pack needs set_packing() first")
+
     def fragment_total(self):
         """The running sum of F_n(M) over the nodes (0 without a workload)."""
         return self.st.frag_total
@@ -1137,6 +1141,7 @@ cdef class Kernel:
             self.st.cache_score = <int32_t*>_ptr(score_arr, np.int32, score_arr.shape[0])
         if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
+        self._check_packing(policy)
         self.st.rank = NULL
         if rank is not None:
             self._rank = rank
@@ -1208,6 +1213,7 @@ cdef class Kernel:
             raise ValueError("node_scores is for the scored policies (fgd and the study's baselines)")
         if gpus.shape[0] < 1 or elig.shape[1] != self.st.n_words:
             raise ValueError("one pod and bitsets of the cluster's width are needed")
+        self._check_packing(policy)
         out_arr = np.full(self.st.n_nodes, np.iinfo(np.int64).min, dtype=np.int64)
         cdef int64_t[::1] out = out_arr
         load_pod(&p, 0, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
@@ -1243,6 +1249,7 @@ cdef class Kernel:
         cdef Pod p
         if where.shape[0] != n_pods:
             raise ValueError("one node per pod")
+        self._check_packing(policy)
         for j in range(n_pods):
             if where[j] < 0 or where[j] >= self.st.n_nodes:
                 raise IndexError("node index out of range")
