@@ -261,31 +261,21 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _levels(items: Sequence[str]) -> list[tuple[str, str]]:
-    """``--level NAME=LABEL`` options, in order."""
-    out = []
-    for item in items:
-        name, sep, label = item.partition("=")
-        if not sep or not name or not label:
-            raise InvalidInputError("--level", f"expected NAME=LABEL, got {item!r}")
-        out.append((name, label))
-    return out
-
-
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
-    from placer.adapters.kubernetes import snapshot_from_kubernetes
+    from placer.adapters.kubernetes import parse_levels, snapshot_from_kubernetes
 
-    document = snapshot_from_kubernetes(args.nodes, args.pods, _levels(args.level))
+    document = snapshot_from_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
     _emit(dump_json(document), args.output)
     return EXIT_OK
 
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
     from placer import _validation
+    from placer.adapters.kubernetes import parse_levels
     from placer.adapters.kubernetes_workloads import request_from_kubernetes
 
     policy = _validation.check_policy(args.policy, "--policy") if args.policy is not None else None
-    document = request_from_kubernetes(args.manifests, _levels(args.level), policy)
+    document = request_from_kubernetes(args.manifests, parse_levels(args.level, "--level"), policy)
     _emit(dump_json(document), args.output)
     return EXIT_OK
 

@@ -30,6 +30,7 @@ import numpy as np
 from placer import gangs
 from placer.cluster import Cluster, kube_reason
 from placer.model import ClusterSnapshot, GangSpec, PlacementRequest, PlacementResult, PodRequest, load_request
+from placer.report import gpu_count_findings, offered_resources
 
 __all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
 
@@ -39,8 +40,6 @@ CAUSES = ("registration", "filters", "fragmentation", "topology", "capacity")
 NEAREST = 3
 """Nodes listed as nearest to fitting, per pending pod or gang."""
 
-_GPU_COUNT_LABEL = "nvidia.com/gpu.count"
-_GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -245,74 +244,63 @@ def _free_gpus(cluster: Cluster, shape: gangs.Shape) -> float:
 
 def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
     """A sentence when the pod's GPUs or resources are not offered though they may exist."""
-    nodes = cluster.snapshot.nodes
+    snapshot = cluster.snapshot
+    offered = offered_resources(snapshot)
     for name in pod.resources:
-        if not any(name in n.resources and n.resources[name].allocatable > 0 for n in nodes):
+        if name not in offered:
             return f"no node offers {name} (resource not registered or not allocatable)"
-    if not pod.gpus or any(n.hardware.gpus > 0 for n in nodes):
+    if not pod.gpus or any(n.hardware.gpus > 0 for n in snapshot.nodes):
         return ""
-    hidden = [
-        n.name
-        for n in nodes
-        if (_GPU_RESOURCE in n.resources and n.resources[_GPU_RESOURCE].capacity > 0)
-        or _label_int(n.labels.get(_GPU_COUNT_LABEL)) > 0
-    ]
+    hidden = [n.name for n in snapshot.nodes if gpu_count_findings(n)]
     if hidden:
         return (
             f"no node offers nvidia.com/gpu to the scheduler, yet {len(hidden)} node(s) have GPUs "
-            f"(capacity or {_GPU_COUNT_LABEL}): {', '.join(hidden[:3])} — check the device plugin"
+            f"(capacity or nvidia.com/gpu.count): {', '.join(hidden[:3])} — check the device plugin"
         )
     return "no node has GPUs"
 
 
-def _label_int(value: str | None) -> int:
-    try:
-        return int(value) if value is not None else 0
-    except ValueError:
-        return 0
-
-
 def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[NearNode, ...]:
-    """Eligible nodes that hold no pod of the shape, least short first."""
+    """Eligible nodes that hold no pod of the shape, least short (GPUs, CPU, memory) first."""
     a = cluster._packed.arrays
     pod = shape.pod
     candidates = np.nonzero(shape.eligible & (cap == 0))[0]
-    scored = []
-    for n in candidates.tolist():
-        lacks = []
-        short_gpus = 0
-        if pod.gpus and pod.gpu_milli >= 1000:
-            short_gpus = max(pod.gpus - int(a["free_count"][n]), 0)
-            if short_gpus:
-                lacks.append(f"{short_gpus} GPU(s)")
-        elif pod.gpus:
-            best = int(a["gpu_free_milli"][n].max()) if a["gpu_free_milli"].shape[1] else 0
-            if best < pod.gpu_milli:
-                short_gpus = 1
-                lacks.append(f"{pod.gpu_milli - best} GPU milli on one GPU")
-        short_cpu = max(pod.cpu_milli - int(a["cpu_free"][n]), 0)
-        if short_cpu:
-            lacks.append(f"{short_cpu / 1000:g} CPU")
-        short_mem = max(pod.memory_mib - int(a["mem_free"][n]), 0)
-        if short_mem:
-            lacks.append(f"{short_mem} MiB memory")
-        if int(a["pods_free"][n]) < 1:
-            lacks.append("a pod slot")
-        if not lacks:
-            lacks.append("GPU memory or NICs")
-        scored.append(((short_gpus, short_cpu, short_mem, n), n, tuple(lacks)))
-    scored.sort()
-    names = cluster.node_names
-    snapshot = cluster.to_snapshot()
+    short_milli = np.zeros(len(candidates), dtype=np.int64)  # shared pods: milli short on the best GPU
+    short_gpus = np.zeros(len(candidates), dtype=np.int64)
+    if pod.gpus and pod.gpu_milli >= 1000:
+        short_gpus = np.maximum(pod.gpus - a["free_count"][candidates].astype(np.int64), 0)
+    elif pod.gpus:
+        best = a["gpu_free_milli"][candidates].max(axis=1, initial=0).astype(np.int64)
+        short_milli = np.maximum(pod.gpu_milli - best, 0)
+        short_gpus = (short_milli > 0).astype(np.int64)
+    short_cpu = np.maximum(pod.cpu_milli - a["cpu_free"][candidates], 0)
+    short_mem = np.maximum(pod.memory_mib - a["mem_free"][candidates], 0)
+    order = np.lexsort((candidates, short_mem, short_cpu, short_gpus))[:NEAREST]
     out = []
-    for _, n, lacks in scored[:NEAREST]:
-        holders = [
-            f"{rp.name} ({len(rp.gpus) or len(rp.gpu_shares)} GPU(s))"
-            for rp in sorted(snapshot.nodes[n].pods, key=lambda rp: (rp.priority, rp.name))
-            if rp.gpus or rp.gpu_shares
-        ]
-        out.append(NearNode(names[n], lacks, tuple(holders)))
+    for k in order.tolist():
+        n = int(candidates[k])
+        lacks = []
+        if short_milli[k]:
+            lacks.append(f"{short_milli[k]} GPU milli on one GPU")
+        elif short_gpus[k]:
+            lacks.append(f"{short_gpus[k]} GPU(s)")
+        if short_cpu[k]:
+            lacks.append(f"{short_cpu[k] / 1000:g} CPU")
+        if short_mem[k]:
+            lacks.append(f"{short_mem[k]} MiB memory")
+        if a["pods_free"][n] < 1:
+            lacks.append("a pod slot")
+        out.append(NearNode(cluster.node_names[n], tuple(lacks) or ("GPU memory or NICs",), _gpu_holders(cluster, n)))
     return tuple(out)
+
+
+def _gpu_holders(cluster: Cluster, node: int) -> tuple[str, ...]:
+    """Pods holding GPUs on ``node``, lowest priority first."""
+    held = sorted(
+        (h.record for h in cluster._holdings.values() if h.node == node and (h.whole_mask or h.shares)),
+        key=lambda rp: (rp.priority, rp.name),
+    )
+    return tuple(f"{rp.name} ({len(rp.gpus) or len(rp.gpu_shares)} GPU(s))" for rp in held)
 
 
 def _level_fits(cluster: Cluster, spec: GangSpec, cap: np.ndarray, needed: int) -> tuple[LevelFit, ...]:

@@ -22,17 +22,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from placer.fragmentation import (
-    CLASSES,
-    ClusterFragment,
-    TaskType,
-    Workload,
-    cluster_fragment,
-    node_states,
-)
-from placer.model import ClusterSnapshot, PodRequest
+import numpy as np
 
-__all__ = ["STANDARD_SHAPES", "ShapeRow", "Finding", "ClusterReport", "standard_workload", "cluster_report"]
+from placer import gangs
+from placer._pack import PackedCluster
+from placer.cluster import Cluster
+from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
+from placer.model import ClusterSnapshot, PodRequest, Toleration
+
+__all__ = [
+    "STANDARD_SHAPES",
+    "ShapeRow",
+    "Finding",
+    "ClusterReport",
+    "standard_workload",
+    "cluster_report",
+    "offered_resources",
+    "gpu_count_findings",
+]
 
 STANDARD_SHAPES = (
     TaskType(0, 1000, 1),
@@ -45,6 +52,8 @@ STANDARD_SHAPES = (
 """The shapes reported when no workload is given (no CPU request, any GPU model)."""
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+_TOLERATE_ALL = (Toleration(operator="Exists"),)
+_NO_LIMIT = 1 << 40
 _GPU_RESOURCE = "nvidia.com/gpu"
 _GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 _CLIQUE_LABEL = "nvidia.com/gpu.clique"
@@ -189,13 +198,13 @@ class ClusterReport:
 
 def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> list[Finding]:
     out = []
-    offered = {name for node in snapshot.nodes for name, r in node.resources.items() if r.allocatable > 0}
+    offered = offered_resources(snapshot)
     for name in sorted({name for pod in pods for name in pod.resources} - offered):
         users = [pod.name for pod in pods if name in pod.resources]
         out.append(Finding("resource-not-offered", "", f"{name}, asked by {', '.join(users[:3])}"
                            + (f" and {len(users) - 3} more" if len(users) > 3 else "") + ", is offered by no node"))
     for node in snapshot.nodes:
-        out += _registration(node)
+        out += gpu_count_findings(node)
         for rp in node.pods:
             if not rp.gpu_indices_known:
                 out.append(Finding("gpu-indices-unknown", node.name,
@@ -218,8 +227,14 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
     return out
 
 
-def _registration(node: Any) -> list[Finding]:
-    """GPUs the node has (hardware, label) against what it offers (capacity, allocatable)."""
+def offered_resources(snapshot: ClusterSnapshot) -> set[str]:
+    """Extended resources some node of ``snapshot`` has allocatable."""
+    return {name for node in snapshot.nodes for name, r in node.resources.items() if r.allocatable > 0}
+
+
+def gpu_count_findings(node: Any) -> list[Finding]:
+    """GPUs the node has (hardware, label) against what it offers (capacity, allocatable):
+    one ``gpu-registration`` finding when they disagree."""
     seen = {"hardware": node.hardware.gpus}
     res = node.resources.get(_GPU_RESOURCE)
     if res is not None:
@@ -277,44 +292,41 @@ def cluster_report(
     if workload is None:
         workload = standard_workload()
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
-    states = node_states(snapshot)
-    open_nodes = [not node.unschedulable for node in snapshot.nodes]
-    rows = []
-    for shape in workload.types:
-        rows.append(_shape_row(shape, states, open_nodes))
+    packed = Cluster(snapshot)._packed
     return ClusterReport(
         nodes=len(snapshot.nodes),
         gpus=sum(node.hardware.gpus for node in snapshot.nodes),
-        free_gpu_milli=sum(sum(s.gpu_milli) for s in states),
-        whole_free_gpus=sum(sum(1 for f in s.gpu_milli if f == 1000) for s in states),
-        shapes=tuple(rows),
+        free_gpu_milli=int(packed.arrays["free_milli_sum"].sum()),
+        whole_free_gpus=int(packed.arrays["free_count"].sum()),
+        shapes=tuple(_shape_rows(packed, workload.types)),
         fragment=cluster_fragment(snapshot, workload),
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
     )
 
 
-def _shape_row(shape: TaskType, states: Sequence[Any], open_nodes: Sequence[bool]) -> ShapeRow:
-    pods = 0
-    nodes = 0
-    reachable = 0
-    for state, is_open in zip(states, open_nodes):
-        if not is_open or (shape.num_gpu and not state.gpu_milli):
-            continue
-        if shape.gpu_models and state.gpu_model not in shape.gpu_models:
-            continue
-        reachable += sum(state.gpu_milli)
-        if shape.num_gpu == 0 or shape.gpu_milli == 0:
-            fit = 1 << 30
-        elif shape.gpu_milli >= 1000:
-            fit = sum(1 for f in state.gpu_milli if f >= 1000) // shape.num_gpu
-        else:
-            fit = sum(f // shape.gpu_milli for f in state.gpu_milli) // shape.num_gpu
-        if shape.cpu_milli and state.cpu_milli is not None:
-            fit = min(fit, max(state.cpu_milli, 0) // shape.cpu_milli)
-        if fit >= 1 << 30:
-            fit = 0  # a CPU-only shape on a node that does not track CPU: not counted
-        pods += fit
-        nodes += fit > 0
-    share = shape.gpu_milli / 1000 if shape.num_gpu else 0.0
-    return ShapeRow(shape, pods, pods * shape.num_gpu * share, reachable / 1000, nodes)
+def _shape_rows(packed: PackedCluster, shapes: Sequence[TaskType]) -> list[ShapeRow]:
+    """Per shape, the pods each node holds now (``gangs.node_capacity`` over the packed
+    state), counted on nodes that pass the filters for a pod tolerating every taint."""
+    a = packed.arrays
+    rows = []
+    for shape in shapes:
+        gpu_pod = shape.num_gpu > 0 and shape.gpu_milli > 0
+        pod = PodRequest(
+            name="report",
+            gpus=shape.num_gpu if gpu_pod else 0,
+            gpu_milli=shape.gpu_milli if gpu_pod else 1000,
+            cpu_milli=shape.cpu_milli,
+            gpu_models=shape.gpu_models if gpu_pod else (),
+            tolerations=_TOLERATE_ALL,
+        )
+        (fit,) = gangs.split_shapes(packed, [pod])
+        cap = gangs.node_capacity(packed, fit, _NO_LIMIT)
+        if not gpu_pod:  # CPU-only: only nodes that track CPU give a count
+            cap = np.where(a["cpu_tracked"].astype(bool) & (shape.cpu_milli > 0), cap, 0)
+        model_ok = ((fit.model_mask >> a["model_id"].astype(np.uint64)) & 1).astype(bool)
+        reachable = int(a["free_milli_sum"][fit.eligible & model_ok].sum())
+        pods = int(cap.sum())
+        share = shape.gpu_milli / 1000 if gpu_pod else 0.0
+        rows.append(ShapeRow(shape, pods, pods * shape.num_gpu * share, reachable / 1000, int((cap > 0).sum())))
+    return rows

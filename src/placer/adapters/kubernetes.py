@@ -571,7 +571,7 @@ def _quantity(doc: _Doc, path: tuple[Any, ...], v: Any, fn: Any, **kw: Any) -> A
 # ----------------------------------------------------------------------------- levels
 
 
-def parse_levels(levels: Iterable[LevelSpec]) -> list[tuple[str, str]]:
+def parse_levels(levels: Iterable[LevelSpec], where: str = "levels") -> list[tuple[str, str]]:
     """Check topology levels given as ``(name, label)`` pairs or ``"name=label"`` strings.
 
     Parameters
@@ -579,6 +579,8 @@ def parse_levels(levels: Iterable[LevelSpec]) -> list[tuple[str, str]]:
     levels : iterable
         Outermost first, e.g. ``[("block", "cloud.google.com/gce-topology-block"),
         "rack=cloud.google.com/gce-topology-subblock"]``.
+    where : str
+        How errors name the list (``levels``, or ``--level`` on the command line).
 
     Returns
     -------
@@ -587,16 +589,17 @@ def parse_levels(levels: Iterable[LevelSpec]) -> list[tuple[str, str]]:
     Raises
     ------
     InvalidInputError
-        ``where`` = ``levels[i]`` for a malformed entry, an empty, ``node`` or repeated
+        ``where`` = ``levels[i]`` (``<where>[i]``) for a malformed entry, an empty, ``node`` or repeated
         level name, or a label used twice.
     """
     out: list[tuple[str, str]] = []
     names: dict[str, int] = {}
     labels: dict[str, int] = {}
     if isinstance(levels, (str, bytes)):
-        raise InvalidInputError("levels", "expected a list of (name, label) pairs, got a string")
+        raise InvalidInputError(where, "expected a list of (name, label) pairs, got a string")
+    base = where
     for i, spec in enumerate(levels):
-        where = f"levels[{i}]"
+        where = f"{base}[{i}]"
         if isinstance(spec, str):
             name, sep, label = spec.partition("=")
             if not sep:
@@ -612,9 +615,9 @@ def parse_levels(levels: Iterable[LevelSpec]) -> list[tuple[str, str]]:
         if name == "node":
             raise InvalidInputError(where, "'node' is placer's implicit innermost level; choose another name")
         if name in names:
-            raise InvalidInputError(where, f"level {name!r} given twice (first at levels[{names[name]}])")
+            raise InvalidInputError(where, f"level {name!r} given twice (first at {base}[{names[name]}])")
         if label in labels:
-            raise InvalidInputError(where, f"label {label!r} given twice (first at levels[{labels[label]}])")
+            raise InvalidInputError(where, f"label {label!r} given twice (first at {base}[{labels[label]}])")
         names[name] = i
         labels[label] = i
         out.append((name, label))
