@@ -25,7 +25,12 @@ extensions = [
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
-    )
+    ),
+    Extension(
+        "placer.schema._jsonkeys",
+        ["src/placer/schema/_jsonkeys.pyx"],
+        extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
+    ),
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False))

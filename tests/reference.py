@@ -6,7 +6,6 @@ for every pod.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections import Counter
@@ -29,6 +28,7 @@ from placer.model import (
     PodRequest,
     Unschedulable,
 )
+from placer.model import replace
 
 __all__ = [
     "MASK64",
@@ -450,7 +450,7 @@ class ReferenceCluster:
         plist = [pods] if isinstance(pods, PodRequest) else list(pods)
         gangs: dict[str, GangSpec] = {}
         if gang is not None:
-            plist = [p if p.gang == gang.name else dataclasses.replace(p, gang=gang.name) for p in plist]
+            plist = [p if p.gang == gang.name else replace(p, gang=gang.name) for p in plist]
             gangs[gang.name] = gang
         return self._run(tuple(plist), gangs, policy, seed, commit=False)
 

@@ -1,7 +1,6 @@
 """placer.diagnostics.check_placement: accepts valid placements, names every violation."""
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import pytest
@@ -25,6 +24,7 @@ from placer.model import (
     Unschedulable,
 )
 from placer.testing import scenarios
+from placer.model import replace
 from reference import ReferenceCluster
 
 # --------------------------------------------------------------------------- generated
@@ -44,7 +44,7 @@ def test_reference_placements_are_valid_two_levels(case):
     result = ReferenceCluster(snapshot).schedule(request)
     assert check_placement(snapshot, request, result) == []
     if result.assignments:
-        dropped = dataclasses.replace(result, assignments=result.assignments[1:])
+        dropped = replace(result, assignments=result.assignments[1:])
         pod = result.assignments[0].pod
         assert any(v.startswith(f"pod {pod}: missing") for v in check_placement(snapshot, request, dropped))
 
@@ -109,22 +109,22 @@ RESULT = PlacementResult(
 
 
 def moved(pod: str, result: PlacementResult = RESULT, **changes) -> PlacementResult:
-    return dataclasses.replace(result, assignments=tuple(
-        dataclasses.replace(a, **changes) if a.pod == pod else a for a in result.assignments))
+    return replace(result, assignments=tuple(
+        replace(a, **changes) if a.pod == pod else a for a in result.assignments))
 
 
 def dropped(pod: str, result: PlacementResult = RESULT) -> PlacementResult:
-    return dataclasses.replace(result, assignments=tuple(a for a in result.assignments if a.pod != pod))
+    return replace(result, assignments=tuple(a for a in result.assignments if a.pod != pod))
 
 
 def with_pod(**changes) -> PlacementRequest:
     name = changes.pop("name")
-    pods = tuple(dataclasses.replace(p, **changes) if p.name == name else p for p in REQ.pods)
-    return dataclasses.replace(REQ, pods=pods)
+    pods = tuple(replace(p, **changes) if p.name == name else p for p in REQ.pods)
+    return replace(REQ, pods=pods)
 
 
 def with_gang(**changes) -> PlacementRequest:
-    return dataclasses.replace(REQ, gangs={"g": dataclasses.replace(GANG, **changes)})
+    return replace(REQ, gangs={"g": replace(GANG, **changes)})
 
 
 def violations(result=RESULT, request=REQ, snapshot=SNAP) -> list[str]:
@@ -158,7 +158,7 @@ def test_hand_made_result_is_valid():
         # node capacity
         (moved("c", node="n0"), REQ, ("node n0", "cpuMilli over capacity (18000 > 16000)", "c")),
         (moved("c", node="n0"), REQ, ("node n0", "memoryMiB over capacity (70000 > 65536)", "c")),
-        (dataclasses.replace(RESULT, assignments=RESULT.assignments + (Assignment("u", "n4"),), unschedulable=()),
+        (replace(RESULT, assignments=RESULT.assignments + (Assignment("u", "n4"),), unschedulable=()),
          REQ, ("node n4", "pods over capacity (2 > 1)", "u")),
         # filters
         (moved("c", node="n2"), REQ, ("pod c on node n2", "cordoned")),
@@ -168,15 +168,15 @@ def test_hand_made_result_is_valid():
         (moved("c", node="n9"), REQ, ("pod c on node n9", "no such node")),
         # every pod once
         (dropped("c"), REQ, ("pod c: missing",)),
-        (dataclasses.replace(RESULT, unschedulable=RESULT.unschedulable + (Unschedulable("c", "x"),)), REQ,
+        (replace(RESULT, unschedulable=RESULT.unschedulable + (Unschedulable("c", "x"),)), REQ,
          ("pod c: reported unschedulable but already assigned to node n4",)),
-        (dataclasses.replace(RESULT, assignments=RESULT.assignments + (Assignment("c", "n0"),)), REQ,
+        (replace(RESULT, assignments=RESULT.assignments + (Assignment("c", "n0"),)), REQ,
          ("pod c: assigned to node n0 but already assigned to node n4",)),
-        (dataclasses.replace(RESULT, assignments=RESULT.assignments + (Assignment("ghost", "n0"),)), REQ,
+        (replace(RESULT, assignments=RESULT.assignments + (Assignment("ghost", "n0"),)), REQ,
          ("pod ghost", "not in the request")),
-        (dataclasses.replace(RESULT, unschedulable=(Unschedulable("u", ""),)), REQ, ("pod u", "without a reason")),
+        (replace(RESULT, unschedulable=(Unschedulable("u", ""),)), REQ, ("pod u", "without a reason")),
         # gangs
-        (dataclasses.replace(dropped("g-1"), unschedulable=RESULT.unschedulable + (Unschedulable("g-1", "x"),)),
+        (replace(dropped("g-1"), unschedulable=RESULT.unschedulable + (Unschedulable("g-1", "x"),)),
          REQ, ("gang g: only 1 of 2", "g-0 on node n1", "not assigned: g-1")),
         (moved("g-1", node="n0", gpus=(4,)), REQ, ("gang g required rack", "g-1 on node n0 is in rack r0", "r1")),
         (moved("g-1", node="n4", gpus=()), REQ, ("gang g required rack", "g-1 on node n4", "no rack domain")),
@@ -186,7 +186,7 @@ def test_hand_made_result_is_valid():
          ("gang g slice 0 (node, size 2)", "g-1 on node n3")),
         (moved("c", gang="g"), REQ, ("pod c on node n4", "gang 'g'")),
         (moved("g-0", gang=None), REQ, ("pod g-0 on node n1", "gang None")),
-        (dataclasses.replace(RESULT, gangs=(GangResult("g", False),)), REQ, ("gang g: reported placed=False",)),
+        (replace(RESULT, gangs=(GangResult("g", False),)), REQ, ("gang g: reported placed=False",)),
     ],
 )
 def test_each_violation_is_reported(result, request_, parts):
@@ -200,7 +200,7 @@ def test_unconstrained_gang_in_two_racks_and_size_one_slices_are_fine():
 
 
 def test_partial_gang_is_the_only_complaint_when_nothing_else_is_wrong():
-    r = dataclasses.replace(dropped("g-1"), unschedulable=RESULT.unschedulable + (Unschedulable("g-1", "x"),),
+    r = replace(dropped("g-1"), unschedulable=RESULT.unschedulable + (Unschedulable("g-1", "x"),),
                             gangs=(GangResult("g", False),))
     assert len(violations(r)) == 1
 

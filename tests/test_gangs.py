@@ -2,7 +2,6 @@
 solvers, and greedy + exact feasibility against a brute force on tiny clusters."""
 from __future__ import annotations
 
-import dataclasses
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +10,7 @@ import placer
 from gang_brute import brute_force
 from placer import exact, gangs
 from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec
+from placer.model import replace
 
 
 def snapshot(nodes, levels=("rack",)):
@@ -81,7 +81,7 @@ def test_cp_sat_proves_a_gang_cannot_fit():
 
 
 def test_per_gang_solver_overrides_the_request():
-    spec = dataclasses.replace(MISSED_SPEC, solver="greedy")
+    spec = replace(MISSED_SPEC, solver="greedy")
     r = placer.place(MISSED, request(MISSED_PODS, spec, solver="exact"))
     assert not r.assignments and r.gangs[0].solver == "greedy"
 
@@ -159,10 +159,10 @@ def test_greedy_and_exact_agree_with_brute_force_on_feasibility(case):
     r = cluster.place(pods, gang=spec)
     assert bool(r.assignments) == (best is not None)
     assert placer.check_placement(snap, req, r) == []
-    greedy = placer.Cluster(snap).place(pods, gang=dataclasses.replace(spec, solver="greedy"))
+    greedy = placer.Cluster(snap).place(pods, gang=replace(spec, solver="greedy"))
     if greedy.assignments:  # auto keeps the greedy answer when it has one
         assert r.assignments == greedy.assignments
-    ex = placer.Cluster(snap).place(pods, gang=dataclasses.replace(spec, solver="exact"))
+    ex = placer.Cluster(snap).place(pods, gang=replace(spec, solver="exact"))
     if best is not None:
         assert ex.gangs[0].status == "optimal" and ex.gangs[0].objective == best
     else:

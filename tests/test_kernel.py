@@ -1,7 +1,6 @@
 """The kernel's batch placement against the reference, the checker, and itself."""
 from __future__ import annotations
 
-import dataclasses
 
 import hypothesis.strategies as st
 import pytest
@@ -12,6 +11,7 @@ from placer.cluster import Cluster
 from placer.diagnostics import check_placement
 from placer.model import ClusterSnapshot
 from placer.testing import placement_requests, snapshots
+from placer.model import replace
 from reference import ReferenceCluster
 
 
@@ -53,7 +53,7 @@ def test_every_pod_reported_once(case):
 @given(cases(), st.integers(0, 2**63))
 def test_same_seed_same_result(case, seed):
     snapshot, request = case
-    request = dataclasses.replace(request, policy="random", seed=seed)
+    request = replace(request, policy="random", seed=seed)
     assert place(snapshot, request) == place(snapshot, request)
 
 
@@ -75,7 +75,7 @@ def test_place_does_not_change_state_and_bind_release_restore_it(case):
     snapshot, request = case
     cluster = Cluster(snapshot)
     before = [cluster.node_free(n.name) for n in snapshot.nodes]
-    pods = [dataclasses.replace(p, gang=None) for p in request.pods]
+    pods = [replace(p, gang=None) for p in request.pods]
     decision = cluster.place(pods, policy=request.policy, seed=request.seed)
     assert [cluster.node_free(n.name) for n in snapshot.nodes] == before
     cluster.bind(decision)

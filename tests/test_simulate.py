@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import math
 import random
@@ -31,6 +30,7 @@ from placer.simulate import (
     table_markdown,
     workload_name_from_path,
 )
+from placer.model import replace
 
 NODES_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -121,7 +121,7 @@ def test_clone_names_and_originals_first() -> None:
     for i, c in enumerate(clones):
         base, sep, idx = c.name.rpartition("-tuned-")
         assert sep and idx == str(i) and base in by_name
-        assert c == dataclasses.replace(by_name[base], name=c.name)
+        assert c == replace(by_name[base], name=c.name)
 
 
 def test_order_is_deterministic_per_seed_and_differs_between_seeds() -> None:

@@ -1,7 +1,6 @@
 """Cluster against the pure-Python reference: identical decisions and state after every step."""
 from __future__ import annotations
 
-import dataclasses
 
 import hypothesis.strategies as st
 from hypothesis import event, settings
@@ -11,6 +10,7 @@ from placer.cluster import Cluster
 from placer.diagnostics import check_placement
 from placer.model import PlacementRequest
 from placer.testing import pod_requests, snapshots
+from placer.model import replace
 from reference import ReferenceCluster
 
 POLICIES = ("first-fit", "best-fit", "spread", "random", "dot-product", "gpu-packing", "gpu-clustering")
@@ -42,7 +42,7 @@ class ClusterMachine(RuleBasedStateMachine):
 
     def _named(self, pod):
         self.counter += 1
-        return dataclasses.replace(pod, name=f"sm-{self.counter}", gang=None)
+        return replace(pod, name=f"sm-{self.counter}", gang=None)
 
     @rule(data=st.data(), policy=st.sampled_from(POLICIES), seed=st.integers(0, 2**32), bind=st.booleans())
     def place(self, data, policy, seed, bind) -> None:

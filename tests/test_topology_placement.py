@@ -2,13 +2,13 @@
 ranked by their set's score, shared pods keeping connected groups whole, GPU + NIC."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 import placer
 from placer.model import Assignment, PlacementResult
+from placer.model import replace
 from reference import ReferenceCluster, reference_select
 from topologies import UPSTREAM, upstream_topology
 
@@ -163,7 +163,7 @@ def test_checker_flags_wrong_nics():
     assert placer.check_placement(snap, req, good) == []
     for nics, needle in [((), "got 0 NIC(s)"), (("eth9",), "no NIC 'eth9'")]:
         bad = PlacementResult(
-            assignments=(dataclasses.replace(good.assignments[0], nics=nics),), unschedulable=(), gangs=()
+            assignments=(replace(good.assignments[0], nics=nics),), unschedulable=(), gangs=()
         )
         assert any(needle in v for v in placer.check_placement(snap, req, bad))
 

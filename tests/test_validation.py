@@ -1,4 +1,4 @@
-"""Every input check of placer._validation: the error type, its JSON path and message."""
+"""Every input check of placer.schema: the error type, its JSON path and message."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from placer import _validation as V
+from placer import schema as V
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, NodeType, PlacementRequest, PlacementResult
 
@@ -649,15 +649,30 @@ def test_snapshot_base_document_is_valid() -> None:
     assert snap.topology_levels == ("block", "rack")
 
 
-def test_snapshot_unknown_keys_and_nulls_are_ignored() -> None:
+def test_snapshot_nulls_are_ignored() -> None:
     doc = snapshot_doc()
-    doc["futureField"] = {"x": 1}
-    doc["nodes"][0]["futureField"] = [1]
-    doc["nodes"][0]["pods"][0]["futureField"] = "x"
     doc["nodes"][1]["memoryMiB"] = None
     doc["nodes"][2]["labels"] = None
+    doc["nodes"][0]["pods"][0]["priority"] = None
     snap = V.snapshot_from_dict(doc)
     assert snap == V.snapshot_from_dict(snapshot_doc())
+
+
+@pytest.mark.parametrize(
+    "mutate, where, what",
+    [
+        case("top", put("futureField", {"x": 1}), "", 'unknown field "futureField"'),
+        case("node", put("nodes", 0, "gpu", 8), "nodes[0]", 'unknown field "gpu" (did you mean "gpus"?)'),
+        case("pod", put(*P0, "cpumilli", 1), "nodes[0].pods[0]", 'unknown field "cpumilli" (did you mean "cpuMilli"?)'),
+        case("type", put("nodeTypes", "dgx", "gpuModels", "H100"), "nodeTypes.dgx", '(did you mean "gpuModel"?)'),
+        case("taint", put(*N0, "taints", 0, "operator", "Exists"), "nodes[0].taints[0]", 'unknown field "operator"'),
+        case("hardware", put("nodes", 1, "hardware", {"gpus": 8}), "nodes[1]", 'unknown field "hardware"'),
+    ],
+)
+def test_snapshot_unknown_fields_are_errors(mutate: Mutation, where: str, what: str) -> None:
+    doc = snapshot_doc()
+    mutate(doc)
+    expect_error(V.snapshot_from_dict, doc, where, what)
 
 
 def test_snapshot_hardware_semantics() -> None:
@@ -1013,7 +1028,7 @@ def test_request_defaults_and_expansion() -> None:
 
 
 def _fields(obj: Any) -> dict[str, Any]:
-    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+    return {name: getattr(obj, name) for name in obj.__struct_fields__}
 
 
 def test_request_explicit_settings() -> None:
@@ -1429,3 +1444,17 @@ def test_check_time_limit() -> None:
         "--time-limit",
         "a finite number > 0",
     )
+
+
+@pytest.mark.parametrize(
+    "mutate, where, what",
+    [
+        case("pod", put(*R0, "gpu", 1), "pods[0]", 'unknown field "gpu" (did you mean "gpus"?)'),
+        case("gang", put(*G, "slice", []), "gangs.g", '(did you mean "slices"?)'),
+        case("top", put("polcy", "fgd"), "", '(did you mean "policy"?)'),
+    ],
+)
+def test_request_unknown_fields_are_errors(mutate: Mutation, where: str, what: str) -> None:
+    doc = request_doc()
+    mutate(doc)
+    expect_error(V.request_from_dict, doc, where, what)

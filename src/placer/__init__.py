@@ -18,6 +18,7 @@ from placer import _typedefs
 if getattr(_core, "KERNEL_ABI", None) != _typedefs.KERNEL_ABI:  # pragma: no cover
     raise ImportError(f"placer's compiled kernel (placer._core) is stale: {_REBUILD}.")
 
+from placer import schema
 from placer.cluster import Cluster, NodeFree
 from placer.diagnostics import check_placement
 from placer.exceptions import InvalidInputError, PlacerError, SolverError

@@ -213,11 +213,11 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def _cmd_place(args: argparse.Namespace) -> int:
-    from placer import _validation
+    from placer import schema
     from placer.place import place
 
-    policy = _validation.check_policy(args.policy, "--policy") if args.policy is not None else None
-    seed = _validation.check_seed(args.seed, "--seed") if args.seed is not None else None
+    policy = schema.check_policy(args.policy, "--policy") if args.policy is not None else None
+    seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
     from placer.formats import FORMATS
 
     if args.format != "json" and args.format not in FORMATS:
@@ -270,11 +270,11 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
-    from placer import _validation
+    from placer import schema
     from placer.adapters.kubernetes import parse_levels
     from placer.adapters.kubernetes_workloads import request_from_kubernetes
 
-    policy = _validation.check_policy(args.policy, "--policy") if args.policy is not None else None
+    policy = schema.check_policy(args.policy, "--policy") if args.policy is not None else None
     document = request_from_kubernetes(args.manifests, parse_levels(args.level, "--level"), policy)
     _emit(dump_json(document), args.output)
     return EXIT_OK
@@ -324,10 +324,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from placer import _validation
+    from placer import schema
     from placer.demo import run_demo
 
-    sys.stdout.write(run_demo(policy=_validation.check_policy(args.policy, "--policy")))
+    sys.stdout.write(run_demo(policy=schema.check_policy(args.policy, "--policy")))
     return EXIT_OK
 
 
@@ -347,7 +347,7 @@ examples:
 
 def _simulate_policies(text: str) -> tuple[list[str], list[str]]:
     """The policies to run and, for ``all``, the study's policies skipped as unavailable."""
-    from placer import _validation
+    from placer import schema
     from placer.simulate import ALL_POLICIES, available_policies
 
     ready = available_policies()
@@ -355,7 +355,7 @@ def _simulate_policies(text: str) -> tuple[list[str], list[str]]:
         return [p for p in ALL_POLICIES if p in ready], [p for p in ALL_POLICIES if p not in ready]
     chosen: list[str] = []
     for item in text.split(","):
-        name = _validation.check_policy(item.strip(), "--policy")
+        name = schema.check_policy(item.strip(), "--policy")
         if name not in ready:
             raise InvalidInputError(
                 "--policy", f"policy {name!r} is not available yet (available: {', '.join(ready)}, or all)"
@@ -493,7 +493,8 @@ def _topology_from_text(path: str) -> _LoadedTopology:
 
 
 def _topology_from_document(path: str) -> _LoadedTopology:
-    from placer._validation import MAX_GPUS, load_document
+    from placer.limits import MAX_GPUS
+    from placer.schema import load_document
     from placer.topology import GpuTopology, nics_from_spec, topology_from_spec
 
     doc = load_document(path)

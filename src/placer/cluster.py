@@ -6,14 +6,13 @@ state change works on those arrays in place. The rules it implements are in
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
 from placer import _typedefs as td
-from placer import _validation, gangs, gpusets
+from placer import gangs, gpusets, schema
 from placer._core import Kernel
 from placer._pack import (
     EligibilityClass,
@@ -35,8 +34,8 @@ from placer.model import (
     PodRequest,
     RunningPod,
     Unschedulable,
-    load_request,
     load_snapshot,
+    replace,
 )
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
 
@@ -139,7 +138,7 @@ class Cluster:
         self._domain_bits: dict[str, list[tuple[str, np.ndarray]]] = {}
         self._paths: dict[str, list[str | None]] = {}
         self._levels: gangs.Hierarchy | None = None
-        self._gpu_models = _validation.snapshot_gpu_models(self._snapshot)
+        self._facts = schema.snapshot_facts(self._snapshot)
         self._workload: Workload | None = None
         self._packing: PackingGuide | None = None
         self._rank: np.ndarray | None = None
@@ -167,13 +166,29 @@ class Cluster:
 
     # ------------------------------------------------------------------ decisions
 
-    def schedule(self, request: PlacementRequest | Mapping[str, Any] | str) -> PlacementResult:
+    def schedule(
+        self,
+        request: PlacementRequest | Mapping[str, Any] | str,
+        *,
+        policy: str | None = None,
+        seed: int | None = None,
+    ) -> PlacementResult:
         """Place a request's pods in order, binding each placed pod.
 
         This is what :func:`placer.place` does; the state keeps the placed pods.
+        ``policy`` and ``seed``, when given, override the request's.
         """
-        request = load_request(request)
-        _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
+        if isinstance(request, PlacementRequest):
+            schema.check_request_against_snapshot(request, self._facts)
+        else:
+            request = schema.coerce_request(request, self._facts)
+        changes: dict[str, Any] = {}
+        if policy is not None:
+            changes["policy"] = schema.check_policy(policy, "policy")
+        if seed is not None:
+            changes["seed"] = schema.check_seed(seed, "seed")
+        if changes:
+            request = replace(request, **changes)
         return self._run(
             request.pods, request.gangs, request.policy, request.seed, keep=True,
             solver=request.solver, time_limit_s=request.time_limit_s,
@@ -205,8 +220,7 @@ class Cluster:
         PlacementResult
             Pass it to :meth:`bind` to make the decision real.
         """
-        request = _validation.request_for_pods(pods, gang, policy, seed)
-        _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
+        request = schema.request_for_pods(pods, gang, policy, seed, self._facts)
         return self._run(
             request.pods, request.gangs, request.policy, request.seed, keep=False,
             solver=request.solver, time_limit_s=request.time_limit_s,
@@ -746,7 +760,7 @@ class Cluster:
         for holding in self._holdings.values():
             per_node[holding.node].append(holding.record)
         nodes = tuple(
-            node if tuple(pods) == node.pods else dataclasses.replace(node, pods=tuple(pods))
+            node if tuple(pods) == node.pods else replace(node, pods=tuple(pods))
             for node, pods in zip(self._snapshot.nodes, per_node)
         )
-        return dataclasses.replace(self._snapshot, nodes=nodes)
+        return replace(self._snapshot, nodes=nodes)

@@ -14,7 +14,6 @@ Both placements are verified with :func:`placer.diagnostics.check_placement`.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -28,6 +27,7 @@ from placer.model import (
     PlacementResult,
     load_request,
     load_snapshot,
+    replace,
 )
 
 __all__ = [
@@ -162,7 +162,7 @@ def play_demo(policy: str = "best-fit") -> DemoRun:
     from placer.diagnostics import check_placement
 
     snapshot = demo_snapshot()
-    request = dataclasses.replace(demo_request(), policy=policy)
+    request = replace(demo_request(), policy=policy)
     cluster = Cluster(snapshot)
     first_state = _rack_state(cluster, snapshot)
     first = cluster.schedule(request)
@@ -181,7 +181,7 @@ def play_demo(policy: str = "best-fit") -> DemoRun:
     pending = {u.pod for u in first.unschedulable}
     pods = tuple(p for p in request.pods if p.name in pending)
     gangs = {name: spec for name, spec in request.gangs.items() if any(p.gang == name for p in pods)}
-    retry = dataclasses.replace(request, pods=pods, gangs=gangs)
+    retry = replace(request, pods=pods, gangs=gangs)
     second = cluster.schedule(retry) if pods else PlacementResult((), (), ())
     second_violations = check_placement(after_release, retry, second)
 

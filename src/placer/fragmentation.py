@@ -405,7 +405,7 @@ def node_states(source: ClusterLike) -> list[NodeState]:
             free = source.node_free(name)
             out.append(NodeState(name, free.cpu_milli, tuple(free.gpu_milli), node.hardware.gpu_model))
         return out
-    from placer._validation import coerce_snapshot
+    from placer.schema import coerce_snapshot
 
     snap = coerce_snapshot(source)
     out = []

@@ -15,7 +15,7 @@ import numpy as np
 
 from placer import _core
 from placer._typedefs import MAX_TABLE_GPUS
-from placer._validation import check_gpu_request
+from placer.schema.checks import check_gpu_request
 from placer.exceptions import InvalidInputError, SolverError
 from placer.topology import GpuTopology, topology_from_spec
 

@@ -1,16 +1,35 @@
 """The placer/v1 documents as frozen value objects.
 
-Every object here is built by :mod:`placer._validation` (``from_dict``) and written back by
-``to_dict``; ``from_dict(x.to_dict()) == x`` holds for every valid document. Units are in
-the names: ``cpu_milli`` (1000 = one core), ``memory_mib``, ``gpu_milli`` (1000 = one
-GPU), ``gpu_memory_mib``. A capacity of ``None`` is not tracked (no limit).
+Every class here is a frozen :class:`msgspec.Struct`. The objects of a snapshot that come in
+by the hundred thousand (:class:`Node`, :class:`RunningPod`, :class:`Taint`,
+:class:`ResourceAmount`) declare their JSON names and are decoded straight from the file by
+:mod:`placer.schema`; the others are built by it from decoded documents. ``to_dict`` writes
+each back, and ``from_dict(x.to_dict()) == x`` holds for every valid document. Units are in
+the names: ``cpu_milli`` (1000 = one core), ``memory_mib``, ``gpu_milli`` (1000 = one GPU),
+``gpu_memory_mib``. A capacity of ``None`` is not tracked (no limit).
+
+This module imports nothing above it: decoding a document is :mod:`placer.schema`'s work,
+which registers itself here (:func:`set_decoders`) so that ``ClusterSnapshot.from_dict``
+and the ``load_*`` functions keep working.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Union
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Mapping, Optional, Union
 
+import msgspec
+from msgspec import Meta, Struct, field
+
+from placer.limits import (
+    MAX_GPU_MEMORY_MIB,
+    MAX_GPUS,
+    MAX_PODS_PER_NODE,
+    MAX_QUANTITY,
+    MILLI,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+)
 from placer.topology import GpuTopology, Nic
 
 __all__ = [
@@ -19,6 +38,8 @@ __all__ = [
     "SOLVERS",
     "GANG_MODES",
     "TAINT_EFFECTS",
+    "EMPTY",
+    "HARDWARE_FIELDS",
     "Taint",
     "Toleration",
     "NodeType",
@@ -34,6 +55,7 @@ __all__ = [
     "Unschedulable",
     "GangResult",
     "PlacementResult",
+    "replace",
     "load_snapshot",
     "load_request",
     "load_result",
@@ -54,20 +76,53 @@ POLICIES = (
 SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+HARDWARE_FIELDS = {
+    "gpus": "gpus",
+    "gpuModel": "gpu_model",
+    "gpuMemoryMiB": "gpu_memory_mib",
+    "cpuMilli": "cpu_milli",
+    "memoryMiB": "memory_mib",
+    "maxPods": "max_pods",
+    "gpuTopology": "gpu_topology",
+    "nics": "nics",
+}
+"""A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
+
+EMPTY: Mapping[Any, Any] = MappingProxyType({})
+"""The shared empty mapping every absent mapping field holds (read-only)."""
 
 PathLike = Union[str, Path]
+
+# Value types of the fields decoded straight from JSON: msgspec checks them while decoding.
+Name = Annotated[str, Meta(min_length=1)]
+GpuCount = Annotated[int, Meta(ge=0, le=MAX_GPUS)]
+Quantity = Annotated[int, Meta(ge=0, le=MAX_QUANTITY)]
+GpuMemory = Annotated[int, Meta(ge=0, le=MAX_GPU_MEMORY_MIB)]
+PodSlots = Annotated[int, Meta(ge=0, le=MAX_PODS_PER_NODE)]
+Share = Annotated[int, Meta(ge=1, le=MILLI)]
+Priority = Annotated[int, Meta(ge=PRIORITY_MIN, le=PRIORITY_MAX)]
+GpuIndexValue = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]  # the range is checked per node
+GpuIndexKey = Annotated[int, Meta(ge=0, le=MAX_GPUS - 1)]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+replace = msgspec.structs.replace
+"""Return a copy of a model object with some fields changed (``replace(pod, gang=None)``)."""
+
+if TYPE_CHECKING:
+    _Hardware = NodeType
+else:  # the field is not decoded from JSON: a JSON ``hardware`` key is refused by the schema
+    _Hardware = Any
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-@dataclass(frozen=True, slots=True)
-class Taint:
+class Taint(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """A node taint (Kubernetes semantics)."""
 
-    key: str
-    effect: str
+    key: Name
+    effect: TaintEffect
     value: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,8 +133,7 @@ class Taint:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class Toleration:
+class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """A pod toleration (Kubernetes semantics).
 
     An empty ``key`` with operator ``Exists`` tolerates every taint; an empty ``effect``
@@ -87,9 +141,9 @@ class Toleration:
     """
 
     key: str = ""
-    operator: str = "Equal"
+    operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
-    effect: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
 
     def tolerates(self, taint: Taint) -> bool:
         """Whether this toleration tolerates ``taint``."""
@@ -111,18 +165,17 @@ class Toleration:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class NodeType:
+class NodeType(Struct, frozen=True, gc=False):
     """Hardware of a node: GPUs and the capacities the scheduler tracks."""
 
     gpus: int = 0
-    gpu_model: str | None = None
-    gpu_memory_mib: int | None = None
-    cpu_milli: int | None = None
-    memory_mib: int | None = None
-    max_pods: int | None = None
-    gpu_topology: GpuTopology | None = None
-    nics: tuple[Nic, ...] | None = None
+    gpu_model: Optional[str] = None
+    gpu_memory_mib: Optional[int] = None
+    cpu_milli: Optional[int] = None
+    memory_mib: Optional[int] = None
+    max_pods: Optional[int] = None
+    gpu_topology: Optional[GpuTopology] = None
+    nics: Optional[tuple[Nic, ...]] = None
 
     @property
     def nic_list(self) -> tuple[Nic, ...]:
@@ -146,8 +199,7 @@ class NodeType:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class RunningPod:
+class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
     """A pod already running on a node and what it holds there.
 
     ``gpus`` are whole GPUs held exclusively; ``gpu_shares`` maps a GPU index to the
@@ -158,22 +210,27 @@ class RunningPod:
     extended resources it holds (``nvidia.com/mig-1g.10gb`` …).
     """
 
-    name: str
-    gpus: tuple[int, ...] = ()
-    gpu_shares: Mapping[int, int] = field(default_factory=dict)
-    gpu_memory_mib: Mapping[int, int] = field(default_factory=dict)
-    cpu_milli: int = 0
-    memory_mib: int = 0
-    priority: int = 0
-    gpu_indices_known: bool = True
-    resources: Mapping[str, int] = field(default_factory=dict)
+    name: Name
+    gpus: tuple[GpuIndexValue, ...] = ()
+    gpu_shares: Mapping[GpuIndexKey, Share] = EMPTY
+    gpu_memory_mib: Mapping[GpuIndexKey, GpuMemory] = field(default=EMPTY, name="gpuMemoryMiB")
+    cpu_milli: Quantity = 0
+    memory_mib: Quantity = field(default=0, name="memoryMiB")
+    priority: Priority = 0
+    resources: Mapping[Name, Quantity] = EMPTY
+    unknown_gpus: GpuCount = 0
+
+    @property
+    def gpu_indices_known(self) -> bool:
+        """Whether the source named the GPUs this pod holds (no ``unknownGpus``)."""
+        return not self.unknown_gpus
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
-        if self.gpus and self.gpu_indices_known:
+        if self.gpus and not self.unknown_gpus:
             d["gpus"] = list(self.gpus)
-        elif self.gpus:
-            d["unknownGpus"] = len(self.gpus)
+        elif self.unknown_gpus:
+            d["unknownGpus"] = self.unknown_gpus
         if self.gpu_shares:
             d["gpuShares"] = {str(k): v for k, v in self.gpu_shares.items()}
         if self.gpu_memory_mib:
@@ -189,36 +246,47 @@ class RunningPod:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceAmount:
+class ResourceAmount(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """Capacity and allocatable count of one extended resource on a node."""
 
-    capacity: int
-    allocatable: int
+    capacity: Quantity
+    allocatable: Quantity
 
     def to_dict(self) -> dict[str, int]:
         return {"capacity": self.capacity, "allocatable": self.allocatable}
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
     """One node of a snapshot.
 
     ``hardware`` is the effective hardware: the node type's fields with the node's inline
-    fields (``overrides``) laid over them.
+    hardware fields (``gpus`` … ``nics``, ``None`` where not given; :attr:`overrides`) laid
+    over them. ``gpu_topology`` and ``nics`` hold the inline forms as written.
     """
 
-    name: str
-    hardware: NodeType
-    type: str | None = None
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    topology: Mapping[str, str] = field(default_factory=dict)
-    labels: Mapping[str, str] = field(default_factory=dict)
+    name: Name
+    hardware: Optional[_Hardware] = None
+    type: Optional[str] = None
+    topology: Mapping[str, Name] = EMPTY
+    labels: Mapping[Name, str] = EMPTY
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
-    unhealthy_gpus: tuple[int, ...] = ()
+    unhealthy_gpus: tuple[GpuIndexValue, ...] = ()
     pods: tuple[RunningPod, ...] = ()
-    resources: Mapping[str, ResourceAmount] = field(default_factory=dict)
+    resources: Mapping[Name, ResourceAmount] = EMPTY
+    gpus: Optional[GpuCount] = None
+    gpu_model: Optional[Name] = None
+    gpu_memory_mib: Optional[GpuMemory] = field(default=None, name="gpuMemoryMiB")
+    cpu_milli: Optional[Quantity] = None
+    memory_mib: Optional[Quantity] = field(default=None, name="memoryMiB")
+    max_pods: Optional[PodSlots] = None
+    gpu_topology: Optional[dict[str, Any]] = None
+    nics: Optional[list[dict[str, Any]]] = None
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The inline hardware fields given for this node, by their JSON names."""
+        return _drop_none({key: getattr(self, attr) for key, attr in HARDWARE_FIELDS.items()})
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
@@ -242,20 +310,17 @@ class Node:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterSnapshot:
+class ClusterSnapshot(Struct, frozen=True):
     """The cluster as it is now: node types, nodes and the pods running on them."""
 
     nodes: tuple[Node, ...]
-    node_types: Mapping[str, NodeType] = field(default_factory=dict)
+    node_types: Mapping[str, NodeType] = EMPTY
     topology_levels: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ClusterSnapshot":
         """Validate a ClusterSnapshot document and build it."""
-        from placer import _validation
-
-        return _validation.snapshot_from_dict(data)
+        return _decoder("snapshot_from_dict")(data)
 
     @classmethod
     def from_file(cls, path: PathLike) -> "ClusterSnapshot":
@@ -272,8 +337,7 @@ class ClusterSnapshot:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class PodRequest:
+class PodRequest(Struct, frozen=True, gc=False):
     """One pod to place (``replicas`` already expanded)."""
 
     name: str
@@ -283,12 +347,12 @@ class PodRequest:
     gpu_models: tuple[str, ...] = ()
     cpu_milli: int = 0
     memory_mib: int = 0
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = EMPTY
     tolerations: tuple[Toleration, ...] = ()
     priority: int = 0
-    gang: str | None = None
+    gang: Optional[str] = None
     nics: int = 0
-    resources: Mapping[str, int] = field(default_factory=dict)
+    resources: Mapping[str, int] = EMPTY
 
     @property
     def shared(self) -> bool:
@@ -324,8 +388,7 @@ class PodRequest:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class SliceSpec:
+class SliceSpec(Struct, frozen=True, gc=False):
     """Every consecutive ``size`` pods of a gang share one domain of ``level``."""
 
     level: str
@@ -335,17 +398,16 @@ class SliceSpec:
         return {"level": self.level, "size": self.size}
 
 
-@dataclass(frozen=True, slots=True)
-class GangSpec:
+class GangSpec(Struct, frozen=True, gc=False):
     """Placement constraints of a gang (all its pods are placed together or none)."""
 
     name: str
     mode: str = "unconstrained"
-    level: str | None = None
+    level: Optional[str] = None
     slices: tuple[SliceSpec, ...] = ()
     same_gpu_model: bool = True
-    solver: str | None = None
-    time_limit_s: float | None = None
+    solver: Optional[str] = None
+    time_limit_s: Optional[float] = None
 
     def to_dict(self) -> dict[str, Any]:
         topo: dict[str, Any] = {"mode": self.mode}
@@ -362,12 +424,11 @@ class GangSpec:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class PlacementRequest:
+class PlacementRequest(Struct, frozen=True):
     """Pods to place, in order, with the gangs they form and the policy to use."""
 
     pods: tuple[PodRequest, ...]
-    gangs: Mapping[str, GangSpec] = field(default_factory=dict)
+    gangs: Mapping[str, GangSpec] = EMPTY
     policy: str = "best-fit"
     seed: int = 0
     solver: str = "auto"
@@ -376,9 +437,7 @@ class PlacementRequest:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRequest":
         """Validate a PlacementRequest document and build it."""
-        from placer import _validation
-
-        return _validation.request_from_dict(data)
+        return _decoder("request_from_dict")(data)
 
     @classmethod
     def from_file(cls, path: PathLike) -> "PlacementRequest":
@@ -402,8 +461,7 @@ class PlacementRequest:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class Assignment:
+class Assignment(Struct, frozen=True, gc=False):
     """Where one pod goes: a node and GPU device indices on it.
 
     ``gpu_milli`` is set for a shared pod (its share of ``gpus[0]``).
@@ -412,8 +470,8 @@ class Assignment:
     pod: str
     node: str
     gpus: tuple[int, ...] = ()
-    gpu_milli: int | None = None
-    gang: str | None = None
+    gpu_milli: Optional[int] = None
+    gang: Optional[str] = None
     nics: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -427,8 +485,7 @@ class Assignment:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class Unschedulable:
+class Unschedulable(Struct, frozen=True, gc=False):
     """A pod that could not be placed, with a kube-scheduler-style reason."""
 
     pod: str
@@ -438,17 +495,16 @@ class Unschedulable:
         return {"pod": self.pod, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
-class GangResult:
+class GangResult(Struct, frozen=True, gc=False):
     """The outcome for one gang."""
 
     name: str
     placed: bool
     solver: str = "greedy"
     status: str = "feasible"
-    domains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    objective: float | None = None
-    bound: float | None = None
+    domains: Mapping[str, tuple[str, ...]] = EMPTY
+    objective: Optional[float] = None
+    bound: Optional[float] = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -466,8 +522,7 @@ class GangResult:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class PlacementResult:
+class PlacementResult(Struct, frozen=True):
     """Every requested pod, either assigned or unschedulable, plus gang outcomes."""
 
     assignments: tuple[Assignment, ...] = ()
@@ -477,9 +532,7 @@ class PlacementResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementResult":
         """Validate a PlacementResult document and build it."""
-        from placer import _validation
-
-        return _validation.result_from_dict(data)
+        return _decoder("result_from_dict")(data)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -493,22 +546,33 @@ class PlacementResult:
         return d
 
 
+# ----------------------------------------------------------------------------- decoding hook
+
+_DECODERS: dict[str, Callable[[Any], Any]] = {}
+
+
+def set_decoders(**decoders: Callable[[Any], Any]) -> None:
+    """Register the document decoders (done once by :mod:`placer.schema` on import)."""
+    _DECODERS.update(decoders)
+
+
+def _decoder(name: str) -> Callable[[Any], Any]:
+    found = _DECODERS.get(name)
+    if found is None:  # pragma: no cover - placer/__init__ imports the schema first
+        raise RuntimeError("placer.schema is not loaded; import placer first")
+    return found
+
+
 def load_snapshot(source: "PathLike | Mapping[str, Any] | ClusterSnapshot") -> ClusterSnapshot:
     """Return a ClusterSnapshot from a model object, a dict, or a JSON/YAML file path."""
-    from placer import _validation
-
-    return _validation.coerce_snapshot(source)
+    return _decoder("coerce_snapshot")(source)
 
 
 def load_request(source: "PathLike | Mapping[str, Any] | PlacementRequest") -> PlacementRequest:
     """Return a PlacementRequest from a model object, a dict, or a JSON/YAML file path."""
-    from placer import _validation
-
-    return _validation.coerce_request(source)
+    return _decoder("coerce_request")(source)
 
 
 def load_result(source: "PathLike | Mapping[str, Any] | PlacementResult") -> PlacementResult:
     """Return a PlacementResult from a model object, a dict, or a JSON/YAML file path."""
-    from placer import _validation
-
-    return _validation.coerce_result(source)
+    return _decoder("coerce_result")(source)

@@ -1,13 +1,11 @@
 """One-shot placement: a snapshot and a request in, a PlacementResult out."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from placer import _validation
 from placer.cluster import Cluster
-from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult, load_request
+from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult
 
 __all__ = ["place"]
 
@@ -38,12 +36,4 @@ def place(
     PlacementResult
         Every pod either assigned (node and GPU indices) or unschedulable with a reason.
     """
-    req = load_request(request)
-    changes: dict[str, Any] = {}
-    if policy is not None:
-        changes["policy"] = _validation.check_policy(policy, "policy")
-    if seed is not None:
-        changes["seed"] = _validation.check_seed(seed, "seed")
-    if changes:
-        req = dataclasses.replace(req, **changes)
-    return Cluster(snapshot).schedule(req)
+    return Cluster(snapshot).schedule(request, policy=policy, seed=seed)

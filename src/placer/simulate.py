@@ -40,7 +40,6 @@ the bundled ``fgd_expected_unalloc_summary.csv``.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import math
 import os
@@ -58,7 +57,7 @@ import numpy as np
 from placer._io import write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Workload, target_workload
-from placer.model import ClusterSnapshot, PodRequest
+from placer.model import ClusterSnapshot, PodRequest, replace
 
 __all__ = [
     "STUDY_POLICIES",
@@ -243,7 +242,7 @@ def arrival_order(
         if total + _stop_milli(drawn, stop) > bound:
             break
         total += pod_gpu_milli(drawn)
-        order.append(dataclasses.replace(drawn, name=f"{drawn.name}-tuned-{i}"))
+        order.append(replace(drawn, name=f"{drawn.name}-tuned-{i}"))
         i += 1
     return order
 
@@ -798,7 +797,7 @@ def parse_seeds(text: str, where: str = "--seeds") -> list[int]:
         ``where`` for an empty list, an item that is not a seed (0..2**64−1) or a range
         ``a-b`` with ``a > b``, or a seed listed twice.
     """
-    from placer._validation import check_seed
+    from placer.schema import check_seed
 
     seeds: list[int] = []
     items = text.split(",")

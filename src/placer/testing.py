@@ -15,7 +15,6 @@ Needs Hypothesis: ``pip install 'placer[test]'``.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Sequence
 
 try:
@@ -26,6 +25,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from placer.model import (
+    HARDWARE_FIELDS,
     POLICIES,
     TAINT_EFFECTS,
     ClusterSnapshot,
@@ -38,6 +38,7 @@ from placer.model import (
     SliceSpec,
     Taint,
     Toleration,
+    replace,
 )
 from placer.topology import GpuTopology, Nic, topology_from_spec
 
@@ -240,7 +241,7 @@ def snapshots(
             if draw(_chance(15)):
                 cpu = draw(st.sampled_from([8000, 32000, 96000]))
                 overrides = {"cpuMilli": cpu}
-                hw = dataclasses.replace(hw, cpu_milli=cpu)
+                hw = replace(hw, cpu_milli=cpu)
         topology: dict[str, str] = {}
         depth = len(levels) - (draw(st.integers(0, len(levels))) if draw(_chance(10)) else 0)
         for lv in levels[:depth]:
@@ -263,7 +264,7 @@ def snapshots(
                 name=name,
                 hardware=hw,
                 type=tname,
-                overrides=overrides,
+                **{HARDWARE_FIELDS[k]: v for k, v in overrides.items()},
                 topology=topology,
                 labels=labels,
                 taints=taints,
@@ -422,14 +423,14 @@ def placement_requests(
         if template.gpus and same_model and draw(st.booleans()):
             if models:
                 pinned = draw(st.sampled_from(models))
-                template = dataclasses.replace(template, gpu_models=(pinned,))
+                template = replace(template, gpu_models=(pinned,))
             else:
                 same_model = False
         mode = draw(st.sampled_from(["unconstrained", "preferred", "required"]))
         level = None
         if mode != "unconstrained":
             level = draw(st.sampled_from(list(snapshot.topology_levels) + ["node"]))
-        members = [dataclasses.replace(template, name=f"{gname}-{j}", gang=gname) for j in range(size)]
+        members = [replace(template, name=f"{gname}-{j}", gang=gname) for j in range(size)]
         slices: tuple[SliceSpec, ...] = ()
         all_levels = [*snapshot.topology_levels, "node"]
         inner = all_levels[all_levels.index(level) + 1 :] if level is not None else []

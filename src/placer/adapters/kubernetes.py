@@ -35,7 +35,10 @@ from typing import Any, Iterable, Iterator, Mapping, NoReturn, Sequence, Union
 import yaml
 
 from placer._io import read_text
-from placer._validation import MAX_GPUS, _GcPaused, _got, snapshot_from_dict
+from placer.limits import MAX_GPUS
+from placer.schema import snapshot_from_dict
+from placer.schema.errors import describe
+from placer.schema.files import gc_paused
 from placer.exceptions import InvalidInputError
 from placer.model import TAINT_EFFECTS
 
@@ -108,11 +111,11 @@ _QUANTITY_CACHE_SIZE = 4096
 
 
 def _show(v: Any) -> str:
-    """A short description of a value for error messages (as :func:`placer._validation._got`,
+    """A short description of a value for error messages (as :func:`placer.schema.describe`,
     but an integer is written out whole up to 200 bits)."""
     if isinstance(v, int) and v is not True and v is not False:
         return str(v) if v.bit_length() < 200 else "a huge integer"
-    return _got(v)
+    return describe(v)
 
 
 def parse_quantity(value: Any, where: str = "") -> Fraction:
@@ -930,7 +933,7 @@ def snapshot_from_kubernetes(
         more than it has (at the pod).
     """
     level_list = parse_levels(levels)
-    with _GcPaused():  # large acyclic structures: the cyclic GC only costs time here
+    with gc_paused():  # large acyclic structures: the cyclic GC only costs time here
         return _snapshot(nodes, pods, level_list)
 
 

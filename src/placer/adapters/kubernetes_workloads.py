@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from placer._validation import _GcPaused, request_from_dict
+from placer.schema import request_from_dict
+from placer.schema.files import gc_paused
 from placer.adapters.kubernetes import (
     HOSTNAME_LABEL,
     LevelSpec,
@@ -652,7 +653,7 @@ def import_workloads(
     """
     level_list = parse_levels(levels)
     files = _paths(paths)
-    with _GcPaused():
+    with gc_paused():
         return _workloads(files, level_list, policy)
 
 

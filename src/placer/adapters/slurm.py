@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
 from placer._io import read_text
-from placer._validation import MAX_GPUS
+from placer.limits import MAX_GPUS
 from placer.exceptions import InvalidInputError
 
 __all__ = [

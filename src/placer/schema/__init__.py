@@ -1,0 +1,196 @@
+"""Every user-facing input check of placer: placer/v1 documents decoded by msgspec.
+
+A document is decoded once, into typed Structs, by msgspec (types, ranges, unknown fields);
+the rules msgspec cannot express (names unique, GPUs held once, capacities, references
+between fields) are checked here after it, and the result is model objects. Every fault is an
+:class:`~placer.exceptions.InvalidInputError` whose ``where`` is the JSON path as written in
+the document (``nodes[3].pods[0].gpus[1]``), preceded by the file's name when it came from a
+file, or ``file:line`` for text that does not parse or repeats a key. ``null`` is the same as
+an absent key.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Callable, TypeVar
+
+from placer import model
+from placer.exceptions import InvalidInputError
+from placer.limits import MAX_GPUS, MAX_SLICES, MILLI, SEED_MAX
+from placer.model import API_VERSION, ClusterSnapshot, PlacementRequest, PlacementResult
+from placer.schema.checks import check_gpu_request, check_policy, check_seed, check_solver, check_time_limit
+from placer.schema.documents import LABELS, RequestDoc, ResultDoc, SnapshotDoc
+from placer.schema.errors import MISSING, bad, describe
+from placer.schema.files import decode_object, decode_source, gc_paused, load_document, read_bytes
+from placer.schema.request import (
+    SnapshotFacts,
+    check_request_against_snapshot,
+    snapshot_facts,
+    request_document,
+    request_from_doc,
+)
+from placer.schema.result import result_from_doc
+from placer.schema.snapshot import DEFAULT_GPU_MODEL, merge_hardware, snapshot_from_doc, snapshot_gpu_models
+
+__all__ = [
+    "MAX_GPUS",
+    "MAX_SLICES",
+    "MILLI",
+    "SEED_MAX",
+    "DEFAULT_GPU_MODEL",
+    "SnapshotFacts",
+    "describe",
+    "load_document",
+    "read_bytes",
+    "snapshot_from_dict",
+    "request_from_dict",
+    "result_from_dict",
+    "coerce_snapshot",
+    "coerce_request",
+    "coerce_result",
+    "request_for_pods",
+    "snapshot_facts",
+    "snapshot_gpu_models",
+    "check_request_against_snapshot",
+    "check_policy",
+    "check_solver",
+    "check_seed",
+    "check_gpu_request",
+    "check_time_limit",
+    "merge_hardware",
+]
+
+_T = TypeVar("_T")
+_KINDS = {SnapshotDoc: "ClusterSnapshot", RequestDoc: "PlacementRequest", ResultDoc: "PlacementResult"}
+
+
+def _header(data: Any, doc_type: type) -> None:
+    """The kind of document is checked before anything in it."""
+    kind = _KINDS[doc_type]
+    if not isinstance(data, Mapping):
+        raise bad("", f"a {kind} mapping", data)
+    v = data.get("apiVersion", MISSING)
+    if type(v) is not str or v != API_VERSION:
+        raise bad("apiVersion", repr(API_VERSION), v)
+    v = data.get("kind", MISSING)
+    if type(v) is not str or v != kind:
+        raise bad("kind", repr(kind), v)
+
+
+def _from_object(data: Any, doc_type: type[_T]) -> _T:
+    return decode_object(data, doc_type, LABELS, lambda d: _header(d, doc_type))
+
+
+def snapshot_from_dict(data: Mapping[str, Any]) -> ClusterSnapshot:
+    """Validate a ClusterSnapshot document (SPEC §1) and build it.
+
+    Raises
+    ------
+    InvalidInputError
+        At the JSON path of the first fault.
+    """
+    with gc_paused():
+        return snapshot_from_doc(_from_object(data, SnapshotDoc))
+
+
+def request_from_dict(data: Mapping[str, Any], against: SnapshotFacts | None = None) -> PlacementRequest:
+    """Validate a PlacementRequest document (SPEC §2) and build it, expanding ``replicas``.
+
+    With ``against`` (:func:`snapshot_facts`), also check it against the snapshot it will
+    be placed on.
+
+    Raises
+    ------
+    InvalidInputError
+        At the JSON path of the first fault (``pods[i]`` indexes the document's list).
+    """
+    return request_from_doc(_from_object(data, RequestDoc), against)
+
+
+def result_from_dict(data: Mapping[str, Any]) -> PlacementResult:
+    """Validate a PlacementResult document (SPEC §3) structurally and build it.
+
+    Raises
+    ------
+    InvalidInputError
+        At the JSON path of the first fault.
+    """
+    return result_from_doc(_from_object(data, ResultDoc))
+
+
+def _coerce(source: Any, cls: type[_T], doc_type: type, build: Callable[[Any, bool], _T]) -> _T:
+    if isinstance(source, cls):
+        return source
+    if isinstance(source, Mapping):
+        with gc_paused():
+            return build(_from_object(source, doc_type), True)
+    if isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+        with gc_paused():
+            doc, may_hold_control = decode_source(name, doc_type, LABELS, lambda d: _header(d, doc_type))
+            try:
+                return build(doc, may_hold_control)
+            except InvalidInputError as e:
+                raise e.within(name) from None
+    raise TypeError(f"expected a {cls.__name__}, a mapping or a file path, got {type(source).__name__}")
+
+
+def coerce_snapshot(source: Any) -> ClusterSnapshot:
+    """Return a ClusterSnapshot from a ClusterSnapshot (as is), a mapping or a JSON/YAML path.
+
+    Raises
+    ------
+    InvalidInputError
+        If the document is invalid; errors from a file have its name before the path.
+    TypeError
+        If ``source`` is none of the accepted types.
+    """
+    return _coerce(source, ClusterSnapshot, SnapshotDoc, snapshot_from_doc)
+
+
+def coerce_request(source: Any, against: SnapshotFacts | None = None) -> PlacementRequest:
+    """Return a PlacementRequest from a PlacementRequest, a mapping or a JSON/YAML path.
+
+    With ``against``, a request decoded here is also checked against the snapshot, naming
+    its pods as written; a PlacementRequest object is returned as it is.
+
+    Raises
+    ------
+    InvalidInputError
+        If the document is invalid; errors from a file have its name before the path.
+    TypeError
+        If ``source`` is none of the accepted types.
+    """
+    return _coerce(source, PlacementRequest, RequestDoc, lambda doc, _: request_from_doc(doc, against))
+
+
+def coerce_result(source: Any) -> PlacementResult:
+    """Return a PlacementResult from a PlacementResult, a mapping or a JSON/YAML path.
+
+    Raises
+    ------
+    InvalidInputError
+        If the document is invalid; errors from a file have its name before the path.
+    TypeError
+        If ``source`` is none of the accepted types.
+    """
+    return _coerce(source, PlacementResult, ResultDoc, lambda doc, _: result_from_doc(doc))
+
+
+def request_for_pods(pods: Any, gang: Any, policy: Any, seed: Any, against: SnapshotFacts | None = None) -> PlacementRequest:
+    """The request behind ``Cluster.place``: one pod or a list, optionally forming ``gang``.
+
+    Pods are PodRequest objects or pod mappings (SPEC §2); ``gang`` is a GangSpec or a
+    gang mapping with a ``name``.
+    """
+    return request_from_dict(request_document(pods, gang, policy, seed), against)
+
+
+model.set_decoders(
+    snapshot_from_dict=snapshot_from_dict,
+    request_from_dict=request_from_dict,
+    result_from_dict=result_from_dict,
+    coerce_snapshot=coerce_snapshot,
+    coerce_request=coerce_request,
+    coerce_result=coerce_result,
+)

@@ -1,0 +1,222 @@
+"""The placer/v1 documents as written: msgspec Structs with the JSON names.
+
+A snapshot's nodes and running pods are decoded straight into model objects
+(:class:`placer.model.Node` declares its JSON names); everything else is decoded into the
+Structs here and then built into model objects by the rest of the schema package, which
+adds the rules that span fields (``placer.schema.snapshot``, ``.request``, ``.result``).
+Every Struct refuses unknown fields. ``LABELS`` words what a field expects where the type
+alone would say too little (``a list of GPU indices`` rather than ``a list``).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional
+
+from msgspec import Meta, Struct, field
+
+from placer.limits import MAX_QUANTITY
+from placer.schema.errors import choices_in_order
+from placer.model import (
+    GANG_MODES,
+    SOLVERS,
+    TAINT_EFFECTS,
+    GpuCount,
+    GpuMemory,
+    Name,
+    Node,
+    NodeType,
+    PodSlots,
+    Priority,
+    Quantity,
+    ResourceAmount,
+    RunningPod,
+    Share,
+    Taint,
+    Toleration,
+)
+
+__all__ = [
+    "API",
+    "NodeTypeDoc",
+    "SnapshotDoc",
+    "PodDoc",
+    "GangTopologyDoc",
+    "SliceDoc",
+    "GangDoc",
+    "RequestDoc",
+    "AssignmentDoc",
+    "UnschedulableDoc",
+    "GangResultDoc",
+    "ResultDoc",
+    "LABELS",
+]
+
+API = Literal["placer/v1"]
+
+
+class _Doc(Struct, forbid_unknown_fields=True, rename="camel"):
+    """Base of the documents: unknown fields are refused, JSON names are camelCase."""
+
+
+class NodeTypeDoc(_Doc, frozen=True):
+    gpus: Optional[GpuCount] = None
+    gpu_model: Optional[Name] = None
+    gpu_memory_mib: Optional[GpuMemory] = field(default=None, name="gpuMemoryMiB")
+    cpu_milli: Optional[Quantity] = None
+    memory_mib: Optional[Quantity] = field(default=None, name="memoryMiB")
+    max_pods: Optional[PodSlots] = None
+    gpu_topology: Optional[dict[str, Any]] = None
+    nics: Optional[list[dict[str, Any]]] = None
+
+
+class SnapshotDoc(_Doc):
+    api_version: API
+    kind: Literal["ClusterSnapshot"]
+    nodes: list[Node]
+    topology_levels: list[str] = []
+    node_types: dict[Name, NodeTypeDoc] = {}
+
+
+class PodDoc(_Doc):
+    name: Name
+    replicas: Optional[Annotated[int, Meta(ge=1)]] = None
+    gpus: GpuCount = 0
+    gpu_milli: Share = 1000
+    gpu_memory_mib: GpuMemory = field(default=0, name="gpuMemoryMiB")
+    gpu_models: list[Name] = []
+    cpu_milli: Quantity = 0
+    memory_mib: Quantity = field(default=0, name="memoryMiB")
+    node_selector: dict[Name, str] = {}
+    tolerations: list[Toleration] = []
+    priority: Priority = 0
+    gang: Optional[Name] = None
+    nics: Annotated[int, Meta(ge=0)] = 0
+    resources: dict[Name, Annotated[int, Meta(ge=1, le=MAX_QUANTITY)]] = {}
+
+
+class GangTopologyDoc(_Doc):
+    mode: Literal["required", "preferred", "unconstrained"] = "unconstrained"
+    level: Optional[Name] = None
+
+
+class SliceDoc(_Doc):
+    level: Name
+    size: Annotated[int, Meta(ge=1)]
+
+
+class GangDoc(_Doc):
+    topology: Optional[GangTopologyDoc] = None
+    slices: list[SliceDoc] = []
+    same_gpu_model: bool = True
+    solver: Optional[Literal["auto", "greedy", "exact"]] = None
+    time_limit_s: Optional[Annotated[float, Meta(gt=0)]] = None
+
+
+class RequestDoc(_Doc):
+    api_version: API
+    kind: Literal["PlacementRequest"]
+    pods: list[PodDoc]
+    policy: Optional[str] = None
+    seed: Annotated[int, Meta(ge=0)] = 0  # at most SEED_MAX: what msgspec holds
+    solver: Literal["auto", "greedy", "exact"] = "auto"
+    time_limit_s: Annotated[float, Meta(gt=0)] = 10.0
+    gangs: dict[Name, GangDoc] = {}
+
+
+class AssignmentDoc(_Doc):
+    pod: Name
+    node: Name
+    gpus: list[Annotated[int, Meta(ge=0)]] = []
+    gpu_milli: Optional[Share] = None
+    gang: Optional[Name] = None
+    nics: list[Name] = []
+
+
+class UnschedulableDoc(_Doc):
+    pod: Name
+    reason: str
+
+
+class GangResultDoc(_Doc):
+    name: Name
+    placed: bool
+    solver: Literal["greedy", "cp-sat"] = "greedy"
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
+    domains: dict[Name, list[Name]] = {}
+    objective: Optional[float] = None
+    bound: Optional[float] = None
+
+
+class ResultDoc(_Doc):
+    api_version: API
+    kind: Literal["PlacementResult"]
+    assignments: list[AssignmentDoc] = []
+    unschedulable: list[UnschedulableDoc] = []
+    gangs: list[GangResultDoc] = []
+
+
+choices_in_order(
+    TAINT_EFFECTS,
+    ("", *TAINT_EFFECTS),
+    ("Equal", "Exists"),
+    GANG_MODES,
+    SOLVERS,
+    ("greedy", "cp-sat"),
+    ("optimal", "feasible", "infeasible", "unknown"),
+)
+
+GPU_INDICES = "a list of GPU indices"
+GPU_INDEX = "a GPU index (an integer)"
+STRING_MAP = "a mapping of strings to strings"
+
+LABELS: dict[tuple[Any, ...], str] = {
+    (SnapshotDoc,): "a ClusterSnapshot mapping",
+    (RequestDoc,): "a PlacementRequest mapping",
+    (ResultDoc,): "a PlacementResult mapping",
+    (SnapshotDoc, "topologyLevels"): "a list of level names",
+    (SnapshotDoc, "nodeTypes"): "a mapping of type names to node types",
+    (SnapshotDoc, "nodeTypes", "key"): "non-empty string type names",
+    (SnapshotDoc, "nodes"): "a list of nodes",
+    (SnapshotDoc, "nodes", "item"): "a node mapping",
+    (NodeTypeDoc, "nics"): "a list of mappings",
+    (Node, "type"): "a node type name (a string)",
+    (Node, "nics"): "a list of mappings",
+    (Node, "topology"): "a mapping of level to domain name",
+    (Node, "topology", "value"): "a non-empty domain name",
+    (Node, "labels"): STRING_MAP,
+    (Node, "labels", "key"): "non-empty string keys",
+    (Node, "taints"): "a list of taints",
+    (Node, "unhealthyGpus"): GPU_INDICES,
+    (Node, "unhealthyGpus", "item"): GPU_INDEX,
+    (Node, "pods"): "a list of pods",
+    (Node, "resources"): "a mapping of resource name to {capacity, allocatable}",
+    (Node, "resources", "key"): "non-empty resource names",
+    (Node, "resources", "value"): "a mapping with capacity and allocatable",
+    (RunningPod, "gpus"): GPU_INDICES,
+    (RunningPod, "gpus", "item"): GPU_INDEX,
+    (RunningPod, "gpuShares"): "a mapping of GPU index to gpuMilli",
+    (RunningPod, "gpuShares", "key"): "GPU index keys",
+    (RunningPod, "gpuMemoryMiB"): "a mapping of GPU index to MiB",
+    (RunningPod, "gpuMemoryMiB", "key"): "GPU index keys",
+    (RunningPod, "resources"): "a mapping of resource name to count",
+    (RunningPod, "resources", "key"): "non-empty resource names",
+    (Taint,): "a mapping",
+    (ResourceAmount,): "a mapping with capacity and allocatable",
+    (RequestDoc, "pods"): "a list of pods",
+    (RequestDoc, "pods", "item"): "a pod mapping",
+    (RequestDoc, "gangs"): "a mapping of gang names to gangs",
+    (RequestDoc, "gangs", "key"): "non-empty string gang names",
+    (PodDoc, "gpuModels"): "a list of strings",
+    (PodDoc, "nodeSelector"): STRING_MAP,
+    (PodDoc, "nodeSelector", "key"): "non-empty string keys",
+    (PodDoc, "tolerations"): "a list of tolerations",
+    (PodDoc, "gang"): "a gang name (a non-empty string)",
+    (PodDoc, "resources"): "a mapping of resource name to count",
+    (PodDoc, "resources", "key"): "non-empty resource names",
+    (GangDoc, "slices"): "a list of slices",
+    (AssignmentDoc, "gpus"): GPU_INDICES,
+    (AssignmentDoc, "gpus", "item"): "a GPU index (an integer >= 0)",
+    (GangResultDoc, "domains"): "a mapping of level to domain names",
+    (GangResultDoc, "domains", "key"): "non-empty string level names",
+    (Toleration,): "a mapping",
+    (NodeType,): "a mapping",
+}

@@ -1,0 +1,289 @@
+"""PlacementRequest documents (SPEC §2): the rules that span fields, replicas, and the model.
+
+Paths name a pod as written: ``pods[2]`` is the third entry of the document's list, however
+many replicas the entries before it expand to.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Iterable, Sequence
+
+from placer.exceptions import InvalidInputError
+from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
+from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration
+from placer.schema.checks import check_policy
+from placer.schema.documents import GangDoc, PodDoc, RequestDoc
+from placer.schema.errors import bad, control_error, has_control, listing, nest
+
+__all__ = ["SnapshotFacts", "snapshot_facts", "request_from_doc", "check_request_against_snapshot", "request_document"]
+
+
+class SnapshotFacts:
+    """What a request is checked against: the snapshot's GPU models and topology levels."""
+
+    __slots__ = ("gpu_models", "levels")
+
+    def __init__(self, gpu_models: Iterable[str], levels: Sequence[str]) -> None:
+        self.gpu_models = frozenset(gpu_models)
+        self.levels = (*levels, "node")
+
+
+def snapshot_facts(snapshot: ClusterSnapshot) -> SnapshotFacts:
+    """What requests are checked against: the snapshot's GPU models and levels."""
+    models = (n.hardware.gpu_model for n in snapshot.nodes if n.hardware.gpus > 0 and n.hardware.gpu_model)
+    return SnapshotFacts(models, snapshot.topology_levels)
+
+
+def _toleration(t: Toleration) -> None:
+    if t.operator == "Exists" and t.value:
+        raise InvalidInputError("value", f"operator Exists takes no value, got {t.value!r}")
+    if t.operator == "Equal" and not t.key:
+        raise InvalidInputError("key", "an empty key (every taint) needs operator Exists")
+
+
+def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest]:
+    if has_control(d.name):
+        raise control_error("name", d.name)
+    if d.gpu_milli < MILLI and d.gpus != 1:
+        raise InvalidInputError(
+            "gpuMilli", f"gpuMilli below {MILLI} (a shared GPU) needs gpus: 1, got gpus: {d.gpus}"
+        )
+    if d.nics > MAX_NICS:
+        raise InvalidInputError("nics", f"expected at most {MAX_NICS} NICs (a node holds no more), got {d.nics}")
+    for j, t in enumerate(d.tolerations):
+        try:
+            _toleration(t)
+        except InvalidInputError as e:
+            raise nest(e, f"tolerations[{j}]") from None
+    if d.gang is not None and d.gang not in gangs:
+        raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
+    fields = (
+        d.gpus,
+        d.gpu_milli,
+        d.gpu_memory_mib,
+        tuple(d.gpu_models),
+        d.cpu_milli,
+        d.memory_mib,
+        d.node_selector or EMPTY,
+        tuple(d.tolerations),
+        d.priority,
+        d.gang,
+        d.nics,
+        d.resources or EMPTY,
+    )
+    if d.replicas is None:
+        return [PodRequest(d.name, *fields)]
+    return [PodRequest(f"{d.name}-{r}", *fields) for r in range(d.replicas)]
+
+
+def _gang_spec(name: str, g: GangDoc) -> GangSpec:
+    mode, level = "unconstrained", None
+    if g.topology is not None:
+        mode, level = g.topology.mode, g.topology.level
+        if level is None and mode != "unconstrained":
+            raise InvalidInputError("topology.level", f"mode {mode!r} needs a level (a topology level name), got nothing")
+    if len(g.slices) > MAX_SLICES:
+        raise InvalidInputError("slices", f"expected at most {MAX_SLICES} slice layers, got {len(g.slices)}")
+    slices: list[SliceSpec] = []
+    for k, s in enumerate(g.slices):
+        if slices and slices[-1].size % s.size:
+            raise InvalidInputError(
+                f"slices[{k}].size",
+                f"size {s.size} does not divide the enclosing slice's size {slices[-1].size} (slices[{k - 1}])",
+            )
+        slices.append(SliceSpec(level=s.level, size=s.size))
+    if g.time_limit_s is not None and not math.isfinite(g.time_limit_s):
+        raise bad("timeLimitS", "a finite number > 0", g.time_limit_s)
+    return GangSpec(
+        name=name,
+        mode=mode,
+        level=level,
+        slices=tuple(slices),
+        same_gpu_model=g.same_gpu_model,
+        solver=g.solver,
+        time_limit_s=g.time_limit_s,
+    )
+
+
+def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> PlacementRequest:
+    """Check the rules of a decoded PlacementRequest that span fields, expand ``replicas``
+    and build it.
+
+    Parameters
+    ----------
+    doc : RequestDoc
+        The decoded document.
+    against : SnapshotFacts, optional
+        Also check the request against the snapshot it will be placed on
+        (:func:`check_request_against_snapshot`), naming pods as written.
+
+    Raises
+    ------
+    InvalidInputError
+        At the JSON path of the first fault (``pods[i]`` indexes the document's list).
+    """
+    policy = "best-fit" if doc.policy is None else check_policy(doc.policy, "policy")
+    if doc.seed > SEED_MAX:
+        raise bad("seed", f"an integer in 0..{SEED_MAX}", doc.seed)
+    if not math.isfinite(doc.time_limit_s):
+        raise bad("timeLimitS", "a finite number > 0", doc.time_limit_s)
+    gangs: dict[str, GangSpec] = {}
+    for name, g in doc.gangs.items():
+        if has_control(name):
+            raise control_error("gangs", name)
+        try:
+            gangs[name] = _gang_spec(name, g)
+        except InvalidInputError as e:
+            raise nest(e, f"gangs.{name}") from None
+
+    for i, d in enumerate(doc.pods):
+        if d.replicas is not None and d.replicas > MAX_REPLICAS:
+            raise InvalidInputError(
+                f"pods[{i}].replicas", f"expected at most {MAX_REPLICAS} replicas of one pod, got {d.replicas}"
+            )
+    total = sum(1 if d.replicas is None else d.replicas for d in doc.pods)
+    if total > MAX_REQUEST_PODS:
+        raise InvalidInputError(
+            "pods", f"the pods expand to {total} pods (replicas included), over the limit of {MAX_REQUEST_PODS}"
+        )
+    pods: list[PodRequest] = []
+    origin: list[int] = []
+    first_index: dict[str, int] = {}
+    gang_size = dict.fromkeys(gangs, 0)
+    for i, d in enumerate(doc.pods):
+        try:
+            made = _pods(d, gangs)
+        except InvalidInputError as e:
+            raise nest(e, f"pods[{i}]") from None
+        for pod in made:
+            first = first_index.setdefault(pod.name, i)
+            if first != i:
+                raise InvalidInputError(f"pods[{i}].name", f"duplicate pod name {pod.name!r}, first at pods[{first}]")
+        pods.extend(made)
+        origin.extend([i] * len(made))
+        if d.gang is not None:
+            gang_size[d.gang] += len(made)
+
+    for name, spec in gangs.items():
+        n = gang_size[name]
+        if n == 0:
+            raise InvalidInputError(f"gangs.{name}", "the gang has no pods (no pod names it in `gang`)")
+        if spec.slices and n % spec.slices[0].size:
+            raise InvalidInputError(
+                f"gangs.{name}.slices[0].size",
+                f"the gang has {n} pod(s), not a multiple of the outermost slice size {spec.slices[0].size}",
+            )
+    request = PlacementRequest(
+        pods=tuple(pods),
+        gangs=gangs or EMPTY,
+        policy=policy,
+        seed=doc.seed,
+        solver=doc.solver,
+        time_limit_s=float(doc.time_limit_s),
+    )
+    if against is not None:
+        check_request_against_snapshot(request, against, origin)
+    return request
+
+
+def check_request_against_snapshot(
+    request: PlacementRequest, facts: SnapshotFacts | ClusterSnapshot, origin: Sequence[int] | None = None
+) -> None:
+    """Cross-check a request against the snapshot it is placed on.
+
+    Checks that every ``gpuModels`` entry names a GPU model some node of the snapshot has,
+    that no gang pod asks for extended ``resources`` (not placed in gangs yet), and that
+    every gang's ``topology.level`` and slice level is a level of the snapshot
+    (``topologyLevels`` or ``node``), slices going strictly inward.
+
+    Parameters
+    ----------
+    request : PlacementRequest
+    facts : SnapshotFacts or ClusterSnapshot
+        The snapshot, or its GPU models and levels.
+    origin : sequence of int, optional
+        The document index of each pod of ``request`` (replicas share their entry's); by
+        default a pod's index in ``request.pods``.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``pods[i].gpuModels[j]``, ``pods[i].resources``, ``gangs.<name>.topology.level``
+        or ``gangs.<name>.slices[k].level``.
+    """
+    if isinstance(facts, ClusterSnapshot):
+        facts = snapshot_facts(facts)
+    models = facts.gpu_models
+    for i, pod in enumerate(request.pods):
+        at = i if origin is None else origin[i]
+        if pod.resources and pod.gang is not None:
+            raise InvalidInputError(
+                f"pods[{at}].resources",
+                f"pod {pod.name!r} of gang {pod.gang!r} asks for extended resources; gangs of such pods "
+                "are not placed yet",
+            )
+        for j, m in enumerate(pod.gpu_models):
+            if m not in models:
+                raise InvalidInputError(
+                    f"pods[{at}].gpuModels[{j}]",
+                    f"unknown GPU model {m!r} (pod {pod.name!r}); the snapshot has: {listing(sorted(models))}",
+                )
+    order = {lv: k for k, lv in enumerate(facts.levels)}
+    known = listing(order)
+    for name, g in request.gangs.items():
+        if g.level is not None and g.level not in order:
+            raise InvalidInputError(
+                f"gangs.{name}.topology.level", f"unknown topology level {g.level!r}; the snapshot has: {known}"
+            )
+        prev = -1
+        for k, s in enumerate(g.slices):
+            where = f"gangs.{name}.slices[{k}].level"
+            if s.level not in order:
+                raise InvalidInputError(where, f"unknown topology level {s.level!r}; the snapshot has: {known}")
+            if order[s.level] <= prev:
+                raise InvalidInputError(
+                    where,
+                    f"slice level {s.level!r} is not inside the enclosing slice's level "
+                    f"{g.slices[k - 1].level!r}; slices go outermost first",
+                )
+            prev = order[s.level]
+
+
+def request_document(pods: Any, gang: Any, policy: Any, seed: Any) -> dict[str, Any]:
+    """The request document behind ``Cluster.place``: one pod or a list, optionally forming
+    ``gang`` (a GangSpec, or a gang mapping with a ``name``)."""
+    items = [pods] if isinstance(pods, (PodRequest, Mapping)) else list(pods)
+    doc_pods: list[Any] = []
+    for i, p in enumerate(items):
+        if isinstance(p, PodRequest):
+            doc_pods.append(p.to_dict())
+        elif isinstance(p, Mapping):
+            doc_pods.append(dict(p))
+        else:
+            raise bad(f"pods[{i}]", "a pod mapping", p)
+    doc: dict[str, Any] = {
+        "apiVersion": "placer/v1",
+        "kind": "PlacementRequest",
+        "policy": policy,
+        "seed": seed,
+        "pods": doc_pods,
+    }
+    if gang is not None:
+        if isinstance(gang, GangSpec):
+            name, spec = gang.name, gang.to_dict()
+        elif isinstance(gang, Mapping):
+            spec = dict(gang)
+            name = spec.pop("name", None)
+            if type(name) is not str or not name:
+                raise InvalidInputError("gang.name", "a gang needs a name")
+        else:
+            raise bad("gang", "a GangSpec or a gang mapping", gang)
+        doc["gangs"] = {name: spec}
+        for p in doc_pods:
+            p["gang"] = name
+    else:
+        for p in doc_pods:
+            if p.get("gang") is not None:
+                raise InvalidInputError("gang", f"pod {p.get('name')!r} names gang {p['gang']!r}; pass gang=")
+    return doc

@@ -1,0 +1,44 @@
+"""PlacementResult documents (SPEC §3), structurally: whether the placement is right is the
+checker's business (:func:`placer.check_placement`)."""
+from __future__ import annotations
+
+import math
+
+from placer.model import EMPTY, Assignment, GangResult, PlacementResult, Unschedulable
+from placer.schema.documents import ResultDoc
+from placer.schema.errors import bad
+
+__all__ = ["result_from_doc"]
+
+
+def result_from_doc(doc: ResultDoc) -> PlacementResult:
+    """Build a decoded PlacementResult.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``gangs[i].objective`` or ``.bound`` for a number that is not finite.
+    """
+    for i, g in enumerate(doc.gangs):
+        for name, v in (("objective", g.objective), ("bound", g.bound)):
+            if v is not None and not math.isfinite(v):
+                raise bad(f"gangs[{i}].{name}", "a finite number", v)
+    return PlacementResult(
+        assignments=tuple(
+            Assignment(a.pod, a.node, tuple(a.gpus), a.gpu_milli, a.gang, tuple(a.nics)) for a in doc.assignments
+        ),
+        unschedulable=tuple(Unschedulable(u.pod, u.reason) for u in doc.unschedulable),
+        gangs=tuple(
+            GangResult(
+                g.name,
+                g.placed,
+                g.solver,
+                g.status,
+                {k: tuple(v) for k, v in g.domains.items()} or EMPTY,
+                None if g.objective is None else float(g.objective),
+                None if g.bound is None else float(g.bound),
+            )
+            for g in doc.gangs
+        ),
+    )
+

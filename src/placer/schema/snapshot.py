@@ -1,0 +1,438 @@
+"""ClusterSnapshot documents (SPEC §1): the rules that span fields, and the model they build.
+
+msgspec has already checked every field's type and range while decoding; what is left is
+what one field cannot know alone: a node's type exists, its inline hardware over the type's,
+GPU indices inside the node's GPU count and held once, capacities not exceeded, names unique
+and free of control characters. A first pass takes the common node (a known type, whole-GPU
+pods, nothing unusual) in a few attribute reads; every other node, and the whole snapshot
+once anything is wrong, goes through the exact checks, which report the first fault in
+document order.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from msgspec.structs import force_setattr
+
+from placer.exceptions import InvalidInputError
+from placer.limits import MILLI
+from placer.model import EMPTY, ClusterSnapshot, Node, NodeType, RunningPod
+from placer.schema.documents import NodeTypeDoc, SnapshotDoc
+from placer.schema.errors import bad, control_error, has_control, listing, nest
+from placer.topology import Nic, nics_from_spec, topology_from_spec
+
+__all__ = ["DEFAULT_GPU_MODEL", "snapshot_from_doc", "merge_hardware", "snapshot_gpu_models"]
+
+DEFAULT_GPU_MODEL = "gpu"
+_EMPTY_HW = NodeType()
+
+
+# ----------------------------------------------------------------------------- hardware
+
+
+def _given(doc: Any) -> dict[str, Any]:
+    """The hardware fields given (not None) by a node type document or a node, by JSON name."""
+    return {
+        k: v
+        for k, v in (
+            ("gpus", doc.gpus),
+            ("gpuModel", doc.gpu_model),
+            ("gpuMemoryMiB", doc.gpu_memory_mib),
+            ("cpuMilli", doc.cpu_milli),
+            ("memoryMiB", doc.memory_mib),
+            ("maxPods", doc.max_pods),
+            ("gpuTopology", doc.gpu_topology),
+            ("nics", doc.nics),
+        )
+        if v is not None
+    }
+
+
+def _nics(v: Any, gpus: int) -> tuple[Nic, ...] | None:
+    if v is None:
+        return None
+    if isinstance(v, tuple):
+        if any(len(nic.labels) != gpus for nic in v):
+            raise InvalidInputError("nics", f"the NICs describe links to a node of another GPU count than {gpus}")
+        return v
+    return nics_from_spec(v, gpus)
+
+
+def merge_hardware(base: NodeType, given: Mapping[str, Any]) -> NodeType:
+    """``base`` with the hardware fields ``given`` (JSON names, decoded) laid over it.
+
+    A node with GPUs but no ``gpuModel`` gets the model ``gpu``.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``gpuTopology…`` or ``nics…`` when those do not describe ``gpus`` GPUs.
+    """
+    gpus = given.get("gpus", base.gpus)
+    model = given.get("gpuModel", base.gpu_model)
+    if model is None and gpus > 0:
+        model = DEFAULT_GPU_MODEL
+    return NodeType(
+        gpus=gpus,
+        gpu_model=model,
+        gpu_memory_mib=given.get("gpuMemoryMiB", base.gpu_memory_mib),
+        cpu_milli=given.get("cpuMilli", base.cpu_milli),
+        memory_mib=given.get("memoryMiB", base.memory_mib),
+        max_pods=given.get("maxPods", base.max_pods),
+        gpu_topology=topology_from_spec(given["gpuTopology"] if "gpuTopology" in given else base.gpu_topology, gpus),
+        nics=_nics(given["nics"] if "nics" in given else base.nics, gpus),
+    )
+
+
+def _topology_levels(levels: list[str]) -> tuple[str, ...]:
+    seen: dict[str, int] = {}
+    for j, x in enumerate(levels):
+        where = f"topologyLevels[{j}]"
+        if not x:
+            raise bad(where, "a non-empty string", x)
+        if has_control(x):
+            raise control_error(where, x)
+        if x == "node":
+            raise InvalidInputError(where, "'node' is implicit (always the innermost level); leave it out")
+        if x in seen:
+            raise InvalidInputError(where, f"duplicate level {x!r}, first at topologyLevels[{seen[x]}]")
+        seen[x] = j
+    return tuple(levels)
+
+
+def _node_types(docs: Mapping[str, NodeTypeDoc]) -> dict[str, NodeType]:
+    types: dict[str, NodeType] = {}
+    for name, doc in docs.items():
+        if has_control(name):
+            raise control_error("nodeTypes", name)
+        try:
+            types[name] = merge_hardware(_EMPTY_HW, _given(doc))
+        except InvalidInputError as e:
+            raise nest(e, f"nodeTypes.{name}") from None
+    return types
+
+
+# ----------------------------------------------------------------------------- exact checks
+
+
+class _Exact:
+    """The sequential checks of every node, in document order (the reference semantics)."""
+
+    __slots__ = ("types", "levels", "level_set", "hw_cache", "pod_seen", "node_seen")
+
+    def __init__(self, types: dict[str, NodeType], levels: tuple[str, ...]) -> None:
+        self.types = types
+        self.levels = levels
+        self.level_set = frozenset(levels)
+        self.hw_cache: dict[Any, NodeType] = {}
+        self.pod_seen: dict[str, tuple[int, int]] = {}
+        self.node_seen: dict[str, int] = {}
+
+    def hardware(self, n: Node) -> NodeType:
+        if n.hardware is not None and not isinstance(n.hardware, NodeType):
+            raise InvalidInputError("", 'unknown field "hardware"')
+        tname = n.type
+        if tname is None:
+            base = _EMPTY_HW
+        else:
+            found = self.types.get(tname)
+            if found is None:
+                raise InvalidInputError("type", f"unknown node type {tname!r}; nodeTypes has: {listing(self.types)}")
+            base = found
+        given = _given(n)
+        if not given:
+            return base
+        if "gpuTopology" in given or "nics" in given:
+            return merge_hardware(base, given)
+        key = (tname, *given.items())
+        cached = self.hw_cache.get(key)
+        if cached is None:
+            cached = self.hw_cache[key] = merge_hardware(base, given)
+        return cached
+
+    def node(self, n: Node, i: int) -> None:
+        """Check node ``i`` and finish it (its hardware, pods' unknown GPUs); raise at the
+        first fault, with a path relative to the node."""
+        if has_control(n.name):
+            raise control_error("name", n.name)
+        hw = self.hardware(n)
+        for k, v in n.topology.items():
+            if k not in self.level_set:
+                raise InvalidInputError(
+                    f"topology.{k}", f"unknown topology level {k!r}; topologyLevels is: {listing(self.levels)}"
+                )
+            if has_control(v):
+                raise control_error(f"topology.{k}", v)
+        ngpus = hw.gpus
+        seen: set[int] = set()
+        for k, x in enumerate(n.unhealthy_gpus):
+            if not 0 <= x < ngpus:
+                _out_of_range(x, ngpus, f"unhealthyGpus[{k}]")
+            if x in seen:
+                raise InvalidInputError(f"unhealthyGpus[{k}]", f"GPU {x} listed twice")
+            seen.add(x)
+        if n.pods:
+            self.pods(n, i, hw)
+        force_setattr(n, "hardware", hw)
+
+    def pods(self, node: Node, i: int, hw: NodeType) -> None:
+        raw = node.pods
+        ngpus = hw.gpus
+        unhealthy = node.unhealthy_gpus
+        if hw.max_pods is not None and len(raw) > hw.max_pods:
+            raise InvalidInputError("pods", f"{len(raw)} pods, over the node's maxPods {hw.max_pods}")
+        whole: dict[int, str] = {}
+        share: dict[int, int] = {}
+        share_by: dict[int, str] = {}
+        gmem: dict[int, int] = {}
+        cpu_sum = mem_sum = 0
+        for j, p in enumerate(raw):
+            try:
+                self.pod(p, i, j, ngpus, hw, unhealthy, whole, share, share_by, gmem)
+                cpu_sum += p.cpu_milli
+                if hw.cpu_milli is not None and cpu_sum > hw.cpu_milli:
+                    raise InvalidInputError(
+                        "cpuMilli", f"the node's pods would hold {cpu_sum} cpuMilli, over its cpuMilli {hw.cpu_milli}"
+                    )
+                mem_sum += p.memory_mib
+                if hw.memory_mib is not None and mem_sum > hw.memory_mib:
+                    raise InvalidInputError(
+                        "memoryMiB",
+                        f"the node's pods would hold {mem_sum} memoryMiB, over its memoryMiB {hw.memory_mib}",
+                    )
+            except InvalidInputError as e:
+                raise nest(e, f"pods[{j}]") from None
+        taken = set(whole) | set(share) | set(unhealthy)
+        spare = [g for g in range(ngpus - 1, -1, -1) if g not in taken]
+        for j, p in enumerate(raw):
+            if p.unknown_gpus:
+                if p.unknown_gpus > len(spare):
+                    raise InvalidInputError(
+                        f"pods[{j}].unknownGpus",
+                        f"{p.unknown_gpus} GPU(s) held, but only {len(spare)} healthy GPU(s) of the node are not "
+                        "held by its other pods",
+                    )
+                force_setattr(p, "gpus", tuple(sorted(spare[: p.unknown_gpus])))
+                spare = spare[p.unknown_gpus:]
+
+    def pod(
+        self, p: RunningPod, i: int, j: int, ngpus: int, hw: NodeType, unhealthy: tuple[int, ...],
+        whole: dict[int, str], share: dict[int, int], share_by: dict[int, str], gmem: dict[int, int],
+    ) -> None:
+        name = p.name
+        if has_control(name):
+            raise control_error("name", name)
+        first = self.pod_seen.get(name)
+        if first is not None and first != (i, j):
+            raise InvalidInputError("name", f"duplicate pod name {name!r}, first at nodes[{first[0]}].pods[{first[1]}]")
+        self.pod_seen[name] = (i, j)
+        for k, x in enumerate(() if p.unknown_gpus else p.gpus):
+            if not 0 <= x < ngpus:
+                _out_of_range(x, ngpus, f"gpus[{k}]")
+            if x in whole:
+                holder = whole[x]
+                raise InvalidInputError(
+                    f"gpus[{k}]", f"GPU {x} listed twice" if holder == name else f"GPU {x} is already held by pod {holder!r}"
+                )
+            if x in share:
+                raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is already shared by pod {share_by[x]!r}")
+            if x in unhealthy:
+                raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is unhealthy and cannot be held")
+            whole[x] = name
+        for idx, m in p.gpu_shares.items():
+            where = f"gpuShares.{idx}"
+            if not idx < ngpus:
+                _out_of_range(idx, ngpus, where)
+            if idx in whole:
+                raise InvalidInputError(where, f"GPU {idx} is held whole by pod {whole[idx]!r}")
+            if idx in unhealthy:
+                raise InvalidInputError(where, f"GPU {idx} is unhealthy and cannot be held")
+            total = share.get(idx, 0) + m
+            if total > MILLI:
+                raise InvalidInputError(where, f"GPU {idx} would hold {total} milli, over {MILLI}")
+            share[idx] = total
+            share_by.setdefault(idx, name)
+        cap = hw.gpu_memory_mib
+        for idx, m in p.gpu_memory_mib.items():
+            where = f"gpuMemoryMiB.{idx}"
+            if not idx < ngpus:
+                _out_of_range(idx, ngpus, where)
+            if idx not in p.gpu_shares:
+                raise InvalidInputError(where, f"GPU {idx} has no gpuShares entry in this pod")
+            total = gmem.get(idx, 0) + m
+            if cap is not None and total > cap:
+                raise InvalidInputError(
+                    where, f"GPU {idx} would hold {total} MiB of GPU memory, over the node's gpuMemoryMiB {cap}"
+                )
+            gmem[idx] = total
+
+    def all(self, nodes: list[Node]) -> None:
+        """Check every node in order, then names: raise the first fault of the document."""
+        for i, n in enumerate(nodes):
+            try:
+                self.node(n, i)
+            except InvalidInputError as e:
+                raise nest(e, f"nodes[{i}]") from None
+            first = self.node_seen.setdefault(n.name, i)
+            if first != i:
+                raise InvalidInputError(f"nodes[{i}].name", f"duplicate node name {n.name!r}, first at nodes[{first}]")
+            for k, t in enumerate(n.taints):
+                for field_name, text in (("key", t.key), ("value", t.value)):
+                    if has_control(text):
+                        raise control_error(f"nodes[{i}].taints[{k}].{field_name}", text)
+            for key, value in n.labels.items():
+                if has_control(key) or has_control(value):
+                    raise control_error(f"nodes[{i}].labels", key if has_control(key) else value)
+
+
+def _out_of_range(v: int, ngpus: int, where: str) -> NoReturn:
+    if ngpus == 0:
+        raise InvalidInputError(where, f"GPU index {v} out of range: the node has no GPUs")
+    raise InvalidInputError(where, f"GPU index {v} out of range 0..{ngpus - 1}")
+
+
+# ----------------------------------------------------------------------------- the common case
+
+
+def _plain_pods(pods: tuple[RunningPod, ...], hw: NodeType) -> bool:
+    """Whether a node's pods hold whole GPUs only, each once and in range, within capacity."""
+    if hw.max_pods is not None and len(pods) > hw.max_pods:
+        return False
+    ngpus = hw.gpus
+    taken: set[int] = set()
+    cpu = mem = 0
+    for p in pods:
+        if p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib:
+            return False
+        g = p.gpus
+        if g:
+            if min(g) < 0 or max(g) >= ngpus:
+                return False
+            before = len(taken)
+            taken.update(g)
+            if len(taken) != before + len(g):
+                return False
+        cpu += p.cpu_milli
+        mem += p.memory_mib
+    return (hw.cpu_milli is None or cpu <= hw.cpu_milli) and (hw.memory_mib is None or mem <= hw.memory_mib)
+
+
+def _whole_ok(gpus: tuple[int, ...], ngpus: int) -> bool:
+    return min(gpus) >= 0 and max(gpus) < ngpus and len(set(gpus)) == len(gpus)
+
+
+_UNLIMITED = 1 << 62  # above every capacity the schema lets through
+
+
+def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
+    plain = {
+        name: (hw, hw.gpus, *(_UNLIMITED if c is None else c for c in (hw.cpu_milli, hw.memory_mib, hw.max_pods)))
+        for name, hw in exact.types.items()
+    }
+    plain_get = plain.get
+    empty = (_EMPTY_HW, 0, _UNLIMITED, _UNLIMITED, _UNLIMITED)
+    level_set = exact.level_set
+    whole_ok: dict[tuple[tuple[int, ...], int], bool] = {}
+    pod_names: set[str] = set()
+    add_pod = pod_names.add
+    pod_count = 0
+    try:
+        for i, n in enumerate(nodes):
+            info = empty if n.type is None else plain_get(n.type)
+            pods = n.pods
+            if (
+                info is None
+                or n.hardware is not None
+                or not (n.gpus is n.gpu_model is n.gpu_memory_mib is n.cpu_milli is n.memory_mib is n.max_pods
+                        is n.gpu_topology is n.nics is None)
+                or n.unhealthy_gpus
+                or (n.topology and not level_set.issuperset(n.topology))
+            ):
+                exact.node(n, i)
+            elif len(pods) == 1:
+                hw, ngpus, cpu_cap, mem_cap, pod_cap = info
+                p = pods[0]
+                g = p.gpus
+                ok = (
+                    not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib)
+                    and p.cpu_milli <= cpu_cap
+                    and p.memory_mib <= mem_cap
+                    and pod_cap >= 1
+                )
+                if ok and g:
+                    key = (g, ngpus)
+                    found = whole_ok.get(key)
+                    ok = whole_ok[key] = _whole_ok(g, ngpus) if found is None else found
+                if ok:
+                    force_setattr(n, "hardware", hw)
+                else:
+                    exact.node(n, i)
+                add_pod(p.name)
+                pod_count += 1
+                continue
+            elif pods and not _plain_pods(pods, info[0]):
+                exact.node(n, i)
+            else:
+                force_setattr(n, "hardware", info[0])
+            for p in pods:
+                add_pod(p.name)
+            pod_count += len(pods)
+        if len(pod_names) != pod_count or len({n.name for n in nodes}) != len(nodes):
+            raise InvalidInputError("", "a name is repeated")
+        if check_names and _any_control(nodes, exact.types):
+            raise InvalidInputError("", "a name holds a control character")
+    except InvalidInputError:
+        _Exact(exact.types, exact.levels).all(nodes)
+        raise  # pragma: no cover - the exact pass raises the fault the first pass found
+
+
+def _any_control(nodes: list[Node], types: Mapping[str, NodeType]) -> bool:
+    texts: list[str] = []
+    for n in nodes:
+        texts.append(n.name)
+        if n.pods:
+            texts.extend(p.name for p in n.pods)
+        if n.topology:
+            texts.extend(n.topology.values())
+        if n.labels:
+            texts.extend(n.labels)
+            texts.extend(n.labels.values())
+        for t in n.taints:
+            texts.append(t.key)
+            texts.append(t.value)
+    return has_control("".join(texts))
+
+
+def snapshot_from_doc(doc: SnapshotDoc, check_names: bool = True, fast: bool = True) -> ClusterSnapshot:
+    """Check the rules of a decoded ClusterSnapshot that span fields and build it.
+
+    Parameters
+    ----------
+    doc : SnapshotDoc
+        The decoded document; its nodes become the snapshot's (finished in place).
+    check_names : bool
+        Look for control characters in names; False only when the source cannot hold any
+        (JSON text without a single escape).
+    fast : bool
+        Take the common nodes through the quick first pass (default). False runs only the
+        exact checks; both must build the same snapshot and raise the same error.
+
+    Raises
+    ------
+    InvalidInputError
+        At the JSON path of the first fault.
+    """
+    levels = _topology_levels(doc.topology_levels)
+    types = _node_types(doc.node_types)
+    nodes = doc.nodes
+    if fast:
+        _finish_nodes(nodes, _Exact(types, levels), check_names)
+    else:
+        _Exact(types, levels).all(nodes)
+    return ClusterSnapshot(nodes=tuple(nodes), node_types=types or EMPTY, topology_levels=levels)
+
+
+def snapshot_gpu_models(snapshot: ClusterSnapshot) -> frozenset[str]:
+    """The GPU models of the snapshot's nodes that have GPUs."""
+    return frozenset(n.hardware.gpu_model for n in snapshot.nodes if n.hardware.gpus > 0 and n.hardware.gpu_model)
