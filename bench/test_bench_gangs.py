@@ -16,7 +16,6 @@ figures go to ``extra_info``.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gc
 import itertools
@@ -30,6 +29,7 @@ import placer
 from placer import exact, gangs
 from placer.cluster import Cluster
 from placer.model import GangSpec, PlacementRequest, SliceSpec
+from placer.model import replace
 from workloads import gang_cluster, gang_instance, gang_pods, mixed_gang_pods
 
 GANG = "g"
@@ -37,7 +37,7 @@ GANG = "g"
 
 def _request(pods, spec):
     """The request ``Cluster.place(pods, gang=spec)`` stands for (for the checker)."""
-    members = tuple(dataclasses.replace(p, gang=spec.name) for p in pods) if spec else tuple(pods)
+    members = tuple(replace(p, gang=spec.name) for p in pods) if spec else tuple(pods)
     return PlacementRequest(pods=members, gangs={spec.name: spec} if spec else {})
 
 
@@ -210,7 +210,7 @@ def test_auto_fallback_when_greedy_fails(benchmark):
     the greedy's failure goes to CP-SAT, which proves it infeasible; this is that cost."""
     snapshot, cluster = _big("busy30")
     pods = gang_pods(128, 8)
-    spec = dataclasses.replace(_big_spec("required-block", "auto"), time_limit_s=10.0)
+    spec = replace(_big_spec("required-block", "auto"), time_limit_s=10.0)
     result = benchmark.pedantic(cluster.place, setup=lambda: _fresh_args(pods, gang=spec), rounds=3, iterations=1)
     assert placer.check_placement(snapshot, _request(pods, spec), result) == []
     gr = result.gangs[0]
@@ -238,8 +238,8 @@ def _mid_case(gang, mode, solver):
     snapshot, cluster = _mid()
     workers, shared = EXACT_GANGS[gang]
     pods = mixed_gang_pods(workers, 4, shared)
-    spec = dataclasses.replace(_big_spec(mode, solver), time_limit_s=TIME_LIMIT)
-    members = [dataclasses.replace(p, gang=GANG) for p in pods]
+    spec = replace(_big_spec(mode, solver), time_limit_s=TIME_LIMIT)
+    members = [replace(p, gang=GANG) for p in pods]
     return snapshot, cluster, pods, members, spec
 
 
@@ -323,7 +323,7 @@ def _instance(seed):
     spec = GangSpec(GANG, mode=g["mode"], level=g["level"],
                     slices=tuple(SliceSpec(lv, size) for lv, size in g["slices"]), solver="greedy")
     cluster = Cluster(snapshot)
-    members = [dataclasses.replace(p, gang=GANG) for p in pods]
+    members = [replace(p, gang=GANG) for p in pods]
     problem, shapes = gang_problem(cluster, members, spec)
     return snapshot, cluster, pods, members, spec, g, problem, shapes
 

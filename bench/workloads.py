@@ -1,11 +1,11 @@
 """Seeded synthetic clusters and pod batches for the benchmarks."""
 from __future__ import annotations
 
-import dataclasses
 import random
 
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
 from placer.topology import GpuTopology
+from placer.model import replace
 from topologies import dgx2_nvswitch, nvlink_bridged_pairs_16, pcie_tree_16, upstream_topology
 
 A100 = NodeType(gpus=8, gpu_model="A100-SXM4-80GB", gpu_memory_mib=81920, cpu_milli=256000,
@@ -63,7 +63,7 @@ def free_gpus(n: int, kind: str, seed: int = 3) -> list[int]:
     return sorted(rng.sample(range(n), round(n * 2 / 3)))
 
 
-A100_DGX1_TOPOLOGY = dataclasses.replace(A100, gpu_topology=dgx1_volta())
+A100_DGX1_TOPOLOGY = replace(A100, gpu_topology=dgx1_volta())
 
 
 def topology_cluster(n_nodes: int, seed: int = 1) -> ClusterSnapshot:
