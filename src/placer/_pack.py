@@ -202,92 +202,98 @@ def _first_untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration,
 
 
 def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
-    """Build the static description and the initial state arrays of a snapshot."""
+    """Build the static description and the initial state arrays of a snapshot.
+
+    Nodes share their hardware objects (a node type is one object), so capacities are
+    worked out once per distinct hardware and spread to the nodes by index; what running
+    pods hold is taken off with one scatter per resource.
+    """
     nodes = snapshot.nodes
     n = len(nodes)
-    max_gpus = max((node.hardware.gpus for node in nodes), default=0)
+    seen: dict[int, int] = {}
+    distinct: list[Any] = []
+    first_node: list[int] = []
+    hw_idx: list[int] = []
+    for i, node in enumerate(nodes):
+        hw = node.hardware
+        k = seen.get(id(hw))
+        if k is None:
+            k = seen[id(hw)] = len(distinct)
+            distinct.append(hw)
+            first_node.append(i)
+        hw_idx.append(k)
+    hw_of = np.array(hw_idx, dtype=np.intp)
+    max_gpus = max((hw.gpus for hw in distinct), default=0)
     stride = max(max_gpus, 1)
     n_words = max((n + 63) // 64, 1)
 
     model_names = [_NO_GPU_MODEL]
     model_lookup = {_NO_GPU_MODEL: 0}
-    model_id = np.zeros(n, dtype=td.INDEX)
-    gpu_count = np.zeros(n, dtype=td.COUNT)
-    gpu_free_milli = np.zeros((n, stride), dtype=td.MILLI)
-    gpu_free_mem = np.zeros((n, stride), dtype=td.MIB32)
-    gpu_mem_cap = np.full(n, td.UNTRACKED_INT, dtype=td.MIB32)
-    cpu_free = np.full(n, td.UNTRACKED_BIG, dtype=td.BIG)
-    mem_free = np.full(n, td.UNTRACKED_BIG, dtype=td.BIG)
-    pods_free = np.full(n, td.UNTRACKED_INT, dtype=td.INT)
-    cpu_tracked = np.zeros(n, dtype=np.uint8)
-    unschedulable = np.zeros(n, dtype=bool)
-    cpu_cap: list[int | None] = []
-    mem_cap: list[int | None] = []
-    pods_cap: list[int | None] = []
-    gmem_cap: list[int | None] = []
-    unhealthy: list[tuple[int, ...]] = []
-    names: list[str] = []
     kinds: list[NodeKind] = []
     kind_ids: dict[NodeKind, int] = {}
-    kind_of = np.full(n, -1, dtype=td.INDEX)
-    nic_count = np.zeros(n, dtype=td.INT)
-    kind_cache: dict[int, int] = {}
-    # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
-    tag_count = np.zeros((n, stride + 1), dtype=td.INT)
-
-    for i, node in enumerate(nodes):
-        hw = node.hardware
-        names.append(node.name)
-        g = hw.gpus
-        gpu_count[i] = g
-        if g:
-            mid = model_lookup.get(hw.gpu_model or "gpu")
+    hw_model = np.zeros(len(distinct), dtype=td.INDEX)
+    for k, hw in enumerate(distinct):
+        if hw.gpus:
+            name = hw.gpu_model or "gpu"
+            mid = model_lookup.get(name)
             if mid is None:
                 mid = len(model_names)
                 if mid > td.MAX_GPU_MODELS:
                     raise InvalidInputError(
-                        f"nodes[{i}].gpuModel", f"more than {td.MAX_GPU_MODELS} distinct GPU models"
+                        f"nodes[{first_node[k]}].gpuModel", f"more than {td.MAX_GPU_MODELS} distinct GPU models"
                     )
-                model_lookup[hw.gpu_model or "gpu"] = mid
-                model_names.append(hw.gpu_model or "gpu")
-            model_id[i] = mid
-            gpu_free_milli[i, :g] = 1000
-            gpu_free_mem[i, :g] = hw.gpu_memory_mib if hw.gpu_memory_mib is not None else td.UNTRACKED_INT
-            if node.unhealthy_gpus:
-                gpu_free_milli[i, list(node.unhealthy_gpus)] = 0
-                gpu_free_mem[i, list(node.unhealthy_gpus)] = 0
-        kid = kind_cache.get(id(hw))
-        if kid is None:
-            kid = kind_cache[id(hw)] = _kind_id(hw, kinds, kind_ids)
-        kind_of[i] = kid
-        nic_count[i] = len(hw.nic_list)
-        if hw.gpu_memory_mib is not None:
-            gpu_mem_cap[i] = hw.gpu_memory_mib
-        if hw.cpu_milli is not None:
-            cpu_free[i] = hw.cpu_milli
-            cpu_tracked[i] = 1
-        if hw.memory_mib is not None:
-            mem_free[i] = hw.memory_mib
-        if hw.max_pods is not None:
-            pods_free[i] = hw.max_pods
-        for pod in node.pods:
-            if pod.gpus:
-                gpu_free_milli[i, list(pod.gpus)] = 0
-                tag_count[i, len(pod.gpus)] += 1
-            tag_count[i, 0] += len(pod.gpu_shares)
-            for idx, milli in pod.gpu_shares.items():
-                gpu_free_milli[i, idx] -= milli
-            for idx, mib in pod.gpu_memory_mib.items():
-                gpu_free_mem[i, idx] -= mib
-            cpu_free[i] -= pod.cpu_milli
-            mem_free[i] -= pod.memory_mib
-            pods_free[i] -= 1
-        unschedulable[i] = node.unschedulable
-        cpu_cap.append(hw.cpu_milli)
-        mem_cap.append(hw.memory_mib)
-        pods_cap.append(hw.max_pods)
-        gmem_cap.append(hw.gpu_memory_mib)
-        unhealthy.append(node.unhealthy_gpus)
+                model_lookup[name] = mid
+                model_names.append(name)
+            hw_model[k] = mid
+
+    def per_hw(values: list[Any], dtype: Any) -> np.ndarray:
+        return np.array(values, dtype=dtype)[hw_of] if n else np.zeros(0, dtype=dtype)
+
+    untracked_int, untracked_big = int(td.UNTRACKED_INT), int(td.UNTRACKED_BIG)
+    gpu_count = per_hw([hw.gpus for hw in distinct], td.COUNT)
+    model_id = hw_model[hw_of] if n else np.zeros(0, dtype=td.INDEX)
+    gpu_mem_cap = per_hw([untracked_int if hw.gpu_memory_mib is None else hw.gpu_memory_mib for hw in distinct], td.MIB32)
+    cpu_free = per_hw([untracked_big if hw.cpu_milli is None else hw.cpu_milli for hw in distinct], td.BIG)
+    cpu_tracked = per_hw([hw.cpu_milli is not None for hw in distinct], np.uint8)
+    mem_free = per_hw([untracked_big if hw.memory_mib is None else hw.memory_mib for hw in distinct], td.BIG)
+    pods_free = per_hw([untracked_int if hw.max_pods is None else hw.max_pods for hw in distinct], td.INT)
+    nic_count = per_hw([len(hw.nic_list) for hw in distinct], td.INT)
+    kind_of = per_hw([_kind_id(hw, kinds, kind_ids) for hw in distinct], td.INDEX)
+
+    present = np.arange(stride) < gpu_count[:, None].astype(np.intp)
+    gpu_free_milli = np.where(present, 1000, 0).astype(td.MILLI)
+    gpu_free_mem = np.where(present, gpu_mem_cap[:, None], 0).astype(td.MIB32)
+    unhealthy_at = [(i, g) for i, node in enumerate(nodes) if node.unhealthy_gpus for g in node.unhealthy_gpus]
+    if unhealthy_at:
+        rows, cols = np.array(unhealthy_at, dtype=np.intp).T
+        gpu_free_milli[rows, cols] = 0
+        gpu_free_mem[rows, cols] = 0
+
+    # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
+    tag_count = np.zeros((n, stride + 1), dtype=td.INT)
+    owner = [i for i, node in enumerate(nodes) if node.pods for _ in node.pods]
+    running = [p for node in nodes if node.pods for p in node.pods]
+    if running:
+        at = np.array(owner, dtype=np.intp)
+        np.subtract.at(cpu_free, at, np.fromiter((p.cpu_milli for p in running), dtype=td.BIG, count=len(running)))
+        np.subtract.at(mem_free, at, np.fromiter((p.memory_mib for p in running), dtype=td.BIG, count=len(running)))
+        pods_free -= np.bincount(at, minlength=n).astype(td.INT)
+        count = len(running)
+        held = np.fromiter((len(p.gpus) for p in running), dtype=np.intp, count=count)
+        if held.any():
+            gpus = np.fromiter((g for p in running for g in p.gpus), dtype=np.intp, count=int(held.sum()))
+            gpu_free_milli[np.repeat(at, held), gpus] = 0
+            with_gpus = held > 0
+            np.add.at(tag_count, (at[with_gpus], held[with_gpus]), 1)
+        shared = [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib]
+        if shared:
+            for k in shared:
+                i, p = owner[k], running[k]
+                for g, m in p.gpu_shares.items():
+                    gpu_free_milli[i, g] -= m
+                tag_count[i, 0] += len(p.gpu_shares)
+                for g, m in p.gpu_memory_mib.items():
+                    gpu_free_mem[i, g] -= m
 
     n_models = len(model_names)
     model_max = np.zeros(n_models, dtype=td.INDEX)
@@ -321,27 +327,28 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "tag_count": tag_count,
         "tag_kinds": (tag_count > 0).sum(axis=1, dtype=td.INT),
     }
+    names = [node.name for node in nodes]
     packed = PackedCluster(
         node_names=names,
         node_index={name: i for i, name in enumerate(names)},
         model_names=model_names,
         arrays=arrays,
-        cpu_cap=cpu_cap,
-        mem_cap=mem_cap,
-        pods_cap=pods_cap,
-        gpu_mem_cap=gmem_cap,
-        unhealthy=unhealthy,
+        cpu_cap=[distinct[k].cpu_milli for k in hw_idx],
+        mem_cap=[distinct[k].memory_mib for k in hw_idx],
+        pods_cap=[distinct[k].max_pods for k in hw_idx],
+        gpu_mem_cap=[distinct[k].gpu_memory_mib for k in hw_idx],
+        unhealthy=[node.unhealthy_gpus for node in nodes],
         nodes=nodes,
-        unschedulable=unschedulable,
+        unschedulable=np.fromiter((node.unschedulable for node in nodes), dtype=bool, count=n),
         n_words=n_words,
         kinds=kinds,
     )
     for i, node in enumerate(nodes):
         for name, amount in node.resources.items():
             packed.extended_free.setdefault(name, np.zeros(n, dtype=np.int64))[i] += amount.allocatable
-    for i, node in enumerate(nodes):
-        for pod in node.pods:
-            packed.use_resources(i, pod.resources, 1)
+    for i, p in zip(owner, running):
+        if p.resources:
+            packed.use_resources(i, p.resources, 1)
     refresh_derived(packed)
     return packed
 
