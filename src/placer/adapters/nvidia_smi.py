@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import NoReturn, Union
+from typing import Union
 
 from placer._io import read_text
-from placer.exceptions import InvalidInputError
+from placer.textlines import TextLines
 
 __all__ = ["TopoMatrix", "parse_topo_matrix", "parse_topo_file"]
 
@@ -227,25 +227,7 @@ class _Row:
     values: list[str]
 
 
-class _LineParser:
-    """The lines of an nvidia-smi output (without a BOM, the last newline and CRs) and
-    errors located at ``<source>:<line>``; shared with :mod:`placer.adapters.nvidia_smi_query`,
-    :mod:`placer.adapters.nvidia_smi_list` and :mod:`placer.adapters.slurm_status`."""
-
-    def __init__(self, text: str, source: str) -> None:
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        self.lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-        self.source = source
-
-    def fail(self, line: int, what: str) -> NoReturn:
-        raise InvalidInputError(f"{self.source}:{line}", what)
-
-
-class _TopoParser(_LineParser):
+class _TopoParser(TextLines):
     def line_text(self, index: int) -> str | None:
         return self.lines[index] if index < len(self.lines) else None
 

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, NoReturn, Union
 from placer._io import read_text
 from placer._validation import MAX_GPUS
 from placer.exceptions import InvalidInputError
+from placer.textlines import clip, split_outside
 
 __all__ = [
     "GresGpu",
@@ -344,7 +345,7 @@ def expand_hostlist(text: str, where: str) -> list[str]:
 
     if not text:
         bad("it is empty")
-    pieces, problem = _split_outside(text, "[", "]")
+    pieces, problem = split_outside(text, "[", "]")
     if problem is not None:
         bad(problem)
 
@@ -383,34 +384,6 @@ def expand_hostlist(text: str, where: str) -> list[str]:
         ]
         names.extend("".join(combo) for combo in itertools.product(*choices))
     return names
-
-
-def _split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
-    """Split ``text`` at the commas outside ``opening``/``closing`` brackets.
-
-    Also returns the first bracket fault met, None for none; for ``[`` and ``]``:
-    ``"nested '['"``, ``"']' without '['"`` or, at the end, ``"'[' without ']'"``.
-    """
-    pieces: list[str] = []
-    problem: str | None = None
-    depth = 0
-    start = 0
-    for index, char in enumerate(text):
-        if char == opening:
-            depth += 1
-            if depth > 1 and problem is None:
-                problem = f"nested {opening!r}"
-        elif char == closing:
-            depth -= 1
-            if depth < 0 and problem is None:
-                problem = f"{closing!r} without {opening!r}"
-        elif char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    if depth and problem is None:
-        problem = f"{opening!r} without {closing!r}"
-    pieces.append(text[start:])
-    return pieces, problem
 
 
 def _bracket_ranges(inner: str, bad: Any) -> list[tuple[int, int, int]]:
@@ -585,7 +558,7 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
         elif current is None:
             if not raw[:1].isspace() and _SCONTROL_ECHO.fullmatch(stripped):
                 continue
-            _fail(where, f"expected a node record starting NodeName=, got {_clip(stripped)!r}")
+            _fail(where, f"expected a node record starting NodeName=, got {clip(stripped)!r}")
         for key, value in _line_pairs(stripped, where):
             if key in current:
                 _fail(where, f"expected each key once per node, got {key}= again "
@@ -606,14 +579,10 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
     return nodes
 
 
-def _clip(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def _line_pairs(line: str, where: str) -> list[tuple[str, str]]:
     matches = list(_KEY.finditer(line))
     if not matches or matches[0].start() != 0:
-        _fail(where, f"expected Key=Value at the start of the line, got {_clip(line)!r}")
+        _fail(where, f"expected Key=Value at the start of the line, got {clip(line)!r}")
     pairs: list[tuple[str, str]] = []
     for i, match in enumerate(matches):
         key = match.group(1)
@@ -672,13 +641,13 @@ def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None,
     """Split ``gpu:a100:2(S:0-1),mps:200`` into (name, type, count, parenthesised part)."""
     if value in _NO_VALUE:
         return []
-    items, _ = _split_outside(value, "(", ")")
+    items, _ = split_outside(value, "(", ")")
     out: list[tuple[str, str | None, str, str | None]] = []
     for item in items:
         match = _GRES_ITEM.fullmatch(item)
         if match is None:
             _fail(where, f"expected {key} as name[:type]:count[(...)],... , got {item!r} in "
-                         f"{_clip(value)!r}")
+                         f"{clip(value)!r}")
         name, gtype, count, inner = match.groups()
         out.append((name, None if gtype in (None, "(null)") else gtype, count, inner))
     return out
@@ -1121,7 +1090,7 @@ def parse_sinfo_gres_used(text: str, source: str = "<text>") -> dict[str, tuple[
             missing = [col for col in ("GRES_USED", "NODELIST") if col not in header]
             if missing:
                 _fail(where, f"expected a sinfo -O header with GRES_USED and NODELIST, "
-                             f"got {_clip(raw.strip())!r}")
+                             f"got {clip(raw.strip())!r}")
             continue
         if len(words) != len(header):
             _fail(where, f"expected {len(header)} values ({' '.join(header)}), got {len(words)}")
