@@ -18,15 +18,15 @@ the words back exactly; a word made only of letters, digits and ``@%+=:,./-`` st
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Any, Collection, Iterable, Mapping, NoReturn, Union
 
 import yaml
 
 from placer._io import dump_json
-from placer.adapters.slurm import expand_hostlist as slurm_hostlist
 from placer.exceptions import InvalidInputError
+from placer.hostlist import compress_hostlist
+from placer.hostlist import expand_hostlist as _expand_hostlist
 from placer.model import Assignment, PlacementResult, load_result
 
 __all__ = [
@@ -51,8 +51,6 @@ GPU_MILLI_ANNOTATION = "placer.io/gpu-milli"
 GANG_ANNOTATION = "placer.io/gang"
 NICS_ANNOTATION = "placer.io/nics"
 DEFAULT_NAMESPACE = "default"
-
-_TRAILING_NUMBER = re.compile(r"(.*?)([0-9]{1,18})")
 
 
 # ----------------------------------------------------------------------------- Kubernetes
@@ -248,66 +246,15 @@ def to_slurm(result: ResultLike) -> str:
 # ----------------------------------------------------------------------------- hostlists
 
 
-def compress_hostlist(names: Iterable[str]) -> str:
-    """Slurm's compressed form of a set of host names: ``n01,n02,n03,n07`` -> ``n[01-03,07]``.
-
-    A name ending in digits is split into a prefix and that number; names with the same
-    prefix go into one bracket, consecutive numbers into ranges. Zero padding is kept:
-    a range ``lo-hi`` is used only when every number in it is printed as ``lo`` is padded
-    (``n[08-10]`` for ``n08,n09,n10``; ``n7,n08`` stay ``n[7,08]``). A prefix with a single
-    name is written without brackets (``n07``), as are names without trailing digits.
-    Duplicates are dropped; the output is sorted by prefix, then by number, so it is the
-    same for any order of the input. Prefixes are taken as they are: a name that
-    contains ``[``, ``]`` or ``,`` gives a hostlist Slurm cannot read.
-
-    Parameters
-    ----------
-    names : iterable of str
-        Host names.
-
-    Returns
-    -------
-    str
-        The comma-separated hostlist; empty for no names.
-    """
-    plain: set[str] = set()
-    numbered: dict[str, set[tuple[int, str]]] = {}
-    for name in names:
-        match = _TRAILING_NUMBER.fullmatch(name)
-        if match is None:
-            plain.add(name)
-        else:
-            numbered.setdefault(match.group(1), set()).add((int(match.group(2)), match.group(2)))
-    items: list[tuple[str, str]] = [(name, name) for name in plain]
-    for prefix, numbers in numbered.items():
-        ordered = sorted(numbers)
-        if len(ordered) == 1:
-            items.append((prefix, prefix + ordered[0][1]))
-            continue
-        parts: list[str] = []
-        start = 0
-        while start < len(ordered):
-            value, text = ordered[start]
-            end = start
-            while (
-                end + 1 < len(ordered)
-                and ordered[end + 1][0] == ordered[end][0] + 1
-                and ordered[end + 1][1] == str(ordered[end + 1][0]).zfill(len(text))
-            ):
-                end += 1
-            parts.append(text if end == start else f"{text}-{ordered[end][1]}")
-            start = end + 1
-        items.append((prefix, f"{prefix}[{','.join(parts)}]"))
-    items.sort()
-    return ",".join(text for _, text in items)
-
-
 def expand_hostlist(hostlist: str) -> list[str]:
-    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``
-    (:func:`placer.adapters.slurm.expand_hostlist`; errors name ``hostlist``)."""
+    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``.
+
+    The inverse of :func:`compress_hostlist`: ``""`` gives ``[]``; otherwise as
+    :func:`placer.hostlist.expand_hostlist`, errors naming ``hostlist``.
+    """
     if not hostlist:
         return []
-    return slurm_hostlist(hostlist, "hostlist")
+    return _expand_hostlist(hostlist, "hostlist")
 
 
 def render(result: ResultLike, fmt: str) -> str:

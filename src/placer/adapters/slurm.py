@@ -6,7 +6,8 @@
 * ``scontrol -d show node`` output: :func:`parse_scontrol_nodes`.
 * ``topology.conf`` (tree and block forms): :func:`parse_topology_conf`.
 * ``sinfo -O GresUsed,NodeList`` output: :func:`parse_sinfo_gres_used`.
-* Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`.
+* Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`,
+  re-exported from :mod:`placer.hostlist`.
 * :func:`snapshot_from_slurm` (files) and :func:`build_snapshot` (parsed records) make a
   placer/v1 ClusterSnapshot document out of the three.
 
@@ -17,7 +18,6 @@ with ``where`` = ``"<source>:<line>"``.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 import re
@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, NoReturn, Union
 from placer._io import read_text
 from placer._validation import MAX_GPUS
 from placer.exceptions import InvalidInputError
+from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
 from placer.textlines import clip, split_outside
 
 __all__ = [
@@ -299,109 +300,6 @@ def _fail(where: str, what: str) -> NoReturn:
     raise InvalidInputError(where, what)
 
 
-# ------------------------------------------------------------------------------ hostlists
-
-MAX_HOSTLIST_NAMES = 100_000
-"""Most names one hostlist expression may expand to (guards against ``n[0-99999999]``)."""
-
-_HOST_LITERAL = re.compile(r"[A-Za-z0-9_.\-]+")
-_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
-
-
-def expand_hostlist(text: str, where: str) -> list[str]:
-    """Expand a Slurm hostlist expression into host names, in the order written.
-
-    Top-level commas separate expressions (``esc8000a-[0-1],esc8000b-0``). A bracket
-    holds a comma list of numbers and ``lo-hi`` ranges (``tux[0-3,7]``); the numbers are
-    zero-padded to the width of the written low bound (``n[001-010]`` gives ``n001`` ...
-    ``n010``; ``n[8-10]`` gives ``n8``, ``n9``, ``n10``). Several brackets in one name
-    multiply out, the leftmost varying slowest (``r[1-2]n[1-2]`` gives ``r1n1``, ``r1n2``,
-    ``r2n1``, ``r2n2``). Outside brackets a name may hold letters, digits, ``_``, ``.``
-    and ``-``. Repeated names are kept.
-
-    Parameters
-    ----------
-    text : str
-        The expression, without surrounding whitespace.
-    where : str
-        Location for errors (``file:line``).
-
-    Returns
-    -------
-    list of str
-        The host names.
-
-    Raises
-    ------
-    InvalidInputError
-        At ``where`` for an empty expression or element, an unbalanced or nested bracket,
-        an empty bracket, a range element that is not ``N`` or ``N-M`` with ``N <= M``
-        (at most 18 digits), a character outside the name alphabet (whitespace
-        included), or more than :data:`MAX_HOSTLIST_NAMES` names.
-    """
-
-    def bad(reason: str) -> NoReturn:
-        _fail(where, f"expected a hostlist like tux[0-3,7], got {text!r}: {reason}")
-
-    if not text:
-        bad("it is empty")
-    pieces, problem = split_outside(text, "[", "]")
-    if problem is not None:
-        bad(problem)
-
-    plans: list[list[str | list[tuple[int, int, int]]]] = []
-    total = 0
-    for piece in pieces:
-        if not piece:
-            bad("an empty element between commas")
-        plan: list[str | list[tuple[int, int, int]]] = []
-        count = 1
-        i = 0
-        while i < len(piece):
-            if piece[i] == "[":
-                close = piece.index("]", i)
-                ranges = _bracket_ranges(piece[i + 1 : close], bad)
-                plan.append(ranges)
-                count *= sum(hi - lo + 1 for lo, hi, _ in ranges)
-                i = close + 1
-            else:
-                match = _HOST_LITERAL.match(piece, i)
-                if match is None:
-                    bad(f"unexpected character {piece[i]!r}")
-                plan.append(match.group(0))
-                i = match.end()
-        total += count
-        if total > MAX_HOSTLIST_NAMES:
-            bad(f"more than {MAX_HOSTLIST_NAMES} names")
-        plans.append(plan)
-
-    names: list[str] = []
-    for plan in plans:
-        choices = [
-            [part] if isinstance(part, str) else
-            [str(value).zfill(width) for lo, hi, width in part for value in range(lo, hi + 1)]
-            for part in plan
-        ]
-        names.extend("".join(combo) for combo in itertools.product(*choices))
-    return names
-
-
-def _bracket_ranges(inner: str, bad: Any) -> list[tuple[int, int, int]]:
-    if not inner:
-        bad("an empty '[]'")
-    ranges: list[tuple[int, int, int]] = []
-    for element in inner.split(","):
-        match = _RANGE.fullmatch(element)
-        if match is None:
-            bad(f"expected N or N-M inside brackets, got {element!r}")
-        lo = int(match.group(1))
-        hi = lo if match.group(2) is None else int(match.group(2))
-        if hi < lo:
-            bad(f"range {element!r} runs backwards")
-        ranges.append((lo, hi, len(match.group(1))))
-    return ranges
-
-
 # ------------------------------------------------------------------- scontrol show node
 
 UNSCHEDULABLE_STATES = frozenset(
@@ -495,6 +393,7 @@ _GRES_ITEM = re.compile(
     r"([A-Za-z][A-Za-z0-9_]*)(?::(\(null\)|[^:()\s,]+))?:([0-9]{1,18}[KMGTP]?)"
     r"(?:\(([^()]*)\))?"
 )
+_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
 _NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
 _MEM_UNITS: Mapping[str, int | Fraction] = {
     "": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3

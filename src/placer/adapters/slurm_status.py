@@ -28,8 +28,8 @@ from placer.adapters.slurm import (
     _mem_mib,
     _number_list,
     _whole,
-    expand_hostlist,
 )
+from placer.hostlist import expand_hostlist
 from placer.textlines import TextLines, clip
 
 __all__ = [
