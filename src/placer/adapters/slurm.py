@@ -18,16 +18,15 @@ with ``where`` = ``"<source>:<line>"``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
 from placer._io import read_text
 from placer._validation import MAX_GPUS
 from placer.exceptions import InvalidInputError
+from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, whole
 from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
 from placer.textlines import clip, split_outside
 
@@ -388,17 +387,10 @@ _REST_OF_LINE_KEYS = frozenset(("Reason", "Comment", "Extra"))
 _SCONTROL_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?scontrol(?:\s.*)?")
 _SINFO_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?sinfo(?:\s.*)?")
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
-_WHOLE = re.compile(r"[0-9]{1,18}")
 _GRES_ITEM = re.compile(
     r"([A-Za-z][A-Za-z0-9_]*)(?::(\(null\)|[^:()\s,]+))?:([0-9]{1,18}[KMGTP]?)"
     r"(?:\(([^()]*)\))?"
 )
-_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
-_NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
-_MEM_UNITS: Mapping[str, int | Fraction] = {
-    "": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3
-}
-_MEM = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,9}))?([A-Z]?)")  # unit checked by _mem_mib
 _STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
 
 
@@ -493,27 +485,9 @@ def _line_pairs(line: str, where: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _whole(value: str, where: str, what: str) -> int:
-    if not _WHOLE.fullmatch(value):
-        _fail(where, f"expected {what} as a whole number, got {value!r}")
-    return int(value)
-
-
-def _mem_mib(
-    value: str, where: str, what: str, units: Mapping[str, int | Fraction] = _MEM_UNITS
-) -> int:
-    """A size like ``16384M`` or ``1.5G`` in MiB, rounded up; ``units`` maps the suffixes
-    allowed to MiB."""
-    match = _MEM.fullmatch(value)
-    if match is None or match.group(3) not in units:
-        _fail(where, f"expected {what} as a size like 16384M or 1.5G, got {value!r}")
-    number = Fraction(f"{match.group(1)}.{match.group(2) or '0'}")
-    return math.ceil(number * units[match.group(3)])
-
-
 def _tres(value: str, where: str, key: str) -> dict[str, str]:
     """``cpu=11,mem=240G,gres/gpu=1`` as a mapping (empty for an empty value)."""
-    if value in _NO_VALUE:
+    if value in NO_VALUE:
         return {}
     out: dict[str, str] = {}
     for item in value.split(","):
@@ -529,16 +503,16 @@ def _tres(value: str, where: str, key: str) -> dict[str, str]:
 def _tres_gpus(tres: dict[str, str], where: str, key: str) -> int | None:
     """GPUs of a TRES list: ``gres/gpu``, else the sum of ``gres/gpu:<type>``."""
     if "gres/gpu" in tres:
-        return _whole(tres["gres/gpu"], where, f"gres/gpu of {key}=")
+        return whole(tres["gres/gpu"], where, f"gres/gpu of {key}=")
     typed = [name for name in tres if name.startswith("gres/gpu:")]
     if not typed:
         return None
-    return sum(_whole(tres[name], where, f"{name} of {key}=") for name in typed)
+    return sum(whole(tres[name], where, f"{name} of {key}=") for name in typed)
 
 
 def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None, str, str | None]]:
     """Split ``gpu:a100:2(S:0-1),mps:200`` into (name, type, count, parenthesised part)."""
-    if value in _NO_VALUE:
+    if value in NO_VALUE:
         return []
     items, _ = split_outside(value, "(", ")")
     out: list[tuple[str, str | None, str, str | None]] = []
@@ -552,39 +526,9 @@ def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None,
     return out
 
 
-def _number_list(
-    text: str,
-    where: str,
-    limit: int,
-    malformed: str,
-    backward: Callable[[str], str],
-    beyond: Callable[[int], str],
-    pattern: re.Pattern[str] = _RANGE,
-) -> list[int]:
-    """The numbers of a comma list of ``N`` and ``N-M`` elements (``0-1,3``), in order.
-
-    Fails at ``where`` with ``malformed`` for an element ``pattern`` does not match, with
-    ``backward(element)`` for a range that runs backwards and with ``beyond(number)`` for a
-    number of ``limit`` or more.
-    """
-    numbers: list[int] = []
-    for element in text.split(","):
-        match = pattern.fullmatch(element)
-        if match is None:
-            _fail(where, malformed)
-        lo = int(match.group(1))
-        hi = lo if match.group(2) is None else int(match.group(2))
-        if hi < lo:
-            _fail(where, backward(element))
-        if hi >= limit:
-            _fail(where, beyond(hi))
-        numbers.extend(range(lo, hi + 1))
-    return numbers
-
-
 def _index_list(text: str, where: str, limit: int, what: str) -> list[int]:
     """``0-1,3`` as indices, each below ``limit``."""
-    return _number_list(
+    return number_list(
         text, where, limit, f"expected {what} as indices like 0-1,3, got {text!r}",
         lambda element: f"expected {what} as indices like 0-1,3, got backward range {element!r}",
         lambda hi: f"expected {what} below {limit} (the node's GPUs), got {hi}",
@@ -620,13 +564,13 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
     for key in ("CPUEfctv", "CPUTot"):
         value = get(key)
         if value is not None:
-            cpus = _whole(value, at(key), f"{key}=")
+            cpus = whole(value, at(key), f"{key}=")
             break
     else:
         if "cpu" in cfg:
-            cpus = _whole(cfg["cpu"], at("CfgTRES"), "the cpu of CfgTRES=")
+            cpus = whole(cfg["cpu"], at("CfgTRES"), "the cpu of CfgTRES=")
     memory = get("RealMemory")
-    memory_mib = None if memory is None else _whole(memory, at("RealMemory"), "RealMemory=")
+    memory_mib = None if memory is None else whole(memory, at("RealMemory"), "RealMemory=")
 
     gpus = 0
     types: list[str | None] = []
@@ -635,7 +579,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         for gname, gtype, count, _ in _gres_items(gres, at("Gres"), "Gres="):
             if gname != "gpu":
                 continue
-            gpus += _whole(count, at("Gres"), "a GPU count in Gres=")
+            gpus += whole(count, at("Gres"), "a GPU count in Gres=")
             types.append(gtype)
         if gpus > MAX_GPUS:
             _fail(at("Gres"), f"expected at most {MAX_GPUS} GPUs on a node, got {gpus}")
@@ -652,7 +596,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         for gname, _, count_text, inner in _gres_items(used_text, where, "GresUsed="):
             if gname != "gpu":
                 continue
-            count = _whole(count_text, where, "a GPU count in GresUsed=")
+            count = whole(count_text, where, "a GPU count in GresUsed=")
             if inner is None:
                 unknown += count
                 continue
@@ -675,7 +619,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
     ) -> int | None:
         """``key=``, else the ``tres`` of AllocTRES=, else None; at most ``total`` (``of``)."""
         if key in record:
-            where, amount = at(key), _whole(record[key][0], at(key), f"{key}=")
+            where, amount = at(key), whole(record[key][0], at(key), f"{key}=")
         elif tres in alloc:
             where = at("AllocTRES")
             amount = parse(alloc[tres], where, f"the {tres} of AllocTRES=")
@@ -685,8 +629,8 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
             _fail(where, f"expected at most the node's {of} allocated, got {amount}")
         return amount
 
-    alloc_cpus = allocated("CPUAlloc", "cpu", _whole, cpus, f"{cpus} CPUs")
-    alloc_mem = allocated("AllocMem", "mem", _mem_mib, memory_mib, f"RealMemory={memory_mib} MiB")
+    alloc_cpus = allocated("CPUAlloc", "cpu", whole, cpus, f"{cpus} CPUs")
+    alloc_mem = allocated("AllocMem", "mem", mem_mib, memory_mib, f"RealMemory={memory_mib} MiB")
 
     state = get("State")
     unschedulable = False
@@ -701,7 +645,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
 
     partitions = get("Partitions")
     features = get("ActiveFeatures")
-    if features is None or features in _NO_VALUE:
+    if features is None or features in NO_VALUE:
         features = get("AvailableFeatures")
     return SlurmNode(
         name=name,
@@ -717,8 +661,8 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         alloc_memory_mib=alloc_mem,
         state=state,
         unschedulable=unschedulable,
-        partitions=None if partitions in _NO_VALUE else partitions,
-        features=None if features in _NO_VALUE else features,
+        partitions=None if partitions in NO_VALUE else partitions,
+        features=None if features in NO_VALUE else features,
     )
 
 
@@ -870,7 +814,7 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
             _fail(where, "expected either Nodes= (a leaf switch) or Switches= on a SwitchName= "
                          f"line, got {both}")
         if "linkspeed" in fields:
-            _whole(fields["linkspeed"], where, "LinkSpeed=")
+            whole(fields["linkspeed"], where, "LinkSpeed=")
         switches[name] = (line_no, fields)
 
     if form == "block":
@@ -932,7 +876,7 @@ def _single_name(value: str, where: str, key: str) -> str:
 
 
 def _positive(value: str, where: str, what: str) -> int:
-    number = _whole(value.strip(), where, f"the sizes of {what}")
+    number = whole(value.strip(), where, f"the sizes of {what}")
     if number < 1:
         _fail(where, f"expected the sizes of {what} to be at least 1, got {number}")
     return number
@@ -998,7 +942,7 @@ def parse_sinfo_gres_used(text: str, source: str = "<text>") -> dict[str, tuple[
         for gname, _, count_text, inner in _gres_items(row["GRES_USED"], where, "GRES_USED"):
             if gname != "gpu":
                 continue
-            count = _whole(count_text, where, "a GPU count in GRES_USED")
+            count = whole(count_text, where, "a GPU count in GRES_USED")
             if inner is None or not inner.startswith("IDX:"):
                 _fail(where, f"expected (IDX:...) after gpu:{count} in GRES_USED, "
                              f"got {row['GRES_USED']!r}")

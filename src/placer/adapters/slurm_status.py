@@ -21,14 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, NoReturn
 
-from placer.adapters.slurm import (
-    _MEM_UNITS,
-    _NO_VALUE,
-    _fail,
-    _mem_mib,
-    _number_list,
-    _whole,
-)
+from placer.adapters.slurm_values import MEM_UNITS, NO_VALUE, mem_mib, number_list, whole
+from placer.exceptions import InvalidInputError
 from placer.hostlist import expand_hostlist
 from placer.textlines import TextLines, clip
 
@@ -65,6 +59,10 @@ class _Output(TextLines):
     def no_header(self, header: str) -> NoReturn:
         """Fail at line 1: the output has no ``header`` at all."""
         self.fail(1, f"expected {header}, got nothing")
+
+
+def _fail(where: str, what: str) -> NoReturn:
+    raise InvalidInputError(where, what)
 
 
 def _echo(command: str) -> re.Pattern[str]:
@@ -424,7 +422,7 @@ _TRES_ITEM = re.compile(
     r"([a-z][a-z_]*(?:/[^=,\s]+)?)="
     r"([0-9]{1,18}(?:\.[0-9]{1,9})?[KMGTPE]?)"
 )
-_TRES_MEM_UNITS = {**_MEM_UNITS, "E": 1024**4}
+_TRES_MEM_UNITS = {**MEM_UNITS, "E": 1024**4}
 
 
 def parse_squeue_tres(text: str, source: str = "<text>") -> SqueueTres:
@@ -546,7 +544,7 @@ def _squeue_row(
 
     tres: dict[str, str] = {}
     truncated = False
-    items = [] if value in _NO_VALUE else value.split(",")
+    items = [] if value in NO_VALUE else value.split(",")
     for i, item in enumerate(items):
         last = i == len(items) - 1
         if last and item == "" and i > 0:
@@ -574,10 +572,10 @@ def _squeue_row(
     gpu_types: dict[str, int] = {}
     for name, amount in tres.items():
         if name.startswith("gres/gpu:"):
-            gpu_types[name[len("gres/gpu:"):]] = _whole(amount, where, f"{name}=")
+            gpu_types[name[len("gres/gpu:"):]] = whole(amount, where, f"{name}=")
     gpus: int | None
     if "gres/gpu" in tres:
-        gpus = _whole(tres["gres/gpu"], where, "gres/gpu=")
+        gpus = whole(tres["gres/gpu"], where, "gres/gpu=")
         if sum(gpu_types.values()) > gpus:
             _fail(where, f"expected the typed gres/gpu:<type> counts to be part of "
                          f"gres/gpu={gpus}, got {sum(gpu_types.values())} typed GPUs")
@@ -592,9 +590,9 @@ def _squeue_row(
         truncated=truncated,
         tres=tres,
         columns=columns,
-        cpus=_whole(tres["cpu"], where, "cpu=") if "cpu" in tres else None,
-        memory_mib=None if memory is None else _mem_mib(memory, where, "mem=", _TRES_MEM_UNITS),
-        node_count=_whole(tres["node"], where, "node=") if "node" in tres else None,
+        cpus=whole(tres["cpu"], where, "cpu=") if "cpu" in tres else None,
+        memory_mib=None if memory is None else mem_mib(memory, where, "mem=", _TRES_MEM_UNITS),
+        node_count=whole(tres["node"], where, "node=") if "node" in tres else None,
         gpus=gpus,
         gpu_types=gpu_types,
     )
@@ -895,7 +893,7 @@ def _core_ids(text: str | None, limit: int | None, where: str) -> tuple[int, ...
     if text is None:
         return None
     below = f"below Cores({limit})" if limit is not None else f"below {MAX_CORES}"
-    return tuple(_number_list(
+    return tuple(number_list(
         text, where, MAX_CORES if limit is None else limit,
         f"expected the cores as ranges like 0-63,128-191, got {text!r}",
         lambda element: f"expected the core range {element!r} to run upwards",
