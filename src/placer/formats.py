@@ -1,5 +1,9 @@
 """A PlacementResult in the forms the real systems take (``placer place --format ...``).
 
+:data:`OUTPUT_FORMATS` maps each ``--format`` name to its writer (``json`` — :func:`to_json`,
+the PlacementResult document itself — and the forms below); :func:`render` looks the name
+up there.
+
 * ``k8s-binding`` — :func:`to_k8s_bindings` / :func:`render_k8s_bindings`: one
   Kubernetes ``v1`` ``Binding`` per assigned pod, as a YAML multi-document stream or a
   JSON ``List``;
@@ -19,7 +23,8 @@ the words back exactly; a word made only of letters, digits and ``@%+=:,./-`` st
 from __future__ import annotations
 
 import shlex
-from typing import Any, Collection, Iterable, Mapping, NoReturn, Union
+from types import MappingProxyType
+from typing import Any, Callable, Collection, Iterable, Mapping, NoReturn, Union
 
 import yaml
 
@@ -30,6 +35,7 @@ from placer.hostlist import expand_hostlist as _expand_hostlist
 from placer.model import Assignment, PlacementResult, load_result
 
 __all__ = [
+    "OUTPUT_FORMATS",
     "FORMATS",
     "GPUS_ANNOTATION",
     "GPU_MILLI_ANNOTATION",
@@ -38,14 +44,15 @@ __all__ = [
     "render_k8s_bindings",
     "to_env",
     "to_slurm",
+    "to_json",
     "compress_hostlist",
     "expand_hostlist",
     "render",
 ]
 
 ResultLike = Union[PlacementResult, Mapping[str, Any], str]
+Writer = Callable[[ResultLike], str]
 
-FORMATS = ("k8s-binding", "k8s-binding-json", "env", "slurm")
 GPUS_ANNOTATION = "placer.io/gpus"
 GPU_MILLI_ANNOTATION = "placer.io/gpu-milli"
 GANG_ANNOTATION = "placer.io/gang"
@@ -257,24 +264,77 @@ def expand_hostlist(hostlist: str) -> list[str]:
     return _expand_hostlist(hostlist, "hostlist")
 
 
+# ----------------------------------------------------------------------------- the registry
+
+
+def to_json(result: ResultLike) -> str:
+    """The PlacementResult document as JSON text indented by 2, ending in a newline
+    (``placer place``'s default output).
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+
+    Returns
+    -------
+    str
+    """
+    return dump_json(load_result(result).to_dict())
+
+
+def _k8s_binding_yaml(result: ResultLike) -> str:
+    return render_k8s_bindings(result, "yaml")
+
+
+def _k8s_binding_json(result: ResultLike) -> str:
+    return render_k8s_bindings(result, "json")
+
+
+OUTPUT_FORMATS: Mapping[str, Writer] = MappingProxyType(
+    {
+        "json": to_json,
+        "k8s-binding": _k8s_binding_yaml,
+        "k8s-binding-json": _k8s_binding_json,
+        "env": to_env,
+        "slurm": to_slurm,
+    }
+)
+"""The output formats of ``placer place --format``: name -> writer of a result's text.
+
+``json`` (:func:`to_json`), ``k8s-binding`` (:func:`render_k8s_bindings` as YAML),
+``k8s-binding-json`` (the same as a JSON ``List``), ``env`` (:func:`to_env`) and
+``slurm`` (:func:`to_slurm`). The command line takes its ``--format`` choices from here.
+"""
+
+FORMATS = tuple(OUTPUT_FORMATS)
+"""The names of :data:`OUTPUT_FORMATS`, ``json`` first."""
+
+
 def render(result: ResultLike, fmt: str) -> str:
-    """The text of ``placer place --format FMT``: ``k8s-binding`` (YAML stream),
-    ``k8s-binding-json``, ``env`` or ``slurm``.
+    """The text of ``placer place --format FMT``: the writer :data:`OUTPUT_FORMATS` has
+    for ``fmt`` applied to ``result``.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+    fmt : str
+        A name of :data:`OUTPUT_FORMATS`.
+
+    Returns
+    -------
+    str
 
     Raises
     ------
     InvalidInputError
-        ``--format`` for another format name.
+        ``--format`` for another format name; as the writer.
     """
-    if fmt == "k8s-binding":
-        return render_k8s_bindings(result, "yaml")
-    if fmt == "k8s-binding-json":
-        return render_k8s_bindings(result, "json")
-    if fmt == "env":
-        return to_env(result)
-    if fmt == "slurm":
-        return to_slurm(result)
-    _fail("--format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    writer = OUTPUT_FORMATS.get(fmt)
+    if writer is None:
+        _fail("--format", f"expected one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
+    return writer(result)
 
 
 # ----------------------------------------------------------------------------- helpers
