@@ -420,3 +420,28 @@ def test_topo_bad_options(capsys, argv, where):
 def test_topo_broken_file(capsys):
     msg = fails(capsys, "topo", BROKEN, "--format", "json")
     assert msg.startswith(f"{BROKEN}:3: ")
+
+
+# ---------------------------------------------------------------------- the library API
+
+
+def test_topology_report_is_what_topo_json_prints(capsys):
+    from placer.topo_report import load_topology, topology_report
+
+    loaded = load_topology(DGX1)
+    assert loaded.kind == "nvidia-smi" and len(loaded.nics) == 4
+    assert topology_report(loaded.topology, loaded.nics) == topo_json(capsys, DGX1)
+    assert topology_report(loaded.topology, loaded.nics, max_size=3) == topo_json(capsys, DGX1, "--max-size", "3")
+
+
+def test_load_topology_reads_documents_by_name(tmp_path):
+    from placer.topo_report import load_topology, topology_from_nvidia_smi
+    from placer.exceptions import InvalidInputError
+
+    path = tmp_path / "nvs.yaml"
+    path.write_text("nvswitch: true\ngpus: 4\n", encoding="utf-8")
+    loaded = load_topology(path)
+    assert loaded.kind == "document" and loaded.topology.nvswitch and loaded.topology.gpus == 4
+    with pytest.raises(InvalidInputError) as e:
+        topology_from_nvidia_smi("nvswitch: true\ngpus: 4\n", "t.txt")
+    assert e.value.where == "t.txt:1" and ".yaml" in e.value.what

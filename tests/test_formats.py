@@ -14,12 +14,14 @@ from hypothesis import strategies as st
 import placer
 from placer.exceptions import InvalidInputError
 from placer.formats import (
+    OUTPUT_FORMATS,
     compress_hostlist,
     expand_hostlist,
     render,
     render_k8s_bindings,
     to_env,
     to_k8s_bindings,
+    to_json,
     to_slurm,
 )
 
@@ -307,3 +309,31 @@ def test_slurm_docstring_example():
     job, nodelist, *per_node = shlex.split(line)
     assert expand_hostlist(nodelist) == ["n01", "n02", "n07"]
     assert [w.split(":", 1)[0] for w in per_node] == ["n01", "n02", "n07"]
+
+
+# ----------------------------------------------------------------- the registry
+
+
+def test_place_format_takes_every_registered_format(tmp_path, capsys):
+    from placer.cli import main
+
+    snap, req = tmp_path / "s.json", tmp_path / "r.json"
+    snap.write_text(json.dumps(SNAPSHOT), encoding="utf-8")
+    req.write_text(json.dumps(REQUEST), encoding="utf-8")
+    result = placer.place(SNAPSHOT, REQUEST)
+    assert list(OUTPUT_FORMATS)[0] == "json"
+    for name in [None, *OUTPUT_FORMATS]:
+        argv = ["place", str(snap), str(req)] + ([] if name is None else ["--format", name])
+        assert main(argv) == 0
+        assert capsys.readouterr().out == render(result, name or "json"), name
+    assert main(["place", str(snap), str(req), "--format", "yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("placer: error: --format: ") and all(name in err for name in OUTPUT_FORMATS)
+
+
+def test_render_uses_the_registry():
+    result = placer.place(SNAPSHOT, REQUEST)
+    for name, writer in OUTPUT_FORMATS.items():
+        assert render(result, name) == writer(result)
+    assert json.loads(render(result, "json")) == result.to_dict()
+    assert render(result, "json") == to_json(result.to_dict())

@@ -1,14 +1,17 @@
-"""File helpers: reading text with located errors, JSON text and all-or-nothing writes."""
+"""File helpers: reading text with located errors, JSON text, all-or-nothing writes and the
+data files bundled with the package."""
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from importlib import resources
+from pathlib import Path
 from typing import Any, Union
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["dump_json", "read_text", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["bundled_file", "dump_json", "read_text", "write_bytes_atomic", "write_text_atomic"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -37,6 +40,26 @@ def read_text(path: PathLike, source: str | None = None) -> str:
         raise InvalidInputError(
             f"{source or name}:{line}", f"expected UTF-8 text, got byte 0x{raw[e.start]:02x}"
         ) from None
+
+
+def bundled_file(*parts: str) -> Path | None:
+    """The path of a data file bundled with placer, ``placer/data/<parts...>``.
+
+    Parameters
+    ----------
+    *parts : str
+        The path below the package's ``data`` directory, one name per part
+        (``"openb", "openb_pod_list_default.csv"``).
+
+    Returns
+    -------
+    pathlib.Path or None
+        ``None`` when no such file is bundled, or a part holds a path separator.
+    """
+    if any(not part or os.sep in part or "/" in part for part in parts):
+        return None
+    entry = resources.files("placer").joinpath("data", *parts)
+    return Path(str(entry)) if entry.is_file() else None
 
 
 def dump_json(obj: Any) -> str:

@@ -3,6 +3,10 @@
 Exit status: 0 done, 1 ``check`` found violations, 2 bad input or usage (one line on
 stderr, ``placer: error: <where>: <what>``, no partial output file). The kernel
 (:mod:`placer.cluster`, :mod:`placer.place`) is imported only by the commands that place.
+
+This module parses arguments and prints; the work is the library's: output formats come
+from :data:`placer.formats.OUTPUT_FORMATS`, the ``gpus``/``topo`` FILE and report from
+:mod:`placer.topo_report`, the importers from :mod:`placer.adapters`.
 """
 from __future__ import annotations
 
@@ -10,14 +14,15 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Collection, NoReturn, Sequence
 
 from placer import __version__
-from placer._io import dump_json, read_text, write_text_atomic
+from placer._io import dump_json, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
+from placer.formats import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
-    from placer.topology import GpuTopology, Nic
+    from placer.topo_report import LoadedTopology
 
 __all__ = ["main"]
 
@@ -36,8 +41,25 @@ class _Parser(argparse.ArgumentParser):
         where = self.prog.partition(" ")[2] or "command line"
         raise _UsageError(f"{where}: {message} (see '{self.prog} --help')")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # An option's value outside its choices is bad input named by the option, worded
+        # as every other input error: "--format: expected text or json, got 'xml'".
+        if action.option_strings and action.choices is not None and value not in action.choices:
+            raise InvalidInputError(action.option_strings[-1], f"expected {_one_of(action.choices)}, got {value!r}")
+        super()._check_value(action, value)
+
+
+def _one_of(choices: Collection[str]) -> str:
+    names = list(choices)
+    return " or ".join(names) if len(names) <= 2 else "one of " + ", ".join(names)
+
+
+_TEXT_OR_JSON = ("text", "json")
+
 
 def _build_parser() -> argparse.ArgumentParser:
+    from placer.topo_report import ALL_SIZES_MAX_GPUS, LARGE_NODE_MAX_SIZE
+
     parser = _Parser(
         prog="placer",
         description="GPU placement for AI clusters: place pods and gangs, check placements.",
@@ -52,7 +74,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", metavar="P", help="override the request's policy")
     p.add_argument("--seed", metavar="N", help="override the request's seed")
     p.add_argument(
-        "--format", metavar="FMT", default="json",
+        "--format", metavar="FMT", default="json", choices=tuple(OUTPUT_FORMATS),
         help="json (a PlacementResult, default), k8s-binding (YAML Binding objects), k8s-binding-json, "
         "env (NVIDIA_VISIBLE_DEVICES per pod) or slurm (nodelist and CUDA_VISIBLE_DEVICES per job)",
     )
@@ -102,18 +124,18 @@ def _build_parser() -> argparse.ArgumentParser:
         "file", metavar="FILE",
         help="nvidia-smi topo -m output ('-' for stdin), or a .json/.yaml/.yml gpuTopology document",
     )
-    t.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
+    t.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
     t.add_argument(
         "--max-size", metavar="N",
-        help=f"largest set size to show (default: every size up to {_TOPO_ALL_SIZES_GPUS} GPUs, "
-        f"else at most {_TOPO_LARGE_MAX_SIZE})",
+        help=f"largest set size to show (default: every size up to {ALL_SIZES_MAX_GPUS} GPUs, "
+        f"else at most {LARGE_NODE_MAX_SIZE})",
     )
     t.set_defaults(handler=_cmd_topo)
 
     e = sub.add_parser("explain", help="why each pod or gang of a request that cannot be placed cannot")
     e.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     e.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
-    e.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
+    e.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
     e.set_defaults(handler=_cmd_explain)
 
     r = sub.add_parser(
@@ -125,7 +147,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="pods whose shapes to report and to measure fragmentation against: a PlacementRequest "
         "(JSON or YAML) or an openb pod CSV (default: 1, 2, 4, 8, 0.5 and 0.25 GPU)",
     )
-    r.add_argument("--format", metavar="FMT", default="text", help="text (default) or json")
+    r.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
     r.set_defaults(handler=_cmd_report)
 
     im = sub.add_parser("import", help="a ClusterSnapshot or PlacementRequest from kubectl or Slurm output")
@@ -214,21 +236,13 @@ def _emit(text: str, output: str | None) -> None:
 
 def _cmd_place(args: argparse.Namespace) -> int:
     from placer import schema
+    from placer.formats import render
     from placer.place import place
 
     policy = schema.check_policy(args.policy, "--policy") if args.policy is not None else None
     seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
-    from placer.formats import FORMATS
-
-    if args.format != "json" and args.format not in FORMATS:
-        raise InvalidInputError("--format", f"expected json or one of {', '.join(FORMATS)}, got {args.format!r}")
     result = place(args.snapshot, args.request, policy=policy, seed=seed)
-    if args.format == "json":
-        _emit(dump_json(result.to_dict()), args.output)
-    else:
-        from placer.formats import render
-
-        _emit(render(result, args.format), args.output)
+    _emit(render(result, args.format), args.output)
     return EXIT_OK
 
 
@@ -254,8 +268,6 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from placer.explain import explain
     from placer.model import load_request, load_snapshot
 
-    if args.format not in ("text", "json"):
-        raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
     result = explain(load_snapshot(args.snapshot), load_request(args.request))
     sys.stdout.write(dump_json(result.to_dict()) if args.format == "json" else result.to_text())
     return EXIT_OK
@@ -303,8 +315,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from placer.model import load_request, load_snapshot
     from placer.report import cluster_report
 
-    if args.format not in ("text", "json"):
-        raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
     snapshot = load_snapshot(args.snapshot)
     workload = source = None
     pods: list[Any] = []
@@ -445,108 +455,20 @@ _GPUS_EPILOG = _OBJECTIVE_HELP + "\n" + _SCORE_HELP + "\n" + _FILE_HELP + """
 example:
   placer gpus --topology topo.txt --available 0,2,4,5 --size 2
 """
-_TOPO_ALL_SIZES_GPUS = 16
-_TOPO_LARGE_MAX_SIZE = 2
 _TOPO_EPILOG = _OBJECTIVE_HELP + "\n" + _SCORE_HELP + "\n" + _FILE_HELP + """
 example:
   nvidia-smi topo -m | placer topo -
 """
-_DOCUMENT_EXTENSIONS = (".json", ".yaml", ".yml")
-_FORM_KEYS = ("matrix", "nvidiaSmiTopo", "nvidiaSmiTopoPcie", "nvswitch")
 _OPTION_WHERES = ("available", "required", "size", "objective")
 
 
-class _LoadedTopology(NamedTuple):
-    """A node's GPU topology read from the command line's FILE, with its NICs."""
+def _read_topology(path: str) -> LoadedTopology:
+    """FILE of ``gpus``/``topo``: ``-`` is ``nvidia-smi topo -m`` text on stdin."""
+    from placer.topo_report import load_topology, topology_from_nvidia_smi
 
-    topology: "GpuTopology"
-    nics: "tuple[Nic, ...]"
-
-
-def _read_topo_text(path: str) -> tuple[str, str]:
-    """The text of a ``nvidia-smi topo -m`` file (``-``: stdin) and its name for errors."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    return read_text(path), path
-
-
-def _topology_from_text(path: str) -> _LoadedTopology:
-    from placer.adapters.nvidia_smi import parse_topo_matrix
-    from placer.topology import GpuTopology, Nic
-
-    text, name = _read_topo_text(path)
-    try:
-        parsed = parse_topo_matrix(text, source=name)
-    except InvalidInputError as exc:
-        head = text.lstrip()
-        looks_like_document = head[:1] in ("{", "[") or head.startswith(
-            ("matrix:", "nvidiaSmiTopo:", "nvswitch:", "gpus:", "gpuTopology:")
-        )
-        if exc.where == f"{name}:1" and looks_like_document:
-            raise InvalidInputError(
-                exc.where, f"{exc.what} (a JSON/YAML document needs a .json, .yaml or .yml name)"
-            ) from None
-        raise
-    labels = tuple(tuple(row) for row in parsed.gpu_labels)
-    nics = tuple(Nic(n, tuple(lab)) for n, lab in zip(parsed.nic_names, parsed.nic_labels))
-    return _LoadedTopology(GpuTopology(gpus=len(labels), labels=labels, nics=nics), nics)
-
-
-def _topology_from_document(path: str) -> _LoadedTopology:
-    from placer.limits import MAX_GPUS
-    from placer.schema import load_document
-    from placer.topology import GpuTopology, nics_from_spec, topology_from_spec
-
-    doc = load_document(path)
-    try:
-        gpus = doc.get("gpus")
-        if gpus is not None and (type(gpus) is not int or not 1 <= gpus <= MAX_GPUS):
-            shown = repr(gpus) if not isinstance(gpus, (dict, list)) else type(gpus).__name__
-            raise InvalidInputError("gpus", f"expected an integer in 1..{MAX_GPUS}, got {shown}")
-        if "gpuTopology" in doc:
-            spec, where = doc["gpuTopology"], "gpuTopology"
-        else:
-            unknown = [str(k) for k in doc if k not in (*_FORM_KEYS, "gpus", "nics")]
-            if unknown or not any(doc.get(k) is not None for k in _FORM_KEYS):
-                raise InvalidInputError(
-                    "",
-                    "expected a gpuTopology form (matrix, nvidiaSmiTopo or nvswitch, with gpus) "
-                    "or a node type with gpus and gpuTopology"
-                    + (f"; unknown field(s): {', '.join(unknown)}" if unknown else ""),
-                )
-            # A bare form sits at the top level: its paths start with no name.
-            spec, where = {k: doc[k] for k in _FORM_KEYS if k in doc}, _TOP
-        try:
-            topology = topology_from_spec(spec, gpus=gpus, where=where)
-        except InvalidInputError as exc:
-            raise InvalidInputError(_untop(exc.where), _untop(exc.what)) from None
-        if topology is None:
-            if gpus is None:
-                raise InvalidInputError(
-                    _untop(where), "no link topology given: expected gpus (all pairs then score alike)"
-                )
-            topology = GpuTopology(gpus=gpus, labels=None)
-        nics = topology.nics
-        if doc.get("nics") is not None:
-            nics = nics_from_spec(doc["nics"], topology.gpus, where="nics")
-    except InvalidInputError as exc:
-        raise exc.within(path) from None
-    return _LoadedTopology(topology, nics)
-
-
-_TOP = "\x00"
-
-
-def _untop(text: str) -> str:
-    """``text`` with the top-level marker :data:`_TOP` (and the dot after it) removed."""
-    return text.replace(_TOP + ".", "").replace(_TOP, "")
-
-
-def _load_topology(path: str) -> _LoadedTopology:
-    """FILE of ``gpus``/``topo``: a document by its extension, else ``nvidia-smi`` text."""
-    if os.path.splitext(path)[1].lower() in _DOCUMENT_EXTENSIONS:
-        return _topology_from_document(path)
-    return _topology_from_text(path)
+        return topology_from_nvidia_smi(sys.stdin.read(), "<stdin>")
+    return load_topology(path)
 
 
 def _index_list(text: str | None, option: str) -> list[int]:
@@ -587,7 +509,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     size = _positive_int(args.size, "--size")
     available = _index_list(args.available, "--available") if args.available is not None else None
     required = _index_list(args.required, "--required")
-    topology = _load_topology(args.topology).topology
+    topology = _read_topology(args.topology).topology
     n = topology.gpus
     if size > n:
         raise InvalidInputError("--size", f"expected at most {n} (the GPUs of the node), got {size}")
@@ -600,35 +522,6 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     doc = {"gpus": chosen, "size": size, "objective": args.objective, "setScore": topology.set_score(chosen)}
     sys.stdout.write(json.dumps(doc) + "\n")
     return EXIT_OK
-
-
-def _topo_report(loaded: _LoadedTopology, max_size: int | None) -> dict[str, Any]:
-    from placer.gpusets import select_gpus
-
-    topology = loaded.topology
-    n = topology.gpus
-    if max_size is None:
-        max_size = n if n <= _TOPO_ALL_SIZES_GPUS else _TOPO_LARGE_MAX_SIZE
-    islands = [g for g in topology.islands() if len(g) > 1]
-    joined = {i for g in islands for i in g}
-    best = []
-    for size in range(2, min(max_size, n) + 1):
-        entry: dict[str, Any] = {"size": size}
-        for objective, key in (("tiling", "tiling"), ("best-set", "bestSet")):
-            chosen = select_gpus(topology, list(range(n)), size, objective=objective)
-            entry[key] = {"gpus": chosen, "setScore": topology.set_score(chosen)}
-        best.append(entry)
-    return {
-        "gpus": n,
-        "nvswitch": topology.nvswitch,
-        "matrix": [list(row) for row in topology.labels] if topology.labels is not None else None,
-        "scores": [list(row) for row in topology.scores],
-        "nics": [{"name": nic.name, "labels": list(nic.labels)} for nic in loaded.nics],
-        "islands": islands,
-        "withoutNvlink": [i for i in range(n) if i not in joined],
-        "bestSets": best,
-        "bestSetsUpTo": min(max_size, n),
-    }
 
 
 def _table(rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
@@ -696,20 +589,21 @@ def _topo_text(report: dict[str, Any], source: str) -> str:
                 row += [_set_text(e[key]["gpus"]), str(e[key]["setScore"])]
             rows.append(row)
         lines += ["  " + line for line in _table(rows, right=frozenset((0, 2, 4)))]
-        if report["bestSetsUpTo"] < n:
-            lines.append(f"  (sizes above {report['bestSetsUpTo']} not shown; see --max-size)")
+        shown = report["bestSets"][-1]["size"]
+        if shown < n:
+            lines.append(f"  (sizes above {shown} not shown; see --max-size)")
     else:
         lines.append("Best set per size: none (fewer than 2 GPUs)")
     return "\n".join(lines) + "\n"
 
 
 def _cmd_topo(args: argparse.Namespace) -> int:
-    if args.format not in ("text", "json"):
-        raise InvalidInputError("--format", f"expected text or json, got {args.format!r}")
+    from placer.topo_report import topology_report
+
     max_size = _positive_int(args.max_size, "--max-size") if args.max_size is not None else None
-    report = _topo_report(_load_topology(args.file), max_size)
+    loaded = _read_topology(args.file)
+    report = topology_report(loaded.topology, loaded.nics, max_size)
     if args.format == "json":
-        del report["bestSetsUpTo"]
         sys.stdout.write(_dump_rows_inline(report))
     else:
         sys.stdout.write(_topo_text(report, "<stdin>" if args.file == "-" else args.file))

@@ -1,5 +1,9 @@
 """A PlacementResult in the forms the real systems take (``placer place --format ...``).
 
+:data:`OUTPUT_FORMATS` maps each ``--format`` name to its writer (``json`` — :func:`to_json`,
+the PlacementResult document itself — and the forms below); :func:`render` looks the name
+up there.
+
 * ``k8s-binding`` — :func:`to_k8s_bindings` / :func:`render_k8s_bindings`: one
   Kubernetes ``v1`` ``Binding`` per assigned pod, as a YAML multi-document stream or a
   JSON ``List``;
@@ -18,18 +22,20 @@ the words back exactly; a word made only of letters, digits and ``@%+=:,./-`` st
 
 from __future__ import annotations
 
-import re
 import shlex
-from typing import Any, Collection, Iterable, Mapping, NoReturn, Union
+from types import MappingProxyType
+from typing import Any, Callable, Collection, Iterable, Mapping, NoReturn, Union
 
 import yaml
 
 from placer._io import dump_json
-from placer.adapters.slurm import expand_hostlist as slurm_hostlist
 from placer.exceptions import InvalidInputError
+from placer.hostlist import compress_hostlist
+from placer.hostlist import expand_hostlist as _expand_hostlist
 from placer.model import Assignment, PlacementResult, load_result
 
 __all__ = [
+    "OUTPUT_FORMATS",
     "FORMATS",
     "GPUS_ANNOTATION",
     "GPU_MILLI_ANNOTATION",
@@ -38,21 +44,20 @@ __all__ = [
     "render_k8s_bindings",
     "to_env",
     "to_slurm",
+    "to_json",
     "compress_hostlist",
     "expand_hostlist",
     "render",
 ]
 
 ResultLike = Union[PlacementResult, Mapping[str, Any], str]
+Writer = Callable[[ResultLike], str]
 
-FORMATS = ("k8s-binding", "k8s-binding-json", "env", "slurm")
 GPUS_ANNOTATION = "placer.io/gpus"
 GPU_MILLI_ANNOTATION = "placer.io/gpu-milli"
 GANG_ANNOTATION = "placer.io/gang"
 NICS_ANNOTATION = "placer.io/nics"
 DEFAULT_NAMESPACE = "default"
-
-_TRAILING_NUMBER = re.compile(r"(.*?)([0-9]{1,18})")
 
 
 # ----------------------------------------------------------------------------- Kubernetes
@@ -248,86 +253,88 @@ def to_slurm(result: ResultLike) -> str:
 # ----------------------------------------------------------------------------- hostlists
 
 
-def compress_hostlist(names: Iterable[str]) -> str:
-    """Slurm's compressed form of a set of host names: ``n01,n02,n03,n07`` -> ``n[01-03,07]``.
+def expand_hostlist(hostlist: str) -> list[str]:
+    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``.
 
-    A name ending in digits is split into a prefix and that number; names with the same
-    prefix go into one bracket, consecutive numbers into ranges. Zero padding is kept:
-    a range ``lo-hi`` is used only when every number in it is printed as ``lo`` is padded
-    (``n[08-10]`` for ``n08,n09,n10``; ``n7,n08`` stay ``n[7,08]``). A prefix with a single
-    name is written without brackets (``n07``), as are names without trailing digits.
-    Duplicates are dropped; the output is sorted by prefix, then by number, so it is the
-    same for any order of the input. Prefixes are taken as they are: a name that
-    contains ``[``, ``]`` or ``,`` gives a hostlist Slurm cannot read.
+    The inverse of :func:`compress_hostlist`: ``""`` gives ``[]``; otherwise as
+    :func:`placer.hostlist.expand_hostlist`, errors naming ``hostlist``.
+    """
+    if not hostlist:
+        return []
+    return _expand_hostlist(hostlist, "hostlist")
+
+
+# ----------------------------------------------------------------------------- the registry
+
+
+def to_json(result: ResultLike) -> str:
+    """The PlacementResult document as JSON text indented by 2, ending in a newline
+    (``placer place``'s default output).
 
     Parameters
     ----------
-    names : iterable of str
-        Host names.
+    result : PlacementResult, dict or path
+        The placement.
 
     Returns
     -------
     str
-        The comma-separated hostlist; empty for no names.
     """
-    plain: set[str] = set()
-    numbered: dict[str, set[tuple[int, str]]] = {}
-    for name in names:
-        match = _TRAILING_NUMBER.fullmatch(name)
-        if match is None:
-            plain.add(name)
-        else:
-            numbered.setdefault(match.group(1), set()).add((int(match.group(2)), match.group(2)))
-    items: list[tuple[str, str]] = [(name, name) for name in plain]
-    for prefix, numbers in numbered.items():
-        ordered = sorted(numbers)
-        if len(ordered) == 1:
-            items.append((prefix, prefix + ordered[0][1]))
-            continue
-        parts: list[str] = []
-        start = 0
-        while start < len(ordered):
-            value, text = ordered[start]
-            end = start
-            while (
-                end + 1 < len(ordered)
-                and ordered[end + 1][0] == ordered[end][0] + 1
-                and ordered[end + 1][1] == str(ordered[end + 1][0]).zfill(len(text))
-            ):
-                end += 1
-            parts.append(text if end == start else f"{text}-{ordered[end][1]}")
-            start = end + 1
-        items.append((prefix, f"{prefix}[{','.join(parts)}]"))
-    items.sort()
-    return ",".join(text for _, text in items)
+    return dump_json(load_result(result).to_dict())
 
 
-def expand_hostlist(hostlist: str) -> list[str]:
-    """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``
-    (:func:`placer.adapters.slurm.expand_hostlist`; errors name ``hostlist``)."""
-    if not hostlist:
-        return []
-    return slurm_hostlist(hostlist, "hostlist")
+def _k8s_binding_yaml(result: ResultLike) -> str:
+    return render_k8s_bindings(result, "yaml")
+
+
+def _k8s_binding_json(result: ResultLike) -> str:
+    return render_k8s_bindings(result, "json")
+
+
+OUTPUT_FORMATS: Mapping[str, Writer] = MappingProxyType(
+    {
+        "json": to_json,
+        "k8s-binding": _k8s_binding_yaml,
+        "k8s-binding-json": _k8s_binding_json,
+        "env": to_env,
+        "slurm": to_slurm,
+    }
+)
+"""The output formats of ``placer place --format``: name -> writer of a result's text.
+
+``json`` (:func:`to_json`), ``k8s-binding`` (:func:`render_k8s_bindings` as YAML),
+``k8s-binding-json`` (the same as a JSON ``List``), ``env`` (:func:`to_env`) and
+``slurm`` (:func:`to_slurm`). The command line takes its ``--format`` choices from here.
+"""
+
+FORMATS = tuple(OUTPUT_FORMATS)
+"""The names of :data:`OUTPUT_FORMATS`, ``json`` first."""
 
 
 def render(result: ResultLike, fmt: str) -> str:
-    """The text of ``placer place --format FMT``: ``k8s-binding`` (YAML stream),
-    ``k8s-binding-json``, ``env`` or ``slurm``.
+    """The text of ``placer place --format FMT``: the writer :data:`OUTPUT_FORMATS` has
+    for ``fmt`` applied to ``result``.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+    fmt : str
+        A name of :data:`OUTPUT_FORMATS`.
+
+    Returns
+    -------
+    str
 
     Raises
     ------
     InvalidInputError
-        ``--format`` for another format name.
+        ``--format`` for another format name; as the writer.
     """
-    if fmt == "k8s-binding":
-        return render_k8s_bindings(result, "yaml")
-    if fmt == "k8s-binding-json":
-        return render_k8s_bindings(result, "json")
-    if fmt == "env":
-        return to_env(result)
-    if fmt == "slurm":
-        return to_slurm(result)
-    _fail("--format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    writer = OUTPUT_FORMATS.get(fmt)
+    if writer is None:
+        _fail("--format", f"expected one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
+    return writer(result)
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -39,19 +39,63 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NoReturn, Sequence, Union
+from typing import Any, Mapping, NoReturn, Protocol, Sequence, Union
 
-from placer.adapters.nvidia_smi_query import ComputeApp, GpuInfo
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, Node, RunningPod, load_snapshot
 
-__all__ = ["STATUSES", "GpuReport", "Suggestion", "Reconciliation", "reconcile"]
+__all__ = ["STATUSES", "GpuRow", "ProcessRow", "GpuReport", "Suggestion", "Reconciliation", "reconcile"]
 
 SnapshotLike = Union[ClusterSnapshot, Mapping[str, Any], str]
 
 STATUSES = ("busy", "free", "zombie", "idle", "unverifiable", "missing")
 _MIG_PREFIX = "nvidia.com/mig-"
 _KNOWN_NODES_SHOWN = 5
+
+
+class GpuRow(Protocol):
+    """A GPU as ``nvidia-smi --query-gpu=index,uuid`` lists it.
+
+    :class:`placer.adapters.nvidia_smi_query.GpuInfo` is one; any object with these
+    attributes will do.
+    """
+
+    @property
+    def index(self) -> int | None:
+        """The device index (``None`` when not known: an error in :func:`reconcile`)."""
+
+    @property
+    def uuid(self) -> str | None:
+        """The GPU UUID (``GPU-...``; ``None`` when not known: an error)."""
+
+    @property
+    def where(self) -> str:
+        """``"<file>:<line>"`` of the row, ``""`` when it was not read from a file."""
+
+
+class ProcessRow(Protocol):
+    """A process on a GPU as ``nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory``
+    lists it.
+
+    :class:`placer.adapters.nvidia_smi_query.ComputeApp` is one; any object with these
+    attributes will do.
+    """
+
+    @property
+    def gpu_uuid(self) -> str:
+        """The UUID of the GPU the process runs on."""
+
+    @property
+    def pid(self) -> int | None:
+        """The process id, ``None`` when not known."""
+
+    @property
+    def used_memory_mib(self) -> int | None:
+        """The GPU memory it uses in MiB, ``None`` when not known."""
+
+    @property
+    def where(self) -> str:
+        """``"<file>:<line>"`` of the row, ``""`` when it was not read from a file."""
 
 
 @dataclass(frozen=True)
@@ -213,8 +257,8 @@ class Reconciliation:
 def reconcile(
     snapshot: SnapshotLike,
     node: str,
-    gpus: Sequence[GpuInfo],
-    apps: Sequence[ComputeApp],
+    gpus: Sequence[GpuRow],
+    apps: Sequence[ProcessRow],
 ) -> Reconciliation:
     """Compare what the snapshot's pods hold on ``node`` with what runs on its GPUs.
 
@@ -224,9 +268,10 @@ def reconcile(
         The cluster; every pod of the node counts as live.
     node : str
         The node whose ``nvidia-smi`` output ``gpus`` and ``apps`` are.
-    gpus : sequence of GpuInfo
-        ``--query-gpu`` rows; each needs ``index`` and ``uuid``.
-    apps : sequence of ComputeApp
+    gpus : sequence of GpuRow
+        ``--query-gpu`` rows (:class:`~placer.adapters.nvidia_smi_query.GpuInfo`); each
+        needs ``index`` and ``uuid``.
+    apps : sequence of ProcessRow
         ``--query-compute-apps`` rows; their ``gpu_uuid`` must be among ``gpus``.
 
     Returns
@@ -273,7 +318,7 @@ def reconcile(
         listed[row.index] = row.uuid
         uuid_index[row.uuid] = row.index
 
-    on_gpu: dict[int, list[ComputeApp]] = {g: [] for g in range(count)}
+    on_gpu: dict[int, list[ProcessRow]] = {g: [] for g in range(count)}
     for i, app in enumerate(apps):
         index = uuid_index.get(app.gpu_uuid)
         if index is None:

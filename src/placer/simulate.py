@@ -496,10 +496,11 @@ def load_published(path: PathLike | None = None) -> dict[tuple[str, str], dict[i
     dict
         ``{(workload, policy): {arrived %: (mean, median, std)}}`` over the study's 10 seeds.
     """
-    from placer._io import read_text
-    from placer.adapters.openb import data_path
+    from placer._io import bundled_file, read_text
 
-    source = data_path(PUBLISHED_FILE) if path is None else path
+    source = bundled_file("openb", PUBLISHED_FILE) if path is None else path
+    if source is None:
+        raise InvalidInputError(PUBLISHED_FILE, "no such bundled openb file")
     text = read_text(source)
     ours = {v: k for k, v in PUBLISHED_NAMES.items()}
     out: dict[tuple[str, str], dict[int, tuple[float, float, float]]] = {}

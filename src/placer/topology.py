@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from placer.exceptions import InvalidInputError
+from placer.topo_matrix import parse_topo_matrix
 
 __all__ = [
     "PCIE_POINTS",
@@ -284,8 +285,6 @@ def topology_from_spec(spec: Any, gpus: int | None = None, where: str = "gpuTopo
     if form == "matrix":
         labels = _matrix_topology(spec["matrix"], f"{where}.matrix", gpus)
         return GpuTopology(gpus=len(labels), labels=labels, spec=saved)
-
-    from placer.adapters.nvidia_smi import parse_topo_matrix
 
     text = spec["nvidiaSmiTopo"]
     if not isinstance(text, str):

@@ -5,7 +5,8 @@
 dict that :meth:`placer.ClusterSnapshot.from_dict` accepts (the importer validates its
 own output and reports a fault at the Kubernetes object it came from). Workload
 manifests become requests in :mod:`placer.adapters.kubernetes_workloads`, which reads
-them with this module's document reader, quantities and pod resources.
+them with the document reader of :mod:`placer.adapters.kubernetes_documents` and this
+module's quantities and pod resources (:func:`pod_amounts` ...).
 
 Input files are JSON or YAML, in any of the shapes ``kubectl`` writes or people keep
 manifests in: a ``List`` (``kind: List``, ``NodeList``, ...) with ``items``, a single
@@ -25,20 +26,26 @@ gives ``"<file>:<line>"``. Other locations: ``levels[i]`` for a bad level, ``pol
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 from fractions import Fraction
-from typing import Any, Iterable, Iterator, Mapping, NoReturn, Sequence, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
-import yaml
-
-from placer._io import read_text
 from placer.limits import MAX_GPUS
 from placer.schema import snapshot_from_dict
-from placer.schema.errors import describe
 from placer.schema.files import gc_paused
+from placer.adapters.kubernetes_documents import (
+    Document,
+    document_objects,
+    field_integer,
+    field_list,
+    field_map,
+    field_str_map,
+    field_string,
+    read_documents,
+    show,
+)
 from placer.exceptions import InvalidInputError
 from placer.model import TAINT_EFFECTS
 
@@ -55,6 +62,10 @@ __all__ = [
     "memory_mib",
     "count",
     "parse_levels",
+    "pod_amounts",
+    "gpu_count",
+    "extended_resources",
+    "cpu_memory",
     "snapshot_from_kubernetes",
 ]
 
@@ -82,8 +93,6 @@ _MIB = 1 << 20
 _LIMIT = 1 << 63
 _MAX_DIGITS = 40
 _TERMINATED = ("Succeeded", "Failed")
-_TEMPLATE_SUFFIXES = (".tftpl", ".tpl", ".tmpl", ".gotmpl", ".j2", ".jinja", ".jinja2")
-_TEMPLATE_MARK = re.compile(r"(?<!\$)\$\{[^}\n]{0,60}\}?|\{\{[^\n]{0,60}?\}\}|\{\{")
 _LEVEL_NAME = re.compile(r"[^\s=]+")
 
 # ----------------------------------------------------------------------------- quantities
@@ -108,14 +117,6 @@ _DECIMAL = {
 
 _QUANTITY_CACHE: dict[str, Fraction] = {}
 _QUANTITY_CACHE_SIZE = 4096
-
-
-def _show(v: Any) -> str:
-    """A short description of a value for error messages (as :func:`placer.schema.describe`,
-    but an integer is written out whole up to 200 bits)."""
-    if isinstance(v, int) and v is not True and v is not False:
-        return str(v) if v.bit_length() < 200 else "a huge integer"
-    return describe(v)
 
 
 def parse_quantity(value: Any, where: str = "") -> Fraction:
@@ -147,7 +148,7 @@ def parse_quantity(value: Any, where: str = "") -> Fraction:
     """
     if value is True or value is False or not isinstance(value, (int, float, str)):
         raise InvalidInputError(
-            where, f"expected a quantity (a number or a string like 500m, 4Gi), got {_show(value)}"
+            where, f"expected a quantity (a number or a string like 500m, 4Gi), got {show(value)}"
         )
     if isinstance(value, str):
         q = _QUANTITY_CACHE.get(value)
@@ -157,7 +158,7 @@ def parse_quantity(value: Any, where: str = "") -> Fraction:
         q = Fraction(value)
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInputError(where, f"expected a finite quantity, got {_show(value)}")
+            raise InvalidInputError(where, f"expected a finite quantity, got {show(value)}")
         q = Fraction(repr(value))
     else:
         m = _QUANTITY.fullmatch(value)
@@ -165,7 +166,7 @@ def parse_quantity(value: Any, where: str = "") -> Fraction:
             raise InvalidInputError(
                 where,
                 f"expected a Kubernetes quantity (like 16, 500m, 0.5, 32777408Ki, 4Gi, 2e3), "
-                f"got {_show(value)}",
+                f"got {show(value)}",
             )
         sign, number, binary, exponent, decimal = m.groups()
         if len(number) > _MAX_DIGITS or (exponent is not None and len(exponent.lstrip("+-")) > 2):
@@ -180,7 +181,7 @@ def parse_quantity(value: Any, where: str = "") -> Fraction:
         if sign == "-":
             q = -q
     if abs(q) >= _LIMIT:
-        raise InvalidInputError(where, f"quantity {_show(value)} is out of range (at least 2^63)")
+        raise InvalidInputError(where, f"quantity {show(value)} is out of range (at least 2^63)")
     if isinstance(value, str) and len(_QUANTITY_CACHE) < _QUANTITY_CACHE_SIZE:
         _QUANTITY_CACHE[value] = q
     return q
@@ -189,7 +190,7 @@ def parse_quantity(value: Any, where: str = "") -> Fraction:
 def _non_negative(value: Any, where: str) -> Fraction:
     q = parse_quantity(value, where)
     if q < 0:
-        raise InvalidInputError(where, f"expected a quantity >= 0, got {_show(value)}")
+        raise InvalidInputError(where, f"expected a quantity >= 0, got {show(value)}")
     return q
 
 
@@ -233,338 +234,11 @@ def count(value: Any, where: str = "") -> int:
     """
     q = _non_negative(value, where)
     if q.denominator != 1:
-        raise InvalidInputError(where, f"expected a whole number, got {_show(value)}")
+        raise InvalidInputError(where, f"expected a whole number, got {show(value)}")
     return int(q)
 
 
-# ----------------------------------------------------------------------------- reading
-
-
-class _Placeholder(Exception):
-    def __init__(self, line: int, text: str) -> None:
-        super().__init__(text)
-        self.line = line
-        self.text = text
-
-
-class _BadScalar(Exception):
-    def __init__(self, line: int, what: str) -> None:
-        super().__init__(what)
-        self.line = line
-        self.what = what
-
-
-_YAML_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_YAML_BASE):  # type: ignore[misc, valid-type]
-    """Safe YAML loader that remembers the line of every mapping key and list item,
-    refuses duplicate keys and unquoted ``${...}`` template placeholders."""
-
-    spans: dict[int, tuple[Any, int, Any]]
-
-
-def _line(node: Any) -> int:
-    return int(node.start_mark.line) + 1
-
-
-def _construct_map(loader: Any, node: Any) -> Iterator[dict[Any, Any]]:
-    data: dict[Any, Any] = {}
-    yield data
-    seen: dict[tuple[str, str], int] = {}
-    for key_node, _ in node.value:
-        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-            k = (key_node.tag, key_node.value)
-            if k in seen:
-                raise _BadScalar(
-                    _line(key_node),
-                    f"duplicate key {key_node.value!r} (first on line {seen[k]})",
-                )
-            seen[k] = _line(key_node)
-    loader.flatten_mapping(node)
-    lines: dict[Any, int] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=False)
-        try:
-            hash(key)
-        except TypeError:
-            raise _BadScalar(_line(key_node), "a mapping key must be a plain value") from None
-        data[key] = loader.construct_object(value_node, deep=False)
-        lines[key] = _line(key_node)
-    loader.spans[id(data)] = (data, _line(node), lines)
-
-
-def _construct_seq(loader: Any, node: Any) -> Iterator[list[Any]]:
-    data: list[Any] = []
-    yield data
-    data.extend(loader.construct_object(child, deep=False) for child in node.value)
-    loader.spans[id(data)] = (data, _line(node), [_line(child) for child in node.value])
-
-
-def _construct_str(loader: Any, node: Any) -> str:
-    value = loader.construct_scalar(node)
-    if not node.style and "${" in value:
-        raise _Placeholder(_line(node), value)
-    return value
-
-
-def _construct_int(loader: Any, node: Any) -> Any:
-    try:
-        return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
-    except ValueError:
-        raise _BadScalar(_line(node), f"not a usable integer: {node.value[:40]!r}") from None
-
-
-def _construct_float(loader: Any, node: Any) -> Any:
-    try:
-        return yaml.constructor.SafeConstructor.construct_yaml_float(loader, node)
-    except ValueError:
-        raise _BadScalar(_line(node), f"not a usable number: {node.value[:40]!r}") from None
-
-
-def _construct_timestamp(loader: Any, node: Any) -> Any:
-    try:
-        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
-    except (ValueError, OverflowError):
-        return loader.construct_scalar(node)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-_Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
-
-
-def _path_str(path: Sequence[Any]) -> str:
-    out: list[str] = []
-    for step in path:
-        if isinstance(step, int):
-            out.append(f"[{step}]")
-        else:
-            out.append(f".{step}" if out else str(step))
-    return "".join(out)
-
-
-class _Doc:
-    """One parsed document of a file, and how to name a place in it."""
-
-    __slots__ = ("source", "data", "spans", "line")
-
-    def __init__(
-        self, source: str, data: Any, spans: dict[int, tuple[Any, int, Any]] | None, line: int
-    ) -> None:
-        self.source = source
-        self.data = data
-        self.spans = spans
-        self.line = line
-
-    def _line_of(self, path: Sequence[Any]) -> int:
-        assert self.spans is not None
-        line = self.line
-        obj = self.data
-        for step in path:
-            entry = self.spans.get(id(obj))
-            if entry is None or entry[0] is not obj:
-                break
-            line = entry[1]
-            sub = entry[2]
-            try:
-                if isinstance(step, int):
-                    if not isinstance(sub, list) or not 0 <= step < len(sub):
-                        break
-                    line = sub[step]
-                else:
-                    if not isinstance(sub, dict) or step not in sub:
-                        break
-                    line = sub[step]
-                obj = obj[step]
-            except (KeyError, IndexError, TypeError):
-                break
-        return line
-
-    def where(self, path: Sequence[Any]) -> str:
-        if self.spans is None:
-            return f"{self.source}: {_path_str(path)}" if path else f"{self.source}:{self.line}"
-        return f"{self.source}:{self._line_of(path)}"
-
-    def error(self, path: Sequence[Any], what: str) -> InvalidInputError:
-        if self.spans is not None and path:
-            what = f"{_path_str(path)}: {what}"
-        return InvalidInputError(self.where(path), what)
-
-    def fail(self, path: Sequence[Any], what: str) -> NoReturn:
-        raise self.error(path, what)
-
-    def note(self, path: Sequence[Any], what: str) -> str:
-        e = self.error(path, what)
-        return f"{e.where}: {e.what}"
-
-
-def _parse_yaml(text: str, source: str) -> list[_Doc]:
-    loader = _Loader(text)
-    loader.spans = {}
-    docs: list[_Doc] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            data = loader.construct_document(node)
-            if data is not None:
-                docs.append(_Doc(source, data, loader.spans, _line(node)))
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        raise InvalidInputError(
-            f"{source}:{line}", f"invalid YAML: {e.problem or e.context or 'unparseable'}"
-        ) from None
-    except yaml.YAMLError as e:
-        pos = getattr(e, "position", None)
-        line = text.count("\n", 0, pos) + 1 if isinstance(pos, int) else 1
-        raise InvalidInputError(f"{source}:{line}", f"invalid YAML: {e}") from None
-    except _Placeholder as e:
-        raise InvalidInputError(
-            f"{source}:{e.line}",
-            f"unrendered template placeholder in {e.text[:60]!r}; render the template first "
-            "and import its output",
-        ) from None
-    except _BadScalar as e:
-        raise InvalidInputError(f"{source}:{e.line}", f"invalid YAML: {e.what}") from None
-    except RecursionError:
-        raise InvalidInputError(f"{source}:1", "invalid YAML: nested too deeply") from None
-    finally:
-        loader.dispose()
-    return docs
-
-
-def _parse_json(text: str, source: str) -> list[_Doc]:
-    # Plain json.loads (a repeated key: the last one counts, as in encoding/json);
-    # kubectl output can be hundreds of MB, so no per-object hook.
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(f"{source}:{e.lineno}", f"invalid JSON: {e.msg} (column {e.colno})") from None
-    except (ValueError, RecursionError) as e:
-        raise InvalidInputError(f"{source}:1", f"invalid JSON: {e}") from None
-    return [] if data is None else [_Doc(source, data, None, 1)]
-
-
-def _read_documents(path: PathLike) -> list[_Doc]:
-    """The non-empty documents of a JSON or YAML file.
-
-    ``.json`` files are read as JSON; ``.yaml``/``.yml`` as (multi-document) YAML; any
-    other name as JSON when it starts with ``{`` or ``[``, else as YAML. Template files
-    (``.tftpl``, ``.tpl``, ``.j2``, ...) with a ``${...}`` or ``{{`` placeholder are
-    refused at the placeholder's line, as is an unquoted ``${...}`` in any YAML.
-    """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"expected a file path, got {type(path).__name__}")
-    source = os.fspath(path)
-    text = read_text(source)
-    if not text.strip():
-        raise InvalidInputError(f"{source}:1", "empty file, expected Kubernetes objects (JSON or YAML)")
-    ext = os.path.splitext(source)[1].lower()
-    if ext in _TEMPLATE_SUFFIXES:
-        m = _TEMPLATE_MARK.search(text)
-        if m is not None:
-            line = text.count("\n", 0, m.start()) + 1
-            raise InvalidInputError(
-                f"{source}:{line}",
-                f"a {ext} template with placeholder {m.group(0)!r}; render the template first "
-                "and import its output",
-            )
-    if ext == ".json":
-        return _parse_json(text, source)
-    if ext in (".yaml", ".yml") or text.lstrip()[0] not in "{[":
-        return _parse_yaml(text, source)
-    try:
-        return _parse_json(text, source)
-    except InvalidInputError as json_error:
-        try:
-            return _parse_yaml(text, source)
-        except InvalidInputError:
-            raise json_error from None
-
-
-def _objects(doc: _Doc) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """``(path, object)`` for each object of a document, looking inside Lists."""
-
-    def walk(path: tuple[Any, ...], obj: Any, depth: int) -> Iterator[tuple[tuple[Any, ...], Any]]:
-        if isinstance(obj, list) and depth == 0:
-            for i, x in enumerate(obj):
-                yield from walk((*path, i), x, depth + 1)
-            return
-        if isinstance(obj, dict) and depth < 3:
-            kind = obj.get("kind")
-            items = obj.get("items")
-            is_list = kind is None or (isinstance(kind, str) and kind.endswith("List"))
-            if isinstance(items, list) and is_list:
-                for i, x in enumerate(items):
-                    yield from walk((*path, "items", i), x, depth + 1)
-                return
-        yield path, obj
-
-    yield from walk((), doc.data, 0)
-
-
-# ----------------------------------------------------------------------------- field access
-
-
-def _map(doc: _Doc, path: tuple[Any, ...], v: Any, required: bool = False) -> dict[Any, Any]:
-    if v is None:
-        if required:
-            doc.fail(path, "expected a mapping, got nothing")
-        return {}
-    if not isinstance(v, dict):
-        doc.fail(path, f"expected a mapping, got {_show(v)}")
-    return v
-
-
-def _list(doc: _Doc, path: tuple[Any, ...], v: Any) -> list[Any]:
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        doc.fail(path, f"expected a list, got {_show(v)}")
-    return v
-
-
-def _string(
-    doc: _Doc, path: tuple[Any, ...], v: Any, required: bool = False, empty: bool = False
-) -> str | None:
-    if v is None:
-        if required:
-            doc.fail(path, "expected a non-empty string, got nothing")
-        return None
-    if not isinstance(v, str) or (not v and not empty):
-        doc.fail(path, f"expected a {'' if empty else 'non-empty '}string, got {_show(v)}")
-    return v
-
-
-def _integer(
-    doc: _Doc, path: tuple[Any, ...], v: Any, lo: int | None = None, hi: int | None = None
-) -> int | None:
-    if v is None:
-        return None
-    out_of_range = isinstance(v, int) and ((lo is not None and v < lo) or (hi is not None and v > hi))
-    if isinstance(v, bool) or not isinstance(v, int) or out_of_range:
-        bounds = f" >= {lo}" if lo is not None and hi is None else f" {lo}..{hi}" if lo is not None else ""
-        doc.fail(path, f"expected an integer{bounds}, got {_show(v)}")
-    return v
-
-
-def _str_map(doc: _Doc, path: tuple[Any, ...], v: Any, what: str) -> dict[str, str]:
-    m = _map(doc, path, v)
-    for k, x in m.items():
-        if not isinstance(k, str) or not k:
-            doc.fail(path, f"expected {what} with non-empty string keys, got key {_show(k)}")
-        if not isinstance(x, str):
-            doc.fail((*path, k), f"expected a string (quote it), got {_show(x)}")
-    return m
-
-
-def _quantity(doc: _Doc, path: tuple[Any, ...], v: Any, fn: Any, **kw: Any) -> Any:
+def _quantity(doc: Document, path: tuple[Any, ...], v: Any, fn: Any, **kw: Any) -> Any:
     try:
         return fn(v, "", **kw)
     except InvalidInputError as e:
@@ -610,11 +284,11 @@ def parse_levels(levels: Iterable[LevelSpec], where: str = "levels") -> list[tup
         elif isinstance(spec, (tuple, list)) and len(spec) == 2:
             name, label = spec
         else:
-            raise InvalidInputError(where, f"expected a (name, label) pair, got {_show(spec)}")
+            raise InvalidInputError(where, f"expected a (name, label) pair, got {show(spec)}")
         if not isinstance(name, str) or not _LEVEL_NAME.fullmatch(name):
-            raise InvalidInputError(where, f"expected a level name without spaces or '=', got {_show(name)}")
+            raise InvalidInputError(where, f"expected a level name without spaces or '=', got {show(name)}")
         if not isinstance(label, str) or not label or label != label.strip():
-            raise InvalidInputError(where, f"expected a node label key, got {_show(label)}")
+            raise InvalidInputError(where, f"expected a node label key, got {show(label)}")
         if name == "node":
             raise InvalidInputError(where, "'node' is placer's implicit innermost level; choose another name")
         if name in names:
@@ -630,18 +304,18 @@ def parse_levels(levels: Iterable[LevelSpec], where: str = "levels") -> list[tup
 # ----------------------------------------------------------------------------- pod resources
 
 
-def _container_amounts(doc: _Doc, path: tuple[Any, ...], c: Any) -> dict[str, Fraction]:
+def _container_amounts(doc: Document, path: tuple[Any, ...], c: Any) -> dict[str, Fraction]:
     """Requests of one container: cpu and memory (requests, else limits) and extended
     resources (limits, else requests; both given must agree)."""
-    c = _map(doc, path, c)
+    c = field_map(doc, path, c)
     rpath = (*path, "resources")
-    res = _map(doc, rpath, c.get("resources"))
-    req = _map(doc, (*rpath, "requests"), res.get("requests"))
-    lim = _map(doc, (*rpath, "limits"), res.get("limits"))
+    res = field_map(doc, rpath, c.get("resources"))
+    req = field_map(doc, (*rpath, "requests"), res.get("requests"))
+    lim = field_map(doc, (*rpath, "limits"), res.get("limits"))
     out: dict[str, Fraction] = {}
     for name in dict.fromkeys([*lim, *req]):
         if not isinstance(name, str) or not name:
-            doc.fail(rpath, f"expected resource names (strings), got {_show(name)}")
+            doc.fail(rpath, f"expected resource names (strings), got {show(name)}")
         if name in (_CPU, _MEMORY):
             side = "requests" if name in req else "limits"
             value = (req if side == "requests" else lim)[name]
@@ -660,18 +334,44 @@ def _container_amounts(doc: _Doc, path: tuple[Any, ...], c: Any) -> dict[str, Fr
     return out
 
 
-def _pod_amounts(doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> dict[str, Fraction]:
+def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> dict[str, Fraction]:
     """Effective requests of a pod: max(sum over containers + sidecars, init peaks)
-    plus ``overhead`` (restartable init containers count as sidecars)."""
+    plus ``overhead`` (restartable init containers count as sidecars).
+
+    Per container, cpu and memory come from ``requests`` (else ``limits``), extended
+    resources (names with ``/``) from ``limits`` (else ``requests``; both given must
+    agree).
+
+    Parameters
+    ----------
+    doc : Document
+        The document the pod spec was read from.
+    spath : tuple
+        The path of ``spec`` in ``doc``.
+    spec : Mapping
+        The pod spec (``spec`` of a Pod, ``spec.template.spec`` of a workload).
+
+    Returns
+    -------
+    dict of str to Fraction
+        ``cpu`` and ``memory`` in cores and bytes, extended resources as counts; a
+        resource no container asks for is left out.
+
+    Raises
+    ------
+    InvalidInputError
+        At the field for a malformed container, resource name or quantity, or extended
+        resource requests that differ from its limits.
+    """
     total: dict[str, Fraction] = {}
     cpath = (*spath, "containers")
-    for j, c in enumerate(_list(doc, cpath, spec.get("containers"))):
+    for j, c in enumerate(field_list(doc, cpath, spec.get("containers"))):
         for k, v in _container_amounts(doc, (*cpath, j), c).items():
             total[k] = total.get(k, Fraction(0)) + v
     sidecars: dict[str, Fraction] = {}
     peak: dict[str, Fraction] = {}
     ipath = (*spath, "initContainers")
-    for j, c in enumerate(_list(doc, ipath, spec.get("initContainers"))):
+    for j, c in enumerate(field_list(doc, ipath, spec.get("initContainers"))):
         amounts = _container_amounts(doc, (*ipath, j), c)
         restartable = isinstance(c, dict) and c.get("restartPolicy") == "Always"
         for k in set(amounts) | set(sidecars):
@@ -685,10 +385,10 @@ def _pod_amounts(doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> 
     for k, v in peak.items():
         total[k] = max(total.get(k, Fraction(0)), v)
     opath = (*spath, "overhead")
-    overhead = _map(doc, opath, spec.get("overhead"))
+    overhead = field_map(doc, opath, spec.get("overhead"))
     for k, v in overhead.items():
         if not isinstance(k, str):
-            doc.fail(opath, f"expected resource names (strings), got {_show(k)}")
+            doc.fail(opath, f"expected resource names (strings), got {show(k)}")
         if k in (_CPU, _MEMORY):
             total[k] = total.get(k, Fraction(0)) + _quantity(doc, (*opath, k), v, _non_negative)
         elif "/" in k:
@@ -696,20 +396,66 @@ def _pod_amounts(doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> 
     return total
 
 
-def _gpu_count(doc: _Doc, path: tuple[Any, ...], amounts: dict[str, Fraction]) -> int:
+def gpu_count(doc: Document, path: tuple[Any, ...], amounts: dict[str, Fraction]) -> int:
+    """Take the :data:`GPU_RESOURCE` count out of a pod's ``amounts``.
+
+    Parameters
+    ----------
+    doc : Document
+        The document of the pod.
+    path : tuple
+        The pod's place in ``doc``, for errors.
+    amounts : dict of str to Fraction
+        As :func:`pod_amounts` returns; :data:`GPU_RESOURCE` is removed from it.
+
+    Returns
+    -------
+    int
+        The whole GPUs the pod asks for (0 for none).
+
+    Raises
+    ------
+    InvalidInputError
+        At ``path`` for more GPUs than placer takes in one pod.
+    """
     gpus = int(amounts.pop(GPU_RESOURCE, 0))
     if gpus > MAX_GPUS:
         doc.fail(path, f"{gpus} {GPU_RESOURCE} in one pod, over placer's limit of {MAX_GPUS}")
     return gpus
 
 
-def _extended(amounts: Mapping[str, Fraction]) -> dict[str, int]:
+def extended_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
+    """The extended resources (names with ``/``) of a pod's ``amounts`` that it asks for,
+    as counts (the ``resources`` of a placer pod).
+
+    Parameters
+    ----------
+    amounts : Mapping of str to Fraction
+        As :func:`pod_amounts` returns (after :func:`gpu_count` took the GPUs).
+
+    Returns
+    -------
+    dict of str to int
+    """
     return {k: int(v) for k, v in amounts.items() if "/" in k and v > 0}
 
 
-def _cpu_memory(amounts: Mapping[str, Fraction], *, round_up: bool) -> dict[str, int]:
+def cpu_memory(amounts: Mapping[str, Fraction], *, round_up: bool) -> dict[str, int]:
     """``cpuMilli`` (rounded up) and ``memoryMiB`` (rounded down, up with ``round_up``) of
-    a pod's amounts, each only when the pod asks for some."""
+    a pod's amounts, each only when the pod asks for some.
+
+    Parameters
+    ----------
+    amounts : Mapping of str to Fraction
+        As :func:`pod_amounts` returns.
+    round_up : bool
+        Round memory up (a request) rather than down.
+
+    Returns
+    -------
+    dict of str to int
+        ``{"cpuMilli": ..., "memoryMiB": ...}``, keys left out for zero.
+    """
     out: dict[str, int] = {}
     cpu = amounts.get(_CPU)
     if cpu:
@@ -720,8 +466,8 @@ def _cpu_memory(amounts: Mapping[str, Fraction], *, round_up: bool) -> dict[str,
     return out
 
 
-def _gpu_indices(doc: _Doc, path: tuple[Any, ...], v: Any, gpus: int) -> list[int]:
-    text = _string(doc, path, v, empty=True)
+def _gpu_indices(doc: Document, path: tuple[Any, ...], v: Any, gpus: int) -> list[int]:
+    text = field_string(doc, path, v, empty=True)
     assert text is not None
     parts = [p.strip() for p in text.split(",")] if text.strip() else []
     out: list[int] = []
@@ -738,25 +484,25 @@ def _gpu_indices(doc: _Doc, path: tuple[Any, ...], v: Any, gpus: int) -> list[in
 
 
 def _node_entry(
-    doc: _Doc, path: tuple[Any, ...], obj: Any, levels: Sequence[tuple[str, str]]
+    doc: Document, path: tuple[Any, ...], obj: Any, levels: Sequence[tuple[str, str]]
 ) -> dict[str, Any]:
     if not isinstance(obj, dict):
-        doc.fail(path, f"expected a Node object (a mapping), got {_show(obj)}")
+        doc.fail(path, f"expected a Node object (a mapping), got {show(obj)}")
     kind = obj.get("kind")
     if kind is not None and kind != "Node":
-        doc.fail((*path, "kind"), f"expected a Node, got kind {_show(kind)}")
+        doc.fail((*path, "kind"), f"expected a Node, got kind {show(kind)}")
     if kind is None and "metadata" not in obj:
         keys = ", ".join(str(k) for k in list(obj)[:4])
         doc.fail(path, f"expected a Node object (kind, metadata, spec, status), got a mapping of {keys}")
     mpath = (*path, "metadata")
-    meta = _map(doc, mpath, obj.get("metadata"), required=True)
-    name = _string(doc, (*mpath, "name"), meta.get("name"), required=True)
-    labels = _str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
-    spec = _map(doc, (*path, "spec"), obj.get("spec"))
+    meta = field_map(doc, mpath, obj.get("metadata"), required=True)
+    name = field_string(doc, (*mpath, "name"), meta.get("name"), required=True)
+    labels = field_str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
+    spec = field_map(doc, (*path, "spec"), obj.get("spec"))
     spath = (*path, "status")
-    status = _map(doc, spath, obj.get("status"))
-    cap = _map(doc, (*spath, "capacity"), status.get("capacity"))
-    alloc = _map(doc, (*spath, "allocatable"), status.get("allocatable"))
+    status = field_map(doc, spath, obj.get("status"))
+    cap = field_map(doc, (*spath, "capacity"), status.get("capacity"))
+    alloc = field_map(doc, (*spath, "allocatable"), status.get("allocatable"))
 
     def amount(key: str) -> tuple[Any, tuple[Any, ...]] | None:
         if key in alloc:
@@ -783,7 +529,7 @@ def _node_entry(
     gmem = labels.get(GPU_MEMORY_LABEL)
     if gmem is not None:
         if not gmem.isascii() or not gmem.isdigit() or len(gmem) > 12:
-            doc.fail((*mpath, "labels", GPU_MEMORY_LABEL), f"expected an integer (MiB), got {_show(gmem)}")
+            doc.fail((*mpath, "labels", GPU_MEMORY_LABEL), f"expected an integer (MiB), got {show(gmem)}")
         node["gpuMemoryMiB"] = int(gmem)
     got = amount(_CPU)
     if got is not None:
@@ -803,14 +549,14 @@ def _node_entry(
 
     tpath = (*path, "spec", "taints")
     taints = []
-    for j, t in enumerate(_list(doc, tpath, spec.get("taints"))):
-        t = _map(doc, (*tpath, j), t)
-        key = _string(doc, (*tpath, j, "key"), t.get("key"), required=True)
-        value = _string(doc, (*tpath, j, "value"), t.get("value"), empty=True)
+    for j, t in enumerate(field_list(doc, tpath, spec.get("taints"))):
+        t = field_map(doc, (*tpath, j), t)
+        key = field_string(doc, (*tpath, j, "key"), t.get("key"), required=True)
+        value = field_string(doc, (*tpath, j, "value"), t.get("value"), empty=True)
         effect = t.get("effect")
         if effect not in TAINT_EFFECTS:
             doc.fail(
-                (*tpath, j, "effect"), f"expected one of {', '.join(TAINT_EFFECTS)}, got {_show(effect)}"
+                (*tpath, j, "effect"), f"expected one of {', '.join(TAINT_EFFECTS)}, got {show(effect)}"
             )
         taint: dict[str, Any] = {"key": key}
         if value:
@@ -822,13 +568,13 @@ def _node_entry(
 
     unschedulable = spec.get("unschedulable")
     if unschedulable is not None and not isinstance(unschedulable, bool):
-        doc.fail((*path, "spec", "unschedulable"), f"expected true or false, got {_show(unschedulable)}")
+        doc.fail((*path, "spec", "unschedulable"), f"expected true or false, got {show(unschedulable)}")
     conditions = status.get("conditions")
     if conditions is not None:
         ready = None
         cpath = (*spath, "conditions")
-        for j, c in enumerate(_list(doc, cpath, conditions)):
-            c = _map(doc, (*cpath, j), c)
+        for j, c in enumerate(field_list(doc, cpath, conditions)):
+            c = field_map(doc, (*cpath, j), c)
             if c.get("type") == "Ready":
                 ready = c.get("status")
         if ready != "True":
@@ -847,27 +593,27 @@ def _node_entry(
     return node
 
 
-def _running_pod(doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> dict[str, Any]:
+def _running_pod(doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> dict[str, Any]:
     mpath = (*path, "metadata")
-    meta = _map(doc, mpath, obj.get("metadata"), required=True)
-    name = _string(doc, (*mpath, "name"), meta.get("name"), required=True)
-    namespace = _string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
-    annotations = _str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
+    meta = field_map(doc, mpath, obj.get("metadata"), required=True)
+    name = field_string(doc, (*mpath, "name"), meta.get("name"), required=True)
+    namespace = field_string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
+    annotations = field_str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
     spath = (*path, "spec")
-    spec = _map(doc, spath, obj.get("spec"), required=True)
-    amounts = _pod_amounts(doc, spath, spec)
+    spec = field_map(doc, spath, obj.get("spec"), required=True)
+    amounts = pod_amounts(doc, spath, spec)
     pod: dict[str, Any] = {"name": f"{namespace}/{name}"}
-    gpus = _gpu_count(doc, spath, amounts)
+    gpus = gpu_count(doc, spath, amounts)
     if GPUS_ANNOTATION in annotations:
         apath = (*mpath, "annotations", GPUS_ANNOTATION)
         pod["gpus"] = _gpu_indices(doc, apath, annotations[GPUS_ANNOTATION], gpus)
     elif gpus:
         pod["unknownGpus"] = gpus
-    pod.update(_cpu_memory(amounts, round_up=False))
-    prio = _integer(doc, (*spath, "priority"), spec.get("priority"))
+    pod.update(cpu_memory(amounts, round_up=False))
+    prio = field_integer(doc, (*spath, "priority"), spec.get("priority"))
     if prio:
         pod["priority"] = prio
-    res = _extended(amounts)
+    res = extended_resources(amounts)
     if res:
         pod["resources"] = res
     return pod
@@ -938,12 +684,12 @@ def snapshot_from_kubernetes(
 
 
 def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> dict[str, Any]:
-    node_docs = _read_documents(nodes)
+    node_docs = read_documents(nodes)
     entries: list[dict[str, Any]] = []
-    node_src: list[tuple[_Doc, tuple[Any, ...]]] = []
+    node_src: list[tuple[Document, tuple[Any, ...]]] = []
     index: dict[str, int] = {}
     for doc in node_docs:
-        for path, obj in _objects(doc):
+        for path, obj in document_objects(doc):
             entry = _node_entry(doc, path, obj, level_list)
             if entry["name"] in index:
                 first = node_src[index[entry["name"]]]
@@ -966,18 +712,18 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
                 if clique:
                     e.setdefault("topology", {})[CLIQUE_LEVEL] = clique
 
-    pod_src: dict[tuple[int, int], tuple[_Doc, tuple[Any, ...]]] = {}
+    pod_src: dict[tuple[int, int], tuple[Document, tuple[Any, ...]]] = {}
     if pods is not None:
-        for doc in _read_documents(pods):
-            for path, obj in _objects(doc):
+        for doc in read_documents(pods):
+            for path, obj in document_objects(doc):
                 if not isinstance(obj, dict):
-                    doc.fail(path, f"expected a Pod object (a mapping), got {_show(obj)}")
+                    doc.fail(path, f"expected a Pod object (a mapping), got {show(obj)}")
                 kind = obj.get("kind")
                 if kind is not None and kind != "Pod":
-                    doc.fail((*path, "kind"), f"expected a Pod, got kind {_show(kind)}")
-                spec = _map(doc, (*path, "spec"), obj.get("spec"), required=True)
-                node_name = _string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"))
-                status = _map(doc, (*path, "status"), obj.get("status"))
+                    doc.fail((*path, "kind"), f"expected a Pod, got kind {show(kind)}")
+                spec = field_map(doc, (*path, "spec"), obj.get("spec"), required=True)
+                node_name = field_string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"))
+                status = field_map(doc, (*path, "status"), obj.get("status"))
                 phase = status.get("phase")
                 if not node_name or phase in _TERMINATED:
                     continue

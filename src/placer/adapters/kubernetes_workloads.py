@@ -22,20 +22,22 @@ from placer.adapters.kubernetes import (
     HOSTNAME_LABEL,
     LevelSpec,
     PathLike,
-    _Doc,
-    _cpu_memory,
-    _extended,
-    _gpu_count,
-    _integer,
-    _list,
-    _map,
-    _objects,
-    _pod_amounts,
-    _read_documents,
-    _show,
-    _str_map,
-    _string,
+    cpu_memory,
+    extended_resources,
+    gpu_count,
     parse_levels,
+    pod_amounts,
+)
+from placer.adapters.kubernetes_documents import (
+    Document,
+    document_objects,
+    field_integer,
+    field_list,
+    field_map,
+    field_str_map,
+    field_string,
+    read_documents,
+    show,
 )
 from placer.exceptions import InvalidInputError
 from placer.model import TAINT_EFFECTS
@@ -98,7 +100,7 @@ class _Gang:
         self.min_member: int | None = None
         self.topology: tuple[dict[str, str], str] | None = None
         self.slices: tuple[list[dict[str, Any]], str] | None = None
-        self.origin: tuple[_Doc, tuple[Any, ...]] | None = None
+        self.origin: tuple[Document, tuple[Any, ...]] | None = None
 
 
 class _Workloads:
@@ -108,7 +110,7 @@ class _Workloads:
         self.levels = list(levels)
         self.by_label = {label: name for name, label in levels}
         self.pods: list[dict[str, Any]] = []
-        self.pod_src: list[tuple[_Doc, tuple[Any, ...]]] = []
+        self.pod_src: list[tuple[Document, tuple[Any, ...]]] = []
         self.gangs: dict[str, _Gang] = {}
         self.skipped: dict[str, int] = {}
         self.notes: list[str] = []
@@ -123,7 +125,7 @@ class _Workloads:
             g = self.gangs[name] = _Gang(name, label)
         return g
 
-    def level_for(self, doc: _Doc, path: tuple[Any, ...], label: str, what: str) -> str:
+    def level_for(self, doc: Document, path: tuple[Any, ...], label: str, what: str) -> str:
         level = self.by_label.get(label)
         if level is not None:
             return level
@@ -136,7 +138,7 @@ class _Workloads:
             f"--level NAME={label} (levels given: {given})",
         )
 
-    def set_topology(self, g: _Gang, topo: dict[str, str], doc: _Doc, path: tuple[Any, ...]) -> None:
+    def set_topology(self, g: _Gang, topo: dict[str, str], doc: Document, path: tuple[Any, ...]) -> None:
         here = doc.where(path)
         if g.topology is not None and g.topology[0] != topo:
             doc.fail(
@@ -147,7 +149,7 @@ class _Workloads:
         if g.topology is None:
             g.topology = (topo, here)
 
-    def set_slices(self, g: _Gang, slices: list[dict[str, Any]], doc: _Doc, path: tuple[Any, ...]) -> None:
+    def set_slices(self, g: _Gang, slices: list[dict[str, Any]], doc: Document, path: tuple[Any, ...]) -> None:
         if g.slices is not None and g.slices[0] != slices:
             doc.fail(path, f"gang {g.name!r} gets slices {slices} here but {g.slices[0]} at {g.slices[1]}")
         if g.slices is None:
@@ -158,40 +160,40 @@ class _Workloads:
 
     # -------------------------------------------------------------- objects
 
-    def header(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> tuple[str, str]:
+    def header(self, doc: Document, path: tuple[Any, ...], obj: Any) -> tuple[str, str]:
         if not isinstance(obj, dict):
-            doc.fail(path, f"expected a Kubernetes object (a mapping), got {_show(obj)}")
+            doc.fail(path, f"expected a Kubernetes object (a mapping), got {show(obj)}")
         api = obj.get("apiVersion")
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
-            doc.fail((*path, "kind"), f"expected a Kubernetes object with a kind, got kind {_show(kind)}")
+            doc.fail((*path, "kind"), f"expected a Kubernetes object with a kind, got kind {show(kind)}")
         if not isinstance(api, str) or not api:
-            doc.fail((*path, "apiVersion"), f"expected an apiVersion, got {_show(api)}")
+            doc.fail((*path, "apiVersion"), f"expected an apiVersion, got {show(api)}")
         group = api.rsplit("/", 1)[0] if "/" in api else ""
         return group, kind
 
-    def meta(self, doc: _Doc, path: tuple[Any, ...], obj: Mapping[str, Any]) -> tuple[str, str]:
+    def meta(self, doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> tuple[str, str]:
         """``(namespace, name)`` of an object; ``generateName`` stands in for a name."""
         mpath = (*path, "metadata")
-        meta = _map(doc, mpath, obj.get("metadata"), required=True)
-        name = _string(doc, (*mpath, "name"), meta.get("name"))
+        meta = field_map(doc, mpath, obj.get("metadata"), required=True)
+        name = field_string(doc, (*mpath, "name"), meta.get("name"))
         if name is None:
-            gen = _string(doc, (*mpath, "generateName"), meta.get("generateName"))
+            gen = field_string(doc, (*mpath, "generateName"), meta.get("generateName"))
             if gen is None or not gen.rstrip("-"):
                 doc.fail((*mpath, "name"), "expected metadata.name or metadata.generateName")
             name = gen.rstrip("-")
-        namespace = _string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
+        namespace = field_string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
         return namespace, name
 
-    def collect(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> None:
+    def collect(self, doc: Document, path: tuple[Any, ...], obj: Any) -> None:
         """First pass: PriorityClasses and PodGroups (they may come after their users)."""
         if not isinstance(obj, dict):
             return
         group, kind = obj.get("apiVersion"), obj.get("kind")
         if kind == "PriorityClass" and isinstance(group, str) and group.startswith("scheduling.k8s.io/"):
-            meta = _map(doc, (*path, "metadata"), obj.get("metadata"), required=True)
-            name = _string(doc, (*path, "metadata", "name"), meta.get("name"), required=True)
-            value = _integer(doc, (*path, "value"), obj.get("value"), -(2**31), 2**31 - 1)
+            meta = field_map(doc, (*path, "metadata"), obj.get("metadata"), required=True)
+            name = field_string(doc, (*path, "metadata", "name"), meta.get("name"), required=True)
+            value = field_integer(doc, (*path, "value"), obj.get("value"), -(2**31), 2**31 - 1)
             if value is None:
                 doc.fail((*path, "value"), "expected an integer, got nothing")
             assert name is not None
@@ -199,7 +201,7 @@ class _Workloads:
             if obj.get("globalDefault") is True:
                 self.default_priority = value
 
-    def add(self, doc: _Doc, path: tuple[Any, ...], obj: Any) -> None:
+    def add(self, doc: Document, path: tuple[Any, ...], obj: Any) -> None:
         group, kind = self.header(doc, path, obj)
         if group == "" and kind == "Pod":
             self.pod_object(doc, path, obj)
@@ -230,48 +232,48 @@ class _Workloads:
         pod_spec = template.get("spec") if isinstance(template, dict) else None
         return isinstance(pod_spec, dict) and isinstance(pod_spec.get("containers"), list)
 
-    def replicas(self, doc: _Doc, path: tuple[Any, ...], v: Any, default: int = 1) -> int:
-        n = _integer(doc, path, v, 0)
+    def replicas(self, doc: Document, path: tuple[Any, ...], v: Any, default: int = 1) -> int:
+        n = field_integer(doc, path, v, 0)
         if n is None:
             return default
         if n > MAX_WORKLOAD_PODS:
             doc.fail(path, f"{n} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
         return n
 
-    def pod_object(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+    def pod_object(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
         self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None)
 
-    def job(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+    def job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
         spath = (*path, "spec")
-        spec = _map(doc, spath, obj.get("spec"), required=True)
+        spec = field_map(doc, spath, obj.get("spec"), required=True)
         n = self.job_pods(doc, spath, spec)
         tpath = (*spath, "template")
         self.template(doc, tpath, spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None)
 
-    def job_pods(self, doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> int:
+    def job_pods(self, doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> int:
         n = self.replicas(doc, (*spath, "parallelism"), spec.get("parallelism"))
-        completions = _integer(doc, (*spath, "completions"), spec.get("completions"), 0)
+        completions = field_integer(doc, (*spath, "completions"), spec.get("completions"), 0)
         return n if completions is None else min(n, completions)
 
-    def jobset(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+    def jobset(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
         spath = (*path, "spec")
-        spec = _map(doc, spath, obj.get("spec"), required=True)
+        spec = field_map(doc, spath, obj.get("spec"), required=True)
         rpath = (*spath, "replicatedJobs")
-        jobs = _list(doc, rpath, spec.get("replicatedJobs"))
+        jobs = field_list(doc, rpath, spec.get("replicatedJobs"))
         if not jobs:
             doc.fail(rpath, "expected a non-empty list of replicated jobs")
         gang = f"{namespace}/{name}"
         for j, rj in enumerate(jobs):
             jpath = (*rpath, j)
-            rj = _map(doc, jpath, rj)
-            rname = _string(doc, (*jpath, "name"), rj.get("name"), required=True)
+            rj = field_map(doc, jpath, rj)
+            rname = field_string(doc, (*jpath, "name"), rj.get("name"), required=True)
             copies = self.replicas(doc, (*jpath, "replicas"), rj.get("replicas"))
-            jt = _map(doc, (*jpath, "template"), rj.get("template"), required=True)
+            jt = field_map(doc, (*jpath, "template"), rj.get("template"), required=True)
             jspath = (*jpath, "template", "spec")
-            jspec = _map(doc, jspath, jt.get("spec"), required=True)
+            jspec = field_map(doc, jspath, jt.get("spec"), required=True)
             per_job = self.job_pods(doc, jspath, jspec)
             total = copies * per_job
             if total > MAX_WORKLOAD_PODS:
@@ -281,64 +283,64 @@ class _Workloads:
                 own_gang=(gang, f"JobSet {gang}", (doc, path)),
             )
 
-    def replicated(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+    def replicated(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
         spath = (*path, "spec")
-        spec = _map(doc, spath, obj.get("spec"), required=True)
+        spec = field_map(doc, spath, obj.get("spec"), required=True)
         n = self.replicas(doc, (*spath, "replicas"), spec.get("replicas"))
         self.template(
             doc, (*spath, "template"), spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None
         )
 
-    def volcano_job(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
+    def volcano_job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
         spath = (*path, "spec")
-        spec = _map(doc, spath, obj.get("spec"), required=True)
+        spec = field_map(doc, spath, obj.get("spec"), required=True)
         gang_name = f"{namespace}/{name}"
         g = self.gang(gang_name, f"Volcano Job {gang_name}")
         g.origin = g.origin or (doc, path)
         tpath = (*spath, "tasks")
-        tasks = _list(doc, tpath, spec.get("tasks"))
+        tasks = field_list(doc, tpath, spec.get("tasks"))
         if not tasks:
             doc.fail(tpath, "expected a non-empty list of tasks")
         total = 0
         for j, task in enumerate(tasks):
-            task = _map(doc, (*tpath, j), task)
-            tname = _string(doc, (*tpath, j, "name"), task.get("name")) or f"task{j}"
+            task = field_map(doc, (*tpath, j), task)
+            tname = field_string(doc, (*tpath, j, "name"), task.get("name")) or f"task{j}"
             n = self.replicas(doc, (*tpath, j, "replicas"), task.get("replicas"))
             total += n
             self.template(
                 doc, (*tpath, j, "template"), task.get("template"), namespace, f"{gang_name}-{tname}", n,
                 own_gang=(gang_name, g.label, (doc, path)),
             )
-        min_available = _integer(doc, (*spath, "minAvailable"), spec.get("minAvailable"), 0)
+        min_available = field_integer(doc, (*spath, "minAvailable"), spec.get("minAvailable"), 0)
         g.min_member = total if min_available is None else min_available
         self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
 
-    def pod_group(self, doc: _Doc, path: tuple[Any, ...], obj: dict[str, Any], volcano: bool) -> None:
+    def pod_group(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any], volcano: bool) -> None:
         namespace, name = self.meta(doc, path, obj)
         gang_name = f"{namespace}/{name}"
         spath = (*path, "spec")
-        spec = _map(doc, spath, obj.get("spec"))
+        spec = field_map(doc, spath, obj.get("spec"))
         g = self.gang(gang_name, f"{'Volcano ' if volcano else ''}PodGroup {gang_name}")
         g.origin = (doc, path)
-        min_member = _integer(doc, (*spath, "minMember"), spec.get("minMember"), 0)
+        min_member = field_integer(doc, (*spath, "minMember"), spec.get("minMember"), 0)
         if min_member is not None:
             g.min_member = min_member
         if volcano:
             self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
 
-    def network_topology(self, doc: _Doc, path: tuple[Any, ...], v: Any, g: _Gang) -> None:
+    def network_topology(self, doc: Document, path: tuple[Any, ...], v: Any, g: _Gang) -> None:
         """Volcano ``networkTopology {mode: hard|soft, highestTierAllowed | highestTierName}``:
         hard -> required, soft -> preferred; tier 1 is the innermost level given, tier k
         the k-th from the inside."""
         if v is None:
             return
-        nt = _map(doc, path, v)
+        nt = field_map(doc, path, v)
         mode = nt.get("mode", "hard")
         if mode not in ("hard", "soft"):
-            doc.fail((*path, "mode"), f"expected hard or soft, got {_show(mode)}")
-        tier_name = _string(doc, (*path, "highestTierName"), nt.get("highestTierName"))
+            doc.fail((*path, "mode"), f"expected hard or soft, got {show(mode)}")
+        tier_name = field_string(doc, (*path, "highestTierName"), nt.get("highestTierName"))
         if tier_name is not None:
             if tier_name not in self.by_label.values():
                 doc.fail(
@@ -347,7 +349,7 @@ class _Workloads:
                 )
             level = tier_name
         else:
-            tier = _integer(doc, (*path, "highestTierAllowed"), nt.get("highestTierAllowed"), 1)
+            tier = field_integer(doc, (*path, "highestTierAllowed"), nt.get("highestTierAllowed"), 1)
             tier = 1 if tier is None else tier
             if tier > len(self.levels):
                 doc.fail(
@@ -363,22 +365,22 @@ class _Workloads:
 
     def template(
         self,
-        doc: _Doc,
+        doc: Document,
         path: tuple[Any, ...],
         template: Any,
         namespace: str,
         name: str,
         replicas: int | None,
-        own_gang: tuple[str, str, tuple[_Doc, tuple[Any, ...]]] | None,
+        own_gang: tuple[str, str, tuple[Document, tuple[Any, ...]]] | None,
     ) -> None:
         """One request pod entry (``replicas`` pods; a bare pod when None)."""
-        template = _map(doc, path, template, required=True)
+        template = field_map(doc, path, template, required=True)
         mpath = (*path, "metadata")
-        meta = _map(doc, mpath, template.get("metadata"))
-        labels = _str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
-        annotations = _str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
+        meta = field_map(doc, mpath, template.get("metadata"))
+        labels = field_str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
+        annotations = field_str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
         spath = (*path, "spec")
-        spec = _map(doc, spath, template.get("spec"), required=True)
+        spec = field_map(doc, spath, template.get("spec"), required=True)
         entry = self.pod_fields(doc, spath, spec, name)
         if replicas is not None:
             if replicas == 0:
@@ -420,7 +422,7 @@ class _Workloads:
         self.pod_src.append((doc, path))
 
     def kueue_topology(
-        self, doc: _Doc, apath: tuple[Any, ...], annotations: Mapping[str, str]
+        self, doc: Document, apath: tuple[Any, ...], annotations: Mapping[str, str]
     ) -> tuple[dict[str, str] | None, list[dict[str, Any]] | None, tuple[Any, ...]] | None:
         given = [k for k in (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_UNCONSTRAINED) if k in annotations]
         has_slice = KUEUE_SLICE_TOPOLOGY in annotations or KUEUE_SLICE_SIZE in annotations
@@ -436,7 +438,7 @@ class _Workloads:
             value = annotations[key]
             if key == KUEUE_UNCONSTRAINED:
                 if value.lower() not in ("true", "false"):
-                    doc.fail(kpath, f"expected \"true\" or \"false\", got {_show(value)}")
+                    doc.fail(kpath, f"expected \"true\" or \"false\", got {show(value)}")
                 topo = {"mode": "unconstrained"} if value.lower() == "true" else None
             else:
                 if not value:
@@ -452,7 +454,7 @@ class _Workloads:
                 doc.fail(spath, f"expected a node label key next to {KUEUE_SLICE_SIZE}")
             digits = size_text is not None and size_text.isascii() and size_text.isdigit()
             if size_text is None or not digits or len(size_text) > 9 or int(size_text) < 1:
-                doc.fail((*apath, KUEUE_SLICE_SIZE), f"expected a slice size >= 1, got {_show(size_text)}")
+                doc.fail((*apath, KUEUE_SLICE_SIZE), f"expected a slice size >= 1, got {show(size_text)}")
             level = self.level_for(doc, spath, label, KUEUE_SLICE_TOPOLOGY)
             slices = [{"level": level, "size": int(size_text)}]
         if topo is None and slices is None:
@@ -460,23 +462,23 @@ class _Workloads:
         return topo, slices, kpath
 
     def pod_fields(
-        self, doc: _Doc, spath: tuple[Any, ...], spec: Mapping[str, Any], name: str
+        self, doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any], name: str
     ) -> dict[str, Any]:
-        amounts = _pod_amounts(doc, spath, spec)
+        amounts = pod_amounts(doc, spath, spec)
         entry: dict[str, Any] = {"name": name}
-        gpus = _gpu_count(doc, spath, amounts)
+        gpus = gpu_count(doc, spath, amounts)
         if gpus:
             entry["gpus"] = gpus
-        entry.update(_cpu_memory(amounts, round_up=True))
-        selector = _str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
+        entry.update(cpu_memory(amounts, round_up=True))
+        selector = field_str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         if selector:
             entry["nodeSelector"] = dict(selector)
         tolerations = self.tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
         if tolerations:
             entry["tolerations"] = tolerations
-        prio = _integer(doc, (*spath, "priority"), spec.get("priority"), -(2**31), 2**31 - 1)
+        prio = field_integer(doc, (*spath, "priority"), spec.get("priority"), -(2**31), 2**31 - 1)
         if prio is None:
-            pc = _string(doc, (*spath, "priorityClassName"), spec.get("priorityClassName"))
+            pc = field_string(doc, (*spath, "priorityClassName"), spec.get("priorityClassName"))
             if pc is not None:
                 prio = self.priority_classes.get(pc)
                 if prio is None and pc not in ("system-cluster-critical", "system-node-critical"):
@@ -492,7 +494,7 @@ class _Workloads:
                 prio = self.default_priority
         if prio:
             entry["priority"] = prio
-        res = _extended(amounts)
+        res = extended_resources(amounts)
         if res:
             entry["resources"] = res
         for key, what in (
@@ -506,21 +508,21 @@ class _Workloads:
         return entry
 
     @staticmethod
-    def tolerations(doc: _Doc, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
+    def tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
         out = []
-        for j, t in enumerate(_list(doc, path, v)):
+        for j, t in enumerate(field_list(doc, path, v)):
             tp = (*path, j)
-            t = _map(doc, tp, t)
-            key = _string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
+            t = field_map(doc, tp, t)
+            key = field_string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
             op = t.get("operator", "Equal")
             if op not in ("Equal", "Exists"):
-                doc.fail((*tp, "operator"), f"expected Equal or Exists, got {_show(op)}")
-            value = _string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
+                doc.fail((*tp, "operator"), f"expected Equal or Exists, got {show(op)}")
+            value = field_string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
             effect = t.get("effect") or ""
             if effect and effect not in TAINT_EFFECTS:
                 doc.fail(
                     (*tp, "effect"),
-                    f"expected one of {', '.join(TAINT_EFFECTS)} or nothing, got {_show(effect)}",
+                    f"expected one of {', '.join(TAINT_EFFECTS)} or nothing, got {show(effect)}",
                 )
             if op == "Exists" and value:
                 doc.fail((*tp, "value"), f"operator Exists takes no value, got {value!r}")
@@ -660,9 +662,9 @@ def import_workloads(
 def _workloads(
     files: list[PathLike], level_list: list[tuple[str, str]], policy: str | None
 ) -> WorkloadImport:
-    docs = [doc for path in files for doc in _read_documents(path)]
+    docs = [doc for path in files for doc in read_documents(path)]
     state = _Workloads(level_list)
-    objects = [(doc, path, obj) for doc in docs for path, obj in _objects(doc)]
+    objects = [(doc, path, obj) for doc in docs for path, obj in document_objects(doc)]
     for doc, path, obj in objects:
         state.collect(doc, path, obj)
     for doc, path, obj in objects:

@@ -64,8 +64,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, NoReturn, Sequence, TypeVar, Union
 
 from placer._io import read_text
-from placer.adapters.nvidia_smi import _LineParser
 from placer.exceptions import InvalidInputError
+from placer.textlines import TextLines
 
 __all__ = [
     "MigDevice",
@@ -644,7 +644,7 @@ def _parse_file(parse: Callable[..., _Parsed], path: PathLike, **options: bool) 
     return parse(read_text(path, source=name), name, **options)
 
 
-class _Output(_LineParser):
+class _Output(TextLines):
     """The lines of an ``nvidia-smi -L`` or ``nvidia-smi mig`` output, errors at ``<source>:<line>``."""
 
     def start(self, expected: str) -> int:
@@ -796,7 +796,7 @@ def _ordinal(n: int) -> str:
 class _Cells:
     """The whitespace-separated cells of one physical table line, read column by column."""
 
-    def __init__(self, output: _LineParser, line: int, columns: tuple[tuple[str, str], ...], cells: list[str]) -> None:
+    def __init__(self, output: TextLines, line: int, columns: tuple[tuple[str, str], ...], cells: list[str]) -> None:
         self.output, self.line, self.cells = output, line, cells
         self.names = tuple(name for name, _ in columns)
         self.readers = tuple(reader for _, reader in columns)

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, NoReturn, Sequence, Union
 
 from placer._io import read_text
-from placer.adapters.nvidia_smi import _LineParser
 from placer.exceptions import InvalidInputError
+from placer.textlines import TextLines
 
 __all__ = [
     "GpuInfo",
@@ -353,7 +353,7 @@ class _Header:
     units: Mapping[str, str]
 
 
-class _CsvParser(_LineParser):
+class _CsvParser(TextLines):
     def __init__(self, text: str, source: str, kind: str) -> None:
         super().__init__(text, source)
         self.kind = kind

@@ -23,11 +23,10 @@ from __future__ import annotations
 import csv
 import io
 import os
-from importlib import resources
 from pathlib import Path
 from typing import NoReturn, Union
 
-from placer._io import read_text
+from placer._io import bundled_file, read_text
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, Node, NodeType, PodRequest
 
@@ -71,8 +70,7 @@ DEFAULT_NODES = "openb_node_list_gpu_node.csv"
 DEFAULT_PODS = "openb_pod_list_default.csv"
 
 _NO_SPEC = ("", "nan")
-_DATA_PACKAGE = "placer"
-_DATA_DIR = ("data", "openb")
+_DATA_DIR = "openb"
 
 
 def data_path(name: str) -> Path:
@@ -84,11 +82,10 @@ def data_path(name: str) -> Path:
     InvalidInputError
         ``where`` = ``name`` when no such file is bundled.
     """
-    base = resources.files(_DATA_PACKAGE).joinpath(*_DATA_DIR)
-    entry = base.joinpath(name)
-    if os.sep in name or "/" in name or not entry.is_file():
+    path = bundled_file(_DATA_DIR, name)
+    if path is None:
         raise InvalidInputError(name, "no such bundled openb file")
-    return Path(str(entry))
+    return path
 
 
 def load_default() -> tuple[ClusterSnapshot, list[PodRequest]]:

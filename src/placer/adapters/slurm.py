@@ -6,7 +6,8 @@
 * ``scontrol -d show node`` output: :func:`parse_scontrol_nodes`.
 * ``topology.conf`` (tree and block forms): :func:`parse_topology_conf`.
 * ``sinfo -O GresUsed,NodeList`` output: :func:`parse_sinfo_gres_used`.
-* Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`.
+* Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`,
+  re-exported from :mod:`placer.hostlist`.
 * :func:`snapshot_from_slurm` (files) and :func:`build_snapshot` (parsed records) make a
   placer/v1 ClusterSnapshot document out of the three.
 
@@ -17,17 +18,17 @@ with ``where`` = ``"<source>:<line>"``.
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
 import os
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
 from placer._io import read_text
 from placer.limits import MAX_GPUS
 from placer.exceptions import InvalidInputError
+from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, whole
+from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
+from placer.textlines import clip, split_outside
 
 __all__ = [
     "GresGpu",
@@ -298,137 +299,6 @@ def _fail(where: str, what: str) -> NoReturn:
     raise InvalidInputError(where, what)
 
 
-# ------------------------------------------------------------------------------ hostlists
-
-MAX_HOSTLIST_NAMES = 100_000
-"""Most names one hostlist expression may expand to (guards against ``n[0-99999999]``)."""
-
-_HOST_LITERAL = re.compile(r"[A-Za-z0-9_.\-]+")
-_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
-
-
-def expand_hostlist(text: str, where: str) -> list[str]:
-    """Expand a Slurm hostlist expression into host names, in the order written.
-
-    Top-level commas separate expressions (``esc8000a-[0-1],esc8000b-0``). A bracket
-    holds a comma list of numbers and ``lo-hi`` ranges (``tux[0-3,7]``); the numbers are
-    zero-padded to the width of the written low bound (``n[001-010]`` gives ``n001`` ...
-    ``n010``; ``n[8-10]`` gives ``n8``, ``n9``, ``n10``). Several brackets in one name
-    multiply out, the leftmost varying slowest (``r[1-2]n[1-2]`` gives ``r1n1``, ``r1n2``,
-    ``r2n1``, ``r2n2``). Outside brackets a name may hold letters, digits, ``_``, ``.``
-    and ``-``. Repeated names are kept.
-
-    Parameters
-    ----------
-    text : str
-        The expression, without surrounding whitespace.
-    where : str
-        Location for errors (``file:line``).
-
-    Returns
-    -------
-    list of str
-        The host names.
-
-    Raises
-    ------
-    InvalidInputError
-        At ``where`` for an empty expression or element, an unbalanced or nested bracket,
-        an empty bracket, a range element that is not ``N`` or ``N-M`` with ``N <= M``
-        (at most 18 digits), a character outside the name alphabet (whitespace
-        included), or more than :data:`MAX_HOSTLIST_NAMES` names.
-    """
-
-    def bad(reason: str) -> NoReturn:
-        _fail(where, f"expected a hostlist like tux[0-3,7], got {text!r}: {reason}")
-
-    if not text:
-        bad("it is empty")
-    pieces, problem = _split_outside(text, "[", "]")
-    if problem is not None:
-        bad(problem)
-
-    plans: list[list[str | list[tuple[int, int, int]]]] = []
-    total = 0
-    for piece in pieces:
-        if not piece:
-            bad("an empty element between commas")
-        plan: list[str | list[tuple[int, int, int]]] = []
-        count = 1
-        i = 0
-        while i < len(piece):
-            if piece[i] == "[":
-                close = piece.index("]", i)
-                ranges = _bracket_ranges(piece[i + 1 : close], bad)
-                plan.append(ranges)
-                count *= sum(hi - lo + 1 for lo, hi, _ in ranges)
-                i = close + 1
-            else:
-                match = _HOST_LITERAL.match(piece, i)
-                if match is None:
-                    bad(f"unexpected character {piece[i]!r}")
-                plan.append(match.group(0))
-                i = match.end()
-        total += count
-        if total > MAX_HOSTLIST_NAMES:
-            bad(f"more than {MAX_HOSTLIST_NAMES} names")
-        plans.append(plan)
-
-    names: list[str] = []
-    for plan in plans:
-        choices = [
-            [part] if isinstance(part, str) else
-            [str(value).zfill(width) for lo, hi, width in part for value in range(lo, hi + 1)]
-            for part in plan
-        ]
-        names.extend("".join(combo) for combo in itertools.product(*choices))
-    return names
-
-
-def _split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
-    """Split ``text`` at the commas outside ``opening``/``closing`` brackets.
-
-    Also returns the first bracket fault met, None for none; for ``[`` and ``]``:
-    ``"nested '['"``, ``"']' without '['"`` or, at the end, ``"'[' without ']'"``.
-    """
-    pieces: list[str] = []
-    problem: str | None = None
-    depth = 0
-    start = 0
-    for index, char in enumerate(text):
-        if char == opening:
-            depth += 1
-            if depth > 1 and problem is None:
-                problem = f"nested {opening!r}"
-        elif char == closing:
-            depth -= 1
-            if depth < 0 and problem is None:
-                problem = f"{closing!r} without {opening!r}"
-        elif char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    if depth and problem is None:
-        problem = f"{opening!r} without {closing!r}"
-    pieces.append(text[start:])
-    return pieces, problem
-
-
-def _bracket_ranges(inner: str, bad: Any) -> list[tuple[int, int, int]]:
-    if not inner:
-        bad("an empty '[]'")
-    ranges: list[tuple[int, int, int]] = []
-    for element in inner.split(","):
-        match = _RANGE.fullmatch(element)
-        if match is None:
-            bad(f"expected N or N-M inside brackets, got {element!r}")
-        lo = int(match.group(1))
-        hi = lo if match.group(2) is None else int(match.group(2))
-        if hi < lo:
-            bad(f"range {element!r} runs backwards")
-        ranges.append((lo, hi, len(match.group(1))))
-    return ranges
-
-
 # ------------------------------------------------------------------- scontrol show node
 
 UNSCHEDULABLE_STATES = frozenset(
@@ -517,16 +387,10 @@ _REST_OF_LINE_KEYS = frozenset(("Reason", "Comment", "Extra"))
 _SCONTROL_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?scontrol(?:\s.*)?")
 _SINFO_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?sinfo(?:\s.*)?")
 _NODE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
-_WHOLE = re.compile(r"[0-9]{1,18}")
 _GRES_ITEM = re.compile(
     r"([A-Za-z][A-Za-z0-9_]*)(?::(\(null\)|[^:()\s,]+))?:([0-9]{1,18}[KMGTP]?)"
     r"(?:\(([^()]*)\))?"
 )
-_NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
-_MEM_UNITS: Mapping[str, int | Fraction] = {
-    "": 1, "K": Fraction(1, 1024), "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3
-}
-_MEM = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,9}))?([A-Z]?)")  # unit checked by _mem_mib
 _STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
 
 
@@ -585,7 +449,7 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
         elif current is None:
             if not raw[:1].isspace() and _SCONTROL_ECHO.fullmatch(stripped):
                 continue
-            _fail(where, f"expected a node record starting NodeName=, got {_clip(stripped)!r}")
+            _fail(where, f"expected a node record starting NodeName=, got {clip(stripped)!r}")
         for key, value in _line_pairs(stripped, where):
             if key in current:
                 _fail(where, f"expected each key once per node, got {key}= again "
@@ -606,14 +470,10 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
     return nodes
 
 
-def _clip(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def _line_pairs(line: str, where: str) -> list[tuple[str, str]]:
     matches = list(_KEY.finditer(line))
     if not matches or matches[0].start() != 0:
-        _fail(where, f"expected Key=Value at the start of the line, got {_clip(line)!r}")
+        _fail(where, f"expected Key=Value at the start of the line, got {clip(line)!r}")
     pairs: list[tuple[str, str]] = []
     for i, match in enumerate(matches):
         key = match.group(1)
@@ -625,27 +485,9 @@ def _line_pairs(line: str, where: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _whole(value: str, where: str, what: str) -> int:
-    if not _WHOLE.fullmatch(value):
-        _fail(where, f"expected {what} as a whole number, got {value!r}")
-    return int(value)
-
-
-def _mem_mib(
-    value: str, where: str, what: str, units: Mapping[str, int | Fraction] = _MEM_UNITS
-) -> int:
-    """A size like ``16384M`` or ``1.5G`` in MiB, rounded up; ``units`` maps the suffixes
-    allowed to MiB."""
-    match = _MEM.fullmatch(value)
-    if match is None or match.group(3) not in units:
-        _fail(where, f"expected {what} as a size like 16384M or 1.5G, got {value!r}")
-    number = Fraction(f"{match.group(1)}.{match.group(2) or '0'}")
-    return math.ceil(number * units[match.group(3)])
-
-
 def _tres(value: str, where: str, key: str) -> dict[str, str]:
     """``cpu=11,mem=240G,gres/gpu=1`` as a mapping (empty for an empty value)."""
-    if value in _NO_VALUE:
+    if value in NO_VALUE:
         return {}
     out: dict[str, str] = {}
     for item in value.split(","):
@@ -661,62 +503,32 @@ def _tres(value: str, where: str, key: str) -> dict[str, str]:
 def _tres_gpus(tres: dict[str, str], where: str, key: str) -> int | None:
     """GPUs of a TRES list: ``gres/gpu``, else the sum of ``gres/gpu:<type>``."""
     if "gres/gpu" in tres:
-        return _whole(tres["gres/gpu"], where, f"gres/gpu of {key}=")
+        return whole(tres["gres/gpu"], where, f"gres/gpu of {key}=")
     typed = [name for name in tres if name.startswith("gres/gpu:")]
     if not typed:
         return None
-    return sum(_whole(tres[name], where, f"{name} of {key}=") for name in typed)
+    return sum(whole(tres[name], where, f"{name} of {key}=") for name in typed)
 
 
 def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None, str, str | None]]:
     """Split ``gpu:a100:2(S:0-1),mps:200`` into (name, type, count, parenthesised part)."""
-    if value in _NO_VALUE:
+    if value in NO_VALUE:
         return []
-    items, _ = _split_outside(value, "(", ")")
+    items, _ = split_outside(value, "(", ")")
     out: list[tuple[str, str | None, str, str | None]] = []
     for item in items:
         match = _GRES_ITEM.fullmatch(item)
         if match is None:
             _fail(where, f"expected {key} as name[:type]:count[(...)],... , got {item!r} in "
-                         f"{_clip(value)!r}")
+                         f"{clip(value)!r}")
         name, gtype, count, inner = match.groups()
         out.append((name, None if gtype in (None, "(null)") else gtype, count, inner))
     return out
 
 
-def _number_list(
-    text: str,
-    where: str,
-    limit: int,
-    malformed: str,
-    backward: Callable[[str], str],
-    beyond: Callable[[int], str],
-    pattern: re.Pattern[str] = _RANGE,
-) -> list[int]:
-    """The numbers of a comma list of ``N`` and ``N-M`` elements (``0-1,3``), in order.
-
-    Fails at ``where`` with ``malformed`` for an element ``pattern`` does not match, with
-    ``backward(element)`` for a range that runs backwards and with ``beyond(number)`` for a
-    number of ``limit`` or more.
-    """
-    numbers: list[int] = []
-    for element in text.split(","):
-        match = pattern.fullmatch(element)
-        if match is None:
-            _fail(where, malformed)
-        lo = int(match.group(1))
-        hi = lo if match.group(2) is None else int(match.group(2))
-        if hi < lo:
-            _fail(where, backward(element))
-        if hi >= limit:
-            _fail(where, beyond(hi))
-        numbers.extend(range(lo, hi + 1))
-    return numbers
-
-
 def _index_list(text: str, where: str, limit: int, what: str) -> list[int]:
     """``0-1,3`` as indices, each below ``limit``."""
-    return _number_list(
+    return number_list(
         text, where, limit, f"expected {what} as indices like 0-1,3, got {text!r}",
         lambda element: f"expected {what} as indices like 0-1,3, got backward range {element!r}",
         lambda hi: f"expected {what} below {limit} (the node's GPUs), got {hi}",
@@ -752,13 +564,13 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
     for key in ("CPUEfctv", "CPUTot"):
         value = get(key)
         if value is not None:
-            cpus = _whole(value, at(key), f"{key}=")
+            cpus = whole(value, at(key), f"{key}=")
             break
     else:
         if "cpu" in cfg:
-            cpus = _whole(cfg["cpu"], at("CfgTRES"), "the cpu of CfgTRES=")
+            cpus = whole(cfg["cpu"], at("CfgTRES"), "the cpu of CfgTRES=")
     memory = get("RealMemory")
-    memory_mib = None if memory is None else _whole(memory, at("RealMemory"), "RealMemory=")
+    memory_mib = None if memory is None else whole(memory, at("RealMemory"), "RealMemory=")
 
     gpus = 0
     types: list[str | None] = []
@@ -767,7 +579,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         for gname, gtype, count, _ in _gres_items(gres, at("Gres"), "Gres="):
             if gname != "gpu":
                 continue
-            gpus += _whole(count, at("Gres"), "a GPU count in Gres=")
+            gpus += whole(count, at("Gres"), "a GPU count in Gres=")
             types.append(gtype)
         if gpus > MAX_GPUS:
             _fail(at("Gres"), f"expected at most {MAX_GPUS} GPUs on a node, got {gpus}")
@@ -784,7 +596,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         for gname, _, count_text, inner in _gres_items(used_text, where, "GresUsed="):
             if gname != "gpu":
                 continue
-            count = _whole(count_text, where, "a GPU count in GresUsed=")
+            count = whole(count_text, where, "a GPU count in GresUsed=")
             if inner is None:
                 unknown += count
                 continue
@@ -807,7 +619,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
     ) -> int | None:
         """``key=``, else the ``tres`` of AllocTRES=, else None; at most ``total`` (``of``)."""
         if key in record:
-            where, amount = at(key), _whole(record[key][0], at(key), f"{key}=")
+            where, amount = at(key), whole(record[key][0], at(key), f"{key}=")
         elif tres in alloc:
             where = at("AllocTRES")
             amount = parse(alloc[tres], where, f"the {tres} of AllocTRES=")
@@ -817,8 +629,8 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
             _fail(where, f"expected at most the node's {of} allocated, got {amount}")
         return amount
 
-    alloc_cpus = allocated("CPUAlloc", "cpu", _whole, cpus, f"{cpus} CPUs")
-    alloc_mem = allocated("AllocMem", "mem", _mem_mib, memory_mib, f"RealMemory={memory_mib} MiB")
+    alloc_cpus = allocated("CPUAlloc", "cpu", whole, cpus, f"{cpus} CPUs")
+    alloc_mem = allocated("AllocMem", "mem", mem_mib, memory_mib, f"RealMemory={memory_mib} MiB")
 
     state = get("State")
     unschedulable = False
@@ -833,7 +645,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
 
     partitions = get("Partitions")
     features = get("ActiveFeatures")
-    if features is None or features in _NO_VALUE:
+    if features is None or features in NO_VALUE:
         features = get("AvailableFeatures")
     return SlurmNode(
         name=name,
@@ -849,8 +661,8 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         alloc_memory_mib=alloc_mem,
         state=state,
         unschedulable=unschedulable,
-        partitions=None if partitions in _NO_VALUE else partitions,
-        features=None if features in _NO_VALUE else features,
+        partitions=None if partitions in NO_VALUE else partitions,
+        features=None if features in NO_VALUE else features,
     )
 
 
@@ -1002,7 +814,7 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
             _fail(where, "expected either Nodes= (a leaf switch) or Switches= on a SwitchName= "
                          f"line, got {both}")
         if "linkspeed" in fields:
-            _whole(fields["linkspeed"], where, "LinkSpeed=")
+            whole(fields["linkspeed"], where, "LinkSpeed=")
         switches[name] = (line_no, fields)
 
     if form == "block":
@@ -1064,7 +876,7 @@ def _single_name(value: str, where: str, key: str) -> str:
 
 
 def _positive(value: str, where: str, what: str) -> int:
-    number = _whole(value.strip(), where, f"the sizes of {what}")
+    number = whole(value.strip(), where, f"the sizes of {what}")
     if number < 1:
         _fail(where, f"expected the sizes of {what} to be at least 1, got {number}")
     return number
@@ -1121,7 +933,7 @@ def parse_sinfo_gres_used(text: str, source: str = "<text>") -> dict[str, tuple[
             missing = [col for col in ("GRES_USED", "NODELIST") if col not in header]
             if missing:
                 _fail(where, f"expected a sinfo -O header with GRES_USED and NODELIST, "
-                             f"got {_clip(raw.strip())!r}")
+                             f"got {clip(raw.strip())!r}")
             continue
         if len(words) != len(header):
             _fail(where, f"expected {len(header)} values ({' '.join(header)}), got {len(words)}")
@@ -1130,7 +942,7 @@ def parse_sinfo_gres_used(text: str, source: str = "<text>") -> dict[str, tuple[
         for gname, _, count_text, inner in _gres_items(row["GRES_USED"], where, "GRES_USED"):
             if gname != "gpu":
                 continue
-            count = _whole(count_text, where, "a GPU count in GRES_USED")
+            count = whole(count_text, where, "a GPU count in GRES_USED")
             if inner is None or not inner.startswith("IDX:"):
                 _fail(where, f"expected (IDX:...) after gpu:{count} in GRES_USED, "
                              f"got {row['GRES_USED']!r}")

@@ -19,19 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator, Mapping, NoReturn
+from typing import Mapping, NoReturn
 
-from placer.adapters.nvidia_smi import _LineParser
-from placer.adapters.slurm import (
-    _MEM_UNITS,
-    _NO_VALUE,
-    _clip,
-    _fail,
-    _mem_mib,
-    _number_list,
-    _whole,
-    expand_hostlist,
-)
+from placer.adapters.slurm_values import MEM_UNITS, NO_VALUE, mem_mib, number_list, whole
+from placer.exceptions import InvalidInputError
+from placer.hostlist import expand_hostlist
+from placer.textlines import TextLines, clip
 
 __all__ = [
     "SinfoRow",
@@ -56,22 +49,20 @@ MAX_CORES = 65_536
 """Largest core count (the ``N`` of ``Cores(N):``) :func:`parse_slurmd_gpus` accepts."""
 
 
-class _Output(_LineParser):
+class _Output(TextLines):
     """The lines of a command's output or of a log, errors at ``<source>:<line>``."""
-
-    def numbered(self) -> Iterator[tuple[int, str, str]]:
-        """``(line number, "<source>:<line>", line)`` for each line that is not blank."""
-        for index, raw in enumerate(self.lines):
-            if raw.strip():
-                yield index + 1, f"{self.source}:{index + 1}", raw
 
     def not_header(self, line: int, header: str, raw: str) -> NoReturn:
         """Fail at ``line`` (text ``raw``) where ``header`` was expected."""
-        self.fail(line, f"expected {header}, got {_clip(raw.strip())!r}")
+        self.fail(line, f"expected {header}, got {clip(raw.strip())!r}")
 
     def no_header(self, header: str) -> NoReturn:
         """Fail at line 1: the output has no ``header`` at all."""
         self.fail(1, f"expected {header}, got nothing")
+
+
+def _fail(where: str, what: str) -> NoReturn:
+    raise InvalidInputError(where, what)
 
 
 def _echo(command: str) -> re.Pattern[str]:
@@ -323,12 +314,12 @@ def _reason_row(raw: str, starts: list[int], line: int, where: str) -> SinfoReas
         end = starts[k + 1] - 1  # the separating space
         if len(raw) <= starts[k + 1] or raw[end] != " ":
             _fail(where, f"expected the row split at the header's columns {starts} "
-                         f"({' '.join(_REASON_HEADER)}), got {_clip(raw.strip())!r}")
+                         f"({' '.join(_REASON_HEADER)}), got {clip(raw.strip())!r}")
         cell = raw[starts[k]:end]
         cells.append(cell.strip())
         filled.append(bool(cell) and not cell[-1].isspace())
     if starts[0] > 0 and raw[:starts[0]].strip():
-        _fail(where, f"expected nothing before the REASON column, got {_clip(raw.strip())!r}")
+        _fail(where, f"expected nothing before the REASON column, got {clip(raw.strip())!r}")
     reason, user, timestamp = cells
     nodelist = raw[starts[-1]:].strip()
     if not reason:
@@ -431,7 +422,7 @@ _TRES_ITEM = re.compile(
     r"([a-z][a-z_]*(?:/[^=,\s]+)?)="
     r"([0-9]{1,18}(?:\.[0-9]{1,9})?[KMGTPE]?)"
 )
-_TRES_MEM_UNITS = {**_MEM_UNITS, "E": 1024**4}
+_TRES_MEM_UNITS = {**MEM_UNITS, "E": 1024**4}
 
 
 def parse_squeue_tres(text: str, source: str = "<text>") -> SqueueTres:
@@ -532,7 +523,7 @@ def _squeue_row(
 ) -> SqueueTresRow:
     if header[0][1] > 0 and raw[:header[0][1]].strip():
         _fail(where, f"expected nothing before the {header[0][0]} column, "
-                     f"got {_clip(raw.strip())!r}")
+                     f"got {clip(raw.strip())!r}")
     columns: dict[str, str] = {}
     tres_at = 0
     width: int | None = SQUEUE_DEFAULT_WIDTH
@@ -553,7 +544,7 @@ def _squeue_row(
 
     tres: dict[str, str] = {}
     truncated = False
-    items = [] if value in _NO_VALUE else value.split(",")
+    items = [] if value in NO_VALUE else value.split(",")
     for i, item in enumerate(items):
         last = i == len(items) - 1
         if last and item == "" and i > 0:
@@ -570,7 +561,7 @@ def _squeue_row(
                 _fail(where, f"expected TRES_ALLOC as name=amount,... , got {value!r}: it "
                              f"ends inside {item!r} but {shorter}, so it was not cut")
             _fail(where, f"expected TRES_ALLOC as name=amount,... , got {item!r} in "
-                         f"{_clip(value)!r}")
+                         f"{clip(value)!r}")
         if match.group(1) in tres:
             _fail(where, f"expected each TRES once in TRES_ALLOC, got {match.group(1)} again")
         if last and fills:
@@ -581,10 +572,10 @@ def _squeue_row(
     gpu_types: dict[str, int] = {}
     for name, amount in tres.items():
         if name.startswith("gres/gpu:"):
-            gpu_types[name[len("gres/gpu:"):]] = _whole(amount, where, f"{name}=")
+            gpu_types[name[len("gres/gpu:"):]] = whole(amount, where, f"{name}=")
     gpus: int | None
     if "gres/gpu" in tres:
-        gpus = _whole(tres["gres/gpu"], where, "gres/gpu=")
+        gpus = whole(tres["gres/gpu"], where, "gres/gpu=")
         if sum(gpu_types.values()) > gpus:
             _fail(where, f"expected the typed gres/gpu:<type> counts to be part of "
                          f"gres/gpu={gpus}, got {sum(gpu_types.values())} typed GPUs")
@@ -599,9 +590,9 @@ def _squeue_row(
         truncated=truncated,
         tres=tres,
         columns=columns,
-        cpus=_whole(tres["cpu"], where, "cpu=") if "cpu" in tres else None,
-        memory_mib=None if memory is None else _mem_mib(memory, where, "mem=", _TRES_MEM_UNITS),
-        node_count=_whole(tres["node"], where, "node=") if "node" in tres else None,
+        cpus=whole(tres["cpu"], where, "cpu=") if "cpu" in tres else None,
+        memory_mib=None if memory is None else mem_mib(memory, where, "mem=", _TRES_MEM_UNITS),
+        node_count=whole(tres["node"], where, "node=") if "node" in tres else None,
         gpus=gpus,
         gpu_types=gpu_types,
     )
@@ -762,7 +753,7 @@ def _gres_bracket_fields(rest: str, where: str) -> dict[str, str | None]:
     """``GRES[gpu] Type:... File:... UniqueId:...`` into raw field values."""
     match = re.match(r"GRES\[([^\]\s]*)\]", rest)
     if match is None or not match.group(1):
-        _fail(where, f"expected GRES[<name>] Type:..., got {_clip(rest)!r}")
+        _fail(where, f"expected GRES[<name>] Type:..., got {clip(rest)!r}")
     fields: dict[str, str | None] = {"name": match.group(1).lower()}
     words = rest[match.end():].split()
     position = 0
@@ -775,21 +766,21 @@ def _gres_bracket_fields(rest: str, where: str) -> dict[str, str | None]:
         if key == "Cores":
             cores = re.fullmatch(r"Cores\(([^()]*)\):(.*)", word)
             if cores is None:
-                _fail(where, f"expected Cores(<N>):<ranges> {previous}, got {_clip(word)!r}")
+                _fail(where, f"expected Cores(<N>):<ranges> {previous}, got {clip(word)!r}")
             fields["core_count"], fields["cores"] = cores.group(1), cores.group(2)
         else:
             if not word.startswith(f"{key}:"):
-                _fail(where, f"expected {key}: {previous}, got {_clip(word)!r}")
+                _fail(where, f"expected {key}: {previous}, got {clip(word)!r}")
             fields[key.lower()] = word[len(key) + 1:]
         position += 1
     rest_words = words[position:]
     if rest_words:
         if not rest_words[0].startswith("UniqueId:"):
             _fail(where, f"expected UniqueId: or the end of the line after File:, "
-                         f"got {_clip(rest_words[0])!r}")
+                         f"got {clip(rest_words[0])!r}")
         if len(rest_words) > 1:
             _fail(where, f"expected the end of the line after UniqueId:, "
-                         f"got {_clip(rest_words[1])!r}")
+                         f"got {clip(rest_words[1])!r}")
         fields["uniqueid"] = rest_words[0][len("UniqueId:"):]
     elif "/nvidia-caps/" in (fields.get("file") or ""):
         _fail(where, "expected UniqueId: after File: for a MIG device (nvidia-caps files), "
@@ -813,7 +804,7 @@ def _gres_name_fields(rest: str, where: str) -> dict[str, str | None]:
         canonical = key.lower()
         if not sep or canonical not in _NAME_KEYS:
             _fail(where, f"expected Key=Value words ({', '.join(sorted(_NAME_KEYS))}) after "
-                         f"Gres, got {_clip(word)!r}")
+                         f"Gres, got {clip(word)!r}")
         if canonical in seen:
             _fail(where, f"expected each key once, got {key}= again")
         seen.add(canonical)
@@ -902,7 +893,7 @@ def _core_ids(text: str | None, limit: int | None, where: str) -> tuple[int, ...
     if text is None:
         return None
     below = f"below Cores({limit})" if limit is not None else f"below {MAX_CORES}"
-    return tuple(_number_list(
+    return tuple(number_list(
         text, where, MAX_CORES if limit is None else limit,
         f"expected the cores as ranges like 0-63,128-191, got {text!r}",
         lambda element: f"expected the core range {element!r} to run upwards",
@@ -1046,7 +1037,7 @@ def find_gres_errors(text: str, source: str = "<text>") -> list[GresLogError]:
             spec = _CORE_SPEC.search(message)
             if spec is None:
                 _fail(where, "expected 'invalid GRES core specification (<spec>) on node "
-                             f"<name>', got {_clip(message, 100)!r} (cut short?)")
+                             f"<name>', got {clip(message, 100)!r} (cut short?)")
             core_spec, node = spec.group(1), spec.group(2)
         hint = next((advice for pattern, advice in _HINTS if pattern.search(message)), None)
         found.append(

@@ -1,0 +1,130 @@
+"""Reading the text that tools print: lines with located errors, and small text helpers.
+
+The readers of command output and configuration files (``nvidia-smi``, Slurm, the
+``nvidiaSmiTopo`` form of a snapshot) share the same first steps: drop a byte-order mark,
+split into lines without their ``\\r\\n`` endings, and report a fault as
+:class:`~placer.exceptions.InvalidInputError` at ``"<source>:<line>"``. :class:`TextLines`
+does these; readers subclass it with their own grammar. :func:`clip` shortens a value
+for an error message, :func:`split_outside` splits a list at the commas outside brackets.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NoReturn
+
+from placer.exceptions import InvalidInputError
+
+__all__ = ["TextLines", "clip", "split_outside"]
+
+
+class TextLines:
+    """The lines of a text, and errors located at ``<source>:<line>``.
+
+    Parameters
+    ----------
+    text : str
+        The whole text. A leading byte-order mark is dropped, as are the newline that
+        ends the last line and the ``\\r`` of ``\\r\\n`` line endings.
+    source : str
+        The name errors give the text (a file name, ``<stdin>``, a JSON path).
+
+    Attributes
+    ----------
+    lines : list of str
+        The lines, without their line endings; line ``k`` (1-based) is ``lines[k - 1]``.
+        Subclasses may replace it (e.g. with stripped lines) as long as the numbering stays.
+    source : str
+        As given.
+    """
+
+    def __init__(self, text: str, source: str) -> None:
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        self.lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        self.source = source
+
+    def where(self, line: int) -> str:
+        """The location of 1-based ``line``: ``"<source>:<line>"``."""
+        return f"{self.source}:{line}"
+
+    def fail(self, line: int, what: str) -> NoReturn:
+        """Raise :class:`~placer.exceptions.InvalidInputError` at 1-based ``line``.
+
+        Raises
+        ------
+        InvalidInputError
+            Always, with ``where`` = :meth:`where` of ``line`` and ``what`` as given.
+        """
+        raise InvalidInputError(self.where(line), what)
+
+    def numbered(self) -> Iterator[tuple[int, str, str]]:
+        """``(line, where, text)`` for each line that is not blank, in order.
+
+        ``line`` is 1-based, ``where`` is :meth:`where` of it, ``text`` the line as read.
+        """
+        for index, raw in enumerate(self.lines):
+            if raw.strip():
+                yield index + 1, self.where(index + 1), raw
+
+
+def clip(text: str, width: int = 60) -> str:
+    """``text`` cut to at most ``width`` characters, ``...`` marking a cut.
+
+    Parameters
+    ----------
+    text : str
+        A value to show in an error message.
+    width : int
+        The longest result (at least 4).
+
+    Returns
+    -------
+    str
+        ``text`` itself when it fits, else its first ``width - 3`` characters and ``...``.
+    """
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
+    """Split ``text`` at the commas outside ``opening``/``closing`` brackets.
+
+    ``split_outside("a[1,2],b", "[", "]")`` gives ``(["a[1,2]", "b"], None)``.
+
+    Parameters
+    ----------
+    text : str
+        A comma-separated list whose items may hold bracketed commas.
+    opening, closing : str
+        The bracket characters (``"["`` and ``"]"``, ``"("`` and ``")"``).
+
+    Returns
+    -------
+    (list of str, str or None)
+        The items (empty ones kept, so ``""`` gives ``[""]``), and the first bracket
+        fault met or ``None``: for ``[`` and ``]``, ``"nested '['"``, ``"']' without
+        '['"`` or, at the end, ``"'[' without ']'"``. The items are split as far as the
+        commas go even when there is a fault.
+    """
+    pieces: list[str] = []
+    problem: str | None = None
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char == opening:
+            depth += 1
+            if depth > 1 and problem is None:
+                problem = f"nested {opening!r}"
+        elif char == closing:
+            depth -= 1
+            if depth < 0 and problem is None:
+                problem = f"{closing!r} without {opening!r}"
+        elif char == "," and depth == 0:
+            pieces.append(text[start:index])
+            start = index + 1
+    if depth and problem is None:
+        problem = f"{opening!r} without {closing!r}"
+    pieces.append(text[start:])
+    return pieces, problem
