@@ -128,25 +128,29 @@ class PackedCluster:
 
     def _taint_sets_index(self) -> tuple[list[tuple[Taint, ...]], np.ndarray]:
         if self._taint_set_of is None:
-            ids: dict[tuple[Taint, ...], int] = {}
-            of = np.empty(self.n_nodes, dtype=np.int32)
+            ids: dict[tuple[Taint, ...], int] = {(): 0}
+            of = np.zeros(self.n_nodes, dtype=np.int32)
             for i, node in enumerate(self.nodes):
-                hard = tuple(t for t in node.taints if t.effect in ("NoSchedule", "NoExecute"))
-                of[i] = ids.setdefault(hard, len(ids))
+                if node.taints:
+                    hard = tuple(t for t in node.taints if t.effect in ("NoSchedule", "NoExecute"))
+                    of[i] = ids.setdefault(hard, len(ids))
             self._taint_sets = list(ids)
             self._taint_set_of = of
         return self._taint_sets, self._taint_set_of
 
     def eligibility(self, pod: PodRequest) -> EligibilityClass:
         """The cached static filter result for the pod's (selector, tolerations, models)."""
-        key = (
-            tuple(sorted(pod.node_selector.items())),
-            pod.tolerations,
-            tuple(sorted(pod.gpu_models)) if pod.gpus else None,
-            pod.gpus > 0,
-            pod.nics,
-            tuple(sorted(pod.resources.items())),
-        )
+        if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
+            key: tuple[Any, ...] = (pod.gpus > 0, ())  # ends like the full key: no resources
+        else:
+            key = (
+                tuple(sorted(pod.node_selector.items())),
+                pod.tolerations,
+                tuple(sorted(pod.gpu_models)) if pod.gpus else None,
+                pod.gpus > 0,
+                pod.nics,
+                tuple(sorted(pod.resources.items())),
+            )
         found = self._class_cache.get(key)
         if found is None:
             found = self._build_class(pod)
@@ -432,16 +436,17 @@ def pack_pods(packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequenc
     return arrays, bitsets, classes
 
 
+_INDICES: dict[int, tuple[int, ...]] = {}
+
+
 def mask_to_indices(mask: int) -> tuple[int, ...]:
     """GPU indices of a bitmask, ascending."""
-    out = []
-    i = 0
-    while mask:
-        if mask & 1:
-            out.append(i)
-        mask >>= 1
-        i += 1
-    return tuple(out)
+    found = _INDICES.get(mask)
+    if found is None:
+        found = tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
+        if len(_INDICES) < 1 << 16:
+            _INDICES[mask] = found
+    return found
 
 
 def indices_to_mask(indices: Sequence[int]) -> int:

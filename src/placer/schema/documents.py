@@ -9,13 +9,14 @@ alone would say too little (``a list of GPU indices`` rather than ``a list``).
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 from msgspec import Meta, Struct, field
 
 from placer.limits import MAX_QUANTITY
 from placer.schema.errors import choices_in_order
 from placer.model import (
+    EMPTY,
     GANG_MODES,
     SOLVERS,
     TAINT_EFFECTS,
@@ -82,15 +83,15 @@ class PodDoc(_Doc):
     gpus: GpuCount = 0
     gpu_milli: Share = 1000
     gpu_memory_mib: GpuMemory = field(default=0, name="gpuMemoryMiB")
-    gpu_models: list[Name] = []
+    gpu_models: tuple[Name, ...] = ()
     cpu_milli: Quantity = 0
     memory_mib: Quantity = field(default=0, name="memoryMiB")
-    node_selector: dict[Name, str] = {}
-    tolerations: list[Toleration] = []
+    node_selector: Mapping[Name, str] = EMPTY
+    tolerations: tuple[Toleration, ...] = ()
     priority: Priority = 0
     gang: Optional[Name] = None
     nics: Annotated[int, Meta(ge=0)] = 0
-    resources: dict[Name, Annotated[int, Meta(ge=1, le=MAX_QUANTITY)]] = {}
+    resources: Mapping[Name, Annotated[int, Meta(ge=1, le=MAX_QUANTITY)]] = EMPTY
 
 
 class GangTopologyDoc(_Doc):

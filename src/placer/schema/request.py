@@ -42,9 +42,9 @@ def _toleration(t: Toleration) -> None:
         raise InvalidInputError("key", "an empty key (every taint) needs operator Exists")
 
 
-def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest]:
-    if has_control(d.name):
-        raise control_error("name", d.name)
+def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodRequest:
+    """The pod of an entry, or its replicas; names are checked for control characters
+    by the caller, all at once."""
     if d.gpu_milli < MILLI and d.gpus != 1:
         raise InvalidInputError(
             "gpuMilli", f"gpuMilli below {MILLI} (a shared GPU) needs gpus: 1, got gpus: {d.gpus}"
@@ -59,21 +59,11 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest]:
     if d.gang is not None and d.gang not in gangs:
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
     fields = (
-        d.gpus,
-        d.gpu_milli,
-        d.gpu_memory_mib,
-        tuple(d.gpu_models),
-        d.cpu_milli,
-        d.memory_mib,
-        d.node_selector or EMPTY,
-        tuple(d.tolerations),
-        d.priority,
-        d.gang,
-        d.nics,
-        d.resources or EMPTY,
+        d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib, d.node_selector,
+        d.tolerations, d.priority, d.gang, d.nics, d.resources,
     )
     if d.replicas is None:
-        return [PodRequest(d.name, *fields)]
+        return PodRequest(d.name, *fields)
     return [PodRequest(f"{d.name}-{r}", *fields) for r in range(d.replicas)]
 
 
@@ -104,6 +94,19 @@ def _gang_spec(name: str, g: GangDoc) -> GangSpec:
         solver=g.solver,
         time_limit_s=g.time_limit_s,
     )
+
+
+def _names(entries: Sequence[PodDoc], pods: Sequence[PodRequest], origin: Sequence[int]) -> None:
+    """Raise at the first entry whose name holds a control character or repeats a name."""
+    if len({p.name for p in pods}) == len(pods) and not has_control("".join(d.name for d in entries)):
+        return
+    first_index: dict[str, int] = {}
+    for pod, i in zip(pods, origin):
+        if has_control(entries[i].name):
+            raise control_error(f"pods[{i}].name", entries[i].name)
+        first = first_index.setdefault(pod.name, i)
+        if first != i:
+            raise InvalidInputError(f"pods[{i}].name", f"duplicate pod name {pod.name!r}, first at pods[{first}]")
 
 
 def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> PlacementRequest:
@@ -149,21 +152,24 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         )
     pods: list[PodRequest] = []
     origin: list[int] = []
-    first_index: dict[str, int] = {}
     gang_size = dict.fromkeys(gangs, 0)
     for i, d in enumerate(doc.pods):
         try:
             made = _pods(d, gangs)
         except InvalidInputError as e:
+            _names(doc.pods[:i], pods, origin)  # a fault of an earlier entry comes first
             raise nest(e, f"pods[{i}]") from None
-        for pod in made:
-            first = first_index.setdefault(pod.name, i)
-            if first != i:
-                raise InvalidInputError(f"pods[{i}].name", f"duplicate pod name {pod.name!r}, first at pods[{first}]")
-        pods.extend(made)
-        origin.extend([i] * len(made))
-        if d.gang is not None:
-            gang_size[d.gang] += len(made)
+        if type(made) is PodRequest:
+            pods.append(made)
+            origin.append(i)
+            if d.gang is not None:
+                gang_size[d.gang] += 1
+        else:
+            pods.extend(made)
+            origin.extend([i] * len(made))
+            if d.gang is not None:
+                gang_size[d.gang] += len(made)
+    _names(doc.pods, pods, origin)
 
     for name, spec in gangs.items():
         n = gang_size[name]

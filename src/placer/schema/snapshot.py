@@ -388,19 +388,11 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
 
 
 def _any_control(nodes: list[Node], types: Mapping[str, NodeType]) -> bool:
-    texts: list[str] = []
-    for n in nodes:
-        texts.append(n.name)
-        if n.pods:
-            texts.extend(p.name for p in n.pods)
-        if n.topology:
-            texts.extend(n.topology.values())
-        if n.labels:
-            texts.extend(n.labels)
-            texts.extend(n.labels.values())
-        for t in n.taints:
-            texts.append(t.key)
-            texts.append(t.value)
+    texts = [n.name for n in nodes]
+    texts += [p.name for n in nodes if n.pods for p in n.pods]
+    texts += [v for n in nodes if n.topology for v in n.topology.values()]
+    texts += [x for n in nodes if n.labels for kv in n.labels.items() for x in kv]
+    texts += [x for n in nodes if n.taints for t in n.taints for x in (t.key, t.value)]
     return has_control("".join(texts))
 
 
