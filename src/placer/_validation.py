@@ -20,13 +20,13 @@ from typing import Any, Callable, Iterable, NoReturn, TypeVar, Union
 
 import yaml
 
+from placer import policies
 from placer._io import read_text
 from placer.exceptions import InvalidInputError
 from placer.topology import Nic, nics_from_spec, topology_from_spec
 from placer.model import (
     API_VERSION,
     GANG_MODES,
-    POLICIES,
     SOLVERS,
     TAINT_EFFECTS,
     Assignment,
@@ -368,12 +368,12 @@ def _items(raw: Mapping[str, Any], key: str, build: Callable[[Any], _T]) -> list
 
 
 def check_policy(name: Any, where: str = "policy") -> str:
-    """Return ``name`` if it is a placement policy.
+    """Return ``name`` if it is a placement policy (:func:`placer.policies.get`).
 
     Parameters
     ----------
     name : Any
-        The policy name (one of :data:`placer.model.POLICIES`).
+        The policy name (a key of :data:`placer.policies.REGISTRY`).
     where : str
         Location reported on error (a JSON path or a command-line option).
 
@@ -387,9 +387,7 @@ def check_policy(name: Any, where: str = "policy") -> str:
     InvalidInputError
         If ``name`` is not a known policy.
     """
-    if type(name) is str and name in POLICIES:
-        return name
-    raise _bad(where, _one_of(POLICIES), name)
+    return policies.get(name, where).name
 
 
 def check_solver(name: Any, where: str = "solver") -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Union
 
+from placer import policies
 from placer.topology import GpuTopology, Nic
 
 __all__ = [
@@ -40,17 +41,7 @@ __all__ = [
 ]
 
 API_VERSION = "placer/v1"
-POLICIES = (
-    "best-fit",
-    "first-fit",
-    "spread",
-    "random",
-    "fgd",
-    "dot-product",
-    "gpu-packing",
-    "gpu-clustering",
-    "fgd-pack",
-)
+POLICIES = policies.names()  # every placement policy (placer.policies.REGISTRY), in its order
 SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -1,0 +1,116 @@
+"""The policy registry (placer.policies): its records, its one check, and that the rest of
+placer reads it."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from placer import _validation, policies
+from placer.exceptions import InvalidInputError
+from placer.model import POLICIES
+from placer.policies import REGISTRY, Policy
+
+ODD_VALUES = [
+    "worst-fit", "", "x" * 61, "Best-Fit", " best-fit", None, True, False, 0, 7, 10**50, -3,
+    1.5, math.inf, [], ["fgd"], (), {}, {"policy": "fgd"}, object(), b"fgd",
+]
+
+
+def test_names_in_registry_order():
+    assert policies.names() == tuple(REGISTRY)
+    assert policies.names() == (
+        "best-fit", "first-fit", "spread", "random", "fgd", "dot-product", "gpu-packing",
+        "gpu-clustering", "fgd-pack",
+    )
+    assert POLICIES == policies.names()
+
+
+def test_records_are_frozen_and_named_by_their_key():
+    for name, record in REGISTRY.items():
+        assert isinstance(record, Policy) and record.name == name
+        assert record.summary and "\n" not in record.summary
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.code = 99  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        REGISTRY["new"] = REGISTRY["fgd"]  # type: ignore[index]
+
+
+def test_codes_are_distinct():
+    codes = [p.code for p in REGISTRY.values()]
+    assert len(set(codes)) == len(codes)
+    assert sorted(codes) == list(range(len(codes)))
+
+
+def test_flags_of_the_known_policies():
+    def having(flag: str) -> set[str]:
+        return {p.name for p in REGISTRY.values() if getattr(p, flag)}
+
+    assert having("needs_workload") == {"fgd", "fgd-pack"}
+    assert having("needs_packing_guide") == {"fgd-pack"}
+    assert having("ranked") == {"fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack"}
+    assert having("cached") == {"fgd", "fgd-pack"}
+    assert having("study") == {"fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random"}
+
+
+def test_flags_are_consistent():
+    for p in REGISTRY.values():
+        if p.needs_packing_guide:
+            assert p.needs_workload, p.name  # fgd-pack's measure extends fgd's
+        if p.cached:
+            assert p.needs_workload, p.name  # only the fragmentation scores are cached
+        if p.study:
+            assert p.simulate_rank is not None, p.name
+    ranks = [p.simulate_rank for p in REGISTRY.values() if p.simulate_rank is not None]
+    assert sorted(ranks) == list(range(len(ranks)))
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_get_returns_the_record(name):
+    assert policies.get(name) is REGISTRY[name]
+    assert policies.get(name, "--policy") is REGISTRY[name]
+    assert _validation.check_policy(name, "--policy") == name
+
+
+@pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+def test_get_refuses_with_the_input_checks_message(value):
+    with pytest.raises(InvalidInputError) as err:
+        policies.get(value, "spec.policy")
+    assert err.value.where == "spec.policy"
+    expected = _validation._bad("spec.policy", "one of " + ", ".join(REGISTRY), value)
+    assert str(err.value) == str(expected)
+    assert err.value.what == expected.what
+    assert err.value.what.startswith("expected one of best-fit, first-fit, spread, random, fgd, ")
+
+
+def test_get_message_by_hand():
+    with pytest.raises(InvalidInputError) as err:
+        policies.get("x")
+    assert str(err.value) == (
+        "policy: expected one of best-fit, first-fit, spread, random, fgd, dot-product, gpu-packing, "
+        "gpu-clustering, fgd-pack, got 'x' (a string)"
+    )
+
+
+def test_check_policy_delegates_to_the_registry():
+    for value in ODD_VALUES:
+        with pytest.raises(InvalidInputError) as mine:
+            _validation.check_policy(value, "--policy")
+        with pytest.raises(InvalidInputError) as theirs:
+            policies.get(value, "--policy")
+        assert str(mine.value) == str(theirs.value)
+
+
+def test_policies_sits_at_the_bottom_of_the_import_graph():
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(policies))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    assert {m for m in imported if m.split(".")[0] == "placer"} == {"placer.exceptions"}
