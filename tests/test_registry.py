@@ -114,3 +114,14 @@ def test_policies_sits_at_the_bottom_of_the_import_graph():
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
     assert {m for m in imported if m.split(".")[0] == "placer"} == {"placer.exceptions"}
+
+
+def test_registry_codes_are_the_kernel_enum():
+    from placer import _core
+
+    kernel = dict(_core.POLICY_ENUM)
+    mine = {p.name: p.code for p in REGISTRY.values()}
+    assert sorted(set(kernel) - set(mine)) == [], "kernel enum values missing from the registry"
+    assert sorted(set(mine) - set(kernel)) == [], "registry policies missing from the kernel enum"
+    assert mine == kernel
+    assert len(set(kernel.values())) == len(kernel)

@@ -5,6 +5,7 @@ import numpy.typing as npt
 
 KERNEL_ABI: int
 MAX_TABLE_GPUS: int
+POLICY_ENUM: dict[str, int]
 
 class Kernel:
     def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_models: int) -> None: ...

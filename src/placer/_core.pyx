@@ -17,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 9
+KERNEL_ABI = 10
 
 cdef extern from *:
     """
@@ -56,6 +56,20 @@ cdef enum:
     POLICY_GPU_PACKING = 6
     POLICY_GPU_CLUSTERING = 7
     POLICY_FGD_PACK = 8
+
+# The enum above by policy name, for Python: placer.policies.REGISTRY's codes must equal it
+# (tests/test_registry.py); placer itself passes the registry's codes.
+POLICY_ENUM = {
+    "first-fit": POLICY_FIRST_FIT,
+    "best-fit": POLICY_BEST_FIT,
+    "spread": POLICY_SPREAD,
+    "random": POLICY_RANDOM,
+    "fgd": POLICY_FGD,
+    "dot-product": POLICY_DOT_PRODUCT,
+    "gpu-packing": POLICY_GPU_PACKING,
+    "gpu-clustering": POLICY_GPU_CLUSTERING,
+    "fgd-pack": POLICY_FGD_PACK,
+}
 
 cdef enum:
     R_CPU = 0
@@ -1071,7 +1085,7 @@ cdef class Kernel:
             ``group_end`` (int32; pods ``i .. group_end[i]-1`` are one all-or-nothing group
             when ``i`` starts a group).
         policy : int
-            A code of ``_typedefs.POLICY_CODES``.
+            A policy's ``code`` (:data:`placer.policies.REGISTRY`).
         rng : ndarray of uint64, shape (1,)
             SplitMix64 state, advanced in place.
         eligible : ndarray of uint64, shape (classes, words)
