@@ -125,3 +125,67 @@ def test_registry_codes_are_the_kernel_enum():
     assert sorted(set(mine) - set(kernel)) == [], "registry policies missing from the kernel enum"
     assert mine == kernel
     assert len(set(kernel.values())) == len(kernel)
+
+
+def test_simulate_lists_come_from_the_registry_in_table_order():
+    from placer import simulate
+
+    assert simulate.STUDY_POLICIES == ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
+    assert simulate.ALL_POLICIES == ("fgd-pack",) + simulate.STUDY_POLICIES
+    assert simulate.available_policies() == policies.names()
+    assert set(simulate.PUBLISHED_NAMES) == set(simulate.STUDY_POLICIES)
+
+
+def test_testing_draws_every_policy():
+    from placer import testing
+
+    assert testing.GREEDY_POLICIES == policies.names()
+
+
+def test_cli_policy_options_list_every_policy():
+    import argparse
+
+    from placer import cli
+
+    parser = cli._build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    imports = next(a for a in commands["import"]._actions if isinstance(a, argparse._SubParsersAction)).choices
+    listing = ", ".join(policies.names())
+    for command in (commands["place"], commands["demo"], imports["kubernetes-request"]):
+        option = next(a for a in command._actions if "--policy" in a.option_strings)
+        assert listing in option.help
+
+
+def _tiny_snapshot():
+    from placer.model import ClusterSnapshot, Node, NodeType
+
+    return ClusterSnapshot(nodes=(Node(name="n0", hardware=NodeType(gpus=2, gpu_model="G", cpu_milli=8000)),))
+
+
+def test_a_hand_built_request_with_an_unknown_policy_is_refused_with_the_one_message():
+    from placer.cluster import Cluster
+    from placer.model import PlacementRequest, PodRequest
+
+    request = PlacementRequest(pods=(PodRequest("a", gpus=1),), policy="worst-fit")
+    with pytest.raises(InvalidInputError) as err:
+        Cluster(_tiny_snapshot()).schedule(request)
+    assert str(err.value) == str(_validation._bad("policy", "one of " + ", ".join(REGISTRY), "worst-fit"))
+
+
+def test_entry_points_take_a_name_or_a_record():
+    import placer
+    from placer.cluster import Cluster
+    from placer.model import PlacementRequest, PodRequest
+
+    pods = [PodRequest("a", gpus=1), PodRequest("b", gpus=1, gpu_milli=500)]
+    by_name, _ = Cluster(_tiny_snapshot()).replay(pods, "fgd", seed=3)
+    by_record, _ = Cluster(_tiny_snapshot()).replay(pods, REGISTRY["fgd"], seed=3)
+    assert by_name == by_record
+    with pytest.raises(InvalidInputError, match="expected one of best-fit"):
+        Cluster(_tiny_snapshot()).replay(pods, "tetris")
+    request = PlacementRequest(pods=tuple(pods))
+    assert placer.place(_tiny_snapshot(), request, policy=REGISTRY["spread"]) == placer.place(
+        _tiny_snapshot(), request, policy="spread"
+    )
+    with pytest.raises(InvalidInputError, match="^policy: expected one of best-fit"):
+        placer.place(_tiny_snapshot(), request, policy="tetris")

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import _typedefs as td
-from placer import _validation, gangs, gpusets
+from placer import _validation, gangs, gpusets, policies
 from placer._core import Kernel
 from placer._pack import (
     EligibilityClass,
@@ -39,12 +39,12 @@ from placer.model import (
     load_snapshot,
 )
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
+from placer.policies import Policy
 
 __all__ = ["Cluster", "NodeFree", "kube_reason"]
 
 PodLike = Union[PodRequest, Mapping[str, Any]]
 
-_CACHED_CODES = (td.POLICY_CODES["fgd"], td.POLICY_CODES["fgd-pack"])
 _SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
 # A pod's placement step outcome: (pod, node or -1, GPU mask, reason, NIC mask).
 _Outcome = tuple[PodRequest, int, int, str, int]
@@ -74,8 +74,9 @@ class _Holding:
 
 
 def fgd_rank(n_nodes: int, seed: int) -> np.ndarray:
-    """The tie order of nodes under ``fgd`` and the study's other scored baselines
-    (``_typedefs.RANKED_POLICIES``): nodes sorted by the request's SplitMix64 draws.
+    """The tie order of nodes under the ranked policies (``fgd``, the study's other scored
+    baselines and ``fgd-pack``: :attr:`placer.policies.Policy.ranked`): nodes sorted by the
+    request's SplitMix64 draws.
 
     Draw ``n_nodes`` values from a fresh SplitMix64 stream started at ``seed``; node i gets
     the i-th; the node with the smaller draw wins a tie (rank 0 first).
@@ -174,8 +175,10 @@ class Cluster:
         """
         request = load_request(request)
         _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
+        # a PlacementRequest built in Python has not been through the decoder: get() is the
+        # one check of its name (a decoded request's name is a plain hit)
         return self._run(
-            request.pods, request.gangs, request.policy, request.seed, keep=True,
+            request.pods, request.gangs, policies.get(request.policy), request.seed, keep=True,
             solver=request.solver, time_limit_s=request.time_limit_s,
         )
 
@@ -196,19 +199,19 @@ class Cluster:
         gang : GangSpec or dict, optional
             When given, the pods form this gang: all are placed or none.
         policy : str
-            One of ``best-fit``, ``first-fit``, ``spread``, ``random``.
+            Any name in :data:`placer.policies.REGISTRY` (``docs/placement-rules.md``).
         seed : int
-            Seed of the ``random`` policy's stream.
+            Seed of the ``random`` policy's stream and of the ranked policies' node order.
 
         Returns
         -------
         PlacementResult
             Pass it to :meth:`bind` to make the decision real.
         """
-        request = _validation.request_for_pods(pods, gang, policy, seed)
+        request = _validation.request_for_pods(pods, gang, policy, seed)  # checks the policy
         _validation.check_request_against_snapshot(request, self._snapshot, self._gpu_models)
         return self._run(
-            request.pods, request.gangs, request.policy, request.seed, keep=False,
+            request.pods, request.gangs, policies.REGISTRY[request.policy], request.seed, keep=False,
             solver=request.solver, time_limit_s=request.time_limit_s,
         )
 
@@ -216,28 +219,22 @@ class Cluster:
         self,
         pods: Sequence[PodRequest],
         gangs: Mapping[str, GangSpec],
-        policy: str,
+        policy: Policy,
         seed: int,
         keep: bool,
         solver: str = "auto",
         time_limit_s: float = 10.0,
     ) -> PlacementResult:
-        code = td.POLICY_CODES.get(policy)
-        if code is None:
-            raise InvalidInputError(
-                "policy",
-                f"policy {policy!r} is not available yet; use one of {', '.join(td.POLICY_CODES)}",
-            )
         for i, pod in enumerate(pods):
             if pod.name in self._holdings:
                 raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
         rng = np.array([seed], dtype=np.uint64)
         self._rank = None
-        if policy in ("fgd", "fgd-pack") and self._workload is None:
+        if policy.needs_workload and self._workload is None:
             self.fragmentation(target_workload(pods))
-        if policy == "fgd-pack" and self._packing is None:
+        if policy.needs_packing_guide and self._packing is None:
             self.set_packing(self.packing_guide(pods))
-        if policy in td.RANKED_POLICIES:
+        if policy.ranked:
             self._rank = fgd_rank(self._packed.n_nodes, seed)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
@@ -246,9 +243,9 @@ class Cluster:
         for step in self._steps(pods, gangs):
             gang_result = None
             if step.gang is not None:
-                outcome, gang_result = self._place_gang(step, code, rng, solver, time_limit_s)
+                outcome, gang_result = self._place_gang(step, policy, rng, solver, time_limit_s)
             else:
-                outcome = self._place_run(step, code, rng)
+                outcome = self._place_run(step, policy, rng)
             for pod, node, mask, reason, nic_mask in outcome:
                 if node >= 0:
                     self._packed.use_resources(node, pod.resources, 1)
@@ -301,13 +298,13 @@ class Cluster:
         return steps
 
     def _place_run(
-        self, step: _Step, code: int, rng: np.ndarray, only: np.ndarray | None = None,
+        self, step: _Step, policy: Policy, rng: np.ndarray, only: np.ndarray | None = None,
         frag_trace: np.ndarray | None = None,
     ) -> list[_Outcome]:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
         self._ensure_tables(arrays["gpus"])
         nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
-            arrays, code, rng, bitsets, only, True, self._rank, frag_trace, self._shapes(arrays, code)
+            arrays, policy.code, rng, bitsets, only, True, self._rank, frag_trace, self._shapes(arrays, policy)
         )
         out = []
         for j, pod in enumerate(step.pods):
@@ -326,11 +323,11 @@ class Cluster:
             out.append((pod, node, int(masks[j]), reason, int(nics[j])))
         return out
 
-    def _shapes(self, arrays: dict[str, np.ndarray], code: int) -> np.ndarray | None:
-        """Shape index per pod for the kernel's score cache (``fgd``, ``fgd-pack``), or None
+    def _shapes(self, arrays: dict[str, np.ndarray], policy: Policy) -> np.ndarray | None:
+        """Shape index per pod for the kernel's score cache (:attr:`Policy.cached`), or None
         when the cache would not pay (one pod) or would be too large."""
         count = len(arrays["gpus"])
-        if code not in _CACHED_CODES or count < 2:
+        if not policy.cached or count < 2:
             return None
         columns = np.stack([arrays["gpus"], arrays["milli"], arrays["gpu_mem"], arrays["cpu"]], axis=1)
         kinds, index = np.unique(columns, axis=0, return_inverse=True)
@@ -339,7 +336,7 @@ class Cluster:
         return index.reshape(-1).astype(td.INT)
 
     def _place_gang(
-        self, step: _Step, code: int, rng: np.ndarray, solver: str, time_limit_s: float
+        self, step: _Step, policy: Policy, rng: np.ndarray, solver: str, time_limit_s: float
     ) -> tuple[list[_Outcome], GangResult]:
         """Greedy first; CP-SAT when the greedy fails (``auto``) or always (``exact``)."""
         spec = step.gang
@@ -349,7 +346,7 @@ class Cluster:
         if spec.mode != "unconstrained" and spec.level is not None:
             outcome = self._place_topology_gang(step)
         else:
-            outcome = self._place_unconstrained(step, code, rng)
+            outcome = self._place_unconstrained(step, policy, rng)
         placed = all(o[1] >= 0 for o in outcome)
         if solver == "greedy" or (solver == "auto" and placed):
             return outcome, self._gang_result(spec, outcome, "greedy", "feasible" if placed else "unknown")
@@ -386,14 +383,14 @@ class Cluster:
         failed = [(pod, -1, 0, reason, 0) for pod in step.pods]
         return failed, self._gang_result(spec, failed, "cp-sat", sol.status, None, sol.bound)
 
-    def _place_unconstrained(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
+    def _place_unconstrained(self, step: _Step, policy: Policy, rng: np.ndarray) -> list[_Outcome]:
         """Pod by pod, all or nothing; with ``sameGpuModel``, one GPU model at a time."""
         spec = step.gang
         assert spec is not None
         shapes = gangs.split_shapes(self._packed, step.pods)
         models = gangs.model_choices(self._packed, shapes, spec)
         if models == [-1]:
-            return self._place_run(step, code, rng)
+            return self._place_run(step, policy, rng)
         if not models:
             reason = f"gang {spec.name}: no GPU model suits every pod of the gang (sameGpuModel)"
             return [(pod, -1, 0, reason, 0) for pod in step.pods]
@@ -401,7 +398,7 @@ class Cluster:
         outcome: list[_Outcome] = []
         for m in models:
             only = node_bitset((model_id == m) | (model_id == 0), self._packed.n_words)
-            outcome = self._place_run(step, code, rng, only)
+            outcome = self._place_run(step, policy, rng, only)
             if all(o[1] >= 0 for o in outcome):
                 break
         return outcome
@@ -621,28 +618,40 @@ class Cluster:
     def replay(
         self,
         pods: Sequence[PodRequest],
-        policy: str = "best-fit",
+        policy: str | Policy = "best-fit",
         seed: int = 0,
         workload: Workload | None = None,
     ) -> tuple[PlacementResult, np.ndarray]:
         """Place pods one at a time in order and bind them (no gangs): a trace replay.
 
-        Returns the result and the cluster's fragment F(M) after each pod (of ``workload``,
-        or of the workload already set, or of the pods' target workload).
+        Parameters
+        ----------
+        pods : sequence of PodRequest
+            The pods, in arrival order.
+        policy : str or Policy
+            A name in :data:`placer.policies.REGISTRY`, or its record.
+        seed : int
+            Seed of the ``random`` policy's stream and of the ranked policies' node order.
+        workload : Workload, optional
+            The target workload of the fragment measure.
+
+        Returns
+        -------
+        PlacementResult, ndarray
+            The result and the cluster's fragment F(M) after each pod (of ``workload``, or
+            of the workload already set, or of the pods' target workload).
         """
+        record = policy if isinstance(policy, Policy) else policies.get(policy)
         if workload is not None and workload is not self._workload:
             self.fragmentation(workload)
         elif self._workload is None:
             self.fragmentation(target_workload(pods))
-        code = td.POLICY_CODES.get(policy)
-        if code is None:
-            raise InvalidInputError("policy", f"policy {policy!r} is not available yet")
-        if policy == "fgd-pack" and self._packing is None:
+        if record.needs_packing_guide and self._packing is None:
             self.set_packing(self.packing_guide(pods))
-        self._rank = fgd_rank(self._packed.n_nodes, seed) if policy in td.RANKED_POLICIES else None
+        self._rank = fgd_rank(self._packed.n_nodes, seed) if record.ranked else None
         trace = np.zeros(len(pods), dtype=np.float64)
         step = _Step(list(pods), list(range(1, len(pods) + 1)))
-        outcome = self._place_run(step, code, np.array([seed], dtype=np.uint64), None, trace)
+        outcome = self._place_run(step, record, np.array([seed], dtype=np.uint64), None, trace)
         assignments = []
         unschedulable = []
         for pod, node, mask, reason, nic in outcome:

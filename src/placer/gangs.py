@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from placer import _typedefs as td
+from placer import policies
 from placer._pack import PackedCluster, node_bitset, pack_pods
 from placer.model import GangSpec, PodRequest
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from placer._core import Kernel
 
 ROOT = "cluster"  # the level above the outermost one: every node
+_BEST_FIT = policies.REGISTRY["best-fit"].code
 
 
 def shape_key(pod: PodRequest) -> tuple:
@@ -366,7 +368,7 @@ def _bind_plan(
     main_pods = [pods[i] for i in main.pods]
     main_nodes = np.array([nodes[i] for i in main.pods], dtype=td.INDEX)
     arrays, _, _ = pack_pods(packed, main_pods)
-    gpus, nics, failed = kernel.place_on(arrays, main_nodes, td.POLICY_CODES["best-fit"])
+    gpus, nics, failed = kernel.place_on(arrays, main_nodes, _BEST_FIT)
     if failed >= 0:
         return None
     out: list[tuple[int, int, int]] = [(-1, 0, 0)] * len(pods)
@@ -380,7 +382,7 @@ def _bind_plan(
         arrays_r, bitsets, _ = pack_pods(packed, rest_pods, [len(rest_pods)] * len(rest_pods))
         for where in near_scopes(h, used, level, scope if shape.pod.gpus else base_scope):
             placed, masks, _, _, nic_masks = kernel.place_batch(
-                arrays_r, td.POLICY_CODES["best-fit"], np.zeros(1, dtype=np.uint64), bitsets,
+                arrays_r, _BEST_FIT, np.zeros(1, dtype=np.uint64), bitsets,
                 node_bitset(where, packed.n_words), False,
             )
             if placed[0] >= 0:
@@ -527,7 +529,7 @@ def bind_counts(
         where = [n for n in nodes for _ in range(counts[(si, n)])]
         my_pods = [pods[i] for i in s.pods]
         arrays, _, _ = pack_pods(packed, my_pods)
-        gpus, nics, failed = kernel.place_on(arrays, np.array(where, dtype=td.INDEX), td.POLICY_CODES["best-fit"])
+        gpus, nics, failed = kernel.place_on(arrays, np.array(where, dtype=td.INDEX), _BEST_FIT)
         if failed >= 0:
             for args in reversed(held):
                 release(kernel, *args)

@@ -5,9 +5,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from placer import _validation
+from placer import _validation, policies
 from placer.cluster import Cluster
 from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult, load_request
+from placer.policies import Policy
 
 __all__ = ["place"]
 
@@ -19,7 +20,7 @@ def place(
     snapshot: SnapshotLike,
     request: RequestLike,
     *,
-    policy: str | None = None,
+    policy: str | Policy | None = None,
     seed: int | None = None,
 ) -> PlacementResult:
     """Place a request's pods on a snapshot, in order.
@@ -30,8 +31,11 @@ def place(
         The cluster as it is now.
     request : PlacementRequest, dict or path
         What to place.
-    policy, seed : optional
-        Override the request's ``policy`` and ``seed``.
+    policy : str or Policy, optional
+        Override the request's ``policy``: a name in :data:`placer.policies.REGISTRY`
+        (checked here), or a record of it.
+    seed : int, optional
+        Override the request's ``seed``.
 
     Returns
     -------
@@ -41,7 +45,7 @@ def place(
     req = load_request(request)
     changes: dict[str, Any] = {}
     if policy is not None:
-        changes["policy"] = _validation.check_policy(policy, "policy")
+        changes["policy"] = (policy if isinstance(policy, Policy) else policies.get(policy, "policy")).name
     if seed is not None:
         changes["seed"] = _validation.check_seed(seed, "seed")
     if changes:
