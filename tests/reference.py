@@ -13,12 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
+from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import target_workload
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
 from placer.topology import PCIE_POINTS
 from placer.model import (
-    POLICIES,
     Assignment,
     ClusterSnapshot,
     GangResult,
@@ -33,6 +33,7 @@ from placer.model import (
 __all__ = [
     "MASK64",
     "GREEDY_POLICIES",
+    "IMPLEMENTED_POLICIES",
     "splitmix64_stream",
     "SplitMix64",
     "domain_of",
@@ -41,8 +42,11 @@ __all__ = [
 ]
 
 MASK64 = (1 << 64) - 1
+# The policies to run: the registry's list. What each one does is the reference's own reading
+# of docs/placement-rules.md (IMPLEMENTED_POLICIES, below); tests/test_registry.py fails when
+# the registry has a policy the reference does not implement.
+GREEDY_POLICIES = policies.names()
 RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack")  # ties: node order
-GREEDY_POLICIES = POLICIES
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
@@ -380,6 +384,9 @@ _BASELINE_SCORES = {
     "gpu-clustering": _gpu_clustering_score,
 }
 
+# Every policy _place_one implements (its node choice, then its GPU choice).
+IMPLEMENTED_POLICIES = ("first-fit", "best-fit", "spread", "random", "fgd", "fgd-pack", *_BASELINE_SCORES)
+
 
 PodsArg = Union[PodRequest, Sequence[PodRequest]]
 BindArg = Union[PlacementResult, Assignment, Iterable[Assignment]]
@@ -522,8 +529,8 @@ class ReferenceCluster:
         *,
         commit: bool,
     ) -> PlacementResult:
-        if policy not in GREEDY_POLICIES:
-            raise NotImplementedError(f"policy {policy!r} is not in the rules yet (issue #5)")
+        if policy not in IMPLEMENTED_POLICIES:
+            raise NotImplementedError(f"policy {policy!r} is not in the reference")
         names = [p.name for p in pods]
         if len(set(names)) != len(names):
             raise InvalidInputError("pods", "pod names repeat")
@@ -616,8 +623,10 @@ class ReferenceCluster:
         elif policy in _BASELINE_SCORES:
             score = _BASELINE_SCORES[policy]
             chosen = min(feasible, key=lambda i: (-score(self._nodes[i], pod), self._rank[i]))
-        else:
+        elif policy == "random":
             chosen = feasible[rng.pick(len(feasible))]
+        else:
+            raise NotImplementedError(f"policy {policy!r} is not in the reference")
         st = self._nodes[chosen]
 
         h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))

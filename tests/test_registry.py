@@ -189,3 +189,29 @@ def test_entry_points_take_a_name_or_a_record():
     )
     with pytest.raises(InvalidInputError, match="^policy: expected one of best-fit"):
         placer.place(_tiny_snapshot(), request, policy="tetris")
+
+
+def test_the_reference_implements_every_registry_policy():
+    import reference
+
+    assert reference.GREEDY_POLICIES == policies.names()
+    missing = [p for p in policies.names() if p not in reference.IMPLEMENTED_POLICIES]
+    assert missing == [], f"tests/reference.py has no implementation of {missing}"
+    assert sorted(reference.IMPLEMENTED_POLICIES) == sorted(policies.names())
+    ranked = {p.name for p in REGISTRY.values() if p.ranked}
+    assert set(reference.RANKED_POLICIES) == ranked
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_the_reference_and_the_cluster_run_every_policy(name):
+    from reference import ReferenceCluster
+
+    from placer.cluster import Cluster
+    from placer.model import PlacementRequest, PodRequest
+
+    pods = (PodRequest("a", gpus=1), PodRequest("b", gpus=1, gpu_milli=400), PodRequest("c", cpu_milli=100))
+    request = PlacementRequest(pods=pods, policy=name, seed=7)
+    got = Cluster(_tiny_snapshot()).schedule(request)
+    want = ReferenceCluster(_tiny_snapshot()).schedule(request)
+    assert got == want
+    assert len(got.assignments) == 3
