@@ -627,8 +627,26 @@ class ReferenceCluster:
             chosen = feasible[rng.pick(len(feasible))]
         else:
             raise NotImplementedError(f"policy {policy!r} is not in the reference")
-        st = self._nodes[chosen]
+        fgd_gpu = scored[chosen][1] if policy in ("fgd", "fgd-pack") else None
+        return self._take(pod, chosen, policy, rng, fgd_gpu)
 
+    def _place_on(
+        self, pod: PodRequest, node: int, policy: str, rng: SplitMix64
+    ) -> tuple[Assignment, _Holding] | None:
+        """Place and apply one pod on ``node`` (chosen by the caller: no node draw), or None
+        when the node does not take it; its GPUs are chosen as ``policy`` chooses them."""
+        st = self._nodes[node]
+        if _filter(st, pod):
+            return None
+        fgd_gpu = self._fgd(st, pod, policy == "fgd-pack")[1] if policy in ("fgd", "fgd-pack") else None
+        return self._take(pod, node, policy, rng, fgd_gpu)
+
+    def _take(
+        self, pod: PodRequest, chosen: int, policy: str, rng: SplitMix64, fgd_gpu: int | None
+    ) -> tuple[Assignment, _Holding]:
+        """Choose the pod's GPUs (and NICs) on node ``chosen``, which fits it, and apply it
+        (rules: "GPUs inside the chosen node"); ``fgd_gpu``: the GPU fgd's score chose."""
+        st = self._nodes[chosen]
         h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))
         gpu_milli: int | None = None
         if pod.gpus == 0:
@@ -638,7 +656,8 @@ class ReferenceCluster:
             if policy == "random":
                 g = cands[rng.pick(len(cands))]
             elif policy in ("fgd", "fgd-pack"):
-                g = scored[chosen][1]
+                assert fgd_gpu is not None
+                g = fgd_gpu
             else:
                 g = min(cands, key=lambda i: (st.free_milli(i), i))
                 if st.free_milli(g) == 1000 and st.topology_aware:
@@ -758,7 +777,7 @@ class ReferenceCluster:
                 k, pod_name, line = got
                 return f"gang {spec.name}: {k} of {n} pod(s) placed before pod {pod_name} failed: {line}"
             return got
-        return self._place_topology_gang(spec, gpods)
+        return self._place_topology_gang(spec, gpods, policy, rng)
 
     # --- gangs over topology levels (rules: "Gangs over topology levels") ---------------
 
@@ -774,7 +793,11 @@ class ReferenceCluster:
             st.apply(h, -1)
         return len(held)
 
-    def _place_topology_gang(self, spec: GangSpec, gpods: list[PodRequest]) -> list | str:
+    def _place_topology_gang(
+        self, spec: GangSpec, gpods: list[PodRequest], policy: str, rng: SplitMix64
+    ) -> list | str:
+        """Domains and the main shape's nodes by tightest fit (best-fit capacities, whatever
+        the policy); GPUs, and the other shapes' nodes within their scope, by ``policy``."""
         levels = [*self.snapshot.topology_levels, "node"]
         nodes = self.snapshot.nodes
         paths = [[domain_of(nd, lv, self.snapshot.topology_levels) for nd in nodes] for lv in levels]
@@ -833,7 +856,7 @@ class ReferenceCluster:
             for c, mo, _, d, m in sorted(cands, key=lambda t: t[:3]):
                 caps, raws = per_model[m]
                 counts = self._allocate(levels, paths, complete, order_of, caps, raws, k, d, len(main))
-                got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m)
+                got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m, policy, rng)
                 if got is not None:
                     return got
             last = levels[k] if k >= 0 else "cluster"
@@ -894,7 +917,7 @@ class ReferenceCluster:
         assert left == 0
         return out
 
-    def _bind_gang(self, gpods, groups, counts, levels, paths, order_of, k, d, model) -> list | None:
+    def _bind_gang(self, gpods, groups, counts, levels, paths, order_of, k, d, model, policy, rng) -> list | None:
         by_name = {nd.name: i for i, nd in enumerate(self.snapshot.nodes)}
         node_counts = {by_name[c[0]]: n for c, n in counts.items()}
         key = lambda i: tuple(order_of[x][paths[x][i]] for x in range(len(levels)))  # noqa: E731
@@ -910,8 +933,8 @@ class ReferenceCluster:
                 self._nodes[h.node].apply(h, -1)
 
         for j, i in zip(groups[0], slots):
-            out = self._place_one(gpods[j], [i], "best-fit", SplitMix64(0))
-            if isinstance(out, str):
+            out = self._place_on(gpods[j], i, policy, rng)
+            if out is None:
                 undo(done)
                 return None
             got[j] = out
@@ -934,7 +957,7 @@ class ReferenceCluster:
                 seen.append(nodes_)
                 attempt: list = []
                 for j in g:
-                    out = self._place_one(gpods[j], nodes_, "best-fit", SplitMix64(0))
+                    out = self._place_one(gpods[j], nodes_, policy, rng)
                     if isinstance(out, str):
                         undo([o[1] for _, o in attempt])
                         attempt = []

@@ -17,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 10
+KERNEL_ABI = 11
 
 cdef extern from *:
     """
@@ -1238,13 +1238,16 @@ cdef class Kernel:
             out[n] = study_score(&self.st, n, &p, policy)
         return out_arr
 
-    def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy):
+    def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy, rng=None):
         """Place pod j on node ``node_of_pod[j]`` (GPUs and NICs chosen there); all or nothing.
 
         ``pods`` is as in :meth:`place_batch` (``models``, ``klass`` and ``group_end`` are
-        not used: the caller chose the nodes). Returns ``(gpus, nics, failed)``: the GPU and
-        NIC masks per pod, and the index of the first pod that did not fit (-1: all placed;
-        then nothing is bound).
+        not used: the caller chose the nodes). ``policy`` chooses the GPUs on the node as
+        it does in :meth:`place_batch` (a shared pod's GPU differs under ``random``,
+        ``fgd`` and ``fgd-pack``); ``rng`` is the SplitMix64 state ``random`` draws from,
+        advanced in place (omitted: a stream started at 0). Returns ``(gpus, nics,
+        failed)``: the GPU and NIC masks per pod, and the index of the first pod that did
+        not fit (-1: all placed; then nothing is bound).
         """
         cdef int32_t n_pods = pods["gpus"].shape[0]
         cdef const int32_t[::1] gpus = pods["gpus"]
@@ -1258,11 +1261,13 @@ cdef class Kernel:
         out_nics_arr = np.zeros(n_pods, dtype=np.uint64)
         cdef uint64_t[::1] out_gpus = out_gpus_arr
         cdef uint64_t[::1] out_nics = out_nics_arr
-        cdef uint64_t rng_state = 0
+        cdef uint64_t[::1] rng_state = np.zeros(1, dtype=np.uint64) if rng is None else rng
         cdef int32_t j, k, n, failed = -1
         cdef Pod p
         if where.shape[0] != n_pods:
             raise ValueError("one node per pod")
+        if rng_state.shape[0] != 1:
+            raise ValueError("rng is one uint64 state")
         self._check_packing(policy)
         for j in range(n_pods):
             if where[j] < 0 or where[j] >= self.st.n_nodes:
@@ -1275,7 +1280,7 @@ cdef class Kernel:
                 if not node_fits(&self.st, n, &p):
                     failed = j
                     break
-                take(&self.st, n, &p, policy, &rng_state, &out_gpus[j], &out_nics[j])
+                take(&self.st, n, &p, policy, &rng_state[0], &out_gpus[j], &out_nics[j])
             if failed >= 0:
                 for k in range(failed - 1, -1, -1):
                     load_resources(&p, k, gpus, milli, gpu_mem, cpu, mem)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-KERNEL_ABI = 10  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
+KERNEL_ABI = 11  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node

@@ -344,7 +344,7 @@ class Cluster:
         solver = spec.solver or solver
         limit = spec.time_limit_s or time_limit_s
         if spec.mode != "unconstrained" and spec.level is not None:
-            outcome = self._place_topology_gang(step)
+            outcome = self._place_topology_gang(step, policy, rng)
         else:
             outcome = self._place_unconstrained(step, policy, rng)
         placed = all(o[1] >= 0 for o in outcome)
@@ -369,7 +369,9 @@ class Cluster:
         answer = sol.counts if sol.found else hint
         if answer:
             shared = sol.shared_gpus if sol.found else {}
-            bound = gangs.bind_counts(self._packed, self._hierarchy(), self._kernel, step.pods, shapes, answer, shared)
+            bound = gangs.bind_counts(
+                self._packed, self._hierarchy(), self._kernel, step.pods, shapes, answer, shared, policy, rng
+            )
             if bound is not None:
                 done = [(pod, n, mask, "", nic) for pod, (n, mask, nic) in zip(step.pods, bound)]
                 status = sol.status if sol.found else "feasible"
@@ -403,13 +405,16 @@ class Cluster:
                 break
         return outcome
 
-    def _place_topology_gang(self, step: _Step) -> list[_Outcome]:
-        """A required or preferred gang: greedy over the topology levels, all or nothing."""
+    def _place_topology_gang(self, step: _Step, policy: Policy, rng: np.ndarray) -> list[_Outcome]:
+        """A required or preferred gang: greedy over the topology levels, all or nothing;
+        ``policy`` chooses GPUs and the other shapes' nodes (:func:`placer.gangs.place_gang`)."""
         spec = step.gang
         assert spec is not None
         arrays, _, _ = pack_pods(self._packed, step.pods)
         self._ensure_tables(arrays["gpus"])
-        plan, shapes = gangs.place_gang(self._packed, self._hierarchy(), step.pods, spec, self._kernel)
+        plan, shapes = gangs.place_gang(
+            self._packed, self._hierarchy(), step.pods, spec, self._kernel, policy, rng, self._rank
+        )
         if plan.placed:
             return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(step.pods, plan.placed)]
         main = shapes[0]
