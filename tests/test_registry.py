@@ -58,8 +58,6 @@ def test_flags_are_consistent():
     for p in REGISTRY.values():
         if p.needs_packing_guide:
             assert p.needs_workload, p.name  # fgd-pack's measure extends fgd's
-        if p.cached:
-            assert p.needs_workload, p.name  # only the fragmentation scores are cached
         if p.study:
             assert p.simulate_rank is not None, p.name
     ranks = [p.simulate_rank for p in REGISTRY.values() if p.simulate_rank is not None]
@@ -215,3 +213,24 @@ def test_the_reference_and_the_cluster_run_every_policy(name):
     want = ReferenceCluster(_tiny_snapshot()).schedule(request)
     assert got == want
     assert len(got.assignments) == 3
+
+
+def test_the_kernel_refuses_a_code_that_is_no_policy():
+    import numpy as np
+
+    from placer._pack import pack_pods
+    from placer.cluster import Cluster
+    from placer.model import PodRequest
+
+    cluster = Cluster(_tiny_snapshot())
+    arrays, bitsets, _ = pack_pods(cluster._packed, [PodRequest("a", gpus=1)], [1])
+    bad = max(p.code for p in REGISTRY.values()) + 1
+    rng = np.zeros(1, dtype=np.uint64)
+    with pytest.raises(ValueError, match="unknown policy code"):
+        cluster._kernel.place_batch(arrays, bad, rng, bitsets)
+    with pytest.raises(ValueError, match="unknown policy code"):
+        cluster._kernel.place_on(arrays, np.zeros(1, dtype=np.int32), bad, rng)
+    with pytest.raises(ValueError, match="unknown policy code"):
+        cluster._kernel.node_scores(arrays, bad, bitsets)
+    with pytest.raises(ValueError, match="scored policies"):
+        cluster._kernel.node_scores(arrays, REGISTRY["best-fit"].code, bitsets)
