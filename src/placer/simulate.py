@@ -310,7 +310,7 @@ def curve_metrics(
 def run_replay(
     snapshot: ClusterSnapshot,
     pods: Sequence[PodRequest],
-    policy: str,
+    policy: str | _registry.Policy,
     seed: int,
     workload: Workload | None = None,
     *,
@@ -327,8 +327,8 @@ def run_replay(
         resources but do not count as arrived or allocated.
     pods : sequence of PodRequest
         The original (not inflated) pod list.
-    policy : str
-        A name in :data:`placer.policies.REGISTRY`.
+    policy : str or Policy
+        A name in :data:`placer.policies.REGISTRY` (checked here), or its record.
     seed : int
         Seed of the arrival order (:func:`arrival_order`) and of the policy's own draws.
     workload : Workload, optional
@@ -346,7 +346,7 @@ def run_replay(
     from placer.cluster import Cluster
 
     started = time.perf_counter()
-    record = _registry.get(policy, "policy")
+    record = policy if isinstance(policy, _registry.Policy) else _registry.get(policy, "policy")
     if workload is None:
         workload = target_workload(pods)
     capacity = gpu_capacity_milli(snapshot)
@@ -390,9 +390,11 @@ def _init_worker(
 
 
 def _run_task(policy: str, seed: int) -> Curve:
+    """One replay in a worker; ``policy`` was checked by :func:`simulate`."""
     w = _WORKER
     return run_replay(
-        w["snapshot"], w["pods"], policy, seed, w["workload"], name=w["name"], ratio=w["ratio"], stop=w["stop"]
+        w["snapshot"], w["pods"], _registry.REGISTRY[policy], seed, w["workload"],
+        name=w["name"], ratio=w["ratio"], stop=w["stop"],
     )
 
 
