@@ -12,12 +12,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence, Union
 
+from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import target_workload
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
 from placer.topology import PCIE_POINTS
 from placer.model import (
-    POLICIES,
     Assignment,
     ClusterSnapshot,
     GangResult,
@@ -33,6 +33,7 @@ from placer.model import replace
 __all__ = [
     "MASK64",
     "GREEDY_POLICIES",
+    "IMPLEMENTED_POLICIES",
     "splitmix64_stream",
     "SplitMix64",
     "domain_of",
@@ -41,8 +42,11 @@ __all__ = [
 ]
 
 MASK64 = (1 << 64) - 1
+# The policies to run: the registry's list. What each one does is the reference's own reading
+# of docs/placement-rules.md (IMPLEMENTED_POLICIES, below); tests/test_registry.py fails when
+# the registry has a policy the reference does not implement.
+GREEDY_POLICIES = policies.names()
 RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack")  # ties: node order
-GREEDY_POLICIES = POLICIES
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
@@ -380,6 +384,9 @@ _BASELINE_SCORES = {
     "gpu-clustering": _gpu_clustering_score,
 }
 
+# Every policy _place_one implements (its node choice, then its GPU choice).
+IMPLEMENTED_POLICIES = ("first-fit", "best-fit", "spread", "random", "fgd", "fgd-pack", *_BASELINE_SCORES)
+
 
 PodsArg = Union[PodRequest, Sequence[PodRequest]]
 BindArg = Union[PlacementResult, Assignment, Iterable[Assignment]]
@@ -522,8 +529,8 @@ class ReferenceCluster:
         *,
         commit: bool,
     ) -> PlacementResult:
-        if policy not in GREEDY_POLICIES:
-            raise NotImplementedError(f"policy {policy!r} is not in the rules yet (issue #5)")
+        if policy not in IMPLEMENTED_POLICIES:
+            raise NotImplementedError(f"policy {policy!r} is not in the reference")
         names = [p.name for p in pods]
         if len(set(names)) != len(names):
             raise InvalidInputError("pods", "pod names repeat")
@@ -616,10 +623,30 @@ class ReferenceCluster:
         elif policy in _BASELINE_SCORES:
             score = _BASELINE_SCORES[policy]
             chosen = min(feasible, key=lambda i: (-score(self._nodes[i], pod), self._rank[i]))
-        else:
+        elif policy == "random":
             chosen = feasible[rng.pick(len(feasible))]
-        st = self._nodes[chosen]
+        else:
+            raise NotImplementedError(f"policy {policy!r} is not in the reference")
+        fgd_gpu = scored[chosen][1] if policy in ("fgd", "fgd-pack") else None
+        return self._take(pod, chosen, policy, rng, fgd_gpu)
 
+    def _place_on(
+        self, pod: PodRequest, node: int, policy: str, rng: SplitMix64
+    ) -> tuple[Assignment, _Holding] | None:
+        """Place and apply one pod on ``node`` (chosen by the caller: no node draw), or None
+        when the node does not take it; its GPUs are chosen as ``policy`` chooses them."""
+        st = self._nodes[node]
+        if _filter(st, pod):
+            return None
+        fgd_gpu = self._fgd(st, pod, policy == "fgd-pack")[1] if policy in ("fgd", "fgd-pack") else None
+        return self._take(pod, node, policy, rng, fgd_gpu)
+
+    def _take(
+        self, pod: PodRequest, chosen: int, policy: str, rng: SplitMix64, fgd_gpu: int | None
+    ) -> tuple[Assignment, _Holding]:
+        """Choose the pod's GPUs (and NICs) on node ``chosen``, which fits it, and apply it
+        (rules: "GPUs inside the chosen node"); ``fgd_gpu``: the GPU fgd's score chose."""
+        st = self._nodes[chosen]
         h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))
         gpu_milli: int | None = None
         if pod.gpus == 0:
@@ -629,7 +656,8 @@ class ReferenceCluster:
             if policy == "random":
                 g = cands[rng.pick(len(cands))]
             elif policy in ("fgd", "fgd-pack"):
-                g = scored[chosen][1]
+                assert fgd_gpu is not None
+                g = fgd_gpu
             else:
                 g = min(cands, key=lambda i: (st.free_milli(i), i))
                 if st.free_milli(g) == 1000 and st.topology_aware:
@@ -749,7 +777,7 @@ class ReferenceCluster:
                 k, pod_name, line = got
                 return f"gang {spec.name}: {k} of {n} pod(s) placed before pod {pod_name} failed: {line}"
             return got
-        return self._place_topology_gang(spec, gpods)
+        return self._place_topology_gang(spec, gpods, policy, rng)
 
     # --- gangs over topology levels (rules: "Gangs over topology levels") ---------------
 
@@ -765,7 +793,11 @@ class ReferenceCluster:
             st.apply(h, -1)
         return len(held)
 
-    def _place_topology_gang(self, spec: GangSpec, gpods: list[PodRequest]) -> list | str:
+    def _place_topology_gang(
+        self, spec: GangSpec, gpods: list[PodRequest], policy: str, rng: SplitMix64
+    ) -> list | str:
+        """Domains and the main shape's nodes by tightest fit (best-fit capacities, whatever
+        the policy); GPUs, and the other shapes' nodes within their scope, by ``policy``."""
         levels = [*self.snapshot.topology_levels, "node"]
         nodes = self.snapshot.nodes
         paths = [[domain_of(nd, lv, self.snapshot.topology_levels) for nd in nodes] for lv in levels]
@@ -824,7 +856,7 @@ class ReferenceCluster:
             for c, mo, _, d, m in sorted(cands, key=lambda t: t[:3]):
                 caps, raws = per_model[m]
                 counts = self._allocate(levels, paths, complete, order_of, caps, raws, k, d, len(main))
-                got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m)
+                got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m, policy, rng)
                 if got is not None:
                     return got
             last = levels[k] if k >= 0 else "cluster"
@@ -885,7 +917,7 @@ class ReferenceCluster:
         assert left == 0
         return out
 
-    def _bind_gang(self, gpods, groups, counts, levels, paths, order_of, k, d, model) -> list | None:
+    def _bind_gang(self, gpods, groups, counts, levels, paths, order_of, k, d, model, policy, rng) -> list | None:
         by_name = {nd.name: i for i, nd in enumerate(self.snapshot.nodes)}
         node_counts = {by_name[c[0]]: n for c, n in counts.items()}
         key = lambda i: tuple(order_of[x][paths[x][i]] for x in range(len(levels)))  # noqa: E731
@@ -901,8 +933,8 @@ class ReferenceCluster:
                 self._nodes[h.node].apply(h, -1)
 
         for j, i in zip(groups[0], slots):
-            out = self._place_one(gpods[j], [i], "best-fit", SplitMix64(0))
-            if isinstance(out, str):
+            out = self._place_on(gpods[j], i, policy, rng)
+            if out is None:
                 undo(done)
                 return None
             got[j] = out
@@ -925,7 +957,7 @@ class ReferenceCluster:
                 seen.append(nodes_)
                 attempt: list = []
                 for j in g:
-                    out = self._place_one(gpods[j], nodes_, "best-fit", SplitMix64(0))
+                    out = self._place_one(gpods[j], nodes_, policy, rng)
                     if isinstance(out, str):
                         undo([o[1] for _, o in attempt])
                         attempt = []

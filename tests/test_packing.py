@@ -217,11 +217,11 @@ def test_the_score_cache_of_a_replay_changes_no_decision(policy):
 
 def test_the_kernel_refuses_fgd_pack_without_a_guide():
     from placer._pack import pack_pods
-    from placer._typedefs import POLICY_CODES
+    from placer.policies import REGISTRY
 
     cluster = Cluster(ClusterSnapshot(nodes=(node("a", 2),)))
     arrays, bitsets, _ = pack_pods(cluster._packed, [pod("x")])
     with pytest.raises(ValueError, match="set_packing"):
-        cluster._kernel.node_scores(arrays, POLICY_CODES["fgd-pack"], bitsets)
+        cluster._kernel.node_scores(arrays, REGISTRY["fgd-pack"].code, bitsets)
     placed = cluster.place([pod("y")], policy="fgd-pack")  # the cluster sets a guide itself
     assert [a.node for a in placed.assignments] == ["a"]

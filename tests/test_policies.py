@@ -13,9 +13,9 @@ from hypothesis import given, settings
 
 from placer import check_placement
 from placer._pack import pack_pods
-from placer._typedefs import POLICY_CODES, RANKED_POLICIES
 from placer.cluster import Cluster, fgd_rank
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
+from placer.policies import REGISTRY
 from placer.simulate import STUDY_POLICIES, available_policies
 from placer.testing import scenarios
 from reference import _BASELINE_SCORES, ReferenceCluster, _filter
@@ -36,7 +36,7 @@ def snap(*nodes: Node) -> ClusterSnapshot:
 
 def kernel_scores(cluster: Cluster, pod: PodRequest, policy: str) -> dict[str, int | None]:
     arrays, bitsets, _ = pack_pods(cluster._packed, [pod])
-    scores = cluster._kernel.node_scores(arrays, POLICY_CODES[policy], bitsets)
+    scores = cluster._kernel.node_scores(arrays, REGISTRY[policy].code, bitsets)
     return {name: None if s == NO_SCORE else int(s) for name, s in zip(cluster.node_names, scores)}
 
 
@@ -64,7 +64,7 @@ def placed(snapshot: ClusterSnapshot, pods: list[PodRequest], policy: str, seed:
 
 def test_every_study_policy_is_available_to_simulate():
     assert set(STUDY_POLICIES) <= set(available_policies())
-    assert set(BASELINES) <= set(RANKED_POLICIES)
+    assert all(REGISTRY[p].ranked for p in BASELINES)
 
 
 # ------------------------------------------------------------------------ gpu-packing

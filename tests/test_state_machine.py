@@ -6,6 +6,7 @@ import hypothesis.strategies as st
 from hypothesis import event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from placer import policies
 from placer.cluster import Cluster
 from placer.diagnostics import check_placement
 from placer.model import PlacementRequest
@@ -13,7 +14,7 @@ from placer.testing import pod_requests, snapshots
 from placer.model import replace
 from reference import ReferenceCluster
 
-POLICIES = ("first-fit", "best-fit", "spread", "random", "dot-product", "gpu-packing", "gpu-clustering")
+POLICIES = policies.names()  # every policy of the registry
 
 
 def _free_as_dict(free) -> dict:

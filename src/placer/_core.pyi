@@ -5,6 +5,7 @@ import numpy.typing as npt
 
 KERNEL_ABI: int
 MAX_TABLE_GPUS: int
+POLICY_ENUM: dict[str, int]
 
 class Kernel:
     def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_models: int) -> None: ...
@@ -61,7 +62,11 @@ class Kernel:
         eligible: npt.NDArray[np.uint64],
     ) -> npt.NDArray[np.int64]: ...
     def place_on(
-        self, pods: dict[str, npt.NDArray[Any]], node_of_pod: npt.NDArray[np.int32], policy: int
+        self,
+        pods: dict[str, npt.NDArray[Any]],
+        node_of_pod: npt.NDArray[np.int32],
+        policy: int,
+        rng: npt.NDArray[np.uint64] | None = ...,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], int]: ...
     def bind(
         self,

@@ -17,7 +17,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 # Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 9
+KERNEL_ABI = 11
 
 cdef extern from *:
     """
@@ -56,6 +56,21 @@ cdef enum:
     POLICY_GPU_PACKING = 6
     POLICY_GPU_CLUSTERING = 7
     POLICY_FGD_PACK = 8
+
+# The enum above by policy name, for Python: placer.policies.REGISTRY's codes must equal it
+# (tests/test_registry.py); placer itself passes the registry's codes.
+POLICY_ENUM = {
+    "first-fit": POLICY_FIRST_FIT,
+    "best-fit": POLICY_BEST_FIT,
+    "spread": POLICY_SPREAD,
+    "random": POLICY_RANDOM,
+    "fgd": POLICY_FGD,
+    "dot-product": POLICY_DOT_PRODUCT,
+    "gpu-packing": POLICY_GPU_PACKING,
+    "gpu-clustering": POLICY_GPU_CLUSTERING,
+    "fgd-pack": POLICY_FGD_PACK,
+}
+_POLICY_CODES = frozenset(POLICY_ENUM.values())
 
 cdef enum:
     R_CPU = 0
@@ -699,8 +714,15 @@ cdef inline int64_t gpu_clustering_score(const NodeState* st, int32_t n, const P
     return term + (25 if kinds == 0 else 0)
 
 
+cdef inline bint is_scored(int32_t policy) noexcept nogil:
+    """Whether the policy chooses the node of the highest score (choose_scored, study_score)."""
+    return (policy == POLICY_FGD or policy == POLICY_DOT_PRODUCT or policy == POLICY_GPU_PACKING
+            or policy == POLICY_GPU_CLUSTERING or policy == POLICY_FGD_PACK)
+
+
 cdef inline int64_t study_score(const NodeState* st, int32_t n, const Pod* p, int32_t policy) noexcept nogil:
-    """The score of node n for p under FGD or one of the study's baselines."""
+    """The score of node n for p under a scored policy (is_scored): FGD, fgd-pack or one of
+    the study's baselines."""
     cdef int32_t gpu
     if policy == POLICY_FGD or policy == POLICY_FGD_PACK:
         return fgd_node_score(st, n, p, &gpu, policy == POLICY_FGD_PACK)
@@ -708,7 +730,7 @@ cdef inline int64_t study_score(const NodeState* st, int32_t n, const Pod* p, in
         return dot_product_score(st, n, p)
     if policy == POLICY_GPU_PACKING:
         return gpu_packing_score(st, n, p)
-    return gpu_clustering_score(st, n, p)
+    return gpu_clustering_score(st, n, p)  # POLICY_GPU_CLUSTERING
 
 
 cdef inline int64_t cached_score(NodeState* st, int32_t n, const Pod* p, int32_t policy) noexcept nogil:
@@ -863,10 +885,12 @@ cdef int32_t place_one(NodeState* st, const Pod* p, int32_t policy, const uint64
         n = choose_best_fit(st, p, only)
     elif policy == POLICY_SPREAD:
         n = choose_spread(st, p, only)
-    elif POLICY_FGD <= policy <= POLICY_FGD_PACK:
+    elif is_scored(policy):
         n = choose_scored(st, p, only, policy)
-    else:
+    elif policy == POLICY_RANDOM:
         n = choose_random(st, p, only, rng)
+    else:
+        return -1  # not a policy: the def wrappers refuse such codes (Kernel._check_policy)
     if n < 0:
         return -1
     take(st, n, p, policy, rng, chosen, nics)
@@ -1039,7 +1063,9 @@ cdef class Kernel:
         self.st.pack_pressure = <const double*>_ptr(pressure, np.float64, self.st.n_models)
         self.st.pack_regret = <const double*>_ptr(regret, np.float64, 101 * 101)
 
-    def _check_packing(self, int policy):
+    def _check_policy(self, int policy):
+        if policy not in _POLICY_CODES:
+            raise ValueError(f"unknown policy code {policy}: expected one of POLICY_ENUM's values")
         if policy == POLICY_FGD_PACK and self.st.pack_regret == NULL:
             raise ValueError("fgd-pack needs set_packing() first")
 
@@ -1071,7 +1097,7 @@ cdef class Kernel:
             ``group_end`` (int32; pods ``i .. group_end[i]-1`` are one all-or-nothing group
             when ``i`` starts a group).
         policy : int
-            A code of ``_typedefs.POLICY_CODES``.
+            A policy's ``code`` (:data:`placer.policies.REGISTRY`).
         rng : ndarray of uint64, shape (1,)
             SplitMix64 state, advanced in place.
         eligible : ndarray of uint64, shape (classes, words)
@@ -1087,8 +1113,9 @@ cdef class Kernel:
             Filled with the cluster's fragment F(M) after each pod (needs a workload).
         shapes : ndarray of int32, optional
             Shape index per pod (pods of one index have equal ``gpus``, ``milli``,
-            ``gpu_mem`` and ``cpu``): ``fgd`` and ``fgd-pack`` then keep each node's score
-            per shape until the node changes.
+            ``gpu_mem`` and ``cpu``): a scored policy then keeps each node's score per
+            shape until the node changes. The caller passes them only for a policy whose
+            score depends on nothing else (``Policy.cached``: ``fgd``, ``fgd-pack``).
 
         Returns
         -------
@@ -1131,7 +1158,7 @@ cdef class Kernel:
         cdef int32_t n_shapes = 0
         if frag_trace is not None:
             trace = <double*>_ptr(frag_trace, np.float64, n_pods)
-        if shapes is not None and (policy == POLICY_FGD or policy == POLICY_FGD_PACK) and n_pods:
+        if shapes is not None and n_pods:
             if shape_of.shape[0] != n_pods:
                 raise ValueError("one shape per pod")
             n_shapes = int(shapes.max()) + 1
@@ -1141,7 +1168,7 @@ cdef class Kernel:
             self.st.cache_score = <int32_t*>_ptr(score_arr, np.int32, score_arr.shape[0])
         if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
-        self._check_packing(policy)
+        self._check_policy(policy)
         self.st.rank = NULL
         if rank is not None:
             self._rank = rank
@@ -1195,7 +1222,7 @@ cdef class Kernel:
     def node_scores(self, dict pods, int policy, eligible):
         """The score of every node for the first pod of ``pods`` (nothing is bound).
 
-        For ``fgd``, ``dot-product``, ``gpu-packing`` and ``gpu-clustering``; ``pods`` and
+        For the scored policies (``fgd``, ``fgd-pack`` and the study's baselines); ``pods`` and
         ``eligible`` are as in :meth:`place_batch`. Returns int64 per node, with
         ``-2**63`` for a node that is not eligible or does not fit the pod.
         """
@@ -1209,11 +1236,11 @@ cdef class Kernel:
         cdef const uint64_t[:, ::1] elig = eligible
         cdef int32_t n
         cdef Pod p
-        if policy < POLICY_FGD or policy > POLICY_FGD_PACK:
-            raise ValueError("node_scores is for the scored policies (fgd and the study's baselines)")
+        self._check_policy(policy)
+        if not is_scored(policy):
+            raise ValueError("node_scores is for the scored policies (fgd, fgd-pack and the study's baselines)")
         if gpus.shape[0] < 1 or elig.shape[1] != self.st.n_words:
             raise ValueError("one pod and bitsets of the cluster's width are needed")
-        self._check_packing(policy)
         out_arr = np.full(self.st.n_nodes, np.iinfo(np.int64).min, dtype=np.int64)
         cdef int64_t[::1] out = out_arr
         load_pod(&p, 0, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
@@ -1224,13 +1251,16 @@ cdef class Kernel:
             out[n] = study_score(&self.st, n, &p, policy)
         return out_arr
 
-    def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy):
+    def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy, rng=None):
         """Place pod j on node ``node_of_pod[j]`` (GPUs and NICs chosen there); all or nothing.
 
         ``pods`` is as in :meth:`place_batch` (``models``, ``klass`` and ``group_end`` are
-        not used: the caller chose the nodes). Returns ``(gpus, nics, failed)``: the GPU and
-        NIC masks per pod, and the index of the first pod that did not fit (-1: all placed;
-        then nothing is bound).
+        not used: the caller chose the nodes). ``policy`` chooses the GPUs on the node as
+        it does in :meth:`place_batch` (a shared pod's GPU differs under ``random``,
+        ``fgd`` and ``fgd-pack``); ``rng`` is the SplitMix64 state ``random`` draws from,
+        advanced in place (omitted: a stream started at 0). Returns ``(gpus, nics,
+        failed)``: the GPU and NIC masks per pod, and the index of the first pod that did
+        not fit (-1: all placed; then nothing is bound).
         """
         cdef int32_t n_pods = pods["gpus"].shape[0]
         cdef const int32_t[::1] gpus = pods["gpus"]
@@ -1244,12 +1274,14 @@ cdef class Kernel:
         out_nics_arr = np.zeros(n_pods, dtype=np.uint64)
         cdef uint64_t[::1] out_gpus = out_gpus_arr
         cdef uint64_t[::1] out_nics = out_nics_arr
-        cdef uint64_t rng_state = 0
+        cdef uint64_t[::1] rng_state = np.zeros(1, dtype=np.uint64) if rng is None else rng
         cdef int32_t j, k, n, failed = -1
         cdef Pod p
         if where.shape[0] != n_pods:
             raise ValueError("one node per pod")
-        self._check_packing(policy)
+        if rng_state.shape[0] != 1:
+            raise ValueError("rng is one uint64 state")
+        self._check_policy(policy)
         for j in range(n_pods):
             if where[j] < 0 or where[j] >= self.st.n_nodes:
                 raise IndexError("node index out of range")
@@ -1261,7 +1293,7 @@ cdef class Kernel:
                 if not node_fits(&self.st, n, &p):
                     failed = j
                     break
-                take(&self.st, n, &p, policy, &rng_state, &out_gpus[j], &out_nics[j])
+                take(&self.st, n, &p, policy, &rng_state[0], &out_gpus[j], &out_nics[j])
             if failed >= 0:
                 for k in range(failed - 1, -1, -1):
                     load_resources(&p, k, gpus, milli, gpu_mem, cpu, mem)

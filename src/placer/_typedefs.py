@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-KERNEL_ABI = 9  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
+KERNEL_ABI = 11  # must equal placer._core.KERNEL_ABI; a mismatch means a stale build
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -22,24 +22,11 @@ MAX_NICS_PER_NODE = 64
 NIC_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")  # best first; SOC counts as SYS
 MAX_GPU_MODELS = 63  # model id 0 is "no GPU"; ids fit one uint64 mask
 
+# Policy codes are placer.policies.REGISTRY's (Policy.code); they equal _core.POLICY_ENUM.
+
 # Untracked capacities are stored as these (never reached, safe to add and subtract).
 UNTRACKED_BIG = np.int64(1 << 60)
 UNTRACKED_INT = np.int32(1 << 30)
-
-POLICY_CODES = {
-    "first-fit": 0,
-    "best-fit": 1,
-    "spread": 2,
-    "random": 3,
-    "fgd": 4,
-    "dot-product": 5,
-    "gpu-packing": 6,
-    "gpu-clustering": 7,
-    "fgd-pack": 8,
-}
-
-# Policies whose ties go to a seeded node order (``cluster.fgd_rank``), as in the FGD study.
-RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack")
 
 # gpu-clustering's per-node tag counts (``tag_count``, nodes x (max GPUs + 1)): column 0
 # counts share-gpu pods (one per GPU share held), column k pods holding k whole GPUs.

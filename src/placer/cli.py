@@ -16,7 +16,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Collection, NoReturn, Sequence
 
-from placer import __version__
+from placer import __version__, policies
 from placer._io import dump_json, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import OUTPUT_FORMATS
@@ -30,6 +30,9 @@ EXIT_OK = 0
 EXIT_VIOLATIONS = 1
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
+
+
+_POLICY_CHOICES = ", ".join(policies.names())  # --policy accepts these (placer.policies.REGISTRY)
 
 
 class _UsageError(Exception):
@@ -71,7 +74,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     p.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     p.add_argument("-o", "--output", metavar="RESULT", help="write the result here instead of stdout")
-    p.add_argument("--policy", metavar="P", help="override the request's policy")
+    p.add_argument("--policy", metavar="P", help=f"override the request's policy: {_POLICY_CHOICES}")
     p.add_argument("--seed", metavar="N", help="override the request's seed")
     p.add_argument(
         "--format", metavar="FMT", default="json", choices=tuple(OUTPUT_FORMATS),
@@ -167,7 +170,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     iw.add_argument("manifests", metavar="FILE", nargs="+", help="YAML or JSON manifests")
     iw.add_argument("--level", metavar="NAME=LABEL", action="append", default=[], help="as for import kubernetes")
-    iw.add_argument("--policy", metavar="P", help="the request's policy")
+    iw.add_argument("--policy", metavar="P", help=f"the request's policy: {_POLICY_CHOICES}")
     iw.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     iw.set_defaults(handler=_cmd_import_kubernetes_request)
     isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
@@ -190,7 +193,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rc.set_defaults(handler=_cmd_reconcile)
 
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
-    d.add_argument("--policy", metavar="P", default="best-fit", help="placement policy (default: best-fit)")
+    d.add_argument(
+        "--policy", metavar="P", default="best-fit", help=f"placement policy: {_POLICY_CHOICES} (default: best-fit)"
+    )
     d.set_defaults(handler=_cmd_demo)
 
     s = sub.add_parser(
@@ -239,7 +244,7 @@ def _cmd_place(args: argparse.Namespace) -> int:
     from placer.formats import render
     from placer.place import place
 
-    policy = schema.check_policy(args.policy, "--policy") if args.policy is not None else None
+    policy = policies.get(args.policy, "--policy") if args.policy is not None else None
     seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
     result = place(args.snapshot, args.request, policy=policy, seed=seed)
     _emit(render(result, args.format), args.output)
@@ -282,11 +287,10 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
-    from placer import schema
     from placer.adapters.kubernetes import parse_levels
     from placer.adapters.kubernetes_workloads import request_from_kubernetes
 
-    policy = schema.check_policy(args.policy, "--policy") if args.policy is not None else None
+    policy = policies.get(args.policy, "--policy").name if args.policy is not None else None
     document = request_from_kubernetes(args.manifests, parse_levels(args.level, "--level"), policy)
     _emit(dump_json(document), args.output)
     return EXIT_OK
@@ -334,19 +338,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from placer import schema
     from placer.demo import run_demo
 
-    sys.stdout.write(run_demo(policy=schema.check_policy(args.policy, "--policy")))
+    sys.stdout.write(run_demo(policy=policies.get(args.policy, "--policy").name))
     return EXIT_OK
 
 
 # ------------------------------------------------------------------ simulate
 
-_SIMULATE_EPILOG = """\
-policies: the study's fgd, best-fit, gpu-packing, gpu-clustering, dot-product, random;
-all runs those available now and names the others on stderr. first-fit and spread may be
-asked for by name (no published values).
+_SIMULATED = sorted(policies.REGISTRY.values(), key=lambda p: (p.simulate_rank is None, p.simulate_rank or 0))
+_SIMULATE_EPILOG = f"""\
+policies: all runs {', '.join(p.name for p in _SIMULATED if p.simulate_rank is not None)};
+published values: {', '.join(p.name for p in _SIMULATED if p.study)} (the FGD study's);
+by name only: {', '.join(p.name for p in _SIMULATED if p.simulate_rank is None)}.
 
 examples:
   placer simulate                                   # default trace, all policies, seeds 42-51
@@ -357,7 +361,6 @@ examples:
 
 def _simulate_policies(text: str) -> tuple[list[str], list[str]]:
     """The policies to run and, for ``all``, the study's policies skipped as unavailable."""
-    from placer import schema
     from placer.simulate import ALL_POLICIES, available_policies
 
     ready = available_policies()
@@ -365,7 +368,7 @@ def _simulate_policies(text: str) -> tuple[list[str], list[str]]:
         return [p for p in ALL_POLICIES if p in ready], [p for p in ALL_POLICIES if p not in ready]
     chosen: list[str] = []
     for item in text.split(","):
-        name = schema.check_policy(item.strip(), "--policy")
+        name = policies.get(item.strip(), "--policy").name
         if name not in ready:
             raise InvalidInputError(
                 "--policy", f"policy {name!r} is not available yet (available: {', '.join(ready)}, or all)"

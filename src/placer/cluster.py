@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import _typedefs as td
-from placer import gangs, gpusets, schema
+from placer import gangs, gpusets, policies, schema
 from placer._core import Kernel
 from placer._pack import (
     EligibilityClass,
@@ -38,12 +38,12 @@ from placer.model import (
     replace,
 )
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
+from placer.policies import Policy
 
 __all__ = ["Cluster", "NodeFree", "kube_reason"]
 
 PodLike = Union[PodRequest, Mapping[str, Any]]
 
-_CACHED_CODES = (td.POLICY_CODES["fgd"], td.POLICY_CODES["fgd-pack"])
 _SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
 # A pod's placement step outcome: (pod, node or -1, GPU mask, reason, NIC mask).
 _Outcome = tuple[PodRequest, int, int, str, int]
@@ -73,8 +73,9 @@ class _Holding:
 
 
 def fgd_rank(n_nodes: int, seed: int) -> np.ndarray:
-    """The tie order of nodes under ``fgd`` and the study's other scored baselines
-    (``_typedefs.RANKED_POLICIES``): nodes sorted by the request's SplitMix64 draws.
+    """The tie order of nodes under the ranked policies (``fgd``, the study's other scored
+    baselines and ``fgd-pack``: :attr:`placer.policies.Policy.ranked`): nodes sorted by the
+    request's SplitMix64 draws.
 
     Draw ``n_nodes`` values from a fresh SplitMix64 stream started at ``seed``; node i gets
     the i-th; the node with the smaller draw wins a tie (rank 0 first).
@@ -170,7 +171,7 @@ class Cluster:
         self,
         request: PlacementRequest | Mapping[str, Any] | str,
         *,
-        policy: str | None = None,
+        policy: str | Policy | None = None,
         seed: int | None = None,
     ) -> PlacementResult:
         """Place a request's pods in order, binding each placed pod.
@@ -184,13 +185,13 @@ class Cluster:
             request = schema.coerce_request(request, self._facts)
         changes: dict[str, Any] = {}
         if policy is not None:
-            changes["policy"] = schema.check_policy(policy, "policy")
+            changes["policy"] = (policy if isinstance(policy, Policy) else policies.get(policy, "policy")).name
         if seed is not None:
             changes["seed"] = schema.check_seed(seed, "seed")
         if changes:
             request = replace(request, **changes)
         return self._run(
-            request.pods, request.gangs, request.policy, request.seed, keep=True,
+            request.pods, request.gangs, policies.get(request.policy), request.seed, keep=True,
             solver=request.solver, time_limit_s=request.time_limit_s,
         )
 
@@ -211,9 +212,9 @@ class Cluster:
         gang : GangSpec or dict, optional
             When given, the pods form this gang: all are placed or none.
         policy : str
-            One of ``best-fit``, ``first-fit``, ``spread``, ``random``.
+            Any name in :data:`placer.policies.REGISTRY` (``docs/placement-rules.md``).
         seed : int
-            Seed of the ``random`` policy's stream.
+            Seed of the ``random`` policy's stream and of the ranked policies' node order.
 
         Returns
         -------
@@ -222,7 +223,7 @@ class Cluster:
         """
         request = schema.request_for_pods(pods, gang, policy, seed, self._facts)
         return self._run(
-            request.pods, request.gangs, request.policy, request.seed, keep=False,
+            request.pods, request.gangs, policies.REGISTRY[request.policy], request.seed, keep=False,
             solver=request.solver, time_limit_s=request.time_limit_s,
         )
 
@@ -230,28 +231,22 @@ class Cluster:
         self,
         pods: Sequence[PodRequest],
         gangs: Mapping[str, GangSpec],
-        policy: str,
+        policy: Policy,
         seed: int,
         keep: bool,
         solver: str = "auto",
         time_limit_s: float = 10.0,
     ) -> PlacementResult:
-        code = td.POLICY_CODES.get(policy)
-        if code is None:
-            raise InvalidInputError(
-                "policy",
-                f"policy {policy!r} is not available yet; use one of {', '.join(td.POLICY_CODES)}",
-            )
         for i, pod in enumerate(pods):
             if pod.name in self._holdings:
                 raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
         rng = np.array([seed], dtype=np.uint64)
         self._rank = None
-        if policy in ("fgd", "fgd-pack") and self._workload is None:
+        if policy.needs_workload and self._workload is None:
             self.fragmentation(target_workload(pods))
-        if policy == "fgd-pack" and self._packing is None:
+        if policy.needs_packing_guide and self._packing is None:
             self.set_packing(self.packing_guide(pods))
-        if policy in td.RANKED_POLICIES:
+        if policy.ranked:
             self._rank = fgd_rank(self._packed.n_nodes, seed)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
@@ -260,9 +255,9 @@ class Cluster:
         for step in self._steps(pods, gangs):
             gang_result = None
             if step.gang is not None:
-                outcome, gang_result = self._place_gang(step, code, rng, solver, time_limit_s)
+                outcome, gang_result = self._place_gang(step, policy, rng, solver, time_limit_s)
             else:
-                outcome = self._place_run(step, code, rng)
+                outcome = self._place_run(step, policy, rng)
             for pod, node, mask, reason, nic_mask in outcome:
                 if node >= 0:
                     self._packed.use_resources(node, pod.resources, 1)
@@ -315,13 +310,13 @@ class Cluster:
         return steps
 
     def _place_run(
-        self, step: _Step, code: int, rng: np.ndarray, only: np.ndarray | None = None,
+        self, step: _Step, policy: Policy, rng: np.ndarray, only: np.ndarray | None = None,
         frag_trace: np.ndarray | None = None,
     ) -> list[_Outcome]:
         arrays, bitsets, classes = pack_pods(self._packed, step.pods, step.group_end)
         self._ensure_tables(arrays["gpus"])
         nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
-            arrays, code, rng, bitsets, only, True, self._rank, frag_trace, self._shapes(arrays, code)
+            arrays, policy.code, rng, bitsets, only, True, self._rank, frag_trace, self._shapes(arrays, policy)
         )
         out = []
         for j, pod in enumerate(step.pods):
@@ -340,11 +335,11 @@ class Cluster:
             out.append((pod, node, int(masks[j]), reason, int(nics[j])))
         return out
 
-    def _shapes(self, arrays: dict[str, np.ndarray], code: int) -> np.ndarray | None:
-        """Shape index per pod for the kernel's score cache (``fgd``, ``fgd-pack``), or None
+    def _shapes(self, arrays: dict[str, np.ndarray], policy: Policy) -> np.ndarray | None:
+        """Shape index per pod for the kernel's score cache (:attr:`Policy.cached`), or None
         when the cache would not pay (one pod) or would be too large."""
         count = len(arrays["gpus"])
-        if code not in _CACHED_CODES or count < 2:
+        if not policy.cached or count < 2:
             return None
         columns = np.stack([arrays["gpus"], arrays["milli"], arrays["gpu_mem"], arrays["cpu"]], axis=1)
         kinds, index = np.unique(columns, axis=0, return_inverse=True)
@@ -353,7 +348,7 @@ class Cluster:
         return index.reshape(-1).astype(td.INT)
 
     def _place_gang(
-        self, step: _Step, code: int, rng: np.ndarray, solver: str, time_limit_s: float
+        self, step: _Step, policy: Policy, rng: np.ndarray, solver: str, time_limit_s: float
     ) -> tuple[list[_Outcome], GangResult]:
         """Greedy first; CP-SAT when the greedy fails (``auto``) or always (``exact``)."""
         spec = step.gang
@@ -361,9 +356,9 @@ class Cluster:
         solver = spec.solver or solver
         limit = spec.time_limit_s or time_limit_s
         if spec.mode != "unconstrained" and spec.level is not None:
-            outcome = self._place_topology_gang(step)
+            outcome = self._place_topology_gang(step, policy, rng)
         else:
-            outcome = self._place_unconstrained(step, code, rng)
+            outcome = self._place_unconstrained(step, policy, rng)
         placed = all(o[1] >= 0 for o in outcome)
         if solver == "greedy" or (solver == "auto" and placed):
             return outcome, self._gang_result(spec, outcome, "greedy", "feasible" if placed else "unknown")
@@ -386,7 +381,9 @@ class Cluster:
         answer = sol.counts if sol.found else hint
         if answer:
             shared = sol.shared_gpus if sol.found else {}
-            bound = gangs.bind_counts(self._packed, self._hierarchy(), self._kernel, step.pods, shapes, answer, shared)
+            bound = gangs.bind_counts(
+                self._packed, self._hierarchy(), self._kernel, step.pods, shapes, answer, shared, policy, rng
+            )
             if bound is not None:
                 done = [(pod, n, mask, "", nic) for pod, (n, mask, nic) in zip(step.pods, bound)]
                 status = sol.status if sol.found else "feasible"
@@ -400,14 +397,14 @@ class Cluster:
         failed = [(pod, -1, 0, reason, 0) for pod in step.pods]
         return failed, self._gang_result(spec, failed, "cp-sat", sol.status, None, sol.bound)
 
-    def _place_unconstrained(self, step: _Step, code: int, rng: np.ndarray) -> list[_Outcome]:
+    def _place_unconstrained(self, step: _Step, policy: Policy, rng: np.ndarray) -> list[_Outcome]:
         """Pod by pod, all or nothing; with ``sameGpuModel``, one GPU model at a time."""
         spec = step.gang
         assert spec is not None
         shapes = gangs.split_shapes(self._packed, step.pods)
         models = gangs.model_choices(self._packed, shapes, spec)
         if models == [-1]:
-            return self._place_run(step, code, rng)
+            return self._place_run(step, policy, rng)
         if not models:
             reason = f"gang {spec.name}: no GPU model suits every pod of the gang (sameGpuModel)"
             return [(pod, -1, 0, reason, 0) for pod in step.pods]
@@ -415,18 +412,21 @@ class Cluster:
         outcome: list[_Outcome] = []
         for m in models:
             only = node_bitset((model_id == m) | (model_id == 0), self._packed.n_words)
-            outcome = self._place_run(step, code, rng, only)
+            outcome = self._place_run(step, policy, rng, only)
             if all(o[1] >= 0 for o in outcome):
                 break
         return outcome
 
-    def _place_topology_gang(self, step: _Step) -> list[_Outcome]:
-        """A required or preferred gang: greedy over the topology levels, all or nothing."""
+    def _place_topology_gang(self, step: _Step, policy: Policy, rng: np.ndarray) -> list[_Outcome]:
+        """A required or preferred gang: greedy over the topology levels, all or nothing;
+        ``policy`` chooses GPUs and the other shapes' nodes (:func:`placer.gangs.place_gang`)."""
         spec = step.gang
         assert spec is not None
         arrays, _, _ = pack_pods(self._packed, step.pods)
         self._ensure_tables(arrays["gpus"])
-        plan, shapes = gangs.place_gang(self._packed, self._hierarchy(), step.pods, spec, self._kernel)
+        plan, shapes = gangs.place_gang(
+            self._packed, self._hierarchy(), step.pods, spec, self._kernel, policy, rng, self._rank
+        )
         if plan.placed:
             return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(step.pods, plan.placed)]
         main = shapes[0]
@@ -635,28 +635,40 @@ class Cluster:
     def replay(
         self,
         pods: Sequence[PodRequest],
-        policy: str = "best-fit",
+        policy: str | Policy = "best-fit",
         seed: int = 0,
         workload: Workload | None = None,
     ) -> tuple[PlacementResult, np.ndarray]:
         """Place pods one at a time in order and bind them (no gangs): a trace replay.
 
-        Returns the result and the cluster's fragment F(M) after each pod (of ``workload``,
-        or of the workload already set, or of the pods' target workload).
+        Parameters
+        ----------
+        pods : sequence of PodRequest
+            The pods, in arrival order.
+        policy : str or Policy
+            A name in :data:`placer.policies.REGISTRY`, or its record.
+        seed : int
+            Seed of the ``random`` policy's stream and of the ranked policies' node order.
+        workload : Workload, optional
+            The target workload of the fragment measure.
+
+        Returns
+        -------
+        PlacementResult, ndarray
+            The result and the cluster's fragment F(M) after each pod (of ``workload``, or
+            of the workload already set, or of the pods' target workload).
         """
+        record = policy if isinstance(policy, Policy) else policies.get(policy)
         if workload is not None and workload is not self._workload:
             self.fragmentation(workload)
         elif self._workload is None:
             self.fragmentation(target_workload(pods))
-        code = td.POLICY_CODES.get(policy)
-        if code is None:
-            raise InvalidInputError("policy", f"policy {policy!r} is not available yet")
-        if policy == "fgd-pack" and self._packing is None:
+        if record.needs_packing_guide and self._packing is None:
             self.set_packing(self.packing_guide(pods))
-        self._rank = fgd_rank(self._packed.n_nodes, seed) if policy in td.RANKED_POLICIES else None
+        self._rank = fgd_rank(self._packed.n_nodes, seed) if record.ranked else None
         trace = np.zeros(len(pods), dtype=np.float64)
         step = _Step(list(pods), list(range(1, len(pods) + 1)))
-        outcome = self._place_run(step, code, np.array([seed], dtype=np.uint64), None, trace)
+        outcome = self._place_run(step, record, np.array([seed], dtype=np.uint64), None, trace)
         assignments = []
         unschedulable = []
         for pod, node, mask, reason, nic in outcome:

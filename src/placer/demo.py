@@ -151,8 +151,9 @@ def play_demo(policy: str = "best-fit") -> DemoRun:
     Parameters
     ----------
     policy : str
-        Placement policy for the ordinary pods (instead of the request's ``best-fit``);
-        gangs with a required level are placed by the topology greedy whatever the policy.
+        Placement policy (instead of the request's ``best-fit``); a gang with a required
+        level takes its domain and nodes from the topology greedy whatever the policy, and
+        the policy chooses the rest (``docs/placement-rules.md``).
 
     Raises
     ------

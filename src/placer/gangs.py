@@ -7,6 +7,11 @@ children are taken largest first and the remainder goes to the tightest child th
 it, level by level, so the gang spans few domains at every level. ``preferred`` climbs
 levels until a domain holds the gang, then spreads over the cluster the same way. The
 chosen nodes are bound through the kernel, all or nothing.
+
+The request's policy applies where this greedy leaves the choice to the kernel: the GPUs
+of each pod on its node, and the node of each pod of the other shapes within the nearest
+scope (:func:`near_scopes`). Domains and the main shape's nodes are chosen by tightest
+fit whatever the policy.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import numpy as np
 from placer import _typedefs as td
 from placer._pack import PackedCluster, node_bitset, pack_pods
 from placer.model import GangSpec, PodRequest
+from placer.policies import Policy
 
 if TYPE_CHECKING:
     from placer import exact
@@ -237,8 +243,16 @@ def place_gang(
     pods: Sequence[PodRequest],
     spec: GangSpec,
     kernel: "Kernel",
+    policy: Policy,
+    rng: np.ndarray,
+    rank: np.ndarray | None = None,
 ) -> tuple[GangPlan, list[Shape]]:
-    """Place and bind every pod of the gang, or nothing (then say how much fits)."""
+    """Place and bind every pod of the gang, or nothing (then say how much fits).
+
+    ``policy`` (the request's) chooses GPUs on the chosen nodes and the nodes of the other
+    shapes within their scope, drawing from ``rng`` (``random``) and breaking ties by
+    ``rank`` (the ranked policies), as in a batch.
+    """
     shapes = split_shapes(packed, pods)
     main = shapes[0]
     units = slice_units(h.levels, spec)
@@ -280,7 +294,7 @@ def place_gang(
             nodes = _assign_nodes(h, counts, len(pods), main)
             base_scope = _domain_nodes(h, level, d)
             scope = base_scope & (packed.arrays["model_id"] == model) if model >= 0 else base_scope
-            bound = _bind_plan(packed, kernel, h, level, pods, shapes, nodes, scope, base_scope)
+            bound = _bind_plan(packed, kernel, h, level, pods, shapes, nodes, scope, base_scope, policy, rng, rank)
             if bound is None:
                 continue
             plan.placed = bound
@@ -353,12 +367,16 @@ def _bind_plan(
     nodes: list[int],
     scope: np.ndarray,
     base_scope: np.ndarray,
+    policy: Policy,
+    rng: np.ndarray,
+    rank: np.ndarray | None,
 ) -> list[tuple[int, int, int]] | None:
     """Bind the main shape's pods on their nodes, then the others nearest to them.
 
     GPU pods of other shapes stay inside ``scope`` (the domain, of one GPU model when the
     gang asks for that); CPU-only pods inside ``base_scope`` (the domain). Each other shape
-    goes, all or nothing, to the first of :func:`near_scopes` that takes it.
+    goes, all or nothing, to the first of :func:`near_scopes` that takes it, its nodes
+    chosen there by ``policy``. GPUs on every node are chosen by ``policy``.
 
     Returns (node, GPU mask, NIC mask) per pod, or ``None`` with nothing bound.
     """
@@ -366,7 +384,7 @@ def _bind_plan(
     main_pods = [pods[i] for i in main.pods]
     main_nodes = np.array([nodes[i] for i in main.pods], dtype=td.INDEX)
     arrays, _, _ = pack_pods(packed, main_pods)
-    gpus, nics, failed = kernel.place_on(arrays, main_nodes, td.POLICY_CODES["best-fit"])
+    gpus, nics, failed = kernel.place_on(arrays, main_nodes, policy.code, rng)
     if failed >= 0:
         return None
     out: list[tuple[int, int, int]] = [(-1, 0, 0)] * len(pods)
@@ -380,8 +398,7 @@ def _bind_plan(
         arrays_r, bitsets, _ = pack_pods(packed, rest_pods, [len(rest_pods)] * len(rest_pods))
         for where in near_scopes(h, used, level, scope if shape.pod.gpus else base_scope):
             placed, masks, _, _, nic_masks = kernel.place_batch(
-                arrays_r, td.POLICY_CODES["best-fit"], np.zeros(1, dtype=np.uint64), bitsets,
-                node_bitset(where, packed.n_words), False,
+                arrays_r, policy.code, rng, bitsets, node_bitset(where, packed.n_words), False, rank,
             )
             if placed[0] >= 0:
                 break
@@ -489,11 +506,14 @@ def bind_counts(
     shapes: list[Shape],
     counts: dict[tuple[int, int], int],
     shared_gpus: dict[tuple[int, int], tuple[int, ...]],
+    policy: Policy,
+    rng: np.ndarray,
 ) -> list[tuple[int, int, int]] | None:
     """Bind an exact answer: shares on their GPUs first, then the other pods by node.
 
     Pods of a shape go to its nodes in order of the nodes' domains, so slices stay
-    contiguous. Returns (node, GPU mask, NIC mask) per pod, or ``None`` with nothing bound.
+    contiguous; ``policy`` chooses the whole GPUs there (every policy chooses them alike).
+    Returns (node, GPU mask, NIC mask) per pod, or ``None`` with nothing bound.
     """
     out: list[tuple[int, int, int]] = [(-1, 0, 0)] * len(pods)
     held: list[tuple[list[PodRequest], list[int], list[int]]] = []
@@ -527,7 +547,7 @@ def bind_counts(
         where = [n for n in nodes for _ in range(counts[(si, n)])]
         my_pods = [pods[i] for i in s.pods]
         arrays, _, _ = pack_pods(packed, my_pods)
-        gpus, nics, failed = kernel.place_on(arrays, np.array(where, dtype=td.INDEX), td.POLICY_CODES["best-fit"])
+        gpus, nics, failed = kernel.place_on(arrays, np.array(where, dtype=td.INDEX), policy.code, rng)
         if failed >= 0:
             for args in reversed(held):
                 release(kernel, *args)

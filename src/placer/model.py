@@ -30,6 +30,8 @@ from placer.limits import (
     PRIORITY_MAX,
     PRIORITY_MIN,
 )
+
+from placer import policies
 from placer.topology import GpuTopology, Nic
 
 __all__ = [
@@ -62,17 +64,7 @@ __all__ = [
 ]
 
 API_VERSION = "placer/v1"
-POLICIES = (
-    "best-fit",
-    "first-fit",
-    "spread",
-    "random",
-    "fgd",
-    "dot-product",
-    "gpu-packing",
-    "gpu-clustering",
-    "fgd-pack",
-)
+POLICIES = policies.names()  # every placement policy (placer.policies.REGISTRY), in its order
 SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Union
 
 from placer.cluster import Cluster
 from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult
+from placer.policies import Policy
 
 __all__ = ["place"]
 
@@ -17,7 +18,7 @@ def place(
     snapshot: SnapshotLike,
     request: RequestLike,
     *,
-    policy: str | None = None,
+    policy: str | Policy | None = None,
     seed: int | None = None,
 ) -> PlacementResult:
     """Place a request's pods on a snapshot, in order.
@@ -28,8 +29,11 @@ def place(
         The cluster as it is now.
     request : PlacementRequest, dict or path
         What to place.
-    policy, seed : optional
-        Override the request's ``policy`` and ``seed``.
+    policy : str or Policy, optional
+        Override the request's ``policy``: a name in :data:`placer.policies.REGISTRY`
+        (checked here), or a record of it.
+    seed : int, optional
+        Override the request's ``seed``.
 
     Returns
     -------

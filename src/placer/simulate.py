@@ -54,6 +54,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
+from placer import policies as _registry
 from placer._io import write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Workload, target_workload
@@ -91,11 +92,17 @@ PathLike = Union[str, "os.PathLike[str]"]
 Published = Mapping[tuple[str, str], Mapping[int, tuple[float, float, float]]]
 """``{(workload, policy): {arrived %: (mean, median, std)}}``, as :func:`load_published` gives."""
 
-STUDY_POLICIES = ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
-"""The six policies of the FGD study, in the order the table lists them."""
+_SIMULATED = sorted(
+    (p for p in _registry.REGISTRY.values() if p.simulate_rank is not None), key=lambda p: p.simulate_rank
+)
 
-ALL_POLICIES = ("fgd-pack",) + STUDY_POLICIES
-"""What ``placer simulate --policy all`` runs: the study's six and placer's ``fgd-pack``."""
+ALL_POLICIES = tuple(p.name for p in _SIMULATED)
+"""What ``placer simulate --policy all`` runs, in table order (``Policy.simulate_rank``):
+placer's ``fgd-pack``, then the FGD study's six."""
+
+STUDY_POLICIES = tuple(p.name for p in _SIMULATED if p.study)
+"""The six policies of the FGD study (``Policy.study``), in the order the table lists them:
+``fgd``, ``best-fit``, ``gpu-packing``, ``gpu-clustering``, ``dot-product``, ``random``."""
 
 PUBLISHED_NAMES = {
     "random": "01-Random",
@@ -153,10 +160,9 @@ class Curve:
 
 
 def available_policies() -> tuple[str, ...]:
-    """The policies :meth:`Cluster.replay` can run now (the kernel's policy codes)."""
-    from placer import _typedefs
-
-    return tuple(_typedefs.POLICY_CODES)
+    """The policies :meth:`Cluster.replay` can run: every name of
+    :data:`placer.policies.REGISTRY` (each has a kernel code)."""
+    return _registry.names()
 
 
 def gpu_capacity_milli(snapshot: ClusterSnapshot) -> int:
@@ -303,7 +309,7 @@ def curve_metrics(
 def run_replay(
     snapshot: ClusterSnapshot,
     pods: Sequence[PodRequest],
-    policy: str,
+    policy: str | _registry.Policy,
     seed: int,
     workload: Workload | None = None,
     *,
@@ -320,8 +326,8 @@ def run_replay(
         resources but do not count as arrived or allocated.
     pods : sequence of PodRequest
         The original (not inflated) pod list.
-    policy : str
-        A policy of :func:`available_policies`.
+    policy : str or Policy
+        A name in :data:`placer.policies.REGISTRY` (checked here), or its record.
     seed : int
         Seed of the arrival order (:func:`arrival_order`) and of the policy's own draws.
     workload : Workload, optional
@@ -339,17 +345,16 @@ def run_replay(
     from placer.cluster import Cluster
 
     started = time.perf_counter()
-    if policy not in available_policies():
-        raise InvalidInputError("policy", f"policy {policy!r} is not available yet")
+    record = policy if isinstance(policy, _registry.Policy) else _registry.get(policy, "policy")
     if workload is None:
         workload = target_workload(pods)
     capacity = gpu_capacity_milli(snapshot)
     order = arrival_order(pods, seed, capacity, ratio=ratio, stop=stop)
     cluster = Cluster(snapshot)
-    if policy == "fgd-pack":
+    if record.needs_packing_guide:
         cluster.set_packing(cluster.packing_guide(pods))
     frag0 = cluster.fragmentation(workload).total
-    result, trace = cluster.replay(order, policy, seed, workload)
+    result, trace = cluster.replay(order, record, seed, workload)
     placed = {a.pod for a in result.assignments}
     request = np.fromiter((pod_gpu_milli(p) for p in order), dtype=np.int64, count=len(order))
     got = np.fromiter((p.name in placed for p in order), dtype=bool, count=len(order))
@@ -359,7 +364,7 @@ def run_replay(
     k, unalloc, frag_pct = curve_metrics(arrived, allocated, frag, capacity)
     return Curve(
         workload=name,
-        policy=policy,
+        policy=record.name,
         seed=int(seed),
         arrived_pct=k,
         unallocated_pct=unalloc,
@@ -384,9 +389,11 @@ def _init_worker(
 
 
 def _run_task(policy: str, seed: int) -> Curve:
+    """One replay in a worker; ``policy`` was checked by :func:`simulate`."""
     w = _WORKER
     return run_replay(
-        w["snapshot"], w["pods"], policy, seed, w["workload"], name=w["name"], ratio=w["ratio"], stop=w["stop"]
+        w["snapshot"], w["pods"], _registry.REGISTRY[policy], seed, w["workload"],
+        name=w["name"], ratio=w["ratio"], stop=w["stop"],
     )
 
 
@@ -417,7 +424,7 @@ def simulate(
     snapshot, pods
         The cluster and the original pod list (as in :func:`run_replay`).
     policies : iterable of str
-        Each must be in :func:`available_policies`.
+        Names in :data:`placer.policies.REGISTRY`.
     seeds : iterable of int
     jobs : int, optional
         Worker processes (default: the CPU count; 1 runs in this process).
@@ -437,10 +444,8 @@ def simulate(
         raise InvalidInputError("policies", "no policy to run")
     if not seeds:
         raise InvalidInputError("seeds", "no seed to run")
-    ready = available_policies()
     for p in policies:
-        if p not in ready:
-            raise InvalidInputError("policy", f"policy {p!r} is not available yet")
+        _registry.get(p, "policy")
     pods = list(pods)
     if workload is None:
         workload = target_workload(pods)

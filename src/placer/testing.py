@@ -24,9 +24,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "placer.testing needs Hypothesis: install placer[test] (pip install 'placer[test]')"
     ) from exc
 
+from placer import policies
 from placer.model import (
     HARDWARE_FIELDS,
-    POLICIES,
     TAINT_EFFECTS,
     ClusterSnapshot,
     GangSpec,
@@ -58,7 +58,7 @@ __all__ = [
 DEFAULT_MODELS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
 DEFAULT_LABEL_KEYS = ("pool", "zone")
 DEFAULT_TAINT_KEYS = ("nvidia.com/gpu", "dedicated")
-GREEDY_POLICIES = POLICIES  # every policy: all are greedy, one pod at a time
+GREEDY_POLICIES = policies.names()  # every policy of the registry: all are greedy, one pod at a time
 _LABEL_VALUES = ("a", "b")
 
 

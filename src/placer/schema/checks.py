@@ -10,7 +10,8 @@ from typing import Any
 
 from placer.exceptions import InvalidInputError
 from placer.limits import SEED_MAX
-from placer.model import POLICIES, SOLVERS
+from placer import policies
+from placer.model import SOLVERS
 from placer.schema.errors import bad as _bad
 from placer.schema.errors import one_of as _one_of
 
@@ -28,28 +29,14 @@ def _positive_number(v: Any, where: str) -> float:
 
 
 def check_policy(name: Any, where: str = "policy") -> str:
-    """Return ``name`` if it is a placement policy.
-
-    Parameters
-    ----------
-    name : Any
-        The policy name (one of :data:`placer.model.POLICIES`).
-    where : str
-        Location reported on error (a JSON path or a command-line option).
-
-    Returns
-    -------
-    str
-        ``name``.
+    """Return ``name`` if it names a placement policy (:data:`placer.policies.REGISTRY`).
 
     Raises
     ------
     InvalidInputError
         If ``name`` is not a known policy.
     """
-    if type(name) is str and name in POLICIES:
-        return name
-    raise _bad(where, _one_of(POLICIES), name)
+    return policies.get(name, where).name
 
 
 def check_solver(name: Any, where: str = "solver") -> str:

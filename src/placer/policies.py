@@ -1,0 +1,169 @@
+"""The placement policies: one record per policy, the single list of them.
+
+Every other part of placer reads policies from :data:`REGISTRY`: the request decoder and
+the command line check names with :func:`get`, :class:`placer.cluster.Cluster` reads the
+record's flags and passes its ``code`` to the kernel, ``placer simulate`` takes the FGD
+study's policies from it. How to add one: ``docs/adding-a-policy.md``; what each policy
+does: ``docs/placement-rules.md``.
+
+This module imports nothing of placer but :mod:`placer.exceptions` and :mod:`placer.messages`: every other module
+may import it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from collections.abc import Mapping
+from typing import Any
+
+from placer.exceptions import InvalidInputError
+from placer.messages import describe
+
+__all__ = ["Policy", "REGISTRY", "names", "get"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """What placer knows about one placement policy.
+
+    Parameters
+    ----------
+    name : str
+        The name used in requests (``policy``) and on the command line (``--policy``).
+    code : int
+        The policy's value in the kernel's enum (``POLICY_*`` in ``_core.pyx``).
+    summary : str
+        One line for documentation and command-line help.
+    needs_workload : bool
+        Scores fragmentation against a target workload (``Cluster.fragmentation``); the
+        cluster sets the workload of the first pods placed with it when none is set.
+    needs_packing_guide : bool
+        Needs a :class:`placer.packing.PackingGuide` (``Cluster.set_packing``); the
+        cluster sets the guide of the first pods placed with it when none is set.
+    ranked : bool
+        Ties between nodes go to the seeded node order (``placer.cluster.fgd_rank``), as
+        in the FGD study; otherwise to the lowest node index.
+    cached : bool
+        The kernel may keep a node's score per pod shape within one batch until the node
+        changes (the score depends only on the shape and the node).
+    study : bool
+        One of the six policies of the FGD study, compared with its published values by
+        :mod:`placer.simulate`.
+    simulate_rank : int or None
+        Position in what ``placer simulate --policy all`` runs and in the order of its
+        tables; ``None``: simulated only when asked for by name.
+    """
+
+    name: str
+    code: int
+    summary: str
+    needs_workload: bool = False
+    needs_packing_guide: bool = False
+    ranked: bool = False
+    cached: bool = False
+    study: bool = False
+    simulate_rank: int | None = None
+
+
+_POLICIES = (
+    Policy(
+        name="best-fit",
+        code=1,
+        summary="least CPU and GPU left on the node (the FGD study's BestFit); the default",
+        study=True,
+        simulate_rank=2,
+    ),
+    Policy(name="first-fit", code=0, summary="the lowest-indexed node that fits"),
+    Policy(name="spread", code=2, summary="most CPU and GPU left on the node (best-fit's cost, greatest wins)"),
+    Policy(
+        name="random",
+        code=3,
+        summary="a seeded SplitMix64 draw among the nodes that fit (the FGD study's Random)",
+        study=True,
+        simulate_rank=6,
+    ),
+    Policy(
+        name="fgd",
+        code=4,
+        summary="least growth of the GPU fragmentation of a target workload (the FGD study's FGD)",
+        needs_workload=True,
+        ranked=True,
+        cached=True,
+        study=True,
+        simulate_rank=1,
+    ),
+    Policy(
+        name="dot-product",
+        code=5,
+        summary="least product of free and requested CPU and GPU (the FGD study's DotProd)",
+        ranked=True,
+        study=True,
+        simulate_rank=5,
+    ),
+    Policy(
+        name="gpu-packing",
+        code=6,
+        summary="partly used GPUs first, then nodes already using GPUs (the FGD study's GpuPacking)",
+        ranked=True,
+        study=True,
+        simulate_rank=3,
+    ),
+    Policy(
+        name="gpu-clustering",
+        code=7,
+        summary="nodes holding pods of the same GPU shape (the FGD study's GpuClustering)",
+        ranked=True,
+        study=True,
+        simulate_rank=4,
+    ),
+    Policy(
+        name="fgd-pack",
+        code=8,
+        summary="fgd plus stranded CPU, GPU-model pressure and share regret from a packing guide (placer's own)",
+        needs_workload=True,
+        needs_packing_guide=True,
+        ranked=True,
+        cached=True,
+        simulate_rank=0,
+    ),
+)
+
+REGISTRY: Mapping[str, Policy] = MappingProxyType({p.name: p for p in _POLICIES})
+"""Every placement policy by name, in the order error messages and help list them."""
+
+
+def names() -> tuple[str, ...]:
+    """The names of every policy, in :data:`REGISTRY` order.
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(REGISTRY)
+
+
+def get(name: Any, where: str = "policy") -> Policy:
+    """The record of the policy called ``name``: the one check of a policy name.
+
+    Parameters
+    ----------
+    name : Any
+        What the input gave as the policy (a request's ``policy``, ``--policy``, ...).
+    where : str
+        Location reported on error (a JSON path or a command-line option).
+
+    Returns
+    -------
+    Policy
+
+    Raises
+    ------
+    InvalidInputError
+        ``expected one of best-fit, first-fit, ..., got 'x' (a string)`` when ``name`` is
+        not the name of a policy.
+    """
+    if type(name) is str:
+        found = REGISTRY.get(name)
+        if found is not None:
+            return found
+    raise InvalidInputError(where, f"expected one of {', '.join(REGISTRY)}, got {describe(name)}")
