@@ -3,6 +3,8 @@
 Set ``PLACER_DEBUG_CYTHON=1`` to build with bounds checks and wraparound on.
 """
 import os
+import re
+from pathlib import Path
 
 import numpy
 from Cython.Build import cythonize
@@ -18,10 +20,15 @@ directives = {
     "nonecheck": debug,
 }
 
+# One source of the kernel's ABI number: pack.py's, compiled into _core so that a build older
+# than the Python sources is refused at import (placer.kernel checks the two agree).
+_PACK = Path(__file__).parent / "src" / "placer" / "kernel" / "pack.py"
+KERNEL_ABI = int(re.search(r"^KERNEL_ABI = (\d+)", _PACK.read_text(encoding="utf-8"), re.M).group(1))
+
 extensions = [
     Extension(
-        "placer._core",
-        ["src/placer/_core.pyx"],
+        "placer.kernel._core",
+        ["src/placer/kernel/_core.pyx"],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
@@ -33,4 +40,11 @@ extensions = [
     ),
 ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False))
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=directives,
+        compile_time_env={"COMPILED_KERNEL_ABI": KERNEL_ABI},
+        annotate=False,
+    )
+)

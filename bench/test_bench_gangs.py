@@ -53,13 +53,11 @@ def _domains_of(snapshot, result):
 
 
 def gang_problem(cluster: Cluster, pods, spec: GangSpec):
-    """The gang's ``exact.GangProblem`` on the cluster's state, built as ``Cluster._place_gang``
-    builds it (this reaches into the cluster's packed arrays and hierarchy)."""
-    shapes = gangs.split_shapes(cluster._packed, pods)
-    levels = (*cluster.snapshot.topology_levels, "node")
+    """The gang's ``exact.GangProblem`` on the cluster's state, built as
+    :func:`placer.gangs.place_gang_step` builds it (through the cluster's session and domains)."""
+    shapes = gangs.split_shapes(cluster.session, pods)
     problem = gangs.exact_problem(
-        cluster._packed, cluster._hierarchy(), [cluster._domain_paths(lv) for lv in levels], shapes, spec,
-        cluster.snapshot.topology_levels,
+        cluster.session, cluster.domains.all_paths(), shapes, spec, cluster.snapshot.topology_levels
     )
     return problem, shapes
 

@@ -163,7 +163,7 @@ def test_check_on_a_broken_result_exits_2(files, tmp_path, capsys):
     assert re.match(rf"placer: error: {re.escape(str(result))}:\d+: invalid YAML", one_error_line(captured.err))
 
 
-KERNEL_PATH = ("placer.cluster", "placer.place", "placer._pack")
+KERNEL_PATH = ("placer.cluster", "placer.place", "placer.kernel")
 
 
 def test_cli_module_imports_no_kernel_path_at_top_level():

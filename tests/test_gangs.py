@@ -148,12 +148,8 @@ def tiny_gangs(draw):
 def test_greedy_and_exact_agree_with_brute_force_on_feasibility(case):
     snap, pods, spec = case
     cluster = placer.Cluster(snap)
-    shapes = gangs.split_shapes(cluster._packed, pods)
-    levels = (*snap.topology_levels, "node")
-    problem = gangs.exact_problem(
-        cluster._packed, cluster._hierarchy(), [cluster._domain_paths(lv) for lv in levels], shapes, spec,
-        snap.topology_levels,
-    )
+    shapes = gangs.split_shapes(cluster.session, pods)
+    problem = gangs.exact_problem(cluster.session, cluster.domains.all_paths(), shapes, spec, snap.topology_levels)
     best, _ = brute_force(problem)
     req = request(pods, spec)
     r = cluster.place(pods, gang=spec)
@@ -176,4 +172,5 @@ def test_exact_never_imports_the_kernel():
     tree = ast.parse(inspect.getsource(exact))
     names = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert "_core" not in names and "placer._core" not in modules
+    assert "_core" not in names and not any(m and m.startswith(("placer._core", "placer.kernel")) for m in modules)
+    assert "kernel" not in names

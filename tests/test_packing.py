@@ -205,7 +205,7 @@ def test_the_score_cache_of_a_replay_changes_no_decision(policy):
     batch = Cluster(small)
     result, _ = batch.replay(order, policy, seed=9)
     single = Cluster(small)
-    single.fragmentation(batch._workload)
+    single.fragmentation(batch.session.workload)
     single.set_packing(single.packing_guide(order))
     one_by_one = []
     for p in order:
@@ -216,12 +216,10 @@ def test_the_score_cache_of_a_replay_changes_no_decision(policy):
 
 
 def test_the_kernel_refuses_fgd_pack_without_a_guide():
-    from placer._pack import pack_pods
     from placer.policies import REGISTRY
 
     cluster = Cluster(ClusterSnapshot(nodes=(node("a", 2),)))
-    arrays, bitsets, _ = pack_pods(cluster._packed, [pod("x")])
     with pytest.raises(ValueError, match="set_packing"):
-        cluster._kernel.node_scores(arrays, REGISTRY["fgd-pack"].code, bitsets)
+        cluster.session.node_scores(pod("x"), REGISTRY["fgd-pack"])
     placed = cluster.place([pod("y")], policy="fgd-pack")  # the cluster sets a guide itself
     assert [a.node for a in placed.assignments] == ["a"]

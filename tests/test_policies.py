@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 
 from placer import check_placement
-from placer._pack import pack_pods
 from placer.cluster import Cluster, fgd_rank
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
 from placer.policies import REGISTRY
@@ -35,8 +34,7 @@ def snap(*nodes: Node) -> ClusterSnapshot:
 
 
 def kernel_scores(cluster: Cluster, pod: PodRequest, policy: str) -> dict[str, int | None]:
-    arrays, bitsets, _ = pack_pods(cluster._packed, [pod])
-    scores = cluster._kernel.node_scores(arrays, REGISTRY[policy].code, bitsets)
+    scores = cluster.session.node_scores(pod, REGISTRY[policy])
     return {name: None if s == NO_SCORE else int(s) for name, s in zip(cluster.node_names, scores)}
 
 

@@ -115,9 +115,9 @@ def test_policies_sits_at_the_bottom_of_the_import_graph():
 
 
 def test_registry_codes_are_the_kernel_enum():
-    from placer import _core
+    from placer.kernel import POLICY_ENUM
 
-    kernel = dict(_core.POLICY_ENUM)
+    kernel = dict(POLICY_ENUM)
     mine = {p.name: p.code for p in REGISTRY.values()}
     assert sorted(set(kernel) - set(mine)) == [], "kernel enum values missing from the registry"
     assert sorted(set(mine) - set(kernel)) == [], "registry policies missing from the kernel enum"
@@ -218,19 +218,20 @@ def test_the_reference_and_the_cluster_run_every_policy(name):
 def test_the_kernel_refuses_a_code_that_is_no_policy():
     import numpy as np
 
-    from placer._pack import pack_pods
+    import dataclasses
+
     from placer.cluster import Cluster
     from placer.model import PodRequest
 
-    cluster = Cluster(_tiny_snapshot())
-    arrays, bitsets, _ = pack_pods(cluster._packed, [PodRequest("a", gpus=1)], [1])
-    bad = max(p.code for p in REGISTRY.values()) + 1
+    session = Cluster(_tiny_snapshot()).session
+    pods = [PodRequest("a", gpus=1)]
+    bad = dataclasses.replace(REGISTRY["best-fit"], code=max(p.code for p in REGISTRY.values()) + 1)
     rng = np.zeros(1, dtype=np.uint64)
     with pytest.raises(ValueError, match="unknown policy code"):
-        cluster._kernel.place_batch(arrays, bad, rng, bitsets)
+        session.place(pods, bad, rng)
     with pytest.raises(ValueError, match="unknown policy code"):
-        cluster._kernel.place_on(arrays, np.zeros(1, dtype=np.int32), bad, rng)
+        session.place_on(pods, [0], bad, rng)
     with pytest.raises(ValueError, match="unknown policy code"):
-        cluster._kernel.node_scores(arrays, bad, bitsets)
+        session.node_scores(pods[0], bad)
     with pytest.raises(ValueError, match="scored policies"):
-        cluster._kernel.node_scores(arrays, REGISTRY["best-fit"].code, bitsets)
+        session.node_scores(pods[0], REGISTRY["best-fit"])

@@ -5,19 +5,7 @@ schedulable (fragmentation-aware policies), and explains why work is pending.
 """
 from __future__ import annotations
 
-_REBUILD = "reinstall with `pip install .` (or `pip install -e .`) from the source checkout"
-try:
-    from placer import _core
-except ImportError as exc:  # pragma: no cover - depends on the build
-    raise ImportError(
-        f"placer's compiled kernel (placer._core) is missing or unloadable: {_REBUILD}. "
-        f"Original error: {exc}"
-    ) from exc
-from placer import _typedefs
-
-if getattr(_core, "KERNEL_ABI", None) != _typedefs.KERNEL_ABI:  # pragma: no cover
-    raise ImportError(f"placer's compiled kernel (placer._core) is stale: {_REBUILD}.")
-
+from placer import kernel  # noqa: F401 - the compiled kernel, checked at import
 from placer import schema
 from placer.cluster import Cluster, NodeFree
 from placer.diagnostics import check_placement

@@ -2,7 +2,7 @@
 
 A gang is a set of pods placed together or not at all. This module states one gang's
 placement as a small integer program over pure data (:class:`GangProblem`) and solves it
-with OR-Tools CP-SAT. It deliberately does not use :mod:`placer._core`: it is an
+with OR-Tools CP-SAT. It deliberately does not use the kernel (:mod:`placer.kernel`): it is an
 independent answer the greedy kernel is tested against.
 
 The model follows the shape of OR-Tools' ``bin_packing_sat.py`` (data → variables →

@@ -28,7 +28,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from placer import gangs
-from placer.cluster import Cluster, kube_reason
+from placer.cluster import Cluster
+from placer.reasons import kube_reason
 from placer.model import ClusterSnapshot, GangSpec, PlacementRequest, PlacementResult, PodRequest, load_request
 from placer.report import gpu_count_findings, offered_resources
 
@@ -165,14 +166,14 @@ def explain(
 def _explain_group(
     cluster: Cluster, name: str, kind: str, pods: Sequence[PodRequest], spec: GangSpec | None, reason: str
 ) -> Pending:
-    packed = cluster._packed
-    shapes = gangs.split_shapes(packed, pods)
+    session = cluster.session
+    shapes = gangs.split_shapes(session, pods)
     main = shapes[0]
-    node_reasons = gangs.resource_reasons(packed, main)
-    eligible = np.zeros(packed.n_nodes, dtype=bool)
+    node_reasons = gangs.resource_reasons(session, main)
+    eligible = np.zeros(session.n_nodes, dtype=bool)
     for shape in shapes:
         eligible |= shape.eligible
-    caps = [gangs.node_capacity(packed, shape, len(pods)) for shape in shapes]
+    caps = [gangs.node_capacity(session, shape, len(pods)) for shape in shapes]
     fits_total = all(int(cap.sum()) >= shape.count for cap, shape in zip(caps, shapes))
     nearest = _nearest(cluster, main, caps[0])
     levels = _level_fits(cluster, spec, caps[0], main.count) if spec is not None else ()
@@ -235,11 +236,11 @@ def _gpus_needed(shape: gangs.Shape) -> float:
 
 def _free_gpus(cluster: Cluster, shape: gangs.Shape) -> float:
     """Free GPUs (whole, or milli for a share) on the nodes the shape may use."""
-    a = cluster._packed.arrays
+    free = cluster.session.free
     ok = shape.eligible
     if shape.pod.gpus and shape.pod.gpu_milli < 1000:
-        return float(a["gpu_free_milli"][ok].sum()) / 1000
-    return float(a["free_count"][ok].sum())
+        return float(free.gpu_milli[ok].sum()) / 1000
+    return float(free.whole_gpus[ok].sum())
 
 
 def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
@@ -262,19 +263,19 @@ def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
 
 def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[NearNode, ...]:
     """Eligible nodes that hold no pod of the shape, least short (GPUs, CPU, memory) first."""
-    a = cluster._packed.arrays
+    free = cluster.session.free
     pod = shape.pod
     candidates = np.nonzero(shape.eligible & (cap == 0))[0]
     short_milli = np.zeros(len(candidates), dtype=np.int64)  # shared pods: milli short on the best GPU
     short_gpus = np.zeros(len(candidates), dtype=np.int64)
     if pod.gpus and pod.gpu_milli >= 1000:
-        short_gpus = np.maximum(pod.gpus - a["free_count"][candidates].astype(np.int64), 0)
+        short_gpus = np.maximum(pod.gpus - free.whole_gpus[candidates].astype(np.int64), 0)
     elif pod.gpus:
-        best = a["gpu_free_milli"][candidates].max(axis=1, initial=0).astype(np.int64)
+        best = free.gpu_milli[candidates].max(axis=1, initial=0).astype(np.int64)
         short_milli = np.maximum(pod.gpu_milli - best, 0)
         short_gpus = (short_milli > 0).astype(np.int64)
-    short_cpu = np.maximum(pod.cpu_milli - a["cpu_free"][candidates], 0)
-    short_mem = np.maximum(pod.memory_mib - a["mem_free"][candidates], 0)
+    short_cpu = np.maximum(pod.cpu_milli - free.cpu_milli[candidates], 0)
+    short_mem = np.maximum(pod.memory_mib - free.memory_mib[candidates], 0)
     order = np.lexsort((candidates, short_mem, short_cpu, short_gpus))[:NEAREST]
     out = []
     for k in order.tolist():
@@ -288,7 +289,7 @@ def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[Nea
             lacks.append(f"{short_cpu[k] / 1000:g} CPU")
         if short_mem[k]:
             lacks.append(f"{short_mem[k]} MiB memory")
-        if a["pods_free"][n] < 1:
+        if free.pod_slots[n] < 1:
             lacks.append("a pod slot")
         out.append(NearNode(cluster.node_names[n], tuple(lacks) or ("GPU memory or NICs",), _gpu_holders(cluster, n)))
     return tuple(out)
@@ -297,7 +298,7 @@ def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[Nea
 def _gpu_holders(cluster: Cluster, node: int) -> tuple[str, ...]:
     """Pods holding GPUs on ``node``, lowest priority first."""
     held = sorted(
-        (h.record for h in cluster._holdings.values() if h.node == node and (h.whole_mask or h.shares)),
+        (rp for n, rp in cluster.session.running() if n == node and (rp.gpus or rp.gpu_shares)),
         key=lambda rp: (rp.priority, rp.name),
     )
     return tuple(f"{rp.name} ({len(rp.gpus) or len(rp.gpu_shares)} GPU(s))" for rp in held)
@@ -307,7 +308,7 @@ def _level_fits(cluster: Cluster, spec: GangSpec, cap: np.ndarray, needed: int) 
     """Per topology level down to the gang's own, the most pods one domain takes now."""
     if spec.level is None or spec.mode == "unconstrained":
         return ()
-    h = cluster._hierarchy()
+    h = cluster.domains.hierarchy()
     if spec.level not in h.levels:
         return ()
     caps = gangs.domain_capacities(h, cap, [1] * len(h.levels))

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from placer import _typedefs as td
-from placer._pack import PackedCluster, node_bitset, pack_pods
-from placer.model import GangSpec, PodRequest
+from placer import reasons
+from placer.domains import Domains, Hierarchy
+from placer.kernel import KernelSession, Run
+from placer.model import GangResult, GangSpec, PodRequest
 from placer.policies import Policy
 
 if TYPE_CHECKING:
     from placer import exact
-    from placer._core import Kernel
 
 ROOT = "cluster"  # the level above the outermost one: every node
 
@@ -78,75 +78,40 @@ class GangPlan:
     level: str = ""
 
 
-def split_shapes(packed: PackedCluster, pods: Sequence[PodRequest]) -> list[Shape]:
+def split_shapes(session: KernelSession, pods: Sequence[PodRequest]) -> list[Shape]:
     """The gang's pods grouped by shape, largest total demand first."""
     groups: dict[tuple, Shape] = {}
     for i, pod in enumerate(pods):
         key = shape_key(pod)
         found = groups.get(key)
         if found is None:
-            ec = packed.eligibility(pod)
-            bits = np.unpackbits(ec.bits.view(np.uint8), bitorder="little")[: packed.n_nodes].astype(bool)
-            found = groups[key] = Shape([], pod, bits, ec.model_mask)
+            eligible, model_mask = session.eligibility(pod)
+            found = groups[key] = Shape([], pod, eligible, model_mask)
         found.pods.append(i)
     return sorted(groups.values(), key=lambda s: s.weight, reverse=True)
 
 
-def node_capacity(packed: PackedCluster, shape: Shape, limit: int) -> np.ndarray:
+def node_capacity(session: KernelSession, shape: Shape, limit: int) -> np.ndarray:
     """Pods of ``shape`` each node holds now (0 where it may not go), at most ``limit``."""
-    a = packed.arrays
+    free = session.free
     p = shape.pod
-    cap = np.full(packed.n_nodes, limit, dtype=np.int64)
+    cap = np.full(session.n_nodes, limit, dtype=np.int64)
     if p.cpu_milli:
-        cap = np.minimum(cap, a["cpu_free"] // p.cpu_milli)
+        cap = np.minimum(cap, free.cpu_milli // p.cpu_milli)
     if p.memory_mib:
-        cap = np.minimum(cap, a["mem_free"] // p.memory_mib)
-    cap = np.minimum(cap, a["pods_free"])
+        cap = np.minimum(cap, free.memory_mib // p.memory_mib)
+    cap = np.minimum(cap, free.pod_slots)
     if p.gpus and p.shared:
-        per_gpu = a["gpu_free_milli"].astype(np.int64) // p.gpu_milli
+        per_gpu = free.gpu_milli.astype(np.int64) // p.gpu_milli
         if p.gpu_memory_mib:
-            per_gpu = np.minimum(per_gpu, a["gpu_free_mem"].astype(np.int64) // p.gpu_memory_mib)
+            per_gpu = np.minimum(per_gpu, free.gpu_memory_mib.astype(np.int64) // p.gpu_memory_mib)
         cap = np.minimum(cap, per_gpu.sum(axis=1))
     elif p.gpus:
-        cap = np.minimum(cap, a["free_count"].astype(np.int64) // p.gpus)
-        cap = np.where(a["gpu_mem_cap"] >= p.gpu_memory_mib, cap, 0)
-    model_ok = ((shape.model_mask >> a["model_id"].astype(np.uint64)) & 1).astype(bool)
+        cap = np.minimum(cap, free.whole_gpus.astype(np.int64) // p.gpus)
+        cap = np.where(free.gpu_memory_capacity >= p.gpu_memory_mib, cap, 0)
+    model_ok = ((shape.model_mask >> free.model_id.astype(np.uint64)) & 1).astype(bool)
     cap = np.where(shape.eligible & model_ok, np.maximum(cap, 0), 0)
     return cap
-
-
-class Hierarchy:
-    """Domain ids per level for the nodes of a cluster (outermost level first)."""
-
-    def __init__(self, levels: Sequence[str], paths: Sequence[Sequence[str | None]]) -> None:
-        self.levels = list(levels)  # topology levels, then "node"
-        self.names: list[list[str]] = []
-        self.ids: list[np.ndarray] = []  # per level: domain index per node, -1 when none
-        for level_paths in paths:
-            index: dict[str, int] = {}
-            ids = np.full(len(level_paths), -1, dtype=np.int64)
-            for n, path in enumerate(level_paths):
-                if path is not None:
-                    ids[n] = index.setdefault(path, len(index))
-            self.names.append(list(index))
-            self.ids.append(ids)
-        complete = np.ones(len(paths[0]) if paths else 0, dtype=bool)
-        for ids in self.ids:
-            complete &= ids >= 0
-        self.complete = complete  # nodes with a domain at every level
-        self._parents: dict[int, np.ndarray] = {}
-
-    def parent_of(self, level: int) -> np.ndarray:
-        """For each domain of ``level``, its domain at ``level - 1`` (level 0: 0, the root)."""
-        found = self._parents.get(level)
-        if found is None:
-            ids = self.ids[level]
-            found = np.zeros(len(self.names[level]), dtype=np.int64)
-            if level > 0:
-                ok = (ids >= 0) & self.complete
-                found[ids[ok]] = self.ids[level - 1][ok]
-            self._parents[level] = found
-        return found
 
 
 def slice_units(levels: Sequence[str], spec: GangSpec) -> list[int]:
@@ -238,26 +203,24 @@ def candidate_levels(levels: Sequence[str], spec: GangSpec) -> list[int]:
 
 
 def place_gang(
-    packed: PackedCluster,
+    session: KernelSession,
     h: Hierarchy,
     pods: Sequence[PodRequest],
     spec: GangSpec,
-    kernel: "Kernel",
     policy: Policy,
     rng: np.ndarray,
-    rank: np.ndarray | None = None,
 ) -> tuple[GangPlan, list[Shape]]:
     """Place and bind every pod of the gang, or nothing (then say how much fits).
 
     ``policy`` (the request's) chooses GPUs on the chosen nodes and the nodes of the other
-    shapes within their scope, drawing from ``rng`` (``random``) and breaking ties by
-    ``rank`` (the ranked policies), as in a batch.
+    shapes within their scope, drawing from ``rng`` (``random``) and breaking ties by the
+    session's node order (the ranked policies), as in a batch.
     """
-    shapes = split_shapes(packed, pods)
+    shapes = split_shapes(session, pods)
     main = shapes[0]
     units = slice_units(h.levels, spec)
     total = len(pods)
-    models = model_choices(packed, shapes, spec)
+    models = model_choices(session, shapes, spec)
     plan = GangPlan()
     for level in candidate_levels(h.levels, spec):
         best_fit = 0
@@ -266,9 +229,9 @@ def place_gang(
         for mo, model in enumerate(models):
             caps_by_shape = []
             for s in shapes:
-                ncap = node_capacity(packed, s, total)
+                ncap = node_capacity(session, s, total)
                 if model >= 0:
-                    ncap = np.where(packed.arrays["model_id"] == model, ncap, 0)
+                    ncap = np.where(session.free.model_id == model, ncap, 0)
                 caps_by_shape.append(ncap)
             main_caps = domain_capacities(h, caps_by_shape[0], units)
             raw = domain_capacities(h, caps_by_shape[0], [1] * len(units))
@@ -293,8 +256,8 @@ def place_gang(
             counts = allocate(h, main_caps, raw, level, d if level >= 0 else -1, main.count)
             nodes = _assign_nodes(h, counts, len(pods), main)
             base_scope = _domain_nodes(h, level, d)
-            scope = base_scope & (packed.arrays["model_id"] == model) if model >= 0 else base_scope
-            bound = _bind_plan(packed, kernel, h, level, pods, shapes, nodes, scope, base_scope, policy, rng, rank)
+            scope = base_scope & (session.free.model_id == model) if model >= 0 else base_scope
+            bound = _bind_plan(session, h, level, pods, shapes, nodes, scope, base_scope, policy, rng)
             if bound is None:
                 continue
             plan.placed = bound
@@ -305,7 +268,7 @@ def place_gang(
     return plan, shapes
 
 
-def model_choices(packed: PackedCluster, shapes: list[Shape], spec: GangSpec) -> list[int]:
+def model_choices(session: KernelSession, shapes: list[Shape], spec: GangSpec) -> list[int]:
     """GPU model ids to try one at a time (-1: any mix), for ``sameGpuModel``."""
     if not spec.same_gpu_model or not any(s.pod.gpus for s in shapes):
         return [-1]
@@ -313,7 +276,7 @@ def model_choices(packed: PackedCluster, shapes: list[Shape], spec: GangSpec) ->
     for s in shapes:
         if s.pod.gpus:
             allowed &= s.model_mask
-    return [m for m in range(1, len(packed.model_names)) if (allowed >> m) & 1]
+    return [m for m in range(1, len(session.model_names)) if (allowed >> m) & 1]
 
 
 def _others_fit(h: Hierarchy, level: int, domain: int, shapes: list[Shape], caps: list[np.ndarray]) -> bool:
@@ -358,8 +321,7 @@ def near_scopes(h: Hierarchy, used: np.ndarray, level: int, scope: np.ndarray) -
 
 
 def _bind_plan(
-    packed: PackedCluster,
-    kernel: "Kernel",
+    session: KernelSession,
     h: Hierarchy,
     level: int,
     pods: Sequence[PodRequest],
@@ -369,7 +331,6 @@ def _bind_plan(
     base_scope: np.ndarray,
     policy: Policy,
     rng: np.ndarray,
-    rank: np.ndarray | None,
 ) -> list[tuple[int, int, int]] | None:
     """Bind the main shape's pods on their nodes, then the others nearest to them.
 
@@ -382,64 +343,62 @@ def _bind_plan(
     """
     main = shapes[0]
     main_pods = [pods[i] for i in main.pods]
-    main_nodes = np.array([nodes[i] for i in main.pods], dtype=td.INDEX)
-    arrays, _, _ = pack_pods(packed, main_pods)
-    gpus, nics, failed = kernel.place_on(arrays, main_nodes, policy.code, rng)
-    if failed >= 0:
+    main_nodes = [nodes[i] for i in main.pods]
+    taken = session.place_on(main_pods, main_nodes, policy, rng)
+    if taken is None:
         return None
+    gpus, nics = taken
     out: list[tuple[int, int, int]] = [(-1, 0, 0)] * len(pods)
     for j, i in enumerate(main.pods):
-        out[i] = (int(main_nodes[j]), int(gpus[j]), int(nics[j]))
-    held = [(main_pods, main_nodes.tolist(), gpus.tolist())]
-    used = np.zeros(packed.n_nodes, dtype=bool)
+        out[i] = (main_nodes[j], gpus[j], nics[j])
+    held = [(main_pods, main_nodes, gpus)]
+    used = np.zeros(session.n_nodes, dtype=bool)
     used[main_nodes] = True
     for shape in shapes[1:]:
         rest_pods = [pods[i] for i in shape.pods]
-        arrays_r, bitsets, _ = pack_pods(packed, rest_pods, [len(rest_pods)] * len(rest_pods))
+        group = [len(rest_pods)] * len(rest_pods)
         for where in near_scopes(h, used, level, scope if shape.pod.gpus else base_scope):
-            placed, masks, _, _, nic_masks = kernel.place_batch(
-                arrays_r, policy.code, rng, bitsets, node_bitset(where, packed.n_words), False, rank,
-            )
-            if placed[0] >= 0:
+            run = session.place(rest_pods, policy, rng, group, session.nodes_bitset(where), reasons=False)
+            if run.nodes[0] >= 0:
                 break
         else:
             for args in reversed(held):
-                release(kernel, *args)
+                release(session, *args)
             return None
-        used[placed] = True
-        held.append((rest_pods, placed.tolist(), masks.tolist()))
+        used[run.nodes] = True
+        held.append((rest_pods, run.nodes, run.masks))
         for j, i in enumerate(shape.pods):
-            out[i] = (int(placed[j]), int(masks[j]), int(nic_masks[j]))
+            out[i] = (run.nodes[j], run.masks[j], run.nics[j])
     return out
 
 
-def release(kernel: "Kernel", pods: Sequence[PodRequest], nodes: Sequence[int], gpus: Sequence[int]) -> None:
+def release(session: KernelSession, pods: Sequence[PodRequest], nodes: Sequence[int], gpus: Sequence[int]) -> None:
     """Give back what ``pods`` hold on ``nodes`` (GPU masks ``gpus``)."""
     for pod, n, mask in zip(pods, nodes, gpus):
-        kernel.bind(int(n), pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, int(mask), -1, 1, pod.shared)
+        session.give_back(pod, int(n), int(mask))
 
 
-def resource_reasons(packed: PackedCluster, shape: Shape) -> dict[str, int]:
+def resource_reasons(session: KernelSession, shape: Shape) -> dict[str, int]:
     """Static reasons plus, among the other nodes, every resource a pod of ``shape`` lacks."""
-    a = packed.arrays
+    free = session.free
     p = shape.pod
-    ec = packed.eligibility(p)
-    out = dict(ec.static_reasons)
+    out = session.static_reasons(p)
     live = shape.eligible
+    cpu, memory, slots, gpu, gpu_memory = reasons.RESOURCE_REASONS
     checks = [
-        (td.RESOURCE_REASONS[0], a["cpu_free"] < p.cpu_milli),
-        (td.RESOURCE_REASONS[1], a["mem_free"] < p.memory_mib),
-        (td.RESOURCE_REASONS[2], a["pods_free"] < 1),
+        (cpu, free.cpu_milli < p.cpu_milli),
+        (memory, free.memory_mib < p.memory_mib),
+        (slots, free.pod_slots < 1),
     ]
     if p.gpus and p.shared:
-        milli_ok = (a["gpu_free_milli"] >= p.gpu_milli).any(axis=1)
-        both_ok = ((a["gpu_free_milli"] >= p.gpu_milli) & (a["gpu_free_mem"] >= p.gpu_memory_mib)).any(axis=1)
-        checks.append((td.RESOURCE_REASONS[3], ~milli_ok))
-        checks.append((td.RESOURCE_REASONS[4], milli_ok & ~both_ok))
+        milli_ok = (free.gpu_milli >= p.gpu_milli).any(axis=1)
+        both_ok = ((free.gpu_milli >= p.gpu_milli) & (free.gpu_memory_mib >= p.gpu_memory_mib)).any(axis=1)
+        checks.append((gpu, ~milli_ok))
+        checks.append((gpu_memory, milli_ok & ~both_ok))
     elif p.gpus:
-        short = a["free_count"] < p.gpus
-        checks.append((td.RESOURCE_REASONS[3], short))
-        checks.append((td.RESOURCE_REASONS[4], ~short & (a["gpu_mem_cap"] < p.gpu_memory_mib)))
+        short = free.whole_gpus < p.gpus
+        checks.append((gpu, short))
+        checks.append((gpu_memory, ~short & (free.gpu_memory_capacity < p.gpu_memory_mib)))
     for reason, bad in checks:
         count = int((bad & live).sum())
         if count:
@@ -447,24 +406,24 @@ def resource_reasons(packed: PackedCluster, shape: Shape) -> dict[str, int]:
     return out
 
 
-def exact_problem(packed: PackedCluster, h: Hierarchy, paths: Sequence[Sequence[str | None]],
+def exact_problem(session: KernelSession, paths: Sequence[Sequence[str | None]],
                   shapes: list[Shape], spec: GangSpec, levels: Sequence[str]) -> "exact.GangProblem":
     """The gang as a :class:`placer.exact.GangProblem` on the cluster's current state."""
     from placer import exact
 
-    a = packed.arrays
-    big = int(td.UNTRACKED_BIG) // 2
-    small = int(td.UNTRACKED_INT) // 2
+    free = session.free
+    big = free.untracked_quantity
+    small = free.untracked_count
 
     def opt(v: int, limit: int) -> int | None:
         return None if v >= limit else int(v)
 
     nodes = []
-    cpu, mem, slots = a["cpu_free"].tolist(), a["mem_free"].tolist(), a["pods_free"].tolist()
-    gcount, milli, gmem, gcap = (a["gpu_count"].tolist(), a["gpu_free_milli"].tolist(),
-                                 a["gpu_free_mem"].tolist(), a["gpu_mem_cap"].tolist())
-    model_id = a["model_id"].tolist()
-    for n, name in enumerate(packed.node_names):
+    cpu, mem, slots = free.cpu_milli.tolist(), free.memory_mib.tolist(), free.pod_slots.tolist()
+    gcount, milli, gmem, gcap = (free.gpu_count.tolist(), free.gpu_milli.tolist(),
+                                 free.gpu_memory_mib.tolist(), free.gpu_memory_capacity.tolist())
+    model_id = free.model_id.tolist()
+    for n, name in enumerate(session.node_names):
         g = gcount[n]
         nodes.append(exact.GangNode(
             name=name,
@@ -475,9 +434,9 @@ def exact_problem(packed: PackedCluster, h: Hierarchy, paths: Sequence[Sequence[
             gpu_free_milli=tuple(milli[n][:g]),
             gpu_free_memory=tuple(opt(x, small) for x in gmem[n][:g]),
             gpu_memory_total=opt(gcap[n], small),
-            model=packed.model_names[model_id[n]] or None,
+            model=session.model_names[model_id[n]] or None,
         ))
-    model_ids = a["model_id"].astype(np.uint64)
+    model_ids = free.model_id.astype(np.uint64)
     gang_shapes = []
     for s in shapes:
         p = s.pod
@@ -499,9 +458,8 @@ def exact_problem(packed: PackedCluster, h: Hierarchy, paths: Sequence[Sequence[
 
 
 def bind_counts(
-    packed: PackedCluster,
+    session: KernelSession,
     h: Hierarchy,
-    kernel: "Kernel",
     pods: Sequence[PodRequest],
     shapes: list[Shape],
     counts: dict[tuple[int, int], int],
@@ -536,7 +494,7 @@ def bind_counts(
         my_pods = [pods[i] for i in mine]
         if s.pod.shared:
             for pod, n, g in zip(my_pods, where, gpu_of):
-                kernel.bind(n, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, 1 << g, 1, 1, True)
+                session.take(pod, n, 1 << g)
             held.append((my_pods, where, [1 << g for g in gpu_of]))
             for i, n, g in zip(mine, where, gpu_of):
                 out[i] = (n, 1 << g, 0)
@@ -546,13 +504,139 @@ def bind_counts(
         nodes = sorted((n for (sj, n), c in counts.items() if sj == si and c > 0), key=key)
         where = [n for n in nodes for _ in range(counts[(si, n)])]
         my_pods = [pods[i] for i in s.pods]
-        arrays, _, _ = pack_pods(packed, my_pods)
-        gpus, nics, failed = kernel.place_on(arrays, np.array(where, dtype=td.INDEX), policy.code, rng)
-        if failed >= 0:
+        taken = session.place_on(my_pods, where, policy, rng)
+        if taken is None:
             for args in reversed(held):
-                release(kernel, *args)
+                release(session, *args)
             return None
-        held.append((my_pods, where, gpus.tolist()))
+        gpus, nics = taken
+        held.append((my_pods, where, gpus))
         for j, i in enumerate(s.pods):
-            out[i] = (where[j], int(gpus[j]), int(nics[j]))
+            out[i] = (where[j], gpus[j], nics[j])
     return out
+
+
+# --------------------------------------------------------------------------- one gang of a request
+
+Outcome = tuple[PodRequest, int, int, str, int]
+"""A pod's outcome: (pod, node or -1, GPU mask, reason when not placed, NIC mask)."""
+
+
+def run_outcomes(session: KernelSession, pods: Sequence[PodRequest], run: Run, gang: str | None = None) -> list[Outcome]:
+    """The outcome of each pod of a run, with kube-scheduler's reason for the ones not placed
+    (for a gang placed pod by pod, which pod stopped it)."""
+    out: list[Outcome] = []
+    for j, pod in enumerate(pods):
+        node = run.nodes[j]
+        reason = ""
+        if node < 0:
+            k = run.failed_at[j]
+            line = reasons.kube_reason(session.n_nodes, run.reasons(k))
+            reason = line if gang is None else reasons.gang_member_failed(gang, k, len(pods), pods[k].name, line)
+        out.append((pod, node, run.masks[j], reason, run.nics[j]))
+    return out
+
+
+def place_gang_step(
+    session: KernelSession,
+    domains: Domains,
+    pods: Sequence[PodRequest],
+    spec: GangSpec,
+    policy: Policy,
+    rng: np.ndarray,
+    solver: str,
+    time_limit_s: float,
+) -> tuple[list[Outcome], GangResult]:
+    """Place one gang of a request, all or nothing, binding it when it fits.
+
+    The greedy goes first; CP-SAT runs when the greedy fails (``auto``) or always
+    (``exact``), seeded with the greedy's answer. The gang's own ``solver`` and
+    ``timeLimitS`` win over the request's.
+    """
+    solver = spec.solver or solver
+    limit = spec.time_limit_s or time_limit_s
+    if spec.mode != "unconstrained" and spec.level is not None:
+        outcome = _place_topology_gang(session, domains, pods, spec, policy, rng)
+    else:
+        outcome = _place_unconstrained(session, pods, spec, policy, rng)
+    placed = all(o[1] >= 0 for o in outcome)
+    if solver == "greedy" or (solver == "auto" and placed):
+        return outcome, _gang_result(domains, spec, outcome, "greedy", "feasible" if placed else "unknown")
+    from placer import exact
+
+    shapes = split_shapes(session, pods)
+    hint: dict[tuple[int, int], int] = {}
+    if placed:
+        shape_of = {i: si for si, sh in enumerate(shapes) for i in sh.pods}
+        for i, o in enumerate(outcome):
+            key = (shape_of[i], o[1])
+            hint[key] = hint.get(key, 0) + 1
+        release(session, pods, [o[1] for o in outcome], [o[2] for o in outcome])
+    problem = exact_problem(session, domains.all_paths(), shapes, spec, domains.snapshot.topology_levels)
+    sol = exact.solve_gang(problem, time_limit_s=limit, hint=hint or None)
+    answer = sol.counts if sol.found else hint
+    if answer:
+        shared = sol.shared_gpus if sol.found else {}
+        bound = bind_counts(session, domains.hierarchy(), pods, shapes, answer, shared, policy, rng)
+        if bound is not None:
+            done = [(pod, n, mask, "", nic) for pod, (n, mask, nic) in zip(pods, bound)]
+            status = sol.status if sol.found else "feasible"
+            name = "cp-sat" if sol.found else "greedy"
+            return done, _gang_result(domains, spec, done, name, status, sol.objective, sol.bound)
+    reason = reasons.gang_solver_gave_up(outcome[0][3], sol.status, limit)
+    failed = [(pod, -1, 0, reason, 0) for pod in pods]
+    return failed, _gang_result(domains, spec, failed, "cp-sat", sol.status, None, sol.bound)
+
+
+def _place_unconstrained(
+    session: KernelSession, pods: Sequence[PodRequest], spec: GangSpec, policy: Policy, rng: np.ndarray
+) -> list[Outcome]:
+    """Pod by pod, all or nothing; with ``sameGpuModel``, one GPU model at a time."""
+    group = [len(pods)] * len(pods)
+    shapes = split_shapes(session, pods)
+    models = model_choices(session, shapes, spec)
+    if models == [-1]:
+        return run_outcomes(session, pods, session.place(pods, policy, rng, group), spec.name)
+    if not models:
+        reason = reasons.gang_no_common_model(spec.name)
+        return [(pod, -1, 0, reason, 0) for pod in pods]
+    model_id = session.free.model_id
+    outcome: list[Outcome] = []
+    for m in models:
+        only = session.nodes_bitset((model_id == m) | (model_id == 0))
+        outcome = run_outcomes(session, pods, session.place(pods, policy, rng, group, only), spec.name)
+        if all(o[1] >= 0 for o in outcome):
+            break
+    return outcome
+
+
+def _place_topology_gang(
+    session: KernelSession, domains: Domains, pods: Sequence[PodRequest], spec: GangSpec, policy: Policy,
+    rng: np.ndarray,
+) -> list[Outcome]:
+    """A required or preferred gang: greedy over the topology levels, all or nothing;
+    ``policy`` chooses GPUs and the other shapes' nodes (:func:`place_gang`)."""
+    plan, shapes = place_gang(session, domains.hierarchy(), pods, spec, policy, rng)
+    if plan.placed:
+        return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(pods, plan.placed)]
+    main = shapes[0]
+    excluded = resource_reasons(session, main)
+    reason = reasons.gang_level_short(
+        spec.name, None if plan.level == ROOT else plan.level, plan.fit, main.count, len(shapes) > 1,
+        reasons.kube_reason(session.n_nodes, excluded) if excluded else "",
+    )
+    return [(pod, -1, 0, reason, 0) for pod in pods]
+
+
+def _gang_result(
+    domains: Domains,
+    spec: GangSpec,
+    outcome: list[Outcome],
+    solver: str,
+    status: str,
+    objective: float | None = None,
+    bound: float | None = None,
+) -> GangResult:
+    placed = bool(outcome) and all(o[1] >= 0 for o in outcome)
+    used = domains.used([o[1] for o in outcome]) if placed else {}
+    return GangResult(spec.name, placed, solver, status, used, objective, bound)

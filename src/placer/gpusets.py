@@ -8,69 +8,19 @@ branch and bound. The rules (objectives and tie-breaks) are in
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from placer import _core
-from placer._typedefs import MAX_TABLE_GPUS
-from placer.schema.checks import check_gpu_request
 from placer.exceptions import InvalidInputError, SolverError
+from placer.kernel.tables import MAX_TABLE_GPUS, GpuTables, choose_gpus, tables_for
+from placer.schema.checks import check_gpu_request
 from placer.topology import GpuTopology, topology_from_spec
 
 __all__ = ["select_gpus", "GpuTables", "tables_for", "OBJECTIVES", "MAX_TABLE_GPUS"]
 
 OBJECTIVES = ("tiling", "best-set")
 OBJECTIVE_CODES = {"tiling": 0, "best-set": 1}
-
-
-@dataclass(frozen=True)
-class GpuTables:
-    """Lookup tables of one pair-score matrix and one set size.
-
-    ``tiling[m]`` and ``best_set[m]`` are the chosen GPU masks for free mask ``m`` (0 when
-    ``m`` has fewer than ``size`` GPUs); ``split[m]`` is the best split value of ``m``.
-    """
-
-    size: int
-    pair: np.ndarray
-    subset_score: np.ndarray
-    split: np.ndarray
-    tiling: np.ndarray
-    best_set: np.ndarray
-
-    @property
-    def nbytes(self) -> int:
-        """Memory held by the size-specific tables (the subset scores are shared)."""
-        return self.split.nbytes + self.tiling.nbytes + self.best_set.nbytes
-
-
-# Keyed by GpuTopology, whose hash is cached and whose equality is its pair scores.
-_subset_scores: dict[GpuTopology, np.ndarray] = {}
-_tables: dict[tuple[GpuTopology, int], GpuTables] = {}
-
-
-def tables_for(topology: GpuTopology, size: int) -> GpuTables:
-    """The tables of ``topology`` for sets of ``size`` GPUs, built on first use.
-
-    Tables are shared by every topology with the same pair scores.
-    """
-    found = _tables.get((topology, size))
-    if found is not None:
-        return found
-    if topology.gpus > MAX_TABLE_GPUS:
-        raise ValueError(f"tables cover nodes of at most {MAX_TABLE_GPUS} GPUs")
-    pair = topology.score_matrix()
-    score = _subset_scores.get(topology)
-    if score is None:
-        score = _subset_scores[topology] = _core.gpu_subset_scores(pair)
-    split = _core.gpu_split_table(score, topology.gpus, size)
-    tiling, best = _core.gpu_choice_tables(score, split, pair, size)
-    for a in (pair, score, split, tiling, best):
-        a.flags.writeable = False
-    found = _tables[(topology, size)] = GpuTables(size, pair, score, split, tiling, best)
-    return found
 
 
 def _indices(mask: int) -> list[int]:
@@ -130,7 +80,7 @@ def select_gpus(
     if topology.gpus <= MAX_TABLE_GPUS:
         t = tables_for(topology, size)
         if need:
-            chosen = int(_core.gpu_choose(t.subset_score, t.split, t.pair, size, free, need, code))
+            chosen = choose_gpus(t, free, need, code)
         else:
             chosen = int((t.tiling if code == 0 else t.best_set)[free])
     else:

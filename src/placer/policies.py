@@ -31,7 +31,7 @@ class Policy:
     name : str
         The name used in requests (``policy``) and on the command line (``--policy``).
     code : int
-        The policy's value in the kernel's enum (``POLICY_*`` in ``_core.pyx``).
+        The policy's value in the kernel's enum (``POLICY_*``, :data:`placer.kernel.POLICY_ENUM`).
     summary : str
         One line for documentation and command-line help.
     needs_workload : bool

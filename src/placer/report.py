@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from placer import gangs
-from placer._pack import PackedCluster
+from placer.kernel import KernelSession
 from placer.cluster import Cluster
 from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
 from placer.model import ClusterSnapshot, PodRequest, Toleration
@@ -292,23 +292,23 @@ def cluster_report(
     if workload is None:
         workload = standard_workload()
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
-    packed = Cluster(snapshot)._packed
+    session = Cluster(snapshot).session
     return ClusterReport(
         nodes=len(snapshot.nodes),
         gpus=sum(node.hardware.gpus for node in snapshot.nodes),
-        free_gpu_milli=int(packed.arrays["free_milli_sum"].sum()),
-        whole_free_gpus=int(packed.arrays["free_count"].sum()),
-        shapes=tuple(_shape_rows(packed, workload.types)),
+        free_gpu_milli=int(session.free.free_gpu_milli.sum()),
+        whole_free_gpus=int(session.free.whole_gpus.sum()),
+        shapes=tuple(_shape_rows(session, workload.types)),
         fragment=cluster_fragment(snapshot, workload),
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
     )
 
 
-def _shape_rows(packed: PackedCluster, shapes: Sequence[TaskType]) -> list[ShapeRow]:
-    """Per shape, the pods each node holds now (``gangs.node_capacity`` over the packed
-    state), counted on nodes that pass the filters for a pod tolerating every taint."""
-    a = packed.arrays
+def _shape_rows(session: KernelSession, shapes: Sequence[TaskType]) -> list[ShapeRow]:
+    """Per shape, the pods each node holds now (``gangs.node_capacity`` over the session's
+    free state), counted on nodes that pass the filters for a pod tolerating every taint."""
+    free = session.free
     rows = []
     for shape in shapes:
         gpu_pod = shape.num_gpu > 0 and shape.gpu_milli > 0
@@ -320,12 +320,12 @@ def _shape_rows(packed: PackedCluster, shapes: Sequence[TaskType]) -> list[Shape
             gpu_models=shape.gpu_models if gpu_pod else (),
             tolerations=_TOLERATE_ALL,
         )
-        (fit,) = gangs.split_shapes(packed, [pod])
-        cap = gangs.node_capacity(packed, fit, _NO_LIMIT)
+        (fit,) = gangs.split_shapes(session, [pod])
+        cap = gangs.node_capacity(session, fit, _NO_LIMIT)
         if not gpu_pod:  # CPU-only: only nodes that track CPU give a count
-            cap = np.where(a["cpu_tracked"].astype(bool) & (shape.cpu_milli > 0), cap, 0)
-        model_ok = ((fit.model_mask >> a["model_id"].astype(np.uint64)) & 1).astype(bool)
-        reachable = int(a["free_milli_sum"][fit.eligible & model_ok].sum())
+            cap = np.where(free.cpu_tracked & (shape.cpu_milli > 0), cap, 0)
+        model_ok = ((fit.model_mask >> free.model_id.astype(np.uint64)) & 1).astype(bool)
+        reachable = int(free.free_gpu_milli[fit.eligible & model_ok].sum())
         pods = int(cap.sum())
         share = shape.gpu_milli / 1000 if gpu_pod else 0.0
         rows.append(ShapeRow(shape, pods, pods * shape.num_gpu * share, reachable / 1000, int((cap > 0).sum())))

@@ -836,7 +836,7 @@ def _slurmd_gpu(
             _fail(where, f"expected the core count as a whole number up to {MAX_CORES}, "
                          f"got {cc_text!r}")
         core_count = int(cc_text)
-    cores = _core_ids(_null(fields.get("cores")), core_count, where)
+    cores = _cpu_ids(_null(fields.get("cores")), core_count, where)
 
     links: tuple[int, ...] | None = None
     links_text = _null(fields.get("links"))
@@ -889,7 +889,7 @@ def _slurmd_gpu(
     )
 
 
-def _core_ids(text: str | None, limit: int | None, where: str) -> tuple[int, ...] | None:
+def _cpu_ids(text: str | None, limit: int | None, where: str) -> tuple[int, ...] | None:
     if text is None:
         return None
     below = f"below Cores({limit})" if limit is not None else f"below {MAX_CORES}"

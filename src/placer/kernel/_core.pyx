@@ -16,8 +16,9 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-# Bumped whenever the arrays or entry points change; _typedefs.KERNEL_ABI must match.
-KERNEL_ABI = 11
+# Bumped (in pack.py) whenever the arrays or entry points change; setup.py compiles it in,
+# so a build older than the Python sources is detected at import.
+KERNEL_ABI = COMPILED_KERNEL_ABI
 
 cdef extern from *:
     """
@@ -46,17 +47,6 @@ cdef extern from *:
     long long placer_dot_score(long long cpu_left, long long cpu_req, long long gpu_left,
                                long long gpu_req) nogil
 
-cdef enum:
-    POLICY_FIRST_FIT = 0
-    POLICY_BEST_FIT = 1
-    POLICY_SPREAD = 2
-    POLICY_RANDOM = 3
-    POLICY_FGD = 4
-    POLICY_DOT_PRODUCT = 5
-    POLICY_GPU_PACKING = 6
-    POLICY_GPU_CLUSTERING = 7
-    POLICY_FGD_PACK = 8
-
 # The enum above by policy name, for Python: placer.policies.REGISTRY's codes must equal it
 # (tests/test_registry.py); placer itself passes the registry's codes.
 POLICY_ENUM = {
@@ -72,96 +62,10 @@ POLICY_ENUM = {
 }
 _POLICY_CODES = frozenset(POLICY_ENUM.values())
 
-cdef enum:
-    R_CPU = 0
-    R_MEM = 1
-    R_PODS = 2
-    R_GPU = 3
-    R_GPU_MEM = 4
-    N_REASONS = 5
-
 cdef int64_t NO_COST = 1 << 62
 
-cdef enum:
-    MAX_K = 16         # largest set size with tables (nodes of at most 16 GPUs)
-    NIC_CLASSES = 5    # PIX, PXB, PHB, NODE, SYS: the NIC-to-GPU relations, best first
 cdef int32_t NIC_POINTS[NIC_CLASSES]
 NIC_POINTS[:] = [50, 40, 30, 20, 10]
-
-
-cdef struct NodeState:
-    int32_t n_nodes
-    int32_t max_gpus
-    int32_t n_words
-    int32_t n_models
-    uint64_t* free_mask
-    uint8_t* free_count
-    uint8_t* gpu_count
-    int16_t* gpu_free_milli
-    int32_t* gpu_free_mem
-    int32_t* gpu_mem_cap
-    int32_t* free_milli_sum
-    int64_t* cpu_free
-    int64_t* mem_free
-    int32_t* pods_free
-    uint8_t* cpu_tracked
-    int32_t* model_id
-    int32_t* model_max
-    int32_t* bucket_base
-    int32_t* bucket_of
-    uint64_t* bucket_bits
-    int64_t* bucket_cpu_floor
-    # GPU-set tables per node kind (a pair-score matrix and its NICs); kind -1: no topology
-    int32_t* kind_of
-    int32_t n_kinds
-    int32_t* kind_gpus
-    const int32_t** kind_pair
-    const int32_t** kind_score
-    const int32_t** kind_split      # [kind * (MAX_K + 1) + k]
-    const uint16_t** kind_choice    # [kind * (MAX_K + 1) + k], tiling objective
-    int32_t* kind_nics
-    const uint64_t** kind_nic_class  # [kind]: NIC-major, NIC_CLASSES GPU masks per NIC
-    int32_t top_score[MAX_K + 1]     # best k-set score over all kinds
-    # target workload of the fragmentation measure (FGD); n_types 0: not tracked
-    int32_t n_types
-    const int64_t* type_cpu
-    const int32_t* type_milli       # per-GPU milli; 0 for CPU-only types
-    const int32_t* type_gpus
-    const uint64_t* type_models     # allowed model ids as a bitmask
-    const double* type_pop
-    double* node_frag               # F_n(M) per node, kept current by apply()
-    int32_t* type_fit               # [node * n_types + type]: GPUs with the type's milli free
-    int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
-    double frag_total               # their sum, kept current by apply()
-    const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
-    # fgd-pack (placer.packing.PackingGuide); pack_regret NULL: not set
-    double pack_cpu_per_gpu         # CPU milli per GPU of the CPU-stranding term
-    double pack_pressure_weight
-    double pack_regret_weight
-    const double* pack_regret       # [units of the pod * 101 + units free on the GPU]
-    const double* pack_pressure     # per model id
-    # scores of fgd and fgd-pack per (pod shape, node) within one place_batch; n_shapes 0: off
-    int32_t* node_version           # bumped by every apply()
-    int32_t n_shapes
-    int32_t* cache_stamp            # [shape * n_nodes + node]: node_version + 1 when cached
-    int32_t* cache_score
-    # gpu-clustering: pods per GPU tag per node ([node * n_tags + tag]; tag 0 share-gpu,
-    # k k-gpu) and how many tags a node hosts, kept current by apply()
-    int32_t n_tags
-    int32_t* tag_count
-    int32_t* tag_kinds
-
-
-cdef struct Pod:
-    int32_t gpus
-    int32_t milli
-    int32_t gpu_mem
-    int64_t cpu
-    int64_t mem
-    uint64_t models
-    int32_t nics
-    int32_t shape                   # index of the pod's shape in the score cache; -1: none
-    const uint64_t* eligible
 
 
 cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
@@ -927,17 +831,61 @@ cdef void take(NodeState* st, int32_t n, const Pod* p, int32_t policy, uint64_t*
     apply(st, n, p, chosen[0], 1, 1, is_shared(p))
 
 
+cdef class PodBatch:
+    """The pods of one kernel call as typed columns, checked once when built.
+
+    Parameters
+    ----------
+    gpus, milli, gpu_mem, nics : ndarray of int32
+        Whole GPUs (or 1 for a share), milli per GPU, GPU memory per GPU, NICs.
+    cpu, mem : ndarray of int64
+        CPU milli and memory MiB.
+    models : ndarray of uint64
+        Allowed GPU model ids as a bitmask.
+    klass : ndarray of int32
+        Row of ``eligible`` of each pod.
+    group_end : ndarray of int32
+        Pods ``i .. group_end[i]-1`` are one all-or-nothing group when ``i`` starts one.
+    eligible : ndarray of uint64, shape (classes, words)
+        Statically eligible nodes per class, as bitsets.
+    """
+
+    def __init__(self, gpus, milli, gpu_mem, cpu, mem, nics, models, klass, group_end, eligible):
+        self.v_gpus = gpus
+        self.v_milli = milli
+        self.v_gpu_mem = gpu_mem
+        self.v_cpu = cpu
+        self.v_mem = mem
+        self.v_nics = nics
+        self.v_models = models
+        self.v_klass = klass
+        self.v_group_end = group_end
+        self.v_eligible = eligible
+        self.size = self.v_gpus.shape[0]
+        if (self.v_milli.shape[0] != self.size or self.v_gpu_mem.shape[0] != self.size
+                or self.v_nics.shape[0] != self.size or self.v_klass.shape[0] != self.size
+                or self.v_group_end.shape[0] != self.size or self.v_cpu.shape[0] != self.size
+                or self.v_mem.shape[0] != self.size or self.v_models.shape[0] != self.size):
+            raise ValueError("every column of a pod batch needs one value per pod")
+        self.arrays = (gpus, milli, gpu_mem, cpu, mem, nics, models, klass, group_end, eligible)
+
+    @property
+    def gpus(self):
+        """GPUs per pod (int32)."""
+        return self.arrays[0]
+
+    @property
+    def klass(self):
+        """Eligibility class (row of ``eligible``) per pod (int32)."""
+        return self.arrays[7]
+
+    def shape_columns(self):
+        """(gpus, milli, gpu_mem, cpu) per pod as one int64 array: what the score cache keys on."""
+        return np.stack([self.arrays[0], self.arrays[1], self.arrays[2], self.arrays[3]], axis=1)
+
+
 cdef class Kernel:
     """Node state of one cluster and the placement workers over it."""
-
-    cdef NodeState st
-    cdef object _arrays
-    cdef object _all_nodes
-    cdef list _tables
-    cdef object _workload
-    cdef object _rank
-    cdef object _packing
-    cdef object _node_version
 
     def __dealloc__(self):
         free(self.st.kind_pair)
@@ -1085,23 +1033,18 @@ cdef class Kernel:
         self.st.kind_nic_class[kind] = <const uint64_t*>_ptr(
             classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
 
-    def place_batch(self, dict pods, int policy, cnp.ndarray rng, eligible, restrict=None,
+    def place_batch(self, PodBatch pods, int policy, cnp.ndarray rng, restrict=None,
                     bint reasons=True, rank=None, frag_trace=None, shapes=None):
         """Place a batch of pods in order, binding each; groups are all or nothing.
 
         Parameters
         ----------
-        pods : dict of arrays
-            ``gpus``, ``milli``, ``gpu_mem``, ``nics`` (int32), ``cpu``, ``mem`` (int64), ``models``
-            (uint64 mask of allowed model ids), ``klass`` (int32 row of ``eligible``) and
-            ``group_end`` (int32; pods ``i .. group_end[i]-1`` are one all-or-nothing group
-            when ``i`` starts a group).
+        pods : PodBatch
+            The pods, their eligible nodes and their all-or-nothing groups.
         policy : int
             A policy's ``code`` (:data:`placer.policies.REGISTRY`).
         rng : ndarray of uint64, shape (1,)
             SplitMix64 state, advanced in place.
-        eligible : ndarray of uint64, shape (classes, words)
-            Statically eligible nodes per class, as bitsets.
         restrict : ndarray of uint64, shape (words,), optional
             Only these nodes may be used.
         reasons : bool
@@ -1130,17 +1073,17 @@ cdef class Kernel:
         nics : ndarray of uint64
             NIC mask per placed pod (bit j = NIC j of the node's kind).
         """
-        cdef int32_t n_pods = pods["gpus"].shape[0]
-        cdef const int32_t[::1] gpus = pods["gpus"]
-        cdef const int32_t[::1] milli = pods["milli"]
-        cdef const int32_t[::1] gpu_mem = pods["gpu_mem"]
-        cdef const int32_t[::1] nics = pods["nics"]
-        cdef const int64_t[::1] cpu = pods["cpu"]
-        cdef const int64_t[::1] mem = pods["mem"]
-        cdef const uint64_t[::1] models = pods["models"]
-        cdef const int32_t[::1] klass = pods["klass"]
-        cdef const int32_t[::1] group_end = pods["group_end"]
-        cdef const uint64_t[:, ::1] elig = eligible
+        cdef int32_t n_pods = pods.size
+        cdef const int32_t[::1] gpus = pods.v_gpus
+        cdef const int32_t[::1] milli = pods.v_milli
+        cdef const int32_t[::1] gpu_mem = pods.v_gpu_mem
+        cdef const int32_t[::1] nics = pods.v_nics
+        cdef const int64_t[::1] cpu = pods.v_cpu
+        cdef const int64_t[::1] mem = pods.v_mem
+        cdef const uint64_t[::1] models = pods.v_models
+        cdef const int32_t[::1] klass = pods.v_klass
+        cdef const int32_t[::1] group_end = pods.v_group_end
+        cdef const uint64_t[:, ::1] elig = pods.v_eligible
         cdef const uint64_t[::1] allowed = self._all_nodes if restrict is None else restrict
         cdef uint64_t[::1] rng_state = rng
         out_node_arr = np.full(n_pods, -1, dtype=np.int32)
@@ -1219,21 +1162,21 @@ cdef class Kernel:
                         trace[k] = self.st.frag_total
                 i = end
 
-    def node_scores(self, dict pods, int policy, eligible):
+    def node_scores(self, PodBatch pods, int policy):
         """The score of every node for the first pod of ``pods`` (nothing is bound).
 
-        For the scored policies (``fgd``, ``fgd-pack`` and the study's baselines); ``pods`` and
-        ``eligible`` are as in :meth:`place_batch`. Returns int64 per node, with
-        ``-2**63`` for a node that is not eligible or does not fit the pod.
+        For the scored policies (``fgd``, ``fgd-pack`` and the study's baselines); ``pods``
+        is as in :meth:`place_batch`. Returns int64 per node, with ``-2**63`` for a node
+        that is not eligible or does not fit the pod.
         """
-        cdef const int32_t[::1] gpus = pods["gpus"]
-        cdef const int32_t[::1] milli = pods["milli"]
-        cdef const int32_t[::1] gpu_mem = pods["gpu_mem"]
-        cdef const int64_t[::1] cpu = pods["cpu"]
-        cdef const int64_t[::1] mem = pods["mem"]
-        cdef const uint64_t[::1] models = pods["models"]
-        cdef const int32_t[::1] klass = pods["klass"]
-        cdef const uint64_t[:, ::1] elig = eligible
+        cdef const int32_t[::1] gpus = pods.v_gpus
+        cdef const int32_t[::1] milli = pods.v_milli
+        cdef const int32_t[::1] gpu_mem = pods.v_gpu_mem
+        cdef const int64_t[::1] cpu = pods.v_cpu
+        cdef const int64_t[::1] mem = pods.v_mem
+        cdef const uint64_t[::1] models = pods.v_models
+        cdef const int32_t[::1] klass = pods.v_klass
+        cdef const uint64_t[:, ::1] elig = pods.v_eligible
         cdef int32_t n
         cdef Pod p
         self._check_policy(policy)
@@ -1251,7 +1194,7 @@ cdef class Kernel:
             out[n] = study_score(&self.st, n, &p, policy)
         return out_arr
 
-    def place_on(self, dict pods, cnp.ndarray node_of_pod, int policy, rng=None):
+    def place_on(self, PodBatch pods, cnp.ndarray node_of_pod, int policy, rng=None):
         """Place pod j on node ``node_of_pod[j]`` (GPUs and NICs chosen there); all or nothing.
 
         ``pods`` is as in :meth:`place_batch` (``models``, ``klass`` and ``group_end`` are
@@ -1262,13 +1205,13 @@ cdef class Kernel:
         failed)``: the GPU and NIC masks per pod, and the index of the first pod that did
         not fit (-1: all placed; then nothing is bound).
         """
-        cdef int32_t n_pods = pods["gpus"].shape[0]
-        cdef const int32_t[::1] gpus = pods["gpus"]
-        cdef const int32_t[::1] milli = pods["milli"]
-        cdef const int32_t[::1] gpu_mem = pods["gpu_mem"]
-        cdef const int32_t[::1] nics = pods["nics"]
-        cdef const int64_t[::1] cpu = pods["cpu"]
-        cdef const int64_t[::1] mem = pods["mem"]
+        cdef int32_t n_pods = pods.size
+        cdef const int32_t[::1] gpus = pods.v_gpus
+        cdef const int32_t[::1] milli = pods.v_milli
+        cdef const int32_t[::1] gpu_mem = pods.v_gpu_mem
+        cdef const int32_t[::1] nics = pods.v_nics
+        cdef const int64_t[::1] cpu = pods.v_cpu
+        cdef const int64_t[::1] mem = pods.v_mem
         cdef const int32_t[::1] where = node_of_pod
         out_gpus_arr = np.zeros(n_pods, dtype=np.uint64)
         out_nics_arr = np.zeros(n_pods, dtype=np.uint64)
@@ -1370,10 +1313,6 @@ cdef void* _ptr(cnp.ndarray arr, dtype, Py_ssize_t size) except NULL:
 #             smallest index list;
 #   best-set: (subset_score[S], split[m ^ S]), then the same.
 # Size 1 takes the least-connected GPU of m (lowest pair-score sum to the rest of m).
-
-cdef enum:
-    OBJECTIVE_TILING = 0
-    OBJECTIVE_BEST_SET = 1
 
 MAX_TABLE_GPUS = 16
 

@@ -7,6 +7,28 @@ KERNEL_ABI: int
 MAX_TABLE_GPUS: int
 POLICY_ENUM: dict[str, int]
 
+class PodBatch:
+    size: int
+    arrays: tuple[npt.NDArray[Any], ...]
+    def __init__(
+        self,
+        gpus: npt.NDArray[np.int32],
+        milli: npt.NDArray[np.int32],
+        gpu_mem: npt.NDArray[np.int32],
+        cpu: npt.NDArray[np.int64],
+        mem: npt.NDArray[np.int64],
+        nics: npt.NDArray[np.int32],
+        models: npt.NDArray[np.uint64],
+        klass: npt.NDArray[np.int32],
+        group_end: npt.NDArray[np.int32],
+        eligible: npt.NDArray[np.uint64],
+    ) -> None: ...
+    @property
+    def gpus(self) -> npt.NDArray[np.int32]: ...
+    @property
+    def klass(self) -> npt.NDArray[np.int32]: ...
+    def shape_columns(self) -> npt.NDArray[np.int64]: ...
+
 class Kernel:
     def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_models: int) -> None: ...
     def set_gpu_tables(
@@ -39,10 +61,9 @@ class Kernel:
     def set_nics(self, kind: int, classes: npt.NDArray[np.uint64]) -> None: ...
     def place_batch(
         self,
-        pods: dict[str, npt.NDArray[Any]],
+        pods: PodBatch,
         policy: int,
         rng: npt.NDArray[np.uint64],
-        eligible: npt.NDArray[np.uint64],
         restrict: npt.NDArray[np.uint64] | None = ...,
         reasons: bool = ...,
         rank: npt.NDArray[np.int32] | None = ...,
@@ -55,15 +76,10 @@ class Kernel:
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],
     ]: ...
-    def node_scores(
-        self,
-        pods: dict[str, npt.NDArray[Any]],
-        policy: int,
-        eligible: npt.NDArray[np.uint64],
-    ) -> npt.NDArray[np.int64]: ...
+    def node_scores(self, pods: PodBatch, policy: int) -> npt.NDArray[np.int64]: ...
     def place_on(
         self,
-        pods: dict[str, npt.NDArray[Any]],
+        pods: PodBatch,
         node_of_pod: npt.NDArray[np.int32],
         policy: int,
         rng: npt.NDArray[np.uint64] | None = ...,

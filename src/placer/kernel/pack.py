@@ -1,5 +1,8 @@
 """Model objects to kernel arrays and back: the only module that knows the dtypes.
 
+The dtypes below are the C types of ``_core.pxd``; change both together and bump
+:data:`KERNEL_ABI`.
+
 ``PackedCluster`` holds the static description of the nodes (names, models, labels,
 taints, capacities) and the dynamic state arrays the kernel updates in place.
 ``pack_pods`` turns pod requests into the kernel's batch arrays, grouping pods that share
@@ -13,10 +16,37 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from placer import _typedefs as td
 from placer.exceptions import InvalidInputError
+from placer.kernel._core import PodBatch
 from placer.model import ClusterSnapshot, Node, PodRequest, Taint, Toleration
+from placer.reasons import RESOURCE_REASONS
 from placer.topology import GpuTopology, Nic
+
+KERNEL_ABI = 12  # compiled into _core by setup.py; an import against an older build fails
+
+MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
+COUNT = np.uint8  # GPUs per node
+MILLI = np.int16  # free milli-GPU of one GPU (0..1000)
+MIB32 = np.int32  # GPU memory of one GPU, MiB
+INDEX = np.int32  # node, pod, bucket and class indices
+INT = np.int32
+BIG = np.int64  # CPU milli and memory MiB of a node
+
+MAX_GPUS_PER_NODE = 64
+MAX_TABLE_GPUS = 16  # node kinds with GPU-set tables
+MAX_NICS_PER_NODE = 64
+NIC_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")  # best first; SOC counts as SYS
+MAX_GPU_MODELS = 63  # model id 0 is "no GPU"; ids fit one uint64 mask
+
+# Untracked capacities are stored as these (never reached, safe to add and subtract).
+UNTRACKED_BIG = np.int64(1 << 60)
+UNTRACKED_INT = np.int32(1 << 30)
+
+# gpu-clustering's per-node tag counts (``tag_count``, nodes x (max GPUs + 1)): column 0
+# counts share-gpu pods (one per GPU share held), column k pods holding k whole GPUs.
+# CPU-only pods carry the study's "no-gpu" tag, which its score never counts.
+TAG_SHARE = 0
+
 
 _NO_GPU_MODEL = ""
 
@@ -26,6 +56,11 @@ def node_bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
     padded = np.zeros(n_words * 64, dtype=bool)
     padded[: mask.shape[0]] = mask
     return np.packbits(padded.reshape(-1, 8), axis=1, bitorder="little").reshape(-1).view(np.uint64).copy()
+
+
+def bitset_nodes(bits: np.ndarray, n_nodes: int) -> np.ndarray:
+    """A node bitset back as a boolean mask of ``n_nodes`` nodes."""
+    return np.unpackbits(bits.view(np.uint8), bitorder="little")[:n_nodes].astype(bool)
 
 
 def _taint_text(taint: Taint) -> str:
@@ -58,10 +93,10 @@ class NodeKind:
 
     def nic_classes(self) -> np.ndarray:
         """Per NIC, the GPU masks of each relation in ``_typedefs.NIC_CLASSES`` order."""
-        out = np.zeros((len(self.nics), len(td.NIC_CLASSES)), dtype=td.MASK)
+        out = np.zeros((len(self.nics), len(NIC_CLASSES)), dtype=MASK)
         for j, nic in enumerate(self.nics):
             for g, label in enumerate(nic.labels):
-                c = td.NIC_CLASSES.index("SYS" if label == "SOC" else label)
+                c = NIC_CLASSES.index("SYS" if label == "SOC" else label)
                 out[j, c] |= np.uint64(1 << g)
         return out
 
@@ -235,16 +270,16 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     model_lookup = {_NO_GPU_MODEL: 0}
     kinds: list[NodeKind] = []
     kind_ids: dict[NodeKind, int] = {}
-    hw_model = np.zeros(len(distinct), dtype=td.INDEX)
+    hw_model = np.zeros(len(distinct), dtype=INDEX)
     for k, hw in enumerate(distinct):
         if hw.gpus:
             name = hw.gpu_model or "gpu"
             mid = model_lookup.get(name)
             if mid is None:
                 mid = len(model_names)
-                if mid > td.MAX_GPU_MODELS:
+                if mid > MAX_GPU_MODELS:
                     raise InvalidInputError(
-                        f"nodes[{first_node[k]}].gpuModel", f"more than {td.MAX_GPU_MODELS} distinct GPU models"
+                        f"nodes[{first_node[k]}].gpuModel", f"more than {MAX_GPU_MODELS} distinct GPU models"
                     )
                 model_lookup[name] = mid
                 model_names.append(name)
@@ -253,20 +288,20 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     def per_hw(values: list[Any], dtype: Any) -> np.ndarray:
         return np.array(values, dtype=dtype)[hw_of] if n else np.zeros(0, dtype=dtype)
 
-    untracked_int, untracked_big = int(td.UNTRACKED_INT), int(td.UNTRACKED_BIG)
-    gpu_count = per_hw([hw.gpus for hw in distinct], td.COUNT)
-    model_id = hw_model[hw_of] if n else np.zeros(0, dtype=td.INDEX)
-    gpu_mem_cap = per_hw([untracked_int if hw.gpu_memory_mib is None else hw.gpu_memory_mib for hw in distinct], td.MIB32)
-    cpu_free = per_hw([untracked_big if hw.cpu_milli is None else hw.cpu_milli for hw in distinct], td.BIG)
+    untracked_int, untracked_big = int(UNTRACKED_INT), int(UNTRACKED_BIG)
+    gpu_count = per_hw([hw.gpus for hw in distinct], COUNT)
+    model_id = hw_model[hw_of] if n else np.zeros(0, dtype=INDEX)
+    gpu_mem_cap = per_hw([untracked_int if hw.gpu_memory_mib is None else hw.gpu_memory_mib for hw in distinct], MIB32)
+    cpu_free = per_hw([untracked_big if hw.cpu_milli is None else hw.cpu_milli for hw in distinct], BIG)
     cpu_tracked = per_hw([hw.cpu_milli is not None for hw in distinct], np.uint8)
-    mem_free = per_hw([untracked_big if hw.memory_mib is None else hw.memory_mib for hw in distinct], td.BIG)
-    pods_free = per_hw([untracked_int if hw.max_pods is None else hw.max_pods for hw in distinct], td.INT)
-    nic_count = per_hw([len(hw.nic_list) for hw in distinct], td.INT)
-    kind_of = per_hw([_kind_id(hw, kinds, kind_ids) for hw in distinct], td.INDEX)
+    mem_free = per_hw([untracked_big if hw.memory_mib is None else hw.memory_mib for hw in distinct], BIG)
+    pods_free = per_hw([untracked_int if hw.max_pods is None else hw.max_pods for hw in distinct], INT)
+    nic_count = per_hw([len(hw.nic_list) for hw in distinct], INT)
+    kind_of = per_hw([_kind_id(hw, kinds, kind_ids) for hw in distinct], INDEX)
 
     present = np.arange(stride) < gpu_count[:, None].astype(np.intp)
-    gpu_free_milli = np.where(present, 1000, 0).astype(td.MILLI)
-    gpu_free_mem = np.where(present, gpu_mem_cap[:, None], 0).astype(td.MIB32)
+    gpu_free_milli = np.where(present, 1000, 0).astype(MILLI)
+    gpu_free_mem = np.where(present, gpu_mem_cap[:, None], 0).astype(MIB32)
     unhealthy_at = [(i, g) for i, node in enumerate(nodes) if node.unhealthy_gpus for g in node.unhealthy_gpus]
     if unhealthy_at:
         rows, cols = np.array(unhealthy_at, dtype=np.intp).T
@@ -274,14 +309,14 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         gpu_free_mem[rows, cols] = 0
 
     # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
-    tag_count = np.zeros((n, stride + 1), dtype=td.INT)
+    tag_count = np.zeros((n, stride + 1), dtype=INT)
     owner = [i for i, node in enumerate(nodes) if node.pods for _ in node.pods]
     running = [p for node in nodes if node.pods for p in node.pods]
     if running:
         at = np.array(owner, dtype=np.intp)
-        np.subtract.at(cpu_free, at, np.fromiter((p.cpu_milli for p in running), dtype=td.BIG, count=len(running)))
-        np.subtract.at(mem_free, at, np.fromiter((p.memory_mib for p in running), dtype=td.BIG, count=len(running)))
-        pods_free -= np.bincount(at, minlength=n).astype(td.INT)
+        np.subtract.at(cpu_free, at, np.fromiter((p.cpu_milli for p in running), dtype=BIG, count=len(running)))
+        np.subtract.at(mem_free, at, np.fromiter((p.memory_mib for p in running), dtype=BIG, count=len(running)))
+        pods_free -= np.bincount(at, minlength=n).astype(INT)
         count = len(running)
         held = np.fromiter((len(p.gpus) for p in running), dtype=np.intp, count=count)
         if held.any():
@@ -300,20 +335,20 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
                     gpu_free_mem[i, g] -= m
 
     n_models = len(model_names)
-    model_max = np.zeros(n_models, dtype=td.INDEX)
-    np.maximum.at(model_max, model_id, gpu_count.astype(td.INDEX))
-    bucket_base = np.zeros(n_models, dtype=td.INDEX)
+    model_max = np.zeros(n_models, dtype=INDEX)
+    np.maximum.at(model_max, model_id, gpu_count.astype(INDEX))
+    bucket_base = np.zeros(n_models, dtype=INDEX)
     bucket_base[1:] = np.cumsum(model_max[:-1] + 1)
     n_buckets = int(bucket_base[-1] + model_max[-1] + 1)
 
     arrays = {
-        "free_mask": np.zeros(n, dtype=td.MASK),
-        "free_count": np.zeros(n, dtype=td.COUNT),
+        "free_mask": np.zeros(n, dtype=MASK),
+        "free_count": np.zeros(n, dtype=COUNT),
         "gpu_count": gpu_count,
         "gpu_free_milli": gpu_free_milli,
         "gpu_free_mem": gpu_free_mem,
         "gpu_mem_cap": gpu_mem_cap,
-        "free_milli_sum": np.zeros(n, dtype=td.INT),
+        "free_milli_sum": np.zeros(n, dtype=INT),
         "cpu_free": cpu_free,
         "mem_free": mem_free,
         "pods_free": pods_free,
@@ -321,15 +356,15 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "model_id": model_id,
         "model_max": model_max,
         "bucket_base": bucket_base,
-        "bucket_of": np.zeros(n, dtype=td.INDEX),
-        "bucket_bits": np.zeros((n_buckets, n_words), dtype=td.MASK),
-        "bucket_cpu_floor": np.zeros(n_buckets, dtype=td.BIG),
+        "bucket_of": np.zeros(n, dtype=INDEX),
+        "bucket_bits": np.zeros((n_buckets, n_words), dtype=MASK),
+        "bucket_cpu_floor": np.zeros(n_buckets, dtype=BIG),
         "kind_of": kind_of,
-        "kind_gpus": np.array([k.topology.gpus for k in kinds], dtype=td.INT),
-        "kind_nics": np.array([len(k.nics) for k in kinds], dtype=td.INT),
+        "kind_gpus": np.array([k.topology.gpus for k in kinds], dtype=INT),
+        "kind_nics": np.array([len(k.nics) for k in kinds], dtype=INT),
         "nic_count": nic_count,
         "tag_count": tag_count,
-        "tag_kinds": (tag_count > 0).sum(axis=1, dtype=td.INT),
+        "tag_kinds": (tag_count > 0).sum(axis=1, dtype=INT),
     }
     names = [node.name for node in nodes]
     packed = PackedCluster(
@@ -392,22 +427,23 @@ def refresh_derived(packed: PackedCluster) -> None:
     for b in np.unique(a["bucket_of"]):
         bits[b] = node_bitset(a["bucket_of"] == b, packed.n_words)
     floor = a["bucket_cpu_floor"]
-    floor[:] = td.UNTRACKED_BIG
+    floor[:] = UNTRACKED_BIG
     np.minimum.at(floor, a["bucket_of"], np.where(a["cpu_tracked"] == 1, a["cpu_free"], 0))
 
 
-def pack_pods(packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequence[int] | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, list[EligibilityClass]]:
-    """Kernel batch arrays for ``pods``.
+def pack_pods(
+    packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequence[int] | None = None
+) -> tuple[PodBatch, list[EligibilityClass]]:
+    """The kernel's batch of ``pods``, and the eligibility classes of its rows.
 
     ``groups`` gives, per pod, the end index of its all-or-nothing group (``None``: every
-    pod is its own group). Returns the arrays, the class bitsets (classes × words) and the
-    class objects in row order.
+    pod is its own group).
     """
     count = len(pods)
     classes: list[EligibilityClass] = []
     class_row: dict[int, int] = {}
-    klass = np.empty(count, dtype=td.INDEX)
-    models = np.empty(count, dtype=td.MASK)
+    klass = np.empty(count, dtype=INDEX)
+    models = np.empty(count, dtype=MASK)
     for j, pod in enumerate(pods):
         ec = packed.eligibility(pod)
         row = class_row.get(id(ec))
@@ -416,24 +452,23 @@ def pack_pods(packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequenc
             classes.append(ec)
         klass[j] = row
         models[j] = ec.model_mask
-    arrays = {
-        "gpus": np.fromiter((p.gpus for p in pods), dtype=td.INT, count=count),
-        "milli": np.fromiter((p.gpu_milli for p in pods), dtype=td.INT, count=count),
-        "gpu_mem": np.fromiter((p.gpu_memory_mib for p in pods), dtype=td.INT, count=count),
-        "cpu": np.fromiter((p.cpu_milli for p in pods), dtype=td.BIG, count=count),
-        "mem": np.fromiter((p.memory_mib for p in pods), dtype=td.BIG, count=count),
-        "nics": np.fromiter((p.nics for p in pods), dtype=td.INT, count=count),
-        "models": models,
-        "klass": klass,
-        "group_end": (
-            np.arange(1, count + 1, dtype=td.INDEX) if groups is None else np.asarray(groups, dtype=td.INDEX)
-        ),
-    }
     if classes:
         bitsets = np.stack([c.bits for c in classes])
     else:
-        bitsets = np.zeros((0, packed.n_words), dtype=td.MASK)
-    return arrays, bitsets, classes
+        bitsets = np.zeros((0, packed.n_words), dtype=MASK)
+    batch = PodBatch(
+        np.fromiter((p.gpus for p in pods), dtype=INT, count=count),
+        np.fromiter((p.gpu_milli for p in pods), dtype=INT, count=count),
+        np.fromiter((p.gpu_memory_mib for p in pods), dtype=INT, count=count),
+        np.fromiter((p.cpu_milli for p in pods), dtype=BIG, count=count),
+        np.fromiter((p.memory_mib for p in pods), dtype=BIG, count=count),
+        np.fromiter((p.nics for p in pods), dtype=INT, count=count),
+        models,
+        klass,
+        np.arange(1, count + 1, dtype=INDEX) if groups is None else np.asarray(groups, dtype=INDEX),
+        bitsets,
+    )
+    return batch, classes
 
 
 _INDICES: dict[int, tuple[int, ...]] = {}
@@ -455,3 +490,22 @@ def indices_to_mask(indices: Sequence[int]) -> int:
     for i in indices:
         mask |= 1 << i
     return mask
+
+
+def workload_arrays(
+    packed: PackedCluster, workload: Any, node_frag: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """The arguments of ``Kernel.set_workload`` for a :class:`placer.fragmentation.Workload`
+    (``node_frag`` is filled by the kernel)."""
+    types = {
+        "cpu": np.array([t.cpu_milli for t in workload.types], dtype=BIG),
+        "milli": np.array([t.gpu_milli for t in workload.types], dtype=INT),
+        "gpus": np.array([t.num_gpu for t in workload.types], dtype=INT),
+        "models": np.array(
+            [packed.model_mask(t.gpu_models, max(t.num_gpu, 1)) for t in workload.types], dtype=MASK
+        ),
+        "pop": np.array(workload.popularity, dtype=np.float64),
+    }
+    assert len(packed.model_names) <= MAX_GPU_MODELS + 1
+    cells = packed.n_nodes * len(workload.types)
+    return types, node_frag, np.zeros(cells, dtype=INT), np.zeros(cells, dtype=BIG)

@@ -1,0 +1,139 @@
+"""The two speed targets of the schema issue (#11), each against a baseline in the same run.
+
+1. ``placer.place(snapshot_dict, request_dict)`` on 1,000 nodes x 1,000 pods, validation
+   included, against a plain Python best-fit over the same dicts (no validation: a dict
+   scan per pod, the FGD study's BestFit score, lowest node index on ties).
+2. ``placer.load_snapshot`` of a 100,000-node JSON file against the standard library's
+   ``json.load`` of the same file.
+
+Rounds alternate the two sides so that a busy machine slows both alike; the figures are
+medians. Run: ``python bench/bench_schema.py [--rounds 7]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+
+import placer  # noqa: E402
+from workloads import cluster  # noqa: E402
+
+SHAPES = ((1, 1000), (1, 1000), (2, 1000), (4, 1000), (8, 1000), (1, 350))
+
+
+def request_dict(count: int, seed: int = 7) -> dict[str, Any]:
+    """``count`` pods of a seeded mix of shapes (whole 1/2/4/8 GPUs and a 0.35 share)."""
+    rng = random.Random(seed)
+    pods = []
+    for j in range(count):
+        gpus, milli = rng.choice(SHAPES)
+        pod: dict[str, Any] = {"name": f"team/p-{j}", "gpus": gpus, "cpuMilli": 8000 * gpus, "memoryMiB": 32000}
+        if milli < 1000:
+            pod["gpuMilli"] = milli
+        pods.append(pod)
+    return {"apiVersion": "placer/v1", "kind": "PlacementRequest", "policy": "best-fit", "pods": pods}
+
+
+def plain_best_fit(snapshot: dict[str, Any], request: dict[str, Any]) -> int:
+    """A plain Python best-fit over the documents: returns how many pods it placed."""
+    types = snapshot["nodeTypes"]
+    nodes = []
+    for node in snapshot["nodes"]:
+        hw = types[node["type"]]
+        free = [1000] * hw["gpus"]
+        cpu = hw["cpuMilli"]
+        mem = hw["memoryMiB"]
+        for pod in node.get("pods", []):
+            for g in pod.get("gpus", []):
+                free[g] = 0
+            cpu -= pod.get("cpuMilli", 0)
+            mem -= pod.get("memoryMiB", 0)
+        nodes.append({"free": free, "cpu": cpu, "mem": mem})
+    placed = 0
+    for pod in request["pods"]:
+        gpus, milli = pod["gpus"], pod.get("gpuMilli", 1000)
+        cpu, mem = pod.get("cpuMilli", 0), pod.get("memoryMiB", 0)
+        best, best_score = -1, None
+        for i, n in enumerate(nodes):
+            if n["cpu"] < cpu or n["mem"] < mem:
+                continue
+            if milli < 1000:
+                fits = any(f >= milli for f in n["free"])
+            else:
+                fits = sum(1 for f in n["free"] if f == 1000) >= gpus
+            if not fits:
+                continue
+            left_gpu = sum(n["free"]) - gpus * milli
+            score = 0.5 * (n["cpu"] - cpu) / 128000 + 0.5 * left_gpu / 8000
+            if best_score is None or score < best_score:
+                best, best_score = i, score
+        if best < 0:
+            continue
+        n = nodes[best]
+        if milli < 1000:
+            g = min((f, k) for k, f in enumerate(n["free"]) if f >= milli)[1]
+            n["free"][g] -= milli
+        else:
+            for k in [k for k, f in enumerate(n["free"]) if f == 1000][:gpus]:
+                n["free"][k] = 0
+        n["cpu"] -= cpu
+        n["mem"] -= mem
+        placed += 1
+    return placed
+
+
+def paired(a: Callable[[], Any], b: Callable[[], Any], rounds: int) -> tuple[float, float, Any, Any]:
+    """Medians of ``a`` and ``b`` timed in alternation, and their last results."""
+    ta, tb = [], []
+    ra = rb = None
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ra = a()
+        t1 = time.perf_counter()
+        rb = b()
+        t2 = time.perf_counter()
+        ta.append(t1 - t0)
+        tb.append(t2 - t1)
+    return statistics.median(ta), statistics.median(tb), ra, rb
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+
+    snap = cluster(1_000).to_dict()
+    req = request_dict(1_000)
+    api, plain, result, plain_placed = paired(lambda: placer.place(snap, req), lambda: plain_best_fit(snap, req),
+                                              args.rounds)
+    print("| measure | placer | baseline | ratio |")
+    print("|---|---:|---:|---:|")
+    print(f"| `placer.place` on dicts, 1k nodes x 1k pods (placed {len(result.assignments)} / plain "
+          f"{plain_placed}) | {api * 1e3:.1f} ms | {plain * 1e3:.0f} ms (plain best-fit) | {plain / api:.0f}x faster |")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "snapshot-100k.json"
+        path.write_text(json.dumps(cluster(100_000).to_dict()))
+
+        def stdlib() -> Any:
+            with open(path) as f:
+                return json.load(f)
+
+        load, std, snapshot, _ = paired(lambda: placer.load_snapshot(str(path)), stdlib, args.rounds)
+        assert len(snapshot.nodes) == 100_000
+        size = path.stat().st_size / 2**20
+        print(f"| `load_snapshot`, 100k nodes ({size:.1f} MiB) | {load * 1e3:.0f} ms | {std * 1e3:.0f} ms "
+              f"(`json.load`) | {load / std:.2f} of json.load |")
+
+
+if __name__ == "__main__":
+    main()

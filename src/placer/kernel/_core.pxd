@@ -1,0 +1,146 @@
+# cython: language_level=3
+"""Declarations of the placement kernel: the C types shared by its workers.
+
+``pack.py`` allocates every array with the dtypes that match these fields; change both
+together and bump ``pack.KERNEL_ABI`` (compiled into ``_core`` by ``setup.py``).
+"""
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
+
+# Policy codes (placer.policies.REGISTRY's ``code``; tests hold the two equal)
+cdef enum:
+    POLICY_FIRST_FIT = 0
+    POLICY_BEST_FIT = 1
+    POLICY_SPREAD = 2
+    POLICY_RANDOM = 3
+    POLICY_FGD = 4
+    POLICY_DOT_PRODUCT = 5
+    POLICY_GPU_PACKING = 6
+    POLICY_GPU_CLUSTERING = 7
+    POLICY_FGD_PACK = 8
+
+# Per-resource shortfall counters of a failed pod (pack.RESOURCE_REASONS order)
+cdef enum:
+    R_CPU = 0
+    R_MEM = 1
+    R_PODS = 2
+    R_GPU = 3
+    R_GPU_MEM = 4
+    N_REASONS = 5
+
+cdef enum:
+    MAX_K = 16         # largest set size with tables (nodes of at most 16 GPUs)
+    NIC_CLASSES = 5    # PIX, PXB, PHB, NODE, SYS: the NIC-to-GPU relations, best first
+
+# GPU-set choice objectives (gpusets.OBJECTIVES order)
+cdef enum:
+    OBJECTIVE_TILING = 0
+    OBJECTIVE_BEST_SET = 1
+
+cdef struct NodeState:
+    int32_t n_nodes
+    int32_t max_gpus
+    int32_t n_words
+    int32_t n_models
+    uint64_t* free_mask
+    uint8_t* free_count
+    uint8_t* gpu_count
+    int16_t* gpu_free_milli
+    int32_t* gpu_free_mem
+    int32_t* gpu_mem_cap
+    int32_t* free_milli_sum
+    int64_t* cpu_free
+    int64_t* mem_free
+    int32_t* pods_free
+    uint8_t* cpu_tracked
+    int32_t* model_id
+    int32_t* model_max
+    int32_t* bucket_base
+    int32_t* bucket_of
+    uint64_t* bucket_bits
+    int64_t* bucket_cpu_floor
+    # GPU-set tables per node kind (a pair-score matrix and its NICs); kind -1: no topology
+    int32_t* kind_of
+    int32_t n_kinds
+    int32_t* kind_gpus
+    const int32_t** kind_pair
+    const int32_t** kind_score
+    const int32_t** kind_split      # [kind * (MAX_K + 1) + k]
+    const uint16_t** kind_choice    # [kind * (MAX_K + 1) + k], tiling objective
+    int32_t* kind_nics
+    const uint64_t** kind_nic_class  # [kind]: NIC-major, NIC_CLASSES GPU masks per NIC
+    int32_t top_score[MAX_K + 1]     # best k-set score over all kinds
+    # target workload of the fragmentation measure (FGD); n_types 0: not tracked
+    int32_t n_types
+    const int64_t* type_cpu
+    const int32_t* type_milli       # per-GPU milli; 0 for CPU-only types
+    const int32_t* type_gpus
+    const uint64_t* type_models     # allowed model ids as a bitmask
+    const double* type_pop
+    double* node_frag               # F_n(M) per node, kept current by apply()
+    int32_t* type_fit               # [node * n_types + type]: GPUs with the type's milli free
+    int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
+    double frag_total               # their sum, kept current by apply()
+    const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
+    # fgd-pack (placer.packing.PackingGuide); pack_regret NULL: not set
+    double pack_cpu_per_gpu         # CPU milli per GPU of the CPU-stranding term
+    double pack_pressure_weight
+    double pack_regret_weight
+    const double* pack_regret       # [units of the pod * 101 + units free on the GPU]
+    const double* pack_pressure     # per model id
+    # scores of fgd and fgd-pack per (pod shape, node) within one place_batch; n_shapes 0: off
+    int32_t* node_version           # bumped by every apply()
+    int32_t n_shapes
+    int32_t* cache_stamp            # [shape * n_nodes + node]: node_version + 1 when cached
+    int32_t* cache_score
+    # gpu-clustering: pods per GPU tag per node ([node * n_tags + tag]; tag 0 share-gpu,
+    # k k-gpu) and how many tags a node hosts, kept current by apply()
+    int32_t n_tags
+    int32_t* tag_count
+    int32_t* tag_kinds
+
+
+cdef struct Pod:
+    int32_t gpus
+    int32_t milli
+    int32_t gpu_mem
+    int64_t cpu
+    int64_t mem
+    uint64_t models
+    int32_t nics
+    int32_t shape                   # index of the pod's shape in the score cache; -1: none
+    const uint64_t* eligible
+
+
+cdef class Kernel:
+    cdef NodeState st
+    cdef object _arrays
+    cdef object _all_nodes
+    cdef list _tables
+    cdef object _workload
+    cdef object _rank
+    cdef object _packing
+    cdef object _node_version
+
+    cdef void _place_all(self, int32_t n_pods, int policy, const int32_t[::1] gpus,
+                         const int32_t[::1] milli, const int32_t[::1] gpu_mem, const int32_t[::1] nics,
+                         const int64_t[::1] cpu, const int64_t[::1] mem, const uint64_t[::1] models,
+                         const int32_t[::1] klass, const int32_t[::1] group_end,
+                         const uint64_t[:, ::1] elig, const uint64_t[::1] allowed, uint64_t[::1] rng_state,
+                         int32_t[::1] out_node, uint64_t[::1] out_gpus, uint64_t[::1] out_nics,
+                         int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons, double* trace,
+                         const int32_t[::1] shape_of) noexcept
+
+
+cdef class PodBatch:
+    cdef readonly int32_t size
+    cdef readonly tuple arrays
+    cdef const int32_t[::1] v_gpus
+    cdef const int32_t[::1] v_milli
+    cdef const int32_t[::1] v_gpu_mem
+    cdef const int32_t[::1] v_nics
+    cdef const int64_t[::1] v_cpu
+    cdef const int64_t[::1] v_mem
+    cdef const uint64_t[::1] v_models
+    cdef const int32_t[::1] v_klass
+    cdef const int32_t[::1] v_group_end
+    cdef const uint64_t[:, ::1] v_eligible

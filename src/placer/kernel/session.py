@@ -1,0 +1,496 @@
+"""One cluster's kernel state behind one typed front: the only owner of what is free.
+
+A :class:`KernelSession` packs a snapshot once and then answers every question the rest of
+placer asks the kernel: place a run of pods, place pods on chosen nodes, score nodes, take
+or give back what a pod holds, read what is free. It keeps the packed arrays, the GPU-set
+tables, the fragmentation workload, the packing guide and the ranked policies' node order,
+and it knows which pod holds what. Nothing outside this package sees a dtype or a kernel
+array by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from placer.exceptions import InvalidInputError
+from placer.fragmentation import Fragmentation, Workload, target_workload
+from placer.kernel import pack
+from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
+from placer.kernel._core import Kernel, PodBatch
+from placer.kernel.pack import EligibilityClass, PackedCluster, indices_to_mask, mask_to_indices
+from placer.model import EMPTY, ClusterSnapshot, PodRequest, RunningPod
+from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
+from placer.policies import Policy
+
+__all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "fgd_rank"]
+
+_SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFree:
+    """What is free on one node now; ``None`` where the capacity is not tracked."""
+
+    cpu_milli: int | None
+    memory_mib: int | None
+    pods: int | None
+    gpu_milli: tuple[int, ...]
+    gpu_memory_mib: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class FreeState:
+    """What is free on every node, as read-only arrays indexed by node (and GPU).
+
+    An untracked capacity reads as a number at least :attr:`untracked_quantity` (CPU,
+    memory) or :attr:`untracked_count` (pod slots, GPU memory): larger than any request.
+    """
+
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    pod_slots: np.ndarray
+    gpu_milli: np.ndarray  # [node, gpu]
+    gpu_memory_mib: np.ndarray  # [node, gpu]
+    whole_gpus: np.ndarray  # fully free healthy GPUs per node
+    free_gpu_milli: np.ndarray  # free milli summed over a node's GPUs
+    gpu_count: np.ndarray
+    gpu_memory_capacity: np.ndarray  # per node, one GPU's memory
+    model_id: np.ndarray  # the node's GPU model (0: no GPU), an index into model_names
+    cpu_tracked: np.ndarray  # bool
+    untracked_quantity: int
+    untracked_count: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """The outcome of one run of pods: node (-1: not placed), GPU and NIC masks per pod.
+
+    For a pod of a failed group, ``failed_at`` is the index of the pod that found no node
+    and :meth:`reasons` counts, per reason, the nodes that turned that pod away.
+    """
+
+    nodes: list[int]
+    masks: list[int]
+    nics: list[int]
+    failed_at: list[int]
+    _counts: np.ndarray
+    _classes: list[EligibilityClass]
+    _klass: np.ndarray
+    _only: np.ndarray | None
+    _n_nodes: int
+
+    def reasons(self, k: int) -> dict[str, int]:
+        """Nodes per reason that turned pod ``k`` (a ``failed_at`` index) away."""
+        ec = self._classes[int(self._klass[k])]
+        if self._only is None:
+            merged = dict(ec.static_reasons)
+        else:
+            inside = np.unpackbits(self._only.view(np.uint8), bitorder="little")[: self._n_nodes].astype(bool)
+            merged = ec.reasons_among(inside)
+        for name, count in zip(pack.RESOURCE_REASONS, self._counts[k].tolist()):
+            if count:
+                merged[name] = merged.get(name, 0) + count
+        return merged
+
+
+def fgd_rank(n_nodes: int, seed: int) -> np.ndarray:
+    """The tie order of nodes under the ranked policies (:attr:`Policy.ranked`): nodes
+    sorted by the request's SplitMix64 draws.
+
+    Draw ``n_nodes`` values from a fresh SplitMix64 stream started at ``seed``; node i gets
+    the i-th; the node with the smaller draw wins a tie (rank 0 first).
+    """
+    mask = (1 << 64) - 1
+    state = seed
+    draws = np.empty(n_nodes, dtype=np.uint64)
+    for i in range(n_nodes):
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        draws[i] = z ^ (z >> 31)
+    rank = np.empty(n_nodes, dtype=pack.INDEX)
+    rank[np.argsort(draws, kind="stable")] = np.arange(n_nodes, dtype=pack.INDEX)
+    return rank
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+class KernelSession:
+    """The kernel state of one cluster: packed arrays, runs, GPU-set tables, holdings.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot
+        The cluster as it is now; its running pods hold their resources from the start.
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        self._packed: PackedCluster = pack.pack_snapshot(snapshot)
+        p = self._packed
+        self._kernel = Kernel(p.arrays, len(p.model_names))
+        for t, kind in enumerate(p.kinds):
+            if kind.nics:
+                self._kernel.set_nics(t, kind.nic_classes())
+        # pod name -> (node, what it holds): a running pod's record, or (request, GPU mask)
+        self._held: dict[str, tuple[int, Any]] = {
+            pod.name: (i, pod) for i, node in enumerate(snapshot.nodes) if node.pods for pod in node.pods
+        }
+        self._workload: Workload | None = None
+        self._packing: PackingGuide | None = None
+        self._rank: np.ndarray | None = None
+        self._node_frag = np.zeros(0, dtype=np.float64)
+        a = p.arrays
+        self.free = FreeState(
+            cpu_milli=_read_only(a["cpu_free"]),
+            memory_mib=_read_only(a["mem_free"]),
+            pod_slots=_read_only(a["pods_free"]),
+            gpu_milli=_read_only(a["gpu_free_milli"]),
+            gpu_memory_mib=_read_only(a["gpu_free_mem"]),
+            whole_gpus=_read_only(a["free_count"]),
+            free_gpu_milli=_read_only(a["free_milli_sum"]),
+            gpu_count=_read_only(a["gpu_count"]),
+            gpu_memory_capacity=_read_only(a["gpu_mem_cap"]),
+            model_id=_read_only(a["model_id"]),
+            cpu_tracked=_read_only(a["cpu_tracked"].view(bool)),
+            untracked_quantity=int(pack.UNTRACKED_BIG) // 2,
+            untracked_count=int(pack.UNTRACKED_INT) // 2,
+        )
+
+    # ------------------------------------------------------------------ the cluster
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes."""
+        return self._packed.n_nodes
+
+    @property
+    def node_names(self) -> list[str]:
+        """Node names in index order."""
+        return self._packed.node_names
+
+    @property
+    def node_index(self) -> Mapping[str, int]:
+        """Node index by name."""
+        return self._packed.node_index
+
+    @property
+    def model_names(self) -> list[str]:
+        """GPU model names by model id (id 0, ``""``: no GPU)."""
+        return self._packed.model_names
+
+    def nodes_bitset(self, nodes: np.ndarray) -> np.ndarray:
+        """A boolean node mask as the kernel's node bitset (for ``only``)."""
+        return pack.node_bitset(nodes, self._packed.n_words)
+
+    def eligibility(self, pod: PodRequest) -> tuple[np.ndarray, int]:
+        """Nodes the pod's static filters let it use (bool per node), and its allowed GPU
+        models as a bitmask of model ids."""
+        ec = self._packed.eligibility(pod)
+        return pack.bitset_nodes(ec.bits, self.n_nodes), ec.model_mask
+
+    def static_reasons(self, pod: PodRequest) -> dict[str, int]:
+        """Nodes per reason that the pod's static filters turn away."""
+        return dict(self._packed.eligibility(pod).static_reasons)
+
+    def gpus_per_model(self) -> dict[str, int]:
+        """GPUs of the cluster per GPU model."""
+        a = self._packed.arrays
+        names = self._packed.model_names
+        out: dict[str, int] = {}
+        for model, count in zip(a["model_id"].tolist(), a["gpu_count"].tolist()):
+            if count:
+                out[names[model]] = out.get(names[model], 0) + count
+        return out
+
+    def nic_names(self, node: int, nic_mask: int) -> tuple[str, ...]:
+        """The names of the NICs of a mask the kernel chose on ``node``."""
+        if not nic_mask:
+            return ()
+        names = self._packed.kinds[int(self._packed.arrays["kind_of"][node])].nics
+        return tuple(names[j].name for j in mask_to_indices(nic_mask))
+
+    def node_free(self, node: int) -> NodeFree:
+        """What is free on node ``node`` now."""
+        a = self._packed.arrays
+        p = self._packed
+        g = int(a["gpu_count"][node])
+        tracked_mem = p.gpu_mem_cap[node] is not None
+        unhealthy = set(p.unhealthy[node])
+        return NodeFree(
+            cpu_milli=int(a["cpu_free"][node]) if p.cpu_cap[node] is not None else None,
+            memory_mib=int(a["mem_free"][node]) if p.mem_cap[node] is not None else None,
+            pods=int(a["pods_free"][node]) if p.pods_cap[node] is not None else None,
+            gpu_milli=tuple(a["gpu_free_milli"][node, :g].tolist()),
+            gpu_memory_mib=tuple(
+                (0 if k in unhealthy else int(a["gpu_free_mem"][node, k])) if tracked_mem else None for k in range(g)
+            ),
+        )
+
+    def state_bytes(self) -> int:
+        """Bytes held by the kernel's state arrays."""
+        return sum(a.nbytes for a in self._packed.arrays.values())
+
+    def extended_free(self, name: str, node: int) -> int:
+        """Free count of the extended resource ``name`` on ``node`` (0 where not offered)."""
+        free = self._packed.extended_free.get(name)
+        return 0 if free is None else int(free[node])
+
+    # ------------------------------------------------------------------ policies
+
+    def prepare(self, policy: Policy, pods: Sequence[PodRequest], seed: int) -> None:
+        """Set up what ``policy`` needs before placing ``pods``: the fragmentation workload
+        and packing guide (of these pods, the first time) and the seeded node order."""
+        if policy.needs_workload and self._workload is None:
+            self.fragmentation(target_workload(pods))
+        if policy.needs_packing_guide and self._packing is None:
+            self.set_packing(packing_guide(pods, self.gpus_per_model()))
+        self._rank = fgd_rank(self.n_nodes, seed) if policy.ranked else None
+
+    def fragmentation(self, workload: Workload) -> Fragmentation:
+        """The cluster's fragment F(M) now (FGD measure; ``placer.fragmentation``).
+
+        The first call for a workload computes every node's fragment in the kernel; from
+        then on each bind or release updates only its node.
+        """
+        if self._workload is not workload:
+            self._node_frag = np.zeros(self.n_nodes, dtype=np.float64)
+            self._kernel.set_workload(*pack.workload_arrays(self._packed, workload, self._node_frag))
+            self._workload = workload
+        return Fragmentation(
+            total=float(self._node_frag.sum()),
+            idle_gpu_milli=int(self.free.free_gpu_milli.sum()),
+            gpu_capacity_milli=int(self.free.gpu_count.sum(dtype=np.int64)) * 1000,
+        )
+
+    @property
+    def workload(self) -> Workload | None:
+        """The workload of the fragment measure, once set."""
+        return self._workload
+
+    def node_fragment(self, node: int) -> float:
+        """F_n(M) of one node for the current workload."""
+        if self._workload is None:
+            raise InvalidInputError("workload", "call fragmentation(workload) first")
+        return float(self._node_frag[node])
+
+    def set_packing(self, guide: PackingGuide) -> None:
+        """Use ``guide`` for ``fgd-pack`` from now on."""
+        self._kernel.set_packing(
+            guide.cpu_per_gpu_milli,
+            np.ascontiguousarray(guide.regret, dtype=np.float64).ravel(),
+            guide.pressure_by_id(self._packed.model_names),
+            REGRET_WEIGHT,
+            PRESSURE_WEIGHT,
+        )
+        self._packing = guide
+
+    @property
+    def packing(self) -> PackingGuide | None:
+        """The packing guide of ``fgd-pack``, once set."""
+        return self._packing
+
+    # ------------------------------------------------------------------ placing
+
+    def _batch(self, pods: Sequence[PodRequest], groups: Sequence[int] | None) -> tuple[PodBatch, list[EligibilityClass]]:
+        batch, classes = pack.pack_pods(self._packed, pods, groups)
+        self._ensure_tables(batch.gpus)
+        return batch, classes
+
+    def _ensure_tables(self, pod_gpus: np.ndarray) -> None:
+        """Give the kernel the GPU-set tables of every node kind for the batch's set sizes."""
+        kinds = self._packed.kinds
+        if not kinds:
+            return
+        for k in np.unique(pod_gpus).tolist():
+            if k < 1:
+                continue
+            for t, kind in enumerate(kinds):
+                g = kind.topology.gpus
+                if k > g or g > MAX_TABLE_GPUS or self._kernel.has_gpu_tables(t, k):
+                    continue
+                tables = tables_for(kind.topology, k)
+                top = int(tables.subset_score[int(tables.best_set[(1 << g) - 1])])
+                self._kernel.set_gpu_tables(t, k, tables.pair, tables.subset_score, tables.split, tables.tiling, top)
+
+    def _shapes(self, batch: PodBatch, policy: Policy) -> np.ndarray | None:
+        """Shape index per pod for the kernel's score cache (:attr:`Policy.cached`), or None
+        when the cache would not pay (one pod) or would be too large."""
+        if not policy.cached or batch.size < 2:
+            return None
+        kinds, index = np.unique(batch.shape_columns(), axis=0, return_inverse=True)
+        if len(kinds) * self.n_nodes > _SCORE_CACHE_CELLS:
+            return None
+        return index.reshape(-1).astype(pack.INT)
+
+    def place(
+        self,
+        pods: Sequence[PodRequest],
+        policy: Policy,
+        rng: np.ndarray,
+        groups: Sequence[int] | None = None,
+        only: np.ndarray | None = None,
+        trace: np.ndarray | None = None,
+        reasons: bool = True,
+    ) -> Run:
+        """Place ``pods`` in order with ``policy``, binding each; groups all or nothing.
+
+        Parameters
+        ----------
+        pods : sequence of PodRequest
+        policy : Policy
+        rng : ndarray of uint64, shape (1,)
+            The request's SplitMix64 state, advanced in place.
+        groups : sequence of int, optional
+            Per pod, the end of its all-or-nothing group (default: each pod alone).
+        only : ndarray, optional
+            A node bitset (:meth:`nodes_bitset`): only these nodes may be used.
+        trace : ndarray of float64, optional
+            Filled with the fragment F(M) after each pod (needs a workload).
+        reasons : bool
+            Count, for a pod that fails, the nodes per reason.
+        """
+        batch, classes = self._batch(pods, groups)
+        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
+            batch, policy.code, rng, only, reasons, self._rank, trace, self._shapes(batch, policy)
+        )
+        for j, node in enumerate(nodes.tolist()):
+            if node >= 0 and pods[j].resources:
+                self._packed.use_resources(node, pods[j].resources, 1)
+        return Run(nodes.tolist(), masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
+                   batch.klass, only, self.n_nodes)
+
+    def place_on(
+        self, pods: Sequence[PodRequest], nodes: Sequence[int], policy: Policy, rng: np.ndarray
+    ) -> tuple[list[int], list[int]] | None:
+        """Place pod j on node ``nodes[j]``, its GPUs (and NICs) chosen there by ``policy``;
+        all or nothing. Returns the GPU and NIC masks, or ``None`` with nothing bound."""
+        batch, _ = self._batch(pods, None)
+        gpus, nics, failed = self._kernel.place_on(batch, np.asarray(nodes, dtype=pack.INDEX), policy.code, rng)
+        if failed >= 0:
+            return None
+        for pod, node in zip(pods, nodes):
+            if pod.resources:
+                self._packed.use_resources(int(node), pod.resources, 1)
+        return gpus.tolist(), nics.tolist()
+
+    def node_scores(self, pod: PodRequest, policy: Policy) -> np.ndarray:
+        """Every node's score for ``pod`` under a scored policy (nothing is bound); the
+        lowest int64 where the pod may not go."""
+        batch, _ = self._batch([pod], None)
+        return self._kernel.node_scores(batch, policy.code)
+
+    # ------------------------------------------------------------------ holding
+
+    def take(self, pod: PodRequest, node: int, mask: int) -> None:
+        """Bind ``pod`` on ``node`` with GPU ``mask`` (whole GPUs, or the shared GPU); no checks."""
+        self._apply(pod, node, mask, 1)
+
+    def give_back(self, pod: PodRequest, node: int, mask: int) -> None:
+        """Undo :meth:`take`."""
+        self._apply(pod, node, mask, -1)
+
+    def _apply(self, pod: PodRequest, node: int, mask: int, sign: int) -> None:
+        self._packed.use_resources(node, pod.resources, sign)
+        self._kernel.bind(node, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, mask, sign, 1, pod.shared)
+
+    def hold(self, pod: PodRequest, node: int, mask: int) -> None:
+        """Record that ``pod`` (already taken) now holds ``mask`` on ``node``."""
+        self._held[pod.name] = (node, (pod, mask))
+
+    def holds(self, name: str) -> bool:
+        """Whether a pod of this name is bound or running."""
+        return name in self._held
+
+    def misfit(self, pod: PodRequest, node: int, gpus: Sequence[int]) -> str:
+        """Why ``pod`` cannot hold exactly ``gpus`` on ``node`` now ("" when it can)."""
+        free = self.node_free(node)
+        if free.pods is not None and free.pods < 1:
+            return "no pod slot left"
+        if free.cpu_milli is not None and free.cpu_milli < pod.cpu_milli:
+            return "Insufficient cpu"
+        if free.memory_mib is not None and free.memory_mib < pod.memory_mib:
+            return "Insufficient memory"
+        for name, count in pod.resources.items():
+            if self.extended_free(name, node) < count:
+                return f"Insufficient {name}"
+        if len(gpus) != pod.gpus or any(not 0 <= g < len(free.gpu_milli) for g in gpus) or len(set(gpus)) != len(gpus):
+            return f"needs {pod.gpus} GPU index(es) on the node, got {list(gpus)}"
+        for g in gpus:
+            if pod.shared:
+                mib = free.gpu_memory_mib[g]
+                if free.gpu_milli[g] < pod.gpu_milli or (mib is not None and mib < pod.gpu_memory_mib):
+                    return f"GPU {g} lacks the share"
+            elif free.gpu_milli[g] != 1000:
+                return f"GPU {g} is not free"
+        return ""
+
+    def bind_all(self, items: Sequence[tuple[PodRequest, int, Sequence[int]]]) -> tuple[str, str] | None:
+        """Take and hold each (pod, node, GPU indices), all or nothing.
+
+        Returns None when every pod was bound, else (pod name, why) for the first that did
+        not fit, with nothing bound.
+        """
+        done: list[tuple[PodRequest, int, int]] = []
+        for pod, node, gpus in items:
+            problem = self.misfit(pod, node, gpus)
+            if problem:
+                for p, n, m in reversed(done):
+                    self.give_back(p, n, m)
+                return pod.name, f"does not fit on {self.node_names[node]}: {problem}"
+            mask = indices_to_mask(gpus)
+            self.take(pod, node, mask)
+            done.append((pod, node, mask))
+        for pod, node, mask in done:
+            self.hold(pod, node, mask)
+        return None
+
+    def release(self, name: str) -> None:
+        """Give back everything a bound or running pod holds."""
+        found = self._held.pop(name, None)
+        if found is None:
+            raise InvalidInputError(name, "no bound or running pod of this name")
+        node, what = found
+        if isinstance(what, RunningPod):
+            self._packed.use_resources(node, what.resources, -1)
+            self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(what.gpus), -1, 1, False)
+            for gpu, milli in what.gpu_shares.items():
+                self._kernel.bind(node, milli, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, -1, 0, True)
+        else:
+            pod, mask = what
+            self.give_back(pod, node, mask)
+
+    def running(self) -> Iterable[tuple[int, RunningPod]]:
+        """(node, record) of every pod that holds resources now, bound ones included."""
+        for node, what in self._held.values():
+            if isinstance(what, RunningPod):
+                yield node, what
+            else:
+                yield node, _record(*what)
+
+
+def _record(pod: PodRequest, mask: int) -> RunningPod:
+    """What a bound pod holds, as a snapshot's running pod."""
+    gpus = mask_to_indices(mask)
+    if pod.shared:
+        gpu = gpus[0]
+        return RunningPod(
+            name=pod.name,
+            gpu_shares={gpu: pod.gpu_milli},
+            gpu_memory_mib={gpu: pod.gpu_memory_mib} if pod.gpu_memory_mib else EMPTY,
+            cpu_milli=pod.cpu_milli,
+            memory_mib=pod.memory_mib,
+            priority=pod.priority,
+            resources=pod.resources,
+        )
+    return RunningPod(
+        name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
+        resources=pod.resources,
+    )

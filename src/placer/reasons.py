@@ -1,0 +1,61 @@
+"""The text of every reason a pod or gang is not placed (kube-scheduler's and Kueue's wording).
+
+One module, so that ``placer place``, ``explain`` and the gang solvers say the same thing
+the same way. Counts come from the kernel session; the words are here.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+__all__ = [
+    "RESOURCE_REASONS",
+    "kube_reason",
+    "gang_member_failed",
+    "gang_level_short",
+    "gang_no_common_model",
+    "gang_solver_gave_up",
+]
+
+
+RESOURCE_REASONS = (
+    "Insufficient cpu",
+    "Insufficient memory",
+    "Too many pods",
+    "Insufficient nvidia.com/gpu",
+    "Insufficient GPU memory",
+)
+"""The resources a node may lack, in the order of the kernel's shortfall counters (``R_*``)."""
+
+
+def kube_reason(total_nodes: int, counts: Mapping[str, int]) -> str:
+    """``0/N nodes are available: …`` with counts largest first, ties by reason text."""
+    parts = [f"{c} {r}" for r, c in sorted(counts.items(), key=lambda rc: (-rc[1], rc[0])) if c]
+    return f"0/{total_nodes} nodes are available: " + ", ".join(parts) + "." if parts else (
+        f"0/{total_nodes} nodes are available."
+    )
+
+
+def gang_member_failed(gang: str, placed_before: int, size: int, pod: str, line: str) -> str:
+    """A gang placed pod by pod stopped at ``pod``, which ``line`` explains."""
+    return f"gang {gang}: {placed_before} of {size} pod(s) placed before pod {pod} failed: {line}"
+
+
+def gang_level_short(gang: str, level: str | None, fit: int, count: int, largest_of_several: bool,
+                     excluded: str) -> str:
+    """No domain of ``level`` (None: the whole cluster) holds the gang's main shape."""
+    where = "the cluster" if level is None else f"topology level {level}"
+    of = " of its largest shape" if largest_of_several else ""
+    line = f"; {excluded}" if excluded else ""
+    return f"gang {gang}: {where} allows to fit only {fit} out of {count} pod(s){of}{line}"
+
+
+def gang_no_common_model(gang: str) -> str:
+    """``sameGpuModel`` and no GPU model every pod of the gang may use."""
+    return f"gang {gang}: no GPU model suits every pod of the gang (sameGpuModel)"
+
+
+def gang_solver_gave_up(reason: str, status: str, time_limit_s: float) -> str:
+    """The greedy's ``reason``, with what CP-SAT then found (``status``)."""
+    if status == "infeasible":
+        return reason + "; CP-SAT proved that no placement exists"
+    return reason + f"; CP-SAT found no placement within {time_limit_s:g} s"
