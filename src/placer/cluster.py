@@ -17,7 +17,7 @@ from placer.domains import Domains
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.gangs import Outcome
-from placer.kernel import KernelSession, NodeFree, fgd_rank
+from placer.kernel import KernelSession, NodeFree, Run, fgd_rank
 from placer.kernel.pack import mask_to_indices
 from placer.model import (
     Assignment,
@@ -47,12 +47,14 @@ class _Step:
     """A run of pods placed in one kernel call, or one gang."""
 
     pods: list[PodRequest]
-    group_end: list[int] = field(default_factory=list)
+    group_end: list[int] = field(default_factory=list)  # empty: every pod its own group
     gang: GangSpec | None = None
 
 
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
+    if not gang_specs and not any(pod.resources for pod in pods):
+        return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:
         if pod.gang is not None:
@@ -203,15 +205,13 @@ class Cluster:
                     session, self._domains, step.pods, step.gang, policy, rng, request.solver, request.time_limit_s
                 )
                 gang_results.append(gang_result)
+                self._collect(outcome, placed, assignments, unschedulable)
             else:
-                run = session.place(step.pods, policy, rng, step.group_end)
-                outcome = gangs.run_outcomes(session, step.pods, run)
-            self._collect(outcome, placed, assignments, unschedulable)
-        for pod, _, _ in placed:
-            self._decided[pod.name] = pod
+                run = session.place(step.pods, policy, rng, step.group_end or None)
+                self._collect_run(step.pods, run, placed, assignments, unschedulable)
+        self._decided.update((pod.name, pod) for pod, _, _ in placed)
         if keep:
-            for pod, node, mask in placed:
-                session.hold(pod, node, mask)
+            session.hold_all(placed)
         else:
             for pod, node, mask in reversed(placed):
                 session.give_back(pod, node, mask)
@@ -241,6 +241,39 @@ class Cluster:
                 )
             else:
                 unschedulable.append(Unschedulable(pod.name, reason))
+
+    def _collect_run(
+        self,
+        pods: Sequence[PodRequest],
+        run: Run,
+        placed: list[tuple[PodRequest, int, int]],
+        assignments: list[Assignment],
+        unschedulable: list[Unschedulable],
+    ) -> None:
+        names = self._session.node_names
+        nic_names = self._session.nic_names
+        failed = False
+        for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
+            if node >= 0:
+                placed.append((pod, node, mask))
+                assignments.append(
+                    Assignment(
+                        pod.name,
+                        names[node],
+                        mask_to_indices(mask),
+                        pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None,
+                        pod.gang,
+                        nic_names(node, nic_mask) if nic_mask else (),
+                    )
+                )
+            else:
+                failed = True
+        if failed:
+            unschedulable.extend(
+                Unschedulable(pod.name, reason)
+                for pod, _, _, reason, _ in gangs.run_outcomes(self._session, pods, run)
+                if reason
+            )
 
     # ------------------------------------------------------------------ state changes
 
@@ -316,11 +349,9 @@ class Cluster:
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
         placed: list[tuple[PodRequest, int, int]] = []
-        self._collect(gangs.run_outcomes(session, pods, run), placed, assignments, unschedulable)
-        for pod in pods:
-            self._decided[pod.name] = pod
-        for pod, node, mask in placed:
-            session.hold(pod, node, mask)
+        self._collect_run(pods, run, placed, assignments, unschedulable)
+        self._decided.update((pod.name, pod) for pod in pods)
+        session.hold_all(placed)
         return PlacementResult(tuple(assignments), tuple(unschedulable), ()), trace
 
     # ------------------------------------------------------------------ views

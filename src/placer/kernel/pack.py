@@ -12,6 +12,7 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -109,11 +110,6 @@ class PackedCluster:
     node_index: dict[str, int]
     model_names: list[str]
     arrays: dict[str, np.ndarray]
-    cpu_cap: list[int | None]
-    mem_cap: list[int | None]
-    pods_cap: list[int | None]
-    gpu_mem_cap: list[int | None]
-    unhealthy: list[tuple[int, ...]]
     nodes: Sequence[Node]
     unschedulable: np.ndarray
     n_words: int
@@ -249,19 +245,13 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     """
     nodes = snapshot.nodes
     n = len(nodes)
-    seen: dict[int, int] = {}
-    distinct: list[Any] = []
-    first_node: list[int] = []
-    hw_idx: list[int] = []
-    for i, node in enumerate(nodes):
-        hw = node.hardware
-        k = seen.get(id(hw))
-        if k is None:
-            k = seen[id(hw)] = len(distinct)
-            distinct.append(hw)
-            first_node.append(i)
-        hw_idx.append(k)
+    hardware = [node.hardware for node in nodes]
+    ids = list(map(id, hardware))
+    index = {key: k for k, key in enumerate(dict.fromkeys(ids))}
+    hw_idx = [index[key] for key in ids]
     hw_of = np.array(hw_idx, dtype=np.intp)
+    first_node = np.unique(hw_of, return_index=True)[1].tolist() if n else []
+    distinct: list[Any] = [hardware[i] for i in first_node]
     max_gpus = max((hw.gpus for hw in distinct), default=0)
     stride = max(max_gpus, 1)
     n_words = max((n + 63) // 64, 1)
@@ -314,16 +304,16 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     running = [p for node in nodes if node.pods for p in node.pods]
     if running:
         at = np.array(owner, dtype=np.intp)
-        np.subtract.at(cpu_free, at, np.fromiter((p.cpu_milli for p in running), dtype=BIG, count=len(running)))
-        np.subtract.at(mem_free, at, np.fromiter((p.memory_mib for p in running), dtype=BIG, count=len(running)))
+        np.subtract.at(cpu_free, at, np.array([p.cpu_milli for p in running], dtype=BIG))
+        np.subtract.at(mem_free, at, np.array([p.memory_mib for p in running], dtype=BIG))
         pods_free -= np.bincount(at, minlength=n).astype(INT)
-        count = len(running)
-        held = np.fromiter((len(p.gpus) for p in running), dtype=np.intp, count=count)
+        held = np.array([len(p.gpus) for p in running], dtype=np.intp)
         if held.any():
-            gpus = np.fromiter((g for p in running for g in p.gpus), dtype=np.intp, count=int(held.sum()))
+            gpus = np.array(list(chain.from_iterable(p.gpus for p in running)), dtype=np.intp)
             gpu_free_milli[np.repeat(at, held), gpus] = 0
             with_gpus = held > 0
-            np.add.at(tag_count, (at[with_gpus], held[with_gpus]), 1)
+            cells = at[with_gpus] * (stride + 1) + held[with_gpus]
+            tag_count += np.bincount(cells, minlength=n * (stride + 1)).reshape(n, stride + 1).astype(INT)
         shared = [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib]
         if shared:
             for k in shared:
@@ -372,22 +362,16 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         node_index={name: i for i, name in enumerate(names)},
         model_names=model_names,
         arrays=arrays,
-        cpu_cap=[distinct[k].cpu_milli for k in hw_idx],
-        mem_cap=[distinct[k].memory_mib for k in hw_idx],
-        pods_cap=[distinct[k].max_pods for k in hw_idx],
-        gpu_mem_cap=[distinct[k].gpu_memory_mib for k in hw_idx],
-        unhealthy=[node.unhealthy_gpus for node in nodes],
         nodes=nodes,
         unschedulable=np.fromiter((node.unschedulable for node in nodes), dtype=bool, count=n),
         n_words=n_words,
         kinds=kinds,
     )
-    for i, node in enumerate(nodes):
-        for name, amount in node.resources.items():
+    for i in [i for i, node in enumerate(nodes) if node.resources]:
+        for name, amount in nodes[i].resources.items():
             packed.extended_free.setdefault(name, np.zeros(n, dtype=np.int64))[i] += amount.allocatable
-    for i, p in zip(owner, running):
-        if p.resources:
-            packed.use_resources(i, p.resources, 1)
+    for i, p in [(i, p) for i, p in zip(owner, running) if p.resources]:
+        packed.use_resources(i, p.resources, 1)
     refresh_derived(packed)
     return packed
 
@@ -417,15 +401,18 @@ def refresh_derived(packed: PackedCluster) -> None:
     a = packed.arrays
     n, stride = a["gpu_free_milli"].shape
     whole = a["gpu_free_milli"] == 1000
-    weights = np.left_shift(np.uint64(1), np.arange(stride, dtype=np.uint64))
-    a["free_mask"][:] = (whole.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64) if n else 0
+    if n:
+        packed_bits = np.packbits(whole, axis=1, bitorder="little")
+        words = np.zeros((n, 8), dtype=np.uint8)
+        words[:, : packed_bits.shape[1]] = packed_bits
+        a["free_mask"][:] = words.view(np.uint64).reshape(n)
     a["free_count"][:] = whole.sum(axis=1)
     a["free_milli_sum"][:] = a["gpu_free_milli"].sum(axis=1, dtype=np.int64)
     a["bucket_of"][:] = a["bucket_base"][a["model_id"]] + a["free_count"]
     bits = a["bucket_bits"]
     bits[:] = 0
-    for b in np.unique(a["bucket_of"]):
-        bits[b] = node_bitset(a["bucket_of"] == b, packed.n_words)
+    nodes = np.arange(n)
+    np.bitwise_or.at(bits, (a["bucket_of"], nodes // 64), np.left_shift(np.uint64(1), (nodes % 64).astype(np.uint64)))
     floor = a["bucket_cpu_floor"]
     floor[:] = UNTRACKED_BIG
     np.minimum.at(floor, a["bucket_of"], np.where(a["cpu_tracked"] == 1, a["cpu_free"], 0))
@@ -442,20 +429,29 @@ def pack_pods(
     count = len(pods)
     classes: list[EligibilityClass] = []
     class_row: dict[int, int] = {}
-    klass = np.empty(count, dtype=INDEX)
-    models = np.empty(count, dtype=MASK)
-    for j, pod in enumerate(pods):
+    plain: list[int] = [-1, -1]  # rows of the pods without filters: CPU-only, with GPUs
+    rows: list[int] = []
+    for pod in pods:
+        if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
+            row = plain[pod.gpus > 0]
+            if row >= 0:
+                rows.append(row)
+                continue
         ec = packed.eligibility(pod)
         row = class_row.get(id(ec))
         if row is None:
             row = class_row[id(ec)] = len(classes)
             classes.append(ec)
-        klass[j] = row
-        models[j] = ec.model_mask
+        if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
+            plain[pod.gpus > 0] = row
+        rows.append(row)
+    klass = np.array(rows, dtype=INDEX)
     if classes:
         bitsets = np.stack([c.bits for c in classes])
+        models = np.array([c.model_mask for c in classes], dtype=MASK)[klass]
     else:
         bitsets = np.zeros((0, packed.n_words), dtype=MASK)
+        models = np.zeros(0, dtype=MASK)
     batch = PodBatch(
         np.fromiter((p.gpus for p in pods), dtype=INT, count=count),
         np.fromiter((p.gpu_milli for p in pods), dtype=INT, count=count),

@@ -220,14 +220,14 @@ class KernelSession:
     def node_free(self, node: int) -> NodeFree:
         """What is free on node ``node`` now."""
         a = self._packed.arrays
-        p = self._packed
+        hw = self.snapshot.nodes[node].hardware
         g = int(a["gpu_count"][node])
-        tracked_mem = p.gpu_mem_cap[node] is not None
-        unhealthy = set(p.unhealthy[node])
+        tracked_mem = hw.gpu_memory_mib is not None
+        unhealthy = set(self.snapshot.nodes[node].unhealthy_gpus)
         return NodeFree(
-            cpu_milli=int(a["cpu_free"][node]) if p.cpu_cap[node] is not None else None,
-            memory_mib=int(a["mem_free"][node]) if p.mem_cap[node] is not None else None,
-            pods=int(a["pods_free"][node]) if p.pods_cap[node] is not None else None,
+            cpu_milli=int(a["cpu_free"][node]) if hw.cpu_milli is not None else None,
+            memory_mib=int(a["mem_free"][node]) if hw.memory_mib is not None else None,
+            pods=int(a["pods_free"][node]) if hw.max_pods is not None else None,
             gpu_milli=tuple(a["gpu_free_milli"][node, :g].tolist()),
             gpu_memory_mib=tuple(
                 (0 if k in unhealthy else int(a["gpu_free_mem"][node, k])) if tracked_mem else None for k in range(g)
@@ -404,6 +404,10 @@ class KernelSession:
     def hold(self, pod: PodRequest, node: int, mask: int) -> None:
         """Record that ``pod`` (already taken) now holds ``mask`` on ``node``."""
         self._held[pod.name] = (node, (pod, mask))
+
+    def hold_all(self, placed: Iterable[tuple[PodRequest, int, int]]) -> None:
+        """:meth:`hold` each (pod, node, GPU mask)."""
+        self._held.update((pod.name, (node, (pod, mask))) for pod, node, mask in placed)
 
     def holds(self, name: str) -> bool:
         """Whether a pod of this name is bound or running."""

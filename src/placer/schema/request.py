@@ -221,7 +221,8 @@ def check_request_against_snapshot(
     if isinstance(facts, ClusterSnapshot):
         facts = snapshot_facts(facts)
     models = facts.gpu_models
-    for i, pod in enumerate(request.pods):
+    for i in [i for i, pod in enumerate(request.pods) if pod.gpu_models or pod.resources]:
+        pod = request.pods[i]
         at = i if origin is None else origin[i]
         if pod.resources and pod.gang is not None:
             raise InvalidInputError(
