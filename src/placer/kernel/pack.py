@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -304,8 +305,8 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     running = [p for node in nodes if node.pods for p in node.pods]
     if running:
         at = np.array(owner, dtype=np.intp)
-        np.subtract.at(cpu_free, at, np.array([p.cpu_milli for p in running], dtype=BIG))
-        np.subtract.at(mem_free, at, np.array([p.memory_mib for p in running], dtype=BIG))
+        np.subtract.at(cpu_free, at, _column(running, "cpu_milli", BIG))
+        np.subtract.at(mem_free, at, _column(running, "memory_mib", BIG))
         pods_free -= np.bincount(at, minlength=n).astype(INT)
         held = np.array([len(p.gpus) for p in running], dtype=np.intp)
         if held.any():
@@ -453,18 +454,22 @@ def pack_pods(
         bitsets = np.zeros((0, packed.n_words), dtype=MASK)
         models = np.zeros(0, dtype=MASK)
     batch = PodBatch(
-        np.fromiter((p.gpus for p in pods), dtype=INT, count=count),
-        np.fromiter((p.gpu_milli for p in pods), dtype=INT, count=count),
-        np.fromiter((p.gpu_memory_mib for p in pods), dtype=INT, count=count),
-        np.fromiter((p.cpu_milli for p in pods), dtype=BIG, count=count),
-        np.fromiter((p.memory_mib for p in pods), dtype=BIG, count=count),
-        np.fromiter((p.nics for p in pods), dtype=INT, count=count),
+        _column(pods, "gpus", INT),
+        _column(pods, "gpu_milli", INT),
+        _column(pods, "gpu_memory_mib", INT),
+        _column(pods, "cpu_milli", BIG),
+        _column(pods, "memory_mib", BIG),
+        _column(pods, "nics", INT),
         models,
         klass,
         np.arange(1, count + 1, dtype=INDEX) if groups is None else np.asarray(groups, dtype=INDEX),
         bitsets,
     )
     return batch, classes
+
+
+def _column(pods: Sequence[PodRequest], name: str, dtype: Any) -> np.ndarray:
+    return np.fromiter(map(attrgetter(name), pods), dtype=dtype, count=len(pods))
 
 
 _INDICES: dict[int, tuple[int, ...]] = {}
