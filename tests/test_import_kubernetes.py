@@ -170,7 +170,7 @@ def test_unit_helpers():
 
 @pytest.fixture(scope="module")
 def snap_doc():
-    return snapshot_from_kubernetes(NODES, PODS, EXAMPLE_LEVELS)
+    return snapshot_from_kubernetes(NODES, PODS, EXAMPLE_LEVELS).to_dict()
 
 
 def test_handmade_nodes_hardware(snap_doc):
@@ -252,7 +252,7 @@ def test_handmade_snapshot_loads_and_places(snap_doc):
 
 
 def test_gb200_multidoc_yaml_adds_clique_level_and_places_the_jobset():
-    snap_doc = snapshot_from_kubernetes(GB200, levels=GKE_LEVELS)
+    snap_doc = snapshot_from_kubernetes(GB200, levels=GKE_LEVELS).to_dict()
     assert snap_doc["topologyLevels"] == ["block", "subblock", "clique"]
     nodes = _by_name(snap_doc)
     assert nodes["gb200-rack1-1"]["topology"] == {
@@ -263,7 +263,7 @@ def test_gb200_multidoc_yaml_adds_clique_level_and_places_the_jobset():
     assert nodes["gb200-rack1-0"]["gpus"] == 4 and nodes["gb200-rack1-0"]["gpuMemoryMiB"] == 189471
     assert nodes["gb200-rack1-0"]["memoryMiB"] == 804619188 // 1024
     # Given as a level, the clique label is not added a second time.
-    named = snapshot_from_kubernetes(GB200, levels=[*GKE_LEVELS, ("nvl", "nvidia.com/gpu.clique")])
+    named = snapshot_from_kubernetes(GB200, levels=[*GKE_LEVELS, ("nvl", "nvidia.com/gpu.clique")]).to_dict()
     assert named["topologyLevels"] == ["block", "subblock", "nvl"]
 
     request = request_from_kubernetes([JOBSET], levels=GKE_LEVELS)
@@ -281,7 +281,7 @@ def test_podman_status_fragment_fails_and_imports_with_a_name(tmp_path):
     status = yaml.safe_load(_text(PODMAN))["status"]
     node_list = {"apiVersion": "v1", "kind": "List", "items": [_node_manifest("nvidia1", status=status)]}
     path = _write_json(tmp_path / "nodes.json", node_list)
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert node == {
         "name": "nvidia1",
         "gpus": 1,
@@ -304,7 +304,7 @@ def test_mig_fragments_fail_and_their_values_import(tmp_path):
     labels = yaml.safe_load(_text(MIG_LABELS))
     status = {"capacity": dict(mig, cpu="64", memory="1056276132Ki"), "allocatable": dict(mig, cpu="63")}
     path = _write_json(tmp_path / "mig.json", _node_manifest("h100-mig", labels=labels, status=status))
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert "gpus" not in node  # nvidia.com/gpu is 0 under the mixed strategy
     assert node["resources"] == {
         "nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
@@ -315,7 +315,7 @@ def test_mig_fragments_fail_and_their_values_import(tmp_path):
     assert node["gpuModel"] == "A100-PCIE-40GB" and node["gpuMemoryMiB"] == 40536
     assert node["labels"]["nvidia.com/mig-1g.5gb.memory"] == "4864"
     assert node["cpuMilli"] == 63000 and node["memoryMiB"] == 1056276132 // 1024  # memory from capacity
-    assert placer.ClusterSnapshot.from_dict(snapshot_from_kubernetes(path)).nodes[0].resources[
+    assert placer.ClusterSnapshot.from_dict(snapshot_from_kubernetes(path).to_dict()).nodes[0].resources[
         "nvidia.com/mig-1g.12gb"
     ].allocatable == 2
 
@@ -331,7 +331,7 @@ def test_describe_label_fragment_fails_and_its_labels_import(tmp_path):
         "allocatable": {"nvidia.com/gpu": labels["nvidia.com/gpu.count"], "cpu": "96", "memory": "2113389648Ki"}
     }
     path = _write_json(tmp_path / "xe9680.json", _node_manifest("xe9680", labels=labels, status=status))
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert (node["gpus"], node["gpuModel"], node["gpuMemoryMiB"]) == (8, "NVIDIA-H100-80GB-HBM3", 81559)
 
 
@@ -344,7 +344,7 @@ def test_gfd_readme_elided_fails_and_its_node_imports(tmp_path):
     lines.insert(lines.index("  metadata:") + 1, "    name: dgx2h-0")
     path = tmp_path / "nodes.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert node["gpuModel"] == "A100-SXM4-40GB" and node["gpuMemoryMiB"] == 39538
     assert node["labels"]["nvidia.com/gpu.machine"] == "NVIDIA DGX-2H"
     assert node["labels"]["nvidia.com/cuda.driver.rev"] == ""
@@ -385,7 +385,7 @@ def test_snapshot_errors_name_file_and_json_path(tmp_path):
         snapshot_from_kubernetes(NODES, KUEUE_JOB)  # a Job is no pod list
     assert err.value.where == f"{KUEUE_JOB}:2" and "expected a Pod" in err.value.what
     # An unbound Pod manifest is a valid (empty) pod list.
-    assert "pods" not in _by_name(snapshot_from_kubernetes(NODES, POD))["dgx-h100-0"]
+    assert "pods" not in _by_name(snapshot_from_kubernetes(NODES, POD).to_dict())["dgx-h100-0"]
 
     broken = tmp_path / "nodes.json"
     broken.write_text(_text(NODES)[:5000], encoding="utf-8")
@@ -661,4 +661,5 @@ def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
         if isinstance(out, WorkloadImport):
             placer.PlacementRequest.from_dict(out.request)
         else:
-            placer.ClusterSnapshot.from_dict(out)
+            assert isinstance(out, placer.ClusterSnapshot)
+            assert placer.ClusterSnapshot.from_dict(out.to_dict()) == out

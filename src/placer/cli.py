@@ -281,8 +281,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes import parse_levels, snapshot_from_kubernetes
 
-    document = snapshot_from_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
-    _emit(dump_json(document), args.output)
+    snapshot = snapshot_from_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
+    _emit(dump_json(snapshot.to_dict()), args.output)
     return EXIT_OK
 
 
