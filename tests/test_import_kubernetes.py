@@ -432,7 +432,7 @@ def test_bad_levels(levels, fragment):
 
 
 def test_pod_fixture():
-    doc = request_from_kubernetes(POD)
+    doc = import_workloads(POD).document
     assert doc["pods"] == [{"name": "default/gpu-pod", "gpus": 1, "tolerations": [GPU_TOLERATION]}]
     assert "gangs" not in doc
     assert placer.PlacementRequest.from_dict(doc).pods[0].tolerations[0].operator == "Exists"
@@ -440,7 +440,7 @@ def test_pod_fixture():
 
 def test_kueue_job_required_topology():
     levels = [("block", "cloud.provider.com/topology-block"), ("rack", "cloud.provider.com/topology-rack")]
-    doc = request_from_kubernetes([KUEUE_JOB], levels=levels, policy="first-fit")
+    doc = import_workloads([KUEUE_JOB], levels=levels, policy="first-fit").document
     assert doc["policy"] == "first-fit"
     assert doc["pods"] == [
         {"name": "default/tas-sample-required", "replicas": 10, "cpuMilli": 1000, "memoryMiB": 200,
@@ -463,7 +463,7 @@ def test_kueue_label_without_level_names_the_missing_level():
 
 def test_jobset_fixture():
     result = import_workloads([JOBSET], levels=GKE_LEVELS)
-    doc = result.request
+    doc = result.document
     (entry,) = doc["pods"]
     assert entry["name"] == "default/nccl-all-worker" and entry["replicas"] == 2
     assert entry["gpus"] == 4 and "cpuMilli" not in entry
@@ -480,7 +480,7 @@ def test_jobset_fixture():
 
 def test_podgroup_and_deployment():
     result = import_workloads([PODGROUP, DEPLOYMENT])
-    doc = result.request
+    doc = result.document
     assert doc["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
     assert doc["gangs"] == {"default/pg1": {"topology": {"mode": "unconstrained"}}}
     assert _gang_sizes(doc) == {"default/pg1": 2}
@@ -488,14 +488,14 @@ def test_podgroup_and_deployment():
     assert "minMember 3" in note and "2 pod(s)" in note and note.startswith(f"{PODGROUP}:2:")
     # The Deployment alone: the PodGroup is missing, the labelled pods still form the gang.
     alone = import_workloads(DEPLOYMENT)
-    assert _gang_sizes(alone.request) == {"default/pg1": 2}
+    assert _gang_sizes(alone.document) == {"default/pg1": 2}
     assert "not among the inputs" in alone.notes[0]
 
 
 @pytest.mark.parametrize("path", [PODGROUP, PODGROUP_STATUS, VOLCANO_PG])
 def test_podgroups_alone_make_no_pods(path):
     result = import_workloads(path)
-    assert result.request["pods"] == [] and "gangs" not in result.request
+    assert result.document["pods"] == [] and "gangs" not in result.document
     assert result.skipped == {}
     (note,) = result.notes
     assert "has no pods among the inputs" in note and note.startswith(f"{path}:")
@@ -503,7 +503,7 @@ def test_podgroups_alone_make_no_pods(path):
 
 def test_volcano_job_network_topology():
     levels = [("spine", "example.com/spine"), ("leaf", "example.com/leaf")]
-    doc = request_from_kubernetes(VOLCANO_JOB, levels=levels)
+    doc = import_workloads(VOLCANO_JOB, levels=levels).document
     assert doc["pods"] == [
         {"name": "default/mindspore-cpu-pod", "replicas": 3, "cpuMilli": 1000, "gang": "default/mindspore-cpu"}
     ]
@@ -525,9 +525,9 @@ def test_volcano_job_network_topology():
 )
 def test_configuration_objects_are_skipped_and_counted(path, skipped):
     result = import_workloads(path)
-    assert result.request == {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": []}
+    assert result.document == {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": []}
     assert result.skipped == skipped
-    assert placer.PlacementRequest.from_dict(result.request).pods == ()
+    assert placer.PlacementRequest.from_dict(result.document).pods == () == result.request.pods
 
 
 @pytest.mark.parametrize("path, line", [(TFTPL_A3, 32), (TFTPL_A4X, 33)])
@@ -559,7 +559,7 @@ def test_fragments_are_no_manifests(path):
 def test_handmade_workloads():
     levels = [*GKE_LEVELS, ("rack", "topology.example.com/rack")]
     result = import_workloads(WORKLOADS, levels=levels)
-    doc = result.request
+    doc = result.document
     pods = {p["name"]: p for p in doc["pods"]}
     train = pods["team-a/llama-pretrain-workers"]
     # 2 Jobs x 4 pods; init peak 8 cores < 64 + 0.25 sidecar; memory from the limit.
@@ -659,7 +659,7 @@ def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
             assert e.where.startswith(str(path)) or e.where.startswith(str(NODES)), e.where
             continue
         if isinstance(out, WorkloadImport):
-            placer.PlacementRequest.from_dict(out.request)
+            assert placer.PlacementRequest.from_dict(out.document) == out.request
         else:
             assert isinstance(out, placer.ClusterSnapshot)
             assert placer.ClusterSnapshot.from_dict(out.to_dict()) == out

@@ -288,11 +288,13 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes import parse_levels
-    from placer.adapters.kubernetes_workloads import request_from_kubernetes
+    from placer.adapters.kubernetes_workloads import import_workloads
 
     policy = policies.get(args.policy, "--policy").name if args.policy is not None else None
-    document = request_from_kubernetes(args.manifests, parse_levels(args.level, "--level"), policy)
-    _emit(dump_json(document), args.output)
+    imported = import_workloads(args.manifests, parse_levels(args.level, "--level"), policy)
+    # The document, not imported.request.to_dict(): it keeps one entry with replicas per
+    # workload, and no policy, seed or gang field that was not given.
+    _emit(dump_json(imported.document), args.output)
     return EXIT_OK
 
 
