@@ -299,9 +299,11 @@ def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_slurm(args: argparse.Namespace) -> int:
-    from placer.adapters.slurm import snapshot_from_slurm
+    from placer.adapters.slurm import import_slurm
 
-    _emit(dump_json(snapshot_from_slurm(args.nodes, args.gres, args.topology)), args.output)
+    imported = import_slurm(args.nodes, args.gres, args.topology)
+    # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
+    _emit(dump_json(imported.document), args.output)
     return EXIT_OK
 
 
