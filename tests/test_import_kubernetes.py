@@ -170,7 +170,7 @@ def test_unit_helpers():
 
 @pytest.fixture(scope="module")
 def snap_doc():
-    return snapshot_from_kubernetes(NODES, PODS, EXAMPLE_LEVELS)
+    return snapshot_from_kubernetes(NODES, PODS, EXAMPLE_LEVELS).to_dict()
 
 
 def test_handmade_nodes_hardware(snap_doc):
@@ -252,7 +252,7 @@ def test_handmade_snapshot_loads_and_places(snap_doc):
 
 
 def test_gb200_multidoc_yaml_adds_clique_level_and_places_the_jobset():
-    snap_doc = snapshot_from_kubernetes(GB200, levels=GKE_LEVELS)
+    snap_doc = snapshot_from_kubernetes(GB200, levels=GKE_LEVELS).to_dict()
     assert snap_doc["topologyLevels"] == ["block", "subblock", "clique"]
     nodes = _by_name(snap_doc)
     assert nodes["gb200-rack1-1"]["topology"] == {
@@ -263,7 +263,7 @@ def test_gb200_multidoc_yaml_adds_clique_level_and_places_the_jobset():
     assert nodes["gb200-rack1-0"]["gpus"] == 4 and nodes["gb200-rack1-0"]["gpuMemoryMiB"] == 189471
     assert nodes["gb200-rack1-0"]["memoryMiB"] == 804619188 // 1024
     # Given as a level, the clique label is not added a second time.
-    named = snapshot_from_kubernetes(GB200, levels=[*GKE_LEVELS, ("nvl", "nvidia.com/gpu.clique")])
+    named = snapshot_from_kubernetes(GB200, levels=[*GKE_LEVELS, ("nvl", "nvidia.com/gpu.clique")]).to_dict()
     assert named["topologyLevels"] == ["block", "subblock", "nvl"]
 
     request = request_from_kubernetes([JOBSET], levels=GKE_LEVELS)
@@ -281,7 +281,7 @@ def test_podman_status_fragment_fails_and_imports_with_a_name(tmp_path):
     status = yaml.safe_load(_text(PODMAN))["status"]
     node_list = {"apiVersion": "v1", "kind": "List", "items": [_node_manifest("nvidia1", status=status)]}
     path = _write_json(tmp_path / "nodes.json", node_list)
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert node == {
         "name": "nvidia1",
         "gpus": 1,
@@ -304,7 +304,7 @@ def test_mig_fragments_fail_and_their_values_import(tmp_path):
     labels = yaml.safe_load(_text(MIG_LABELS))
     status = {"capacity": dict(mig, cpu="64", memory="1056276132Ki"), "allocatable": dict(mig, cpu="63")}
     path = _write_json(tmp_path / "mig.json", _node_manifest("h100-mig", labels=labels, status=status))
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert "gpus" not in node  # nvidia.com/gpu is 0 under the mixed strategy
     assert node["resources"] == {
         "nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
@@ -315,7 +315,7 @@ def test_mig_fragments_fail_and_their_values_import(tmp_path):
     assert node["gpuModel"] == "A100-PCIE-40GB" and node["gpuMemoryMiB"] == 40536
     assert node["labels"]["nvidia.com/mig-1g.5gb.memory"] == "4864"
     assert node["cpuMilli"] == 63000 and node["memoryMiB"] == 1056276132 // 1024  # memory from capacity
-    assert placer.ClusterSnapshot.from_dict(snapshot_from_kubernetes(path)).nodes[0].resources[
+    assert placer.ClusterSnapshot.from_dict(snapshot_from_kubernetes(path).to_dict()).nodes[0].resources[
         "nvidia.com/mig-1g.12gb"
     ].allocatable == 2
 
@@ -331,7 +331,7 @@ def test_describe_label_fragment_fails_and_its_labels_import(tmp_path):
         "allocatable": {"nvidia.com/gpu": labels["nvidia.com/gpu.count"], "cpu": "96", "memory": "2113389648Ki"}
     }
     path = _write_json(tmp_path / "xe9680.json", _node_manifest("xe9680", labels=labels, status=status))
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert (node["gpus"], node["gpuModel"], node["gpuMemoryMiB"]) == (8, "NVIDIA-H100-80GB-HBM3", 81559)
 
 
@@ -344,7 +344,7 @@ def test_gfd_readme_elided_fails_and_its_node_imports(tmp_path):
     lines.insert(lines.index("  metadata:") + 1, "    name: dgx2h-0")
     path = tmp_path / "nodes.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    node = snapshot_from_kubernetes(path)["nodes"][0]
+    node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
     assert node["gpuModel"] == "A100-SXM4-40GB" and node["gpuMemoryMiB"] == 39538
     assert node["labels"]["nvidia.com/gpu.machine"] == "NVIDIA DGX-2H"
     assert node["labels"]["nvidia.com/cuda.driver.rev"] == ""
@@ -385,7 +385,7 @@ def test_snapshot_errors_name_file_and_json_path(tmp_path):
         snapshot_from_kubernetes(NODES, KUEUE_JOB)  # a Job is no pod list
     assert err.value.where == f"{KUEUE_JOB}:2" and "expected a Pod" in err.value.what
     # An unbound Pod manifest is a valid (empty) pod list.
-    assert "pods" not in _by_name(snapshot_from_kubernetes(NODES, POD))["dgx-h100-0"]
+    assert "pods" not in _by_name(snapshot_from_kubernetes(NODES, POD).to_dict())["dgx-h100-0"]
 
     broken = tmp_path / "nodes.json"
     broken.write_text(_text(NODES)[:5000], encoding="utf-8")
@@ -432,7 +432,7 @@ def test_bad_levels(levels, fragment):
 
 
 def test_pod_fixture():
-    doc = request_from_kubernetes(POD)
+    doc = import_workloads(POD).document
     assert doc["pods"] == [{"name": "default/gpu-pod", "gpus": 1, "tolerations": [GPU_TOLERATION]}]
     assert "gangs" not in doc
     assert placer.PlacementRequest.from_dict(doc).pods[0].tolerations[0].operator == "Exists"
@@ -440,7 +440,7 @@ def test_pod_fixture():
 
 def test_kueue_job_required_topology():
     levels = [("block", "cloud.provider.com/topology-block"), ("rack", "cloud.provider.com/topology-rack")]
-    doc = request_from_kubernetes([KUEUE_JOB], levels=levels, policy="first-fit")
+    doc = import_workloads([KUEUE_JOB], levels=levels, policy="first-fit").document
     assert doc["policy"] == "first-fit"
     assert doc["pods"] == [
         {"name": "default/tas-sample-required", "replicas": 10, "cpuMilli": 1000, "memoryMiB": 200,
@@ -463,7 +463,7 @@ def test_kueue_label_without_level_names_the_missing_level():
 
 def test_jobset_fixture():
     result = import_workloads([JOBSET], levels=GKE_LEVELS)
-    doc = result.request
+    doc = result.document
     (entry,) = doc["pods"]
     assert entry["name"] == "default/nccl-all-worker" and entry["replicas"] == 2
     assert entry["gpus"] == 4 and "cpuMilli" not in entry
@@ -480,7 +480,7 @@ def test_jobset_fixture():
 
 def test_podgroup_and_deployment():
     result = import_workloads([PODGROUP, DEPLOYMENT])
-    doc = result.request
+    doc = result.document
     assert doc["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
     assert doc["gangs"] == {"default/pg1": {"topology": {"mode": "unconstrained"}}}
     assert _gang_sizes(doc) == {"default/pg1": 2}
@@ -488,14 +488,14 @@ def test_podgroup_and_deployment():
     assert "minMember 3" in note and "2 pod(s)" in note and note.startswith(f"{PODGROUP}:2:")
     # The Deployment alone: the PodGroup is missing, the labelled pods still form the gang.
     alone = import_workloads(DEPLOYMENT)
-    assert _gang_sizes(alone.request) == {"default/pg1": 2}
+    assert _gang_sizes(alone.document) == {"default/pg1": 2}
     assert "not among the inputs" in alone.notes[0]
 
 
 @pytest.mark.parametrize("path", [PODGROUP, PODGROUP_STATUS, VOLCANO_PG])
 def test_podgroups_alone_make_no_pods(path):
     result = import_workloads(path)
-    assert result.request["pods"] == [] and "gangs" not in result.request
+    assert result.document["pods"] == [] and "gangs" not in result.document
     assert result.skipped == {}
     (note,) = result.notes
     assert "has no pods among the inputs" in note and note.startswith(f"{path}:")
@@ -503,7 +503,7 @@ def test_podgroups_alone_make_no_pods(path):
 
 def test_volcano_job_network_topology():
     levels = [("spine", "example.com/spine"), ("leaf", "example.com/leaf")]
-    doc = request_from_kubernetes(VOLCANO_JOB, levels=levels)
+    doc = import_workloads(VOLCANO_JOB, levels=levels).document
     assert doc["pods"] == [
         {"name": "default/mindspore-cpu-pod", "replicas": 3, "cpuMilli": 1000, "gang": "default/mindspore-cpu"}
     ]
@@ -525,9 +525,9 @@ def test_volcano_job_network_topology():
 )
 def test_configuration_objects_are_skipped_and_counted(path, skipped):
     result = import_workloads(path)
-    assert result.request == {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": []}
+    assert result.document == {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": []}
     assert result.skipped == skipped
-    assert placer.PlacementRequest.from_dict(result.request).pods == ()
+    assert placer.PlacementRequest.from_dict(result.document).pods == () == result.request.pods
 
 
 @pytest.mark.parametrize("path, line", [(TFTPL_A3, 32), (TFTPL_A4X, 33)])
@@ -559,7 +559,7 @@ def test_fragments_are_no_manifests(path):
 def test_handmade_workloads():
     levels = [*GKE_LEVELS, ("rack", "topology.example.com/rack")]
     result = import_workloads(WORKLOADS, levels=levels)
-    doc = result.request
+    doc = result.document
     pods = {p["name"]: p for p in doc["pods"]}
     train = pods["team-a/llama-pretrain-workers"]
     # 2 Jobs x 4 pods; init peak 8 cores < 64 + 0.25 sidecar; memory from the limit.
@@ -659,6 +659,7 @@ def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
             assert e.where.startswith(str(path)) or e.where.startswith(str(NODES)), e.where
             continue
         if isinstance(out, WorkloadImport):
-            placer.PlacementRequest.from_dict(out.request)
+            assert placer.PlacementRequest.from_dict(out.document) == out.request
         else:
-            placer.ClusterSnapshot.from_dict(out)
+            assert isinstance(out, placer.ClusterSnapshot)
+            assert placer.ClusterSnapshot.from_dict(out.to_dict()) == out

@@ -25,6 +25,7 @@ from placer.adapters.slurm import (
     SlurmTopology,
     build_snapshot,
     expand_hostlist,
+    import_slurm,
     parse_gres_conf,
     parse_scontrol_nodes,
     parse_sinfo_gres_used,
@@ -187,7 +188,8 @@ def test_scontrol_fixture() -> None:
 
 
 def test_scontrol_fixture_snapshot() -> None:
-    doc = snapshot_from_slurm(SLURM / SCONTROL)
+    imported = import_slurm(SLURM / SCONTROL)
+    doc, snap = imported.document, imported.snapshot
     assert doc == {
         "apiVersion": "placer/v1",
         "kind": "ClusterSnapshot",
@@ -207,7 +209,7 @@ def test_scontrol_fixture_snapshot() -> None:
             }
         ],
     }
-    snap = placer.ClusterSnapshot.from_dict(doc)
+    assert snap == placer.ClusterSnapshot.from_dict(doc) == snapshot_from_slurm(SLURM / SCONTROL)
     assert [n.name for n in snap.nodes] == ["esc8000a-1"]
     assert snap.nodes[0].hardware.gpus == 1
     assert snap.nodes[0].hardware.gpu_model == "a40"
@@ -540,7 +542,8 @@ def test_sinfo_errors() -> None:
 
 
 def test_handmade_trio_imports_validates_and_places() -> None:
-    doc = snapshot_from_slurm(SLURM / HM_NODES, str(SLURM / HM_GRES), SLURM / HM_TOPO)
+    snap = snapshot_from_slurm(SLURM / HM_NODES, str(SLURM / HM_GRES), SLURM / HM_TOPO)
+    doc = snap.to_dict()
     assert doc["topologyLevels"] == ["switch1", "switch2"]
     nodes = {n["name"]: n for n in doc["nodes"]}
     assert list(nodes) == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "cpu01"]
@@ -570,7 +573,7 @@ def test_handmade_trio_imports_validates_and_places() -> None:
     assert cpu01["pods"] == [{"name": "slurm/cpu01/gres-used", "cpuMilli": 16000, "memoryMiB": 65536}]
     assert cpu01["labels"] == {"slurm.partitions": "cpu", "slurm.state": "MIXED"}
 
-    snap = placer.ClusterSnapshot.from_dict(doc)
+    assert placer.ClusterSnapshot.from_dict(doc) == snap
     assert [n.unschedulable for n in snap.nodes] == [False, False, True, False, True, False]
     request = {
         "apiVersion": "placer/v1",
@@ -601,7 +604,7 @@ def one_node_file(tmp_path: Path, gres: str, name: str = "node0") -> Path:
 
 
 def test_gres_b5_links_in_slurm_order(tmp_path: Path) -> None:
-    doc = snapshot_from_slurm(one_node_file(tmp_path, "Gres=gpu:a100:8"), SLURM / GRES_B5)
+    doc = snapshot_from_slurm(one_node_file(tmp_path, "Gres=gpu:a100:8"), SLURM / GRES_B5).to_dict()
     matrix = doc["nodes"][0]["gpuTopology"]["matrix"]
     assert matrix == [["X" if i == j else "SYS" for j in range(8)] for i in range(8)]
     placer.ClusterSnapshot.from_dict(doc)
@@ -616,14 +619,14 @@ def test_gres_matrix_must_match_the_node(tmp_path: Path) -> None:
     raises_at(f"{GRES_B5}:2", r"Links= for the 4 GPUs of node node0 \(scontrol Gres=\), got 8",
               snapshot_from_slurm, one_node_file(tmp_path, "Gres=gpu:a100:4"), SLURM / GRES_B5)
     # a node without GPUs ignores gres.conf
-    doc = snapshot_from_slurm(one_node_file(tmp_path, "Gres=(null)"), SLURM / GRES_B5)
+    doc = snapshot_from_slurm(one_node_file(tmp_path, "Gres=(null)"), SLURM / GRES_B5).to_dict()
     assert "gpuTopology" not in doc["nodes"][0]
 
 
 def test_gres_nodename_fixture_selects_its_node(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.txt"
     nodes.write_text(node_text("Gres=gpu:a100:2", "node0") + "\n" + node_text("Gres=gpu:a100:2", "node1"))
-    doc = snapshot_from_slurm(nodes, SLURM / GRES_NODENAME)
+    doc = snapshot_from_slurm(nodes, SLURM / GRES_NODENAME).to_dict()
     # the records (NodeName=node0, Cores=, no Links=) give no matrix; nothing fails
     assert [n.get("gpuTopology") for n in doc["nodes"]] == [None, None]
     assert [n["gpuModel"] for n in doc["nodes"]] == ["a100", "a100"]
@@ -631,7 +634,7 @@ def test_gres_nodename_fixture_selects_its_node(tmp_path: Path) -> None:
 
 def test_gres_mps_fixture_gives_no_matrix(tmp_path: Path) -> None:
     doc = snapshot_from_slurm(one_node_file(tmp_path, "Gres=gpu:gp100:2,gpu:p6000:2,mps:600"),
-                              SLURM / GRES_MPS)
+                              SLURM / GRES_MPS).to_dict()
     assert "gpuTopology" not in doc["nodes"][0] and doc["nodes"][0]["gpus"] == 4
 
 
@@ -643,7 +646,7 @@ def test_gres_deepops_invalid_for_slurm_is_accepted(tmp_path: Path) -> None:
     gpus = parse_gres_conf(text(GRES_DEEPOPS), GRES_DEEPOPS)
     assert [g.cores for g in gpus][:2] == ["48-63,176-191", "48-63,176-191"]
     doc = snapshot_from_slurm(one_node_file(tmp_path, "Gres=gpu:8(S:0-1)", "dgx01"),
-                              SLURM / GRES_DEEPOPS)
+                              SLURM / GRES_DEEPOPS).to_dict()
     assert doc["nodes"][0]["gpus"] == 8 and "gpuTopology" not in doc["nodes"][0]
     placer.ClusterSnapshot.from_dict(doc)
 
@@ -658,11 +661,11 @@ def test_gres_bad_nodename_hostlist(tmp_path: Path) -> None:
 def test_topology_fixture_with_nodes_outside_it(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.txt"
     nodes.write_text(node_text("Gres=gpu:2", "tux5") + "\n" + node_text("Gres=gpu:2", "login1"))
-    doc = snapshot_from_slurm(nodes, topology=SLURM / TOPO_TREE_3LEVEL)
+    doc = snapshot_from_slurm(nodes, topology=SLURM / TOPO_TREE_3LEVEL).to_dict()
     assert doc["topologyLevels"] == ["switch1", "switch2", "switch3"]
     assert doc["nodes"][0]["topology"] == {"switch1": "s6", "switch2": "s5", "switch3": "s2"}
     assert "topology" not in doc["nodes"][1]
-    doc = snapshot_from_slurm(nodes, topology=SLURM / TOPO_BLOCK_MAN)
+    doc = snapshot_from_slurm(nodes, topology=SLURM / TOPO_BLOCK_MAN).to_dict()
     assert doc["topologyLevels"] == ["block"] and "topology" not in doc["nodes"][0]
     placer.ClusterSnapshot.from_dict(doc)
 

@@ -274,3 +274,48 @@ def test_missing_file():
         openb.read_pods(DATA / "no_such.csv")
     assert e.value.what == "no such file"
     assert e.value.where.endswith("no_such.csv")
+
+
+# ----------------------------------------------------------------- checked by the schema
+
+
+@pytest.mark.parametrize(
+    "row, line, fragment, path",
+    [
+        ("n1,1000,1000,65,T4", 3, "expected an integer in 0..64, got 65",
+         "nodeTypes.T4-65gpu-1000m-1000Mi.gpus"),
+        ("n\x02,1000,1000,1,T4", 3, "without control characters", "nodes[1].name"),
+        ("n1,1000,1000,1,T\x014", 3, "without control characters", "nodeTypes"),
+        (f"n1,{2**53},1000,1,T4", 3, "expected an integer in 0..9007199254740991",
+         f"nodeTypes.T4-1gpu-{2**53}m-1000Mi.cpuMilli"),
+    ],
+)
+def test_node_values_the_schema_refuses_are_reported_at_their_row(row, line, fragment, path):
+    text = ",".join(openb.NODE_COLUMNS) + "\nn0,1000,1000,1,T4\n" + row + "\n"
+    with pytest.raises(InvalidInputError) as e:
+        openb.read_nodes(text, source="nodes.csv")
+    assert e.value.where == f"nodes.csv:{line}"
+    assert fragment in e.value.what and e.value.what.endswith(f"(placer/v1 {path})")
+
+
+@pytest.mark.parametrize(
+    "row, fragment, path",
+    [
+        ("p1,1000,0,65,1000,T4,LS,Running,0,1,0", "expected an integer in 0..64, got 65", "pods[1].gpus"),
+        ("p\x03,1000,0,1,1000,T4,LS,Running,0,1,0", "without control characters", "pods[1].name"),
+        (f"p1,1000,{2**53},0,0,,LS,Running,0,1,0", "expected an integer in 0..9007199254740991", "pods[1].memoryMiB"),
+    ],
+)
+def test_pod_values_the_schema_refuses_are_reported_at_their_row(row, fragment, path):
+    text = ",".join(openb.POD_COLUMNS) + "\np0,1000,0,1,1000,T4,LS,Running,0,1,0\n" + row + "\n"
+    with pytest.raises(InvalidInputError) as e:
+        openb.read_pods(text, source="pods.csv")
+    assert e.value.where == "pods.csv:3"
+    assert fragment in e.value.what and e.value.what.endswith(f"(placer/v1 {path})")
+
+
+def test_readers_give_what_the_schema_decodes(default):
+    snap, pods = default
+    assert ClusterSnapshot.from_dict(snap.to_dict()) == snap
+    document = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [p.to_dict() for p in pods]}
+    assert list(PlacementRequest.from_dict(document).pods) == pods

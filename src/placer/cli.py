@@ -281,25 +281,29 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes import parse_levels, snapshot_from_kubernetes
 
-    document = snapshot_from_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
-    _emit(dump_json(document), args.output)
+    snapshot = snapshot_from_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
+    _emit(dump_json(snapshot.to_dict()), args.output)
     return EXIT_OK
 
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes import parse_levels
-    from placer.adapters.kubernetes_workloads import request_from_kubernetes
+    from placer.adapters.kubernetes_workloads import import_workloads
 
     policy = policies.get(args.policy, "--policy").name if args.policy is not None else None
-    document = request_from_kubernetes(args.manifests, parse_levels(args.level, "--level"), policy)
-    _emit(dump_json(document), args.output)
+    imported = import_workloads(args.manifests, parse_levels(args.level, "--level"), policy)
+    # The document, not imported.request.to_dict(): it keeps one entry with replicas per
+    # workload, and no policy, seed or gang field that was not given.
+    _emit(dump_json(imported.document), args.output)
     return EXIT_OK
 
 
 def _cmd_import_slurm(args: argparse.Namespace) -> int:
-    from placer.adapters.slurm import snapshot_from_slurm
+    from placer.adapters.slurm import import_slurm
 
-    _emit(dump_json(snapshot_from_slurm(args.nodes, args.gres, args.topology)), args.output)
+    imported = import_slurm(args.nodes, args.gres, args.topology)
+    # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
+    _emit(dump_json(imported.document), args.output)
     return EXIT_OK
 
 

@@ -1,9 +1,11 @@
 """Kubernetes objects to a placer snapshot, and what reading them needs.
 
 :func:`snapshot_from_kubernetes` turns ``kubectl get nodes -o json`` (and optionally
-``kubectl get pods -A -o json``) into a placer/v1 ``ClusterSnapshot`` document, a plain
-dict that :meth:`placer.ClusterSnapshot.from_dict` accepts (the importer validates its
-own output and reports a fault at the Kubernetes object it came from). Workload
+``kubectl get pods -A -o json``) into a :class:`placer.ClusterSnapshot`: it writes the
+placer/v1 document of the cluster and decodes it once with
+:func:`placer.schema.snapshot_from_dict`, so every check of the schema runs, and a fault
+it finds is reported at the Kubernetes object it came from. ``snapshot.to_dict()`` is the
+document ``placer import kubernetes`` writes. Workload
 manifests become requests in :mod:`placer.adapters.kubernetes_workloads`, which reads
 them with the document reader of :mod:`placer.adapters.kubernetes_documents` and this
 module's quantities and pod resources (:func:`pod_amounts` ...).
@@ -47,7 +49,7 @@ from placer.adapters.kubernetes_documents import (
     show,
 )
 from placer.exceptions import InvalidInputError
-from placer.model import TAINT_EFFECTS
+from placer.model import TAINT_EFFECTS, ClusterSnapshot
 
 __all__ = [
     "GPU_RESOURCE",
@@ -624,8 +626,8 @@ _NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\])?")
 
 def snapshot_from_kubernetes(
     nodes: PathLike, pods: PathLike | None = None, levels: Iterable[LevelSpec] = ()
-) -> dict[str, Any]:
-    """A placer/v1 ClusterSnapshot document from ``kubectl get nodes`` / ``get pods`` output.
+) -> ClusterSnapshot:
+    """A ClusterSnapshot from ``kubectl get nodes`` / ``get pods`` output.
 
     Nodes (each becomes one snapshot node with inline hardware, in file order):
 
@@ -666,9 +668,10 @@ def snapshot_from_kubernetes(
 
     Returns
     -------
-    dict
-        The ClusterSnapshot document, already checked by
-        :meth:`placer.ClusterSnapshot.from_dict`.
+    ClusterSnapshot
+        The snapshot, built by :func:`placer.schema.snapshot_from_dict` from the placer/v1
+        document described above; ``to_dict()`` gives that document back (the one
+        ``placer import kubernetes`` writes).
 
     Raises
     ------
@@ -676,14 +679,16 @@ def snapshot_from_kubernetes(
         At the file location (see the module docs) of the first fault: syntax errors, a
         bad quantity or field, no nodes, a node name given twice, a pod bound to a node not
         in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
-        more than it has (at the pod).
+        more than it has (at the pod). A fault the schema finds in the document is
+        reported at the node or pod object it came from, its placer/v1 path in
+        parentheses after the message (``... (placer/v1 nodes[0].pods[1].unknownGpus)``).
     """
     level_list = parse_levels(levels)
     with gc_paused():  # large acyclic structures: the cyclic GC only costs time here
         return _snapshot(nodes, pods, level_list)
 
 
-def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> dict[str, Any]:
+def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> ClusterSnapshot:
     node_docs = read_documents(nodes)
     entries: list[dict[str, Any]] = []
     node_src: list[tuple[Document, tuple[Any, ...]]] = []
@@ -742,7 +747,7 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
         document["topologyLevels"] = level_names
     document["nodes"] = entries
     try:
-        snapshot_from_dict(document)
+        return snapshot_from_dict(document)
     except InvalidInputError as e:
         m = _NESTED.match(e.where)
         if m is None:
@@ -753,4 +758,3 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
         else:
             doc, path = node_src[i]
         raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
-    return document

@@ -3,10 +3,13 @@
 :func:`request_from_kubernetes` (and :func:`import_workloads`, which also says what it
 left out) turns workload manifests — Pod, Job, JobSet, Deployment and other pod-template
 workloads, scheduler-plugins and Volcano PodGroups, Volcano Jobs, Kueue topology
-annotations — into a placer/v1 ``PlacementRequest`` document, a plain dict that
-:meth:`placer.PlacementRequest.from_dict` accepts (validated here; a fault names the
-manifest it came from). Files, quantities and errors are read as
-:mod:`placer.adapters.kubernetes` describes.
+annotations — into a :class:`placer.PlacementRequest`: it writes the placer/v1 document
+of the workloads (a workload's pods as one entry with ``replicas``) and decodes it once
+with :func:`placer.schema.request_from_dict`, so every check of the schema runs, and a fault
+it finds names the manifest it came from. The document itself is
+:attr:`WorkloadImport.document`, the file ``placer import kubernetes-request`` writes (the
+request expands ``replicas``, so its ``to_dict()`` lists every pod). Files, quantities and
+errors are read as :mod:`placer.adapters.kubernetes` describes.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from placer.adapters.kubernetes_documents import (
     show,
 )
 from placer.exceptions import InvalidInputError
-from placer.model import TAINT_EFFECTS
+from placer.model import TAINT_EFFECTS, PlacementRequest
 
 __all__ = ["MAX_WORKLOAD_PODS", "WorkloadImport", "request_from_kubernetes", "import_workloads"]
 
@@ -73,8 +76,12 @@ class WorkloadImport:
 
     Attributes
     ----------
-    request : dict
-        The placer/v1 PlacementRequest document.
+    request : PlacementRequest
+        The request, decoded from :attr:`document` (``replicas`` expanded).
+    document : dict
+        The placer/v1 PlacementRequest document the request was decoded from, as
+        ``placer import kubernetes-request`` writes it: one entry per workload with
+        ``replicas``, ``policy`` only when given, gangs without default fields.
     skipped : dict of str to int
         Objects not imported, counted by kind (``ComputeDomain``, ``ResourceFlavor``,
         ``HyperNode``, ``DaemonSet``, ...), in order of first appearance.
@@ -85,7 +92,8 @@ class WorkloadImport:
         from its pod count, a PodGroup without pods, an unresolved priority class.
     """
 
-    request: dict[str, Any]
+    request: PlacementRequest
+    document: dict[str, Any]
     skipped: dict[str, int]
     notes: tuple[str, ...]
 
@@ -585,7 +593,7 @@ def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
 def import_workloads(
     paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
 ) -> WorkloadImport:
-    """A placer/v1 PlacementRequest from workload manifests, with what was left out.
+    """A PlacementRequest from workload manifests, with its document and what was left out.
 
     Objects, in file order (a ``List``'s items and every YAML document count):
 
@@ -643,6 +651,9 @@ def import_workloads(
     Returns
     -------
     WorkloadImport
+        ``request``: the PlacementRequest, decoded once by
+        :func:`placer.schema.request_from_dict` from ``document``, the placer/v1 document
+        described above; ``skipped`` and ``notes``: what was left out.
 
     Raises
     ------
@@ -651,7 +662,9 @@ def import_workloads(
         Kubernetes object (no ``kind``/``apiVersion``), a bad field or quantity, a Kueue
         topology label no level maps (the message names the ``--level`` to add), a Volcano
         tier beyond the levels given, two topology constraints for one gang, a pod name
-        made twice; ``policy`` for an unknown policy.
+        made twice; ``policy`` for an unknown policy. A fault the schema finds in the
+        document is reported at the manifest it came from, its placer/v1 path in
+        parentheses after the message (``... (placer/v1 pods[2].name)``).
     """
     level_list = parse_levels(levels)
     files = _paths(paths)
@@ -671,7 +684,7 @@ def _workloads(
         state.add(doc, path, obj)
     document = state.document(policy)
     try:
-        request_from_dict(document)
+        request = request_from_dict(document)
     except InvalidInputError as e:
         m = re.match(r"pods\[(\d+)\]", e.where)
         if m is not None and int(m.group(1)) < len(state.pod_src):
@@ -683,13 +696,15 @@ def _workloads(
             if (e.where == f"gangs.{name}" or e.where.startswith(f"gangs.{name}.")) and g.origin is not None:
                 raise g.origin[0].error(g.origin[1], f"{e.what} (placer/v1 {e.where})") from None
         raise
-    return WorkloadImport(request=document, skipped=dict(state.skipped), notes=tuple(state.notes))
+    return WorkloadImport(
+        request=request, document=document, skipped=dict(state.skipped), notes=tuple(state.notes)
+    )
 
 
 def request_from_kubernetes(
     paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
-) -> dict[str, Any]:
-    """The PlacementRequest document of :func:`import_workloads` (without what it skipped).
+) -> PlacementRequest:
+    """The PlacementRequest of :func:`import_workloads` (without its document and what it skipped).
 
     Parameters
     ----------
@@ -702,9 +717,10 @@ def request_from_kubernetes(
 
     Returns
     -------
-    dict
-        The PlacementRequest document, already checked by
-        :meth:`placer.PlacementRequest.from_dict`.
+    PlacementRequest
+        The request, ``replicas`` expanded (pods ``<name>-0`` ...). It is decoded from
+        the document ``placer import kubernetes-request`` writes, which keeps one entry
+        with ``replicas`` per workload: :attr:`WorkloadImport.document`.
 
     Raises
     ------

@@ -14,8 +14,15 @@ reader (``qos``, ``pod_phase`` and the time columns are not read, not even check
 The default trace (the 1213 GPU nodes and the default pod list) is bundled with the
 package: :func:`load_default`.
 
+Both readers write the placer/v1 document of what they read and decode it once with
+:mod:`placer.schema` (:func:`~placer.schema.snapshot_from_dict`,
+:func:`~placer.schema.request_from_dict`), so a value the schema refuses (more than 64 GPUs
+on a node, a name with a control character, a quantity over placer's limits) is refused
+here too.
+
 Any input this reader cannot take raises :class:`placer.exceptions.InvalidInputError`
-with ``where`` = ``"<source>:<line>"`` (1-based, the line on which the CSV record ends).
+with ``where`` = ``"<source>:<line>"`` (1-based, the line on which the CSV record ends);
+for a value the schema refuses, the message ends with the placer/v1 path in parentheses.
 """
 
 from __future__ import annotations
@@ -23,12 +30,15 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from pathlib import Path
-from typing import NoReturn, Union
+from typing import Any, Mapping, NoReturn, Sequence, Union
 
 from placer._io import bundled_file, read_text
 from placer.exceptions import InvalidInputError
-from placer.model import ClusterSnapshot, Node, NodeType, PodRequest
+from placer.model import ClusterSnapshot, PodRequest
+from placer.schema import request_from_dict, snapshot_from_dict
+from placer.schema.errors import has_control
 
 __all__ = [
     "NODE_COLUMNS",
@@ -127,6 +137,8 @@ def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnap
     Returns
     -------
     ClusterSnapshot
+        Decoded once by :func:`placer.schema.snapshot_from_dict` from the document of
+        these node types and nodes.
 
     Raises
     ------
@@ -134,13 +146,17 @@ def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnap
         ``"<source>:<line>"`` for a header other than ``sn,cpu_milli,memory_mib,gpu,model``,
         a row with another number of fields, an empty or repeated ``sn``, a value that is
         not a non-negative integer (``cpu_milli``, ``memory_mib``, ``gpu``), a node with
-        GPUs but no model or with a model but no GPUs, or no node at all; the path with
+        GPUs but no model or with a model but no GPUs, a value the schema refuses (more
+        than 64 GPUs, a quantity over placer's limit, a control character in ``sn`` or
+        ``model``; at the row that introduced it), or no node at all; the path with
         ``"no such file"`` when a file is missing.
     """
     text, src = _text_and_source(path_or_text, source)
     rows = _rows(text, src, (NODE_COLUMNS,), "node list")
-    types: dict[str, NodeType] = {}
-    nodes: list[Node] = []
+    types: dict[str, dict[str, Any]] = {}
+    type_lines: dict[str, int] = {}
+    nodes: list[dict[str, Any]] = []
+    node_lines: list[int] = []
     seen: dict[str, int] = {}
     for line, fields in rows:
         where = f"{src}:{line}"
@@ -154,20 +170,22 @@ def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnap
         if not gpus and model:
             _fail(where, f"model is {model!r} for a node without GPUs (gpu is 0)")
         key = node_type_name(cpu, mem, gpus, model or None)
-        hw = types.get(key)
-        if hw is None:
-            hw = NodeType(
-                gpus=gpus,
-                gpu_model=model or None,
-                cpu_milli=cpu,
-                memory_mib=mem,
-                max_pods=MAX_PODS,
-            )
+        if key not in types:
+            hw: dict[str, Any] = {"gpus": gpus}
+            if model:
+                hw["gpuModel"] = model
+            hw.update(cpuMilli=cpu, memoryMiB=mem, maxPods=MAX_PODS)
             types[key] = hw
-        nodes.append(Node(name=name, hardware=hw, type=key))
+            type_lines[key] = line
+        nodes.append({"name": name, "type": key})
+        node_lines.append(line)
     if not nodes:
         _fail(f"{src}:{_last_line(text) + 1}", "no nodes after the header")
-    return ClusterSnapshot(nodes=tuple(nodes), node_types=types)
+    document = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodeTypes": types, "nodes": nodes}
+    try:
+        return snapshot_from_dict(document)
+    except InvalidInputError as e:
+        raise _at_row(e, src, "nodes", node_lines, type_lines) from None
 
 
 def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequest]:
@@ -195,19 +213,22 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
     Returns
     -------
     list of PodRequest
-        Empty when the file has a header and no rows.
+        Empty when the file has a header and no rows. The pods of a request document
+        decoded once by :func:`placer.schema.request_from_dict`.
 
     Raises
     ------
     InvalidInputError
         ``"<source>:<line>"`` for a header that is neither the 11 nor the 5 openb pod
         columns, a row with another number of fields, an empty or repeated name, a value
-        that is not a non-negative integer, the GPU rules above broken, or an empty model
-        name inside ``gpu_spec`` (``A||B``).
+        that is not a non-negative integer, the GPU rules above broken, an empty model
+        name inside ``gpu_spec`` (``A||B``), or a value the schema refuses (more than 64
+        GPUs, a quantity over placer's limit, a control character in a name).
     """
     text, src = _text_and_source(path_or_text, source)
     rows = _rows(text, src, (POD_COLUMNS, POD_COLUMNS_SHORT), "pod list")
-    pods: list[PodRequest] = []
+    pods: list[dict[str, Any]] = []
+    pod_lines: list[int] = []
     seen: dict[str, int] = {}
     for line, fields in rows:
         where = f"{src}:{line}"
@@ -216,10 +237,11 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
         mem = _nonneg_int(fields[2], where, "memory_mib")
         num_gpu = _nonneg_int(fields[3], where, "num_gpu")
         milli = _nonneg_int(fields[4], where, "gpu_milli")
+        pod_lines.append(line)
         if num_gpu == 0:
             if milli != 0:
                 _fail(where, f"gpu_milli is {milli} for a pod without GPUs (num_gpu is 0); expected 0")
-            pods.append(PodRequest(name=name, cpu_milli=cpu, memory_mib=mem))
+            pods.append({"name": name, "cpuMilli": cpu, "memoryMiB": mem})
             continue
         if not 1 <= milli <= 1000:
             _fail(where, f"gpu_milli must be 1..1000 for a pod with GPUs, got {milli}")
@@ -237,16 +259,20 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
                 if not all(models):
                     _fail(where, f"gpu_spec {spec!r} has an empty GPU model name")
         pods.append(
-            PodRequest(
-                name=name,
-                gpus=num_gpu,
-                gpu_milli=milli,
-                gpu_models=models,
-                cpu_milli=cpu,
-                memory_mib=mem,
-            )
+            {
+                "name": name,
+                "gpus": num_gpu,
+                "gpuMilli": milli,
+                "gpuModels": models,
+                "cpuMilli": cpu,
+                "memoryMiB": mem,
+            }
         )
-    return pods
+    document = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": pods}
+    try:
+        return list(request_from_dict(document).pods)
+    except InvalidInputError as e:
+        raise _at_row(e, src, "pods", pod_lines) from None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -265,6 +291,26 @@ def _unique_name(raw: str, where: str, line: int, seen: dict[str, int], column: 
 
 def _fail(where: str, what: str) -> NoReturn:
     raise InvalidInputError(where, what)
+
+
+def _at_row(
+    e: InvalidInputError, src: str, items: str, lines: Sequence[int], type_lines: Mapping[str, int] | None = None
+) -> InvalidInputError:
+    """A fault of the decoded document (``nodes[i]...``, ``pods[i]...``, ``nodeTypes...``)
+    moved to the CSV row it came from, its placer/v1 path kept in the message; other
+    faults as they are."""
+    line: int | None = None
+    type_lines = type_lines or {}
+    m = re.match(rf"{items}\[(\d+)\]", e.where)
+    if m is not None:
+        line = lines[int(m.group(1))]
+    elif e.where == "nodeTypes":  # a type name with a control character
+        line = next((n for key, n in type_lines.items() if has_control(key)), None)
+    else:
+        line = next((n for key, n in type_lines.items() if e.where.startswith(f"nodeTypes.{key}.")), None)
+    if line is None:
+        return e
+    return InvalidInputError(f"{src}:{line}", f"{e.what} (placer/v1 {e.where})")
 
 
 def _text_and_source(path_or_text: PathLike, source: str | None) -> tuple[str, str]:

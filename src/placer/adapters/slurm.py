@@ -8,11 +8,17 @@
 * ``sinfo -O GresUsed,NodeList`` output: :func:`parse_sinfo_gres_used`.
 * Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`,
   re-exported from :mod:`placer.hostlist`.
-* :func:`snapshot_from_slurm` (files) and :func:`build_snapshot` (parsed records) make a
-  placer/v1 ClusterSnapshot document out of the three.
+* :func:`build_snapshot` makes a placer/v1 ClusterSnapshot document out of the parsed
+  records; :func:`snapshot_from_slurm` reads the three files and returns the
+  :class:`placer.ClusterSnapshot` that document decodes to (decoded once by
+  :func:`placer.schema.snapshot_from_dict`, every check of the schema included), and
+  :func:`import_slurm` returns it with the document (:class:`SlurmImport`), which
+  ``placer import slurm`` writes.
 
 Only what placement needs is read. Errors are :class:`placer.exceptions.InvalidInputError`
-with ``where`` = ``"<source>:<line>"``.
+with ``where`` = ``"<source>:<line>"``; a fault the schema finds in a node of the document
+is reported at the node's ``NodeName=`` line, its placer/v1 path in parentheses after the
+message.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from typing import Any, Callable, Mapping, NoReturn, Union
 from placer._io import read_text
 from placer.limits import MAX_GPUS
 from placer.exceptions import InvalidInputError
+from placer.model import ClusterSnapshot
+from placer.schema import snapshot_from_dict
 from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, whole
 from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
 from placer.textlines import clip, split_outside
@@ -43,6 +51,8 @@ __all__ = [
     "parse_topology_conf",
     "parse_sinfo_gres_used",
     "build_snapshot",
+    "SlurmImport",
+    "import_slurm",
     "snapshot_from_slurm",
 ]
 
@@ -1090,12 +1100,39 @@ def _links_matrix(records: list[GresGpu], source: str) -> list[list[str]] | None
     return [list(row) for row in gres_links_matrix(ordered, source)]
 
 
-def snapshot_from_slurm(
+_NODE_PATH = re.compile(r"nodes\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class SlurmImport:
+    """What :func:`import_slurm` made of Slurm's files.
+
+    Attributes
+    ----------
+    snapshot : ClusterSnapshot
+        The snapshot, decoded once from :attr:`document`.
+    document : dict
+        The placer/v1 ClusterSnapshot document of :func:`build_snapshot`, which
+        ``placer import slurm`` writes. It gives every node's ``unschedulable``,
+        ``false`` included; ``snapshot.to_dict()`` is the same document without
+        ``unschedulable: false`` (the default).
+    """
+
+    snapshot: ClusterSnapshot
+    document: dict[str, Any]
+
+
+def import_slurm(
     nodes: PathLike,
     gres: PathLike | None = None,
     topology: PathLike | None = None,
-) -> dict[str, Any]:
-    """Read Slurm's view of a cluster from files into a ClusterSnapshot document.
+) -> SlurmImport:
+    """Read Slurm's view of a cluster from files into a ClusterSnapshot and its document.
+
+    The files are parsed (:func:`parse_scontrol_nodes`, :func:`parse_gres_conf`,
+    :func:`parse_topology_conf`), :func:`build_snapshot` makes the placer/v1 document and
+    :func:`placer.schema.snapshot_from_dict` decodes it, once, with every check of the
+    schema.
 
     Parameters
     ----------
@@ -1109,14 +1146,17 @@ def snapshot_from_slurm(
 
     Returns
     -------
-    dict
-        A placer/v1 ClusterSnapshot document (see :func:`build_snapshot`).
+    SlurmImport
+        The snapshot and the document it was decoded from.
 
     Raises
     ------
     InvalidInputError
         ``where`` = the path for a file that cannot be read; ``"<name>:<line>"`` (``name``
-        the file's base name) for text that is not UTF-8 or does not parse.
+        the file's base name) for text that is not UTF-8 or does not parse, and for a
+        node the schema refuses (at its ``NodeName=`` line, e.g. a label holding a control
+        character or ``RealMemory=`` over placer's limit; the message ends with the
+        placer/v1 path in parentheses).
     """
     nodes_name = os.path.basename(os.fspath(nodes))
     parsed_nodes = parse_scontrol_nodes(read_text(nodes, source=nodes_name), nodes_name)
@@ -1131,4 +1171,44 @@ def snapshot_from_slurm(
         parsed_topology = parse_topology_conf(
             read_text(topology, source=topology_name), topology_name
         )
-    return build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name)
+    document = build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name)
+    try:
+        snapshot = snapshot_from_dict(document)
+    except InvalidInputError as e:
+        m = _NODE_PATH.match(e.where)
+        if m is None:
+            raise
+        line = parsed_nodes[int(m.group(1))].line
+        raise InvalidInputError(f"{nodes_name}:{line}", f"{e.what} (placer/v1 {e.where})") from None
+    return SlurmImport(snapshot=snapshot, document=document)
+
+
+def snapshot_from_slurm(
+    nodes: PathLike,
+    gres: PathLike | None = None,
+    topology: PathLike | None = None,
+) -> ClusterSnapshot:
+    """Read Slurm's view of a cluster from files into a ClusterSnapshot.
+
+    Parameters
+    ----------
+    nodes : str or os.PathLike
+        ``scontrol -d show node`` output.
+    gres : str or os.PathLike, optional
+        ``gres.conf``.
+    topology : str or os.PathLike, optional
+        ``topology.conf`` (tree or block).
+
+    Returns
+    -------
+    ClusterSnapshot
+        The snapshot of :func:`import_slurm`, decoded from the placer/v1 document of
+        :func:`build_snapshot` (``placer import slurm`` writes that document;
+        ``to_dict()`` gives it back without ``unschedulable: false``).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`import_slurm`.
+    """
+    return import_slurm(nodes, gres, topology).snapshot
