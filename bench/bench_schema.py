@@ -5,6 +5,8 @@
    scan per pod, the FGD study's BestFit score, lowest node index on ties).
 2. ``placer.load_snapshot`` of a 100,000-node JSON file against the standard library's
    ``json.load`` of the same file.
+3. Hostile input through the command line (``placer place``, in process): the time and the
+   peak memory until its one error line.
 
 Rounds alternate the two sides so that a busy machine slows both alike; the figures are
 medians. Run: ``python bench/bench_schema.py [--rounds 7]``.
@@ -133,6 +135,66 @@ def main() -> None:
         size = path.stat().st_size / 2**20
         print(f"| `load_snapshot`, 100k nodes ({size:.1f} MiB) | {load * 1e3:.0f} ms | {std * 1e3:.0f} ms "
               f"(`json.load`) | {load / std:.2f} of json.load |")
+        hostile(Path(tmp))
+
+
+def hostile(tmp: Path) -> None:
+    """Time and peak traced memory of ``placer place`` on hostile files, until the error."""
+    import contextlib
+    import io
+    import tracemalloc
+
+    from placer.cli import main as cli
+
+    big = cluster(100_000).to_dict()
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "p", "gpus": 1}]}
+    snap_path = tmp / "snap.json"
+    snap_path.write_text(json.dumps(cluster(10).to_dict()))
+    cases: dict[str, tuple[Any, Any]] = {
+        "replicas 10^12": (None, {**request, "pods": [{"name": "p", "gpus": 1, "replicas": 10**12}]}),
+        "replicas 10^7": (None, {**request, "pods": [{"name": "p", "gpus": 1, "replicas": 10**7}]}),
+        "cpuMilli 2^63": (None, {**request, "pods": [{"name": "p", "cpuMilli": 2**63}]}),
+        "integer of 10^6 digits": (None, "digits"),
+        "100k nodes, repeated key in the last": ("dup", request),
+        "100k nodes, unknown field in the last": ("unknown", request),
+        "100k nodes, control character in the last name": ("control", request),
+    }
+    print()
+    print("| hostile input | exit | ms to the error | peak MiB traced | error line (start) |")
+    print("|---|---:|---:|---:|---|")
+    for label, (snap_kind, req) in cases.items():
+        snap_file = snap_path
+        if snap_kind is not None:
+            text = json.dumps(big)
+            last = text.rindex('{"name": "node-099999"')
+            insert = {
+                "dup": '"labels": {"a": "1", "a": "2"}, ',
+                "unknown": '"gpu": 8, ',
+                "control": '"labels": {}, ',
+            }[snap_kind]
+            text = text[: last + 1] + insert + text[last + 1:]
+            if snap_kind == "control":
+                text = text.replace('"name": "node-099999"', '"name": "node-\\u0007"')
+            snap_file = tmp / f"{snap_kind}.json"
+            snap_file.write_text(text)
+        req_file = tmp / "req.json"
+        if req == "digits":
+            req_file.write_text('{"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "p", '
+                                '"cpuMilli": ' + "9" * 1_000_000 + "}]}")
+        else:
+            req_file.write_text(json.dumps(req))
+        err = io.StringIO()
+        t0 = time.perf_counter()
+        with contextlib.redirect_stderr(err):
+            code = cli(["place", str(snap_file), str(req_file)])
+        elapsed = time.perf_counter() - t0
+        tracemalloc.start()  # a second run for the memory: tracing slows allocations down
+        with contextlib.redirect_stderr(io.StringIO()):
+            cli(["place", str(snap_file), str(req_file)])
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        line = err.getvalue().strip().replace(str(tmp) + "/", "")
+        print(f"| {label} | {code} | {elapsed * 1e3:.0f} | {peak / 2**20:.1f} | `{line[:90]}` |")
 
 
 if __name__ == "__main__":

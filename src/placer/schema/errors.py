@@ -12,7 +12,7 @@ import difflib
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import msgspec
 from msgspec import inspect as mi
@@ -207,11 +207,20 @@ def _dict_key(where: str, t: mi.Type, k: Any, label: str | None) -> None:
         raise _Fault(shown, f"expected {label or expected(t) + ' keys'}, got {describe(k)}") from None
 
 
-def _walk(where: str, t: mi.Type, v: Any, labels: Labels, label: str | None, owner: tuple[Any, ...]) -> None:
+def _walk(
+    where: str, t: mi.Type, v: Any, labels: Labels, label: str | None, owner: tuple[Any, ...],
+    focus: Sequence[Any] = (),
+) -> None:
+    """Raise a :class:`_Fault` at the first fault of ``v`` against ``t``.
+
+    ``focus`` (a path of field names and list indices, as msgspec reports it) limits the
+    walk to that branch: the fault is known to lie there.
+    """
     inner, nullable = _optional(t)
     if v is None and nullable:
         return
     t = inner
+    step, rest = (focus[0], focus[1:]) if focus else (None, ())
     if isinstance(t, mi.StructType):
         if not isinstance(v, Mapping):
             raise _bad_value(where, t, v, label or labels.get((t.cls,)))
@@ -224,7 +233,9 @@ def _walk(where: str, t: mi.Type, v: Any, labels: Labels, label: str | None, own
                 continue
             if value is None and not f.required:
                 continue  # null is the same as an absent key
-            _walk(join_path(where, key), f.type, value, labels, labels.get((t.cls, key)), (t.cls, key))
+            if step is not None and key != step:
+                continue
+            _walk(join_path(where, key), f.type, value, labels, labels.get((t.cls, key)), (t.cls, key), rest)
         for name, f in fields.items():
             if f.required and (name not in v or v[name] is None):
                 raise _Fault(join_path(where, name), f"expected {expected(f.type, labels.get((t.cls, name)))}, got "
@@ -236,8 +247,9 @@ def _walk(where: str, t: mi.Type, v: Any, labels: Labels, label: str | None, own
         if t.max_length is not None and len(v) > t.max_length:
             raise _Fault(where, f"expected at most {t.max_length} items, got {len(v)}")
         item_label = labels.get((*owner, "item"))
-        for j, x in enumerate(v):
-            _walk(f"{where}[{j}]", t.item_type, x, labels, item_label, (*owner, "item"))
+        items = enumerate(v) if type(step) is not int or not 0 <= step < len(v) else [(step, v[step])]
+        for j, x in items:
+            _walk(f"{where}[{j}]", t.item_type, x, labels, item_label, (*owner, "item"), rest)
         return
     if isinstance(t, mi.DictType):
         if not isinstance(v, Mapping):
@@ -263,20 +275,55 @@ def _unknown_field(key: Any, fields: Mapping[str, Any]) -> str:
     return text + (f' (did you mean "{close[0]}"?)' if close else "")
 
 
-def first_fault(raw: Any, tp: Any, labels: Labels = {}) -> InvalidInputError | None:
+def first_fault(
+    raw: Any, tp: Any, labels: Labels = {}, near: msgspec.ValidationError | None = None
+) -> InvalidInputError | None:
     """The first fault of ``raw`` against the type ``tp``, in document order, or None.
 
     ``raw`` is the document as plain Python data (parsed JSON or YAML, or the caller's
-    dict); the path of the error is relative to it.
+    dict); the path of the error is relative to it. ``near``, msgspec's own error on the
+    same data, points at the branch to search (msgspec stops at the first fault in
+    document order); the whole document is searched when that branch holds none.
     """
-    try:
-        _walk("", mi.type_info(tp), raw, labels, labels.get((tp,)), (tp,))
-    except _Fault as f:
-        return InvalidInputError(f.where, f.what)
+    info = mi.type_info(tp)
+    focus = msgspec_path(near) if near is not None else ()
+    for attempt in ((focus,) if not focus else (focus, ())):
+        try:
+            _walk("", info, raw, labels, labels.get((tp,)), (tp,), attempt)
+        except _Fault as f:
+            return InvalidInputError(f.where, f.what)
     return None
 
 
-_MSGSPEC_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_MSGSPEC_PATH = re.compile(r" - at (?:`key` in )?`\$(?P<path>[^`]*)`$")
+_PATH_STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+
+
+def msgspec_path(exc: msgspec.MsgspecError) -> tuple[Any, ...]:
+    """The steps of the path in a msgspec error (field names, list indices), up to the
+    first mapping value it does not name (``[...]``)."""
+    m = _MSGSPEC_PATH.search(str(exc))
+    if m is None:
+        return ()
+    steps: list[Any] = []
+    for name, index in _PATH_STEP.findall(m.group("path")):
+        if index == "...":
+            break
+        steps.append(name if name else int(index))
+    return tuple(steps)
+
+
+def value_at(raw: Any, steps: Sequence[Any]) -> Any:
+    """The value at ``steps`` in ``raw``; :data:`MISSING` where the path leads nowhere."""
+    v = raw
+    for step in steps:
+        if isinstance(step, int) and isinstance(v, (list, tuple)) and 0 <= step < len(v):
+            v = v[step]
+        elif isinstance(step, str) and isinstance(v, Mapping) and step in v:
+            v = v[step]
+        else:
+            return MISSING
+    return v
 
 
 def from_msgspec(exc: msgspec.MsgspecError) -> InvalidInputError:

@@ -18,7 +18,16 @@ import yaml
 
 from placer.exceptions import InvalidInputError
 from placer.schema._jsonkeys import first_duplicate_key
-from placer.schema.errors import HugeInt, Labels, bad, first_fault, from_msgspec, strip_nulls
+from placer.schema.errors import (
+    HugeInt,
+    Labels,
+    bad,
+    first_fault,
+    from_msgspec,
+    msgspec_path,
+    strip_nulls,
+    value_at,
+)
 
 __all__ = ["read_bytes", "load_document", "decode_source", "decode_object", "gc_paused", "PathLike"]
 
@@ -241,11 +250,18 @@ def _decoder(doc_type: type[_T]) -> "msgspec.json.Decoder[_T]":
     return found
 
 
-def decode_object(data: Any, doc_type: type[_T], labels: Labels, precheck: Check | None = None) -> _T:
+def decode_object(
+    data: Any,
+    doc_type: type[_T],
+    labels: Labels,
+    precheck: Check | None = None,
+    failed: msgspec.ValidationError | None = None,
+) -> _T:
     """``data`` (plain Python data: a caller's dict, parsed YAML) as a ``doc_type``.
 
     A ``null`` value is the same as an absent key. ``precheck`` runs first on ``data``
-    (the document's kind is checked before anything in it).
+    (the document's kind is checked before anything in it). ``failed`` is msgspec's error
+    when the same document was already decoded from its bytes and refused.
 
     Raises
     ------
@@ -254,15 +270,19 @@ def decode_object(data: Any, doc_type: type[_T], labels: Labels, precheck: Check
     """
     if precheck is not None:
         precheck(data)
-    try:
-        return msgspec.convert(data, doc_type, str_keys=True)
-    except msgspec.ValidationError as first_error:
-        cleaned = strip_nulls(data)
+    if failed is None:
         try:
-            return msgspec.convert(cleaned, doc_type, str_keys=True)
-        except msgspec.ValidationError:
-            fault = first_fault(cleaned, doc_type, labels)
-            raise (fault if fault is not None else from_msgspec(first_error)) from None
+            return msgspec.convert(data, doc_type, str_keys=True)
+        except msgspec.ValidationError as e:
+            failed = e
+    if value_at(data, msgspec_path(failed)) is None:
+        data = strip_nulls(data)  # a null where the type takes none: null means absent
+        try:
+            return msgspec.convert(data, doc_type, str_keys=True)
+        except msgspec.ValidationError as e:
+            failed = e
+    fault = first_fault(data, doc_type, labels, failed)
+    raise (fault if fault is not None else from_msgspec(failed)) from None
 
 
 def decode_source(
@@ -285,22 +305,28 @@ def decode_source(
     name = os.fspath(source)
     raw = read_bytes(name)
     if _format(name, raw) != "yaml" and raw.lstrip()[:1] == b"{":
+        failed: msgspec.ValidationError | None = None
         try:
             doc = _decoder(doc_type).decode(raw)
-        except msgspec.ValidationError:
+        except msgspec.ValidationError as e:
             _check_json_keys(raw, name)
-            generic = _json_generic(raw, name)
+            failed = e
+            try:
+                generic = msgspec.json.decode(raw)
+            except msgspec.MsgspecError:
+                generic = _json_generic(raw, name)  # integers msgspec cannot hold
         except msgspec.DecodeError:
             generic = _generic(raw, name)  # says where the text breaks (or reads it as YAML)
         else:
             _check_json_keys(raw, name)
             return doc, b"\\" in raw
     else:
+        failed = None
         generic = _generic(raw, name)
     if not isinstance(generic, Mapping):
         raise bad(name, "a mapping at the top level", generic)
     try:
-        return decode_object(generic, doc_type, labels, precheck), True
+        return decode_object(generic, doc_type, labels, precheck, failed), True
     except InvalidInputError as e:
         raise e.within(name) from None
 
