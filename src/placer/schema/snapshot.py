@@ -267,23 +267,49 @@ class _Exact:
                 )
             gmem[idx] = total
 
-    def all(self, nodes: list[Node]) -> None:
-        """Check every node in order, then names: raise the first fault of the document."""
-        for i, n in enumerate(nodes):
+    def all(self, nodes: list[Node], start: int = 0) -> None:
+        """Check every node from ``start`` in order, then its name: raise the first fault."""
+        for i in range(start, len(nodes)):
+            n = nodes[i]
             try:
                 self.node(n, i)
             except InvalidInputError as e:
                 raise nest(e, f"nodes[{i}]") from None
-            first = self.node_seen.setdefault(n.name, i)
-            if first != i:
-                raise InvalidInputError(f"nodes[{i}].name", f"duplicate node name {n.name!r}, first at nodes[{first}]")
-            for k, t in enumerate(n.taints):
-                for field_name, text in (("key", t.key), ("value", t.value)):
-                    if has_control(text):
-                        raise control_error(f"nodes[{i}].taints[{k}].{field_name}", text)
-            for key, value in n.labels.items():
-                if has_control(key) or has_control(value):
-                    raise control_error(f"nodes[{i}].labels", key if has_control(key) else value)
+            self.node_name(n, i)
+
+    def node_name(self, n: Node, i: int) -> None:
+        """The rules of a node's name and texts that span nodes (checked after the node)."""
+        first = self.node_seen.setdefault(n.name, i)
+        if first != i:
+            raise InvalidInputError(f"nodes[{i}].name", f"duplicate node name {n.name!r}, first at nodes[{first}]")
+        for k, t in enumerate(n.taints):
+            for field_name, text in (("key", t.key), ("value", t.value)):
+                if has_control(text):
+                    raise control_error(f"nodes[{i}].taints[{k}].{field_name}", text)
+        for key, value in n.labels.items():
+            if has_control(key) or has_control(value):
+                raise control_error(f"nodes[{i}].labels", key if has_control(key) else value)
+
+    def names(self, nodes: list[Node], stop: int) -> None:
+        """Only the name rules of the nodes before ``stop``, in the order :meth:`all` checks
+        them (their other rules held): raise the first fault, else remember the names."""
+        for i in range(stop):
+            n = nodes[i]
+            if has_control(n.name):
+                raise control_error(f"nodes[{i}].name", n.name)
+            for k, v in n.topology.items():
+                if has_control(v):
+                    raise control_error(f"nodes[{i}].topology.{k}", v)
+            for j, p in enumerate(n.pods):
+                if has_control(p.name):
+                    raise control_error(f"nodes[{i}].pods[{j}].name", p.name)
+                first = self.pod_seen.setdefault(p.name, (i, j))
+                if first != (i, j):
+                    raise InvalidInputError(
+                        f"nodes[{i}].pods[{j}].name",
+                        f"duplicate pod name {p.name!r}, first at nodes[{first[0]}].pods[{first[1]}]",
+                    )
+            self.node_name(n, i)
 
 
 def _out_of_range(v: int, ngpus: int, where: str) -> NoReturn:
@@ -337,6 +363,7 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
     pod_names: set[str] = set()
     add_pod = pod_names.add
     pod_count = 0
+    i = 0
     try:
         for i, n in enumerate(nodes):
             info = empty if n.type is None else plain_get(n.type)
@@ -378,12 +405,17 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
             for p in pods:
                 add_pod(p.name)
             pod_count += len(pods)
+        i = len(nodes)
         if len(pod_names) != pod_count or len({n.name for n in nodes}) != len(nodes):
             raise InvalidInputError("", "a name is repeated")
         if check_names and _any_control(nodes, exact.types):
             raise InvalidInputError("", "a name holds a control character")
     except InvalidInputError:
-        _Exact(exact.types, exact.levels).all(nodes)
+        # nodes before i passed every rule but those between names: check those, then
+        # everything from node i on, in document order
+        again = _Exact(exact.types, exact.levels)
+        again.names(nodes, i)
+        again.all(nodes, i)
         raise  # pragma: no cover - the exact pass raises the fault the first pass found
 
 
