@@ -20,6 +20,7 @@ import pytest
 import placer
 from placer import gpusets
 from placer.cluster import Cluster
+from placer.kernel.tables import clear_tables
 from reference import reference_select, set_score
 from workloads import (
     GPU_TOPOLOGIES,
@@ -122,8 +123,7 @@ def test_brute_force(benchmark, name, mask, objective, size):
 
 
 def _clear_tables():
-    gpusets._tables.clear()
-    gpusets._subset_scores.clear()
+    clear_tables()
     return (), {}
 
 

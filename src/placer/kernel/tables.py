@@ -12,7 +12,7 @@ import numpy as np
 from placer.kernel._core import MAX_TABLE_GPUS, gpu_choice_tables, gpu_choose, gpu_split_table, gpu_subset_scores
 from placer.topology import GpuTopology
 
-__all__ = ["MAX_TABLE_GPUS", "GpuTables", "tables_for", "choose_gpus"]
+__all__ = ["MAX_TABLE_GPUS", "GpuTables", "tables_for", "choose_gpus", "clear_tables"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +67,9 @@ def choose_gpus(tables: GpuTables, free: int, required: int, objective: int) -> 
     """The chosen GPU mask among ``free`` that holds ``required`` (objective 0: tiling,
     1: best-set); 0 when no set of the tables' size holds them."""
     return int(gpu_choose(tables.subset_score, tables.split, tables.pair, tables.size, free, required, objective))
+
+
+def clear_tables() -> None:
+    """Forget every table built so far (the next use builds them again)."""
+    _tables.clear()
+    _subset_scores.clear()
