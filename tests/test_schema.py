@@ -18,7 +18,7 @@ from placer import schema
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_QUANTITY, MAX_REPLICAS, MAX_REQUEST_PODS
-from placer.schema._jsonkeys import first_duplicate_key
+from placer.schema.files import first_duplicate_key
 from placer.schema.documents import LABELS, SnapshotDoc
 from placer.schema.snapshot import snapshot_from_doc
 

@@ -9,6 +9,13 @@ from typing import Mapping
 
 __all__ = [
     "RESOURCE_REASONS",
+    "UNSCHEDULABLE",
+    "SELECTOR",
+    "GPU_MODEL",
+    "NO_GPU",
+    "NICS",
+    "untolerated_taint",
+    "insufficient",
     "kube_reason",
     "gang_member_failed",
     "gang_level_short",
@@ -25,6 +32,23 @@ RESOURCE_REASONS = (
     "Insufficient GPU memory",
 )
 """The resources a node may lack, in the order of the kernel's shortfall counters (``R_*``)."""
+
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+GPU_MODEL = "node(s) didn't match Pod's GPU model"
+NO_GPU = RESOURCE_REASONS[3]
+NICS = "Insufficient NICs"
+
+
+def untolerated_taint(key: str, value: str) -> str:
+    """A node's taint the pod does not tolerate, as kube-scheduler words it."""
+    return f"node(s) had untolerated taint {{{key}: {value}}}" if value else f"node(s) had untolerated taint {{{key}}}"
+
+
+def insufficient(resource: str) -> str:
+    """An extended resource no node has enough of."""
+    return f"Insufficient {resource}"
 
 
 def kube_reason(total_nodes: int, counts: Mapping[str, int]) -> str:

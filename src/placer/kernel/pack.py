@@ -21,6 +21,7 @@ import numpy as np
 from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch
 from placer.model import ClusterSnapshot, Node, PodRequest, Taint, Toleration
+from placer import reasons as wording
 from placer.reasons import RESOURCE_REASONS
 from placer.topology import GpuTopology, Nic
 
@@ -63,10 +64,6 @@ def node_bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
 def bitset_nodes(bits: np.ndarray, n_nodes: int) -> np.ndarray:
     """A node bitset back as a boolean mask of ``n_nodes`` nodes."""
     return np.unpackbits(bits.view(np.uint8), bitorder="little")[:n_nodes].astype(bool)
-
-
-def _taint_text(taint: Taint) -> str:
-    return f"{{{taint.key}: {taint.value}}}" if taint.value else f"{{{taint.key}}}"
 
 
 @dataclass
@@ -205,28 +202,28 @@ class PackedCluster:
                 reason_of[hit] = names.index(reason)
                 alive[hit] = False
 
-        reject(self.unschedulable, "node(s) were unschedulable")
+        reject(self.unschedulable, wording.UNSCHEDULABLE)
         sets, set_of = self._taint_sets_index()
         for set_id, taints in enumerate(sets):
             blocking = _first_untolerated(taints, pod.tolerations)
             if blocking is not None:
-                reject(set_of == set_id, f"node(s) had untolerated taint {_taint_text(blocking)}")
+                reject(set_of == set_id, wording.untolerated_taint(blocking.key, blocking.value))
         if pod.node_selector:
             selected = np.ones(self.n_nodes, dtype=bool)
             for k, v in pod.node_selector.items():
                 selected &= self._label_match(k, v)
-            reject(~selected, "node(s) didn't match Pod's node affinity/selector")
+            reject(~selected, wording.SELECTOR)
         model_mask = self.model_mask(pod.gpu_models, pod.gpus)
         if pod.gpus:
             model_id = self.arrays["model_id"]
-            reject(model_id == 0, "Insufficient nvidia.com/gpu")
+            reject(model_id == 0, wording.NO_GPU)
             allowed = ((model_mask >> model_id) & 1).astype(bool)
-            reject(~allowed, "node(s) didn't match Pod's GPU model")
+            reject(~allowed, wording.GPU_MODEL)
         if pod.nics:
-            reject(self.arrays["nic_count"] < pod.nics, "Insufficient NICs")
+            reject(self.arrays["nic_count"] < pod.nics, wording.NICS)
         for name, count in sorted(pod.resources.items()):
             free = self.extended_free.get(name)
-            reject(np.ones(self.n_nodes, dtype=bool) if free is None else free < count, f"Insufficient {name}")
+            reject(np.ones(self.n_nodes, dtype=bool) if free is None else free < count, wording.insufficient(name))
         return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons, reason_of, names)
 
 

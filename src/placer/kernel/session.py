@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from placer import reasons
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.kernel import pack
@@ -419,12 +420,12 @@ class KernelSession:
         if free.pods is not None and free.pods < 1:
             return "no pod slot left"
         if free.cpu_milli is not None and free.cpu_milli < pod.cpu_milli:
-            return "Insufficient cpu"
+            return reasons.RESOURCE_REASONS[0]
         if free.memory_mib is not None and free.memory_mib < pod.memory_mib:
-            return "Insufficient memory"
+            return reasons.RESOURCE_REASONS[1]
         for name, count in pod.resources.items():
             if self.extended_free(name, node) < count:
-                return f"Insufficient {name}"
+                return reasons.insufficient(name)
         if len(gpus) != pod.gpus or any(not 0 <= g < len(free.gpu_milli) for g in gpus) or len(set(gpus)) != len(gpus):
             return f"needs {pod.gpus} GPU index(es) on the node, got {list(gpus)}"
         for g in gpus:

@@ -29,7 +29,15 @@ from placer.schema.errors import (
     value_at,
 )
 
-__all__ = ["read_bytes", "load_document", "decode_source", "decode_object", "gc_paused", "PathLike"]
+__all__ = [
+    "read_bytes",
+    "load_document",
+    "decode_source",
+    "decode_object",
+    "first_duplicate_key",
+    "gc_paused",
+    "PathLike",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Check = Callable[[Any], None]
