@@ -190,9 +190,10 @@ class Cluster:
 
     def _run(self, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
         session = self._session
-        for i, pod in enumerate(request.pods):
-            if session.holds(pod.name):
-                raise InvalidInputError(f"pods[{i}].name", f"pod {pod.name!r} is already bound")
+        taken = session.held_among(pod.name for pod in request.pods)
+        if taken:
+            i = next(i for i, pod in enumerate(request.pods) if pod.name in taken)
+            raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
         rng = np.array([request.seed], dtype=np.uint64)
         session.prepare(policy, request.pods, request.seed)
         assignments: list[Assignment] = []
@@ -209,7 +210,7 @@ class Cluster:
             else:
                 run = session.place(step.pods, policy, rng, step.group_end or None)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
-        self._decided.update((pod.name, pod) for pod, _, _ in placed)
+        self._decided.update([(pod.name, pod) for pod, _, _ in placed])
         if keep:
             session.hold_all(placed)
         else:
@@ -269,11 +270,7 @@ class Cluster:
             else:
                 failed = True
         if failed:
-            unschedulable.extend(
-                Unschedulable(pod.name, reason)
-                for pod, _, _, reason, _ in gangs.run_outcomes(self._session, pods, run)
-                if reason
-            )
+            unschedulable.extend(gangs.run_failures(self._session, pods, run))
 
     # ------------------------------------------------------------------ state changes
 

@@ -23,7 +23,7 @@ import numpy as np
 from placer import reasons
 from placer.domains import Domains, Hierarchy
 from placer.kernel import KernelSession, Run
-from placer.model import GangResult, GangSpec, PodRequest
+from placer.model import GangResult, GangSpec, PodRequest, Unschedulable
 from placer.policies import Policy
 
 if TYPE_CHECKING:
@@ -535,6 +535,15 @@ def run_outcomes(session: KernelSession, pods: Sequence[PodRequest], run: Run, g
             reason = line if gang is None else reasons.gang_member_failed(gang, k, len(pods), pods[k].name, line)
         out.append((pod, node, run.masks[j], reason, run.nics[j]))
     return out
+
+
+def run_failures(session: KernelSession, pods: Sequence[PodRequest], run: Run) -> list[Unschedulable]:
+    """The pods of a run of independent pods that were not placed, each with its reason."""
+    return [
+        Unschedulable(pods[j].name, reasons.kube_reason(session.n_nodes, run.reasons(run.failed_at[j])))
+        for j, node in enumerate(run.nodes)
+        if node < 0
+    ]
 
 
 def place_gang_step(

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Union
 from placer.cluster import Cluster
 from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult
 from placer.policies import Policy
+from placer.schema.files import gc_paused
 
 __all__ = ["place"]
 
@@ -40,4 +41,5 @@ def place(
     PlacementResult
         Every pod either assigned (node and GPU indices) or unschedulable with a reason.
     """
-    return Cluster(snapshot).schedule(request, policy=policy, seed=seed)
+    with gc_paused():  # everything built here is acyclic: collections would only cost time
+        return Cluster(snapshot).schedule(request, policy=policy, seed=seed)

@@ -12,7 +12,7 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch
-from placer.model import ClusterSnapshot, Node, PodRequest, Taint, Toleration
+from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
 from placer.reasons import RESOURCE_REASONS
 from placer.topology import GpuTopology, Nic
@@ -117,6 +117,8 @@ class PackedCluster:
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None
+    running: list[RunningPod] = field(default_factory=list)  # the snapshot's pods, node by node
+    running_node: list[int] = field(default_factory=list)  # the node of each
 
     @property
     def n_nodes(self) -> int:
@@ -243,10 +245,10 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     """
     nodes = snapshot.nodes
     n = len(nodes)
-    hardware = [node.hardware for node in nodes]
+    hardware = list(map(attrgetter("hardware"), nodes))
     ids = list(map(id, hardware))
     index = {key: k for k, key in enumerate(dict.fromkeys(ids))}
-    hw_idx = [index[key] for key in ids]
+    hw_idx = list(map(index.__getitem__, ids))
     hw_of = np.array(hw_idx, dtype=np.intp)
     first_node = np.unique(hw_of, return_index=True)[1].tolist() if n else []
     distinct: list[Any] = [hardware[i] for i in first_node]
@@ -290,7 +292,10 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     present = np.arange(stride) < gpu_count[:, None].astype(np.intp)
     gpu_free_milli = np.where(present, 1000, 0).astype(MILLI)
     gpu_free_mem = np.where(present, gpu_mem_cap[:, None], 0).astype(MIB32)
-    unhealthy_at = [(i, g) for i, node in enumerate(nodes) if node.unhealthy_gpus for g in node.unhealthy_gpus]
+    unhealthy_at = (
+        [(i, g) for i, node in enumerate(nodes) if node.unhealthy_gpus for g in node.unhealthy_gpus]
+        if any(map(attrgetter("unhealthy_gpus"), nodes)) else []
+    )
     if unhealthy_at:
         rows, cols = np.array(unhealthy_at, dtype=np.intp).T
         gpu_free_milli[rows, cols] = 0
@@ -298,24 +303,24 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
 
     # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
     tag_count = np.zeros((n, stride + 1), dtype=INT)
-    owner = [i for i, node in enumerate(nodes) if node.pods for _ in node.pods]
-    running = [p for node in nodes if node.pods for p in node.pods]
+    pods_of = list(map(attrgetter("pods"), nodes))
+    running = list(chain.from_iterable(pods_of))
+    at = np.repeat(np.arange(n, dtype=np.intp), np.fromiter(map(len, pods_of), dtype=np.intp, count=n))
     if running:
-        at = np.array(owner, dtype=np.intp)
         np.subtract.at(cpu_free, at, _column(running, "cpu_milli", BIG))
         np.subtract.at(mem_free, at, _column(running, "memory_mib", BIG))
         pods_free -= np.bincount(at, minlength=n).astype(INT)
-        held = np.array([len(p.gpus) for p in running], dtype=np.intp)
+        gpu_lists = list(map(attrgetter("gpus"), running))
+        held = np.fromiter(map(len, gpu_lists), dtype=np.intp, count=len(running))
         if held.any():
-            gpus = np.array(list(chain.from_iterable(p.gpus for p in running)), dtype=np.intp)
+            gpus = np.fromiter(chain.from_iterable(gpu_lists), dtype=np.intp, count=int(held.sum()))
             gpu_free_milli[np.repeat(at, held), gpus] = 0
             with_gpus = held > 0
             cells = at[with_gpus] * (stride + 1) + held[with_gpus]
             tag_count += np.bincount(cells, minlength=n * (stride + 1)).reshape(n, stride + 1).astype(INT)
-        shared = [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib]
-        if shared:
-            for k in shared:
-                i, p = owner[k], running[k]
+        if any(map(attrgetter("gpu_shares"), running)) or any(map(attrgetter("gpu_memory_mib"), running)):
+            for k in [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib]:
+                i, p = int(at[k]), running[k]
                 for g, m in p.gpu_shares.items():
                     gpu_free_milli[i, g] -= m
                 tag_count[i, 0] += len(p.gpu_shares)
@@ -354,22 +359,24 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "tag_count": tag_count,
         "tag_kinds": (tag_count > 0).sum(axis=1, dtype=INT),
     }
-    names = [node.name for node in nodes]
+    names = list(map(attrgetter("name"), nodes))
     packed = PackedCluster(
         node_names=names,
-        node_index={name: i for i, name in enumerate(names)},
+        node_index=dict(zip(names, range(n))),
         model_names=model_names,
         arrays=arrays,
         nodes=nodes,
-        unschedulable=np.fromiter((node.unschedulable for node in nodes), dtype=bool, count=n),
+        unschedulable=np.fromiter(map(attrgetter("unschedulable"), nodes), dtype=bool, count=n),
         n_words=n_words,
         kinds=kinds,
+        running=running,
+        running_node=at.tolist(),
     )
-    for i in [i for i, node in enumerate(nodes) if node.resources]:
+    for i in compress(range(n), map(attrgetter("resources"), nodes)):
         for name, amount in nodes[i].resources.items():
             packed.extended_free.setdefault(name, np.zeros(n, dtype=np.int64))[i] += amount.allocatable
-    for i, p in [(i, p) for i, p in zip(owner, running) if p.resources]:
-        packed.use_resources(i, p.resources, 1)
+    for k in compress(range(len(running)), map(attrgetter("resources"), running)):
+        packed.use_resources(int(at[k]), running[k].resources, 1)
     refresh_derived(packed)
     return packed
 

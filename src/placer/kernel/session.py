@@ -10,6 +10,7 @@ array by name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -141,9 +142,9 @@ class KernelSession:
             if kind.nics:
                 self._kernel.set_nics(t, kind.nic_classes())
         # pod name -> (node, what it holds): a running pod's record, or (request, GPU mask)
-        self._held: dict[str, tuple[int, Any]] = {
-            pod.name: (i, pod) for i, node in enumerate(snapshot.nodes) if node.pods for pod in node.pods
-        }
+        self._held: dict[str, tuple[int, Any]] = dict(
+            zip(map(attrgetter("name"), p.running), zip(p.running_node, p.running))
+        )
         self._workload: Workload | None = None
         self._packing: PackingGuide | None = None
         self._rank: np.ndarray | None = None
@@ -408,7 +409,11 @@ class KernelSession:
 
     def hold_all(self, placed: Iterable[tuple[PodRequest, int, int]]) -> None:
         """:meth:`hold` each (pod, node, GPU mask)."""
-        self._held.update((pod.name, (node, (pod, mask))) for pod, node, mask in placed)
+        self._held.update([(pod.name, (node, (pod, mask))) for pod, node, mask in placed])
+
+    def held_among(self, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` are pods that are bound or running now."""
+        return self._held.keys() & set(names)
 
     def holds(self, name: str) -> bool:
         """Whether a pod of this name is bound or running."""

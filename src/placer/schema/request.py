@@ -96,6 +96,42 @@ def _gang_spec(name: str, g: GangDoc) -> GangSpec:
     )
 
 
+def _expand(
+    entries: Sequence[PodDoc], gangs: Mapping[str, GangSpec], gang_size: dict[str, int]
+) -> tuple[list[PodRequest], list[int]]:
+    """The pods of the entries, replicas expanded, and each pod's entry index; counts the
+    pods of every gang into ``gang_size``."""
+    for i, d in enumerate(entries):
+        if d.replicas is not None and d.replicas > MAX_REPLICAS:
+            raise InvalidInputError(
+                f"pods[{i}].replicas", f"expected at most {MAX_REPLICAS} replicas of one pod, got {d.replicas}"
+            )
+    total = sum(1 if d.replicas is None else d.replicas for d in entries)
+    if total > MAX_REQUEST_PODS:
+        raise InvalidInputError(
+            "pods", f"the pods expand to {total} pods (replicas included), over the limit of {MAX_REQUEST_PODS}"
+        )
+    pods: list[PodRequest] = []
+    origin: list[int] = []
+    for i, d in enumerate(entries):
+        try:
+            made = _pods(d, gangs)
+        except InvalidInputError as e:
+            _names(entries[:i], pods, origin)  # a fault of an earlier entry comes first
+            raise nest(e, f"pods[{i}]") from None
+        if type(made) is PodRequest:
+            pods.append(made)
+            origin.append(i)
+            if d.gang is not None:
+                gang_size[d.gang] += 1
+        else:
+            pods.extend(made)
+            origin.extend([i] * len(made))
+            if d.gang is not None:
+                gang_size[d.gang] += len(made)
+    return pods, origin
+
+
 def _names(entries: Sequence[PodDoc], pods: Sequence[PodRequest], origin: Sequence[int]) -> None:
     """Raise at the first entry whose name holds a control character or repeats a name."""
     if len({p.name for p in pods}) == len(pods) and not has_control("".join(d.name for d in entries)):
@@ -140,36 +176,23 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         except InvalidInputError as e:
             raise nest(e, f"gangs.{name}") from None
 
-    for i, d in enumerate(doc.pods):
-        if d.replicas is not None and d.replicas > MAX_REPLICAS:
-            raise InvalidInputError(
-                f"pods[{i}].replicas", f"expected at most {MAX_REPLICAS} replicas of one pod, got {d.replicas}"
-            )
-    total = sum(1 if d.replicas is None else d.replicas for d in doc.pods)
-    if total > MAX_REQUEST_PODS:
-        raise InvalidInputError(
-            "pods", f"the pods expand to {total} pods (replicas included), over the limit of {MAX_REQUEST_PODS}"
-        )
+    entries = doc.pods
     pods: list[PodRequest] = []
-    origin: list[int] = []
+    origin: Sequence[int]
     gang_size = dict.fromkeys(gangs, 0)
-    for i, d in enumerate(doc.pods):
-        try:
-            made = _pods(d, gangs)
-        except InvalidInputError as e:
-            _names(doc.pods[:i], pods, origin)  # a fault of an earlier entry comes first
-            raise nest(e, f"pods[{i}]") from None
-        if type(made) is PodRequest:
-            pods.append(made)
-            origin.append(i)
-            if d.gang is not None:
-                gang_size[d.gang] += 1
-        else:
-            pods.extend(made)
-            origin.extend([i] * len(made))
-            if d.gang is not None:
-                gang_size[d.gang] += len(made)
-    _names(doc.pods, pods, origin)
+    if not any(
+        d.replicas is not None or d.tolerations or d.gang is not None or d.nics or (d.gpu_milli < MILLI and d.gpus != 1)
+        for d in entries
+    ):  # the common request: one pod per entry, nothing to cross-check
+        pods = [
+            PodRequest(d.name, d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib,
+                       d.node_selector, (), d.priority, None, 0, d.resources)
+            for d in entries
+        ]
+        origin = range(len(entries))
+    else:
+        pods, origin = _expand(entries, gangs, gang_size)
+    _names(entries, pods, origin)
 
     for name, spec in gangs.items():
         n = gang_size[name]
