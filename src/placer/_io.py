@@ -11,7 +11,7 @@ from typing import Any, Union
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["bundled_file", "dump_json", "read_text", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["bundled_file", "dump_json", "read_text", "read_utf8", "write_bytes_atomic", "write_text_atomic"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -23,6 +23,14 @@ def read_text(path: PathLike, source: str | None = None) -> str:
     unreadable, and ``source:line`` (``source`` defaults to the path) for bytes that are
     not UTF-8.
     """
+    return read_utf8(path, source).decode("utf-8")
+
+
+def read_utf8(path: PathLike, source: str | None = None) -> bytes:
+    """The bytes of a file that holds UTF-8 text (a leading byte-order mark dropped).
+
+    Raises as :func:`read_text` does.
+    """
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
@@ -33,13 +41,17 @@ def read_text(path: PathLike, source: str | None = None) -> str:
         raise InvalidInputError(name, "expected a file, got a directory") from None
     except OSError as e:
         raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise InvalidInputError(
-            f"{source or name}:{line}", f"expected UTF-8 text, got byte 0x{raw[e.start]:02x}"
-        ) from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise InvalidInputError(
+                f"{source or name}:{line}", f"expected UTF-8 text, got byte 0x{raw[e.start]:02x}"
+            ) from None
+    return raw
 
 
 def bundled_file(*parts: str) -> Path | None:

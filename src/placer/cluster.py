@@ -225,23 +225,22 @@ class Cluster:
         assignments: list[Assignment],
         unschedulable: list[Unschedulable],
     ) -> None:
-        names = self._session.node_names
-        nic_names = self._session.nic_names
         for pod, node, mask, reason, nic_mask in outcome:
             if node >= 0:
                 placed.append((pod, node, mask))
-                assignments.append(
-                    Assignment(
-                        pod.name,
-                        names[node],
-                        mask_to_indices(mask),
-                        pod.gpu_milli if pod.shared else None,
-                        pod.gang,
-                        nic_names(node, nic_mask),
-                    )
-                )
+                assignments.append(self._assignment(pod, node, mask, nic_mask))
             else:
                 unschedulable.append(Unschedulable(pod.name, reason))
+
+    def _assignment(self, pod: PodRequest, node: int, mask: int, nic_mask: int) -> Assignment:
+        return Assignment(
+            pod.name,
+            self._session.node_names[node],
+            mask_to_indices(mask),
+            pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None,
+            pod.gang,
+            self._session.nic_names(node, nic_mask) if nic_mask else (),
+        )
 
     def _collect_run(
         self,
@@ -251,22 +250,12 @@ class Cluster:
         assignments: list[Assignment],
         unschedulable: list[Unschedulable],
     ) -> None:
-        names = self._session.node_names
-        nic_names = self._session.nic_names
+        assignment = self._assignment
         failed = False
         for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
             if node >= 0:
                 placed.append((pod, node, mask))
-                assignments.append(
-                    Assignment(
-                        pod.name,
-                        names[node],
-                        mask_to_indices(mask),
-                        pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None,
-                        pod.gang,
-                        nic_names(node, nic_mask) if nic_mask else (),
-                    )
-                )
+                assignments.append(assignment(pod, node, mask, nic_mask))
             else:
                 failed = True
         if failed:

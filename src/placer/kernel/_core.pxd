@@ -121,26 +121,29 @@ cdef class Kernel:
     cdef object _packing
     cdef object _node_version
 
-    cdef void _place_all(self, int32_t n_pods, int policy, const int32_t[::1] gpus,
-                         const int32_t[::1] milli, const int32_t[::1] gpu_mem, const int32_t[::1] nics,
-                         const int64_t[::1] cpu, const int64_t[::1] mem, const uint64_t[::1] models,
-                         const int32_t[::1] klass, const int32_t[::1] group_end,
-                         const uint64_t[:, ::1] elig, const uint64_t[::1] allowed, uint64_t[::1] rng_state,
-                         int32_t[::1] out_node, uint64_t[::1] out_gpus, uint64_t[::1] out_nics,
-                         int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons, double* trace,
-                         const int32_t[::1] shape_of) noexcept
+    cdef void _place_all(self, const BatchView* b, int policy, const uint64_t[::1] allowed,
+                         uint64_t[::1] rng_state, int32_t[::1] out_node, uint64_t[::1] out_gpus,
+                         uint64_t[::1] out_nics, int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons,
+                         double* trace, const int32_t[::1] shape_of) noexcept
+
+
+cdef struct BatchView:
+    # the columns of a PodBatch, one value per pod
+    int32_t size
+    int32_t n_words                 # words of a node bitset
+    const int32_t* gpus
+    const int32_t* milli
+    const int32_t* gpu_mem
+    const int64_t* cpu
+    const int64_t* mem
+    const int32_t* nics
+    const uint64_t* models          # allowed GPU model ids, a bitmask
+    const int32_t* klass            # row of ``eligible``
+    const int32_t* group_end        # pods i .. group_end[i]-1 form one all-or-nothing group
+    const uint64_t* eligible        # [class * n_words + word]: statically eligible nodes
 
 
 cdef class PodBatch:
     cdef readonly int32_t size
     cdef readonly tuple arrays
-    cdef const int32_t[::1] v_gpus
-    cdef const int32_t[::1] v_milli
-    cdef const int32_t[::1] v_gpu_mem
-    cdef const int32_t[::1] v_nics
-    cdef const int64_t[::1] v_cpu
-    cdef const int64_t[::1] v_mem
-    cdef const uint64_t[::1] v_models
-    cdef const int32_t[::1] v_klass
-    cdef const int32_t[::1] v_group_end
-    cdef const uint64_t[:, ::1] v_eligible
+    cdef BatchView view

@@ -851,22 +851,22 @@ cdef class PodBatch:
     """
 
     def __init__(self, gpus, milli, gpu_mem, cpu, mem, nics, models, klass, group_end, eligible):
-        self.v_gpus = gpus
-        self.v_milli = milli
-        self.v_gpu_mem = gpu_mem
-        self.v_cpu = cpu
-        self.v_mem = mem
-        self.v_nics = nics
-        self.v_models = models
-        self.v_klass = klass
-        self.v_group_end = group_end
-        self.v_eligible = eligible
-        self.size = self.v_gpus.shape[0]
-        if (self.v_milli.shape[0] != self.size or self.v_gpu_mem.shape[0] != self.size
-                or self.v_nics.shape[0] != self.size or self.v_klass.shape[0] != self.size
-                or self.v_group_end.shape[0] != self.size or self.v_cpu.shape[0] != self.size
-                or self.v_mem.shape[0] != self.size or self.v_models.shape[0] != self.size):
-            raise ValueError("every column of a pod batch needs one value per pod")
+        cdef int32_t n = len(gpus)
+        if len(eligible.shape) != 2:
+            raise ValueError("eligible is one node bitset per class (classes x words)")
+        self.view.size = n
+        self.view.n_words = eligible.shape[1]
+        self.view.gpus = <const int32_t*>_column(gpus, np.int32, n)
+        self.view.milli = <const int32_t*>_column(milli, np.int32, n)
+        self.view.gpu_mem = <const int32_t*>_column(gpu_mem, np.int32, n)
+        self.view.cpu = <const int64_t*>_column(cpu, np.int64, n)
+        self.view.mem = <const int64_t*>_column(mem, np.int64, n)
+        self.view.nics = <const int32_t*>_column(nics, np.int32, n)
+        self.view.models = <const uint64_t*>_column(models, np.uint64, n)
+        self.view.klass = <const int32_t*>_column(klass, np.int32, n)
+        self.view.group_end = <const int32_t*>_column(group_end, np.int32, n)
+        self.view.eligible = <const uint64_t*>_ptr(eligible, np.uint64, eligible.size)
+        self.size = n
         self.arrays = (gpus, milli, gpu_mem, cpu, mem, nics, models, klass, group_end, eligible)
 
     @property
@@ -1074,16 +1074,6 @@ cdef class Kernel:
             NIC mask per placed pod (bit j = NIC j of the node's kind).
         """
         cdef int32_t n_pods = pods.size
-        cdef const int32_t[::1] gpus = pods.v_gpus
-        cdef const int32_t[::1] milli = pods.v_milli
-        cdef const int32_t[::1] gpu_mem = pods.v_gpu_mem
-        cdef const int32_t[::1] nics = pods.v_nics
-        cdef const int64_t[::1] cpu = pods.v_cpu
-        cdef const int64_t[::1] mem = pods.v_mem
-        cdef const uint64_t[::1] models = pods.v_models
-        cdef const int32_t[::1] klass = pods.v_klass
-        cdef const int32_t[::1] group_end = pods.v_group_end
-        cdef const uint64_t[:, ::1] elig = pods.v_eligible
         cdef const uint64_t[::1] allowed = self._all_nodes if restrict is None else restrict
         cdef uint64_t[::1] rng_state = rng
         out_node_arr = np.full(n_pods, -1, dtype=np.int32)
@@ -1109,7 +1099,7 @@ cdef class Kernel:
             score_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
             self.st.cache_stamp = <int32_t*>_ptr(stamp_arr, np.int32, stamp_arr.shape[0])
             self.st.cache_score = <int32_t*>_ptr(score_arr, np.int32, score_arr.shape[0])
-        if allowed.shape[0] != self.st.n_words or (n_pods and elig.shape[1] != self.st.n_words):
+        if allowed.shape[0] != self.st.n_words or (n_pods and pods.view.n_words != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
         self._check_policy(policy)
         self.st.rank = NULL
@@ -1118,8 +1108,7 @@ cdef class Kernel:
             self.st.rank = <const int32_t*>_ptr(rank, np.int32, self.st.n_nodes)
         self.st.n_shapes = n_shapes
         try:
-            self._place_all(n_pods, policy, gpus, milli, gpu_mem, nics, cpu, mem, models, klass,
-                            group_end, elig, allowed, rng_state, out_node, out_gpus, out_nics, failed,
+            self._place_all(&pods.view, policy, allowed, rng_state, out_node, out_gpus, out_nics, failed,
                             counts, reasons, trace, shape_of)
         finally:
             self.st.n_shapes = 0
@@ -1127,23 +1116,18 @@ cdef class Kernel:
             self.st.cache_score = NULL
         return out_node_arr, out_gpus_arr, failed_arr, counts_arr, out_nics_arr
 
-    cdef void _place_all(self, int32_t n_pods, int policy, const int32_t[::1] gpus,
-                         const int32_t[::1] milli, const int32_t[::1] gpu_mem, const int32_t[::1] nics,
-                         const int64_t[::1] cpu, const int64_t[::1] mem, const uint64_t[::1] models,
-                         const int32_t[::1] klass, const int32_t[::1] group_end,
-                         const uint64_t[:, ::1] elig, const uint64_t[::1] allowed, uint64_t[::1] rng_state,
-                         int32_t[::1] out_node, uint64_t[::1] out_gpus, uint64_t[::1] out_nics,
-                         int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons, double* trace,
-                         const int32_t[::1] shape_of) noexcept:
+    cdef void _place_all(self, const BatchView* b, int policy, const uint64_t[::1] allowed,
+                         uint64_t[::1] rng_state, int32_t[::1] out_node, uint64_t[::1] out_gpus,
+                         uint64_t[::1] out_nics, int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons,
+                         double* trace, const int32_t[::1] shape_of) noexcept:
         cdef int32_t i, j, k, end, n
         cdef Pod p
         with nogil:
             i = 0
-            while i < n_pods:
-                end = group_end[i]
+            while i < b.size:
+                end = b.group_end[i]
                 for j in range(i, end):
-                    load_pod(&p, j, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
-                    p.nics = nics[j]
+                    load_pod(&p, b, j)
                     if self.st.n_shapes:
                         p.shape = shape_of[j]
                     n = place_one(&self.st, &p, policy, &allowed[0], &rng_state[0], &out_gpus[j],
@@ -1152,8 +1136,7 @@ cdef class Kernel:
                     if n < 0:
                         if reasons:
                             count_reasons(&self.st, &p, &allowed[0], &counts[j, 0])
-                        undo_group(&self.st, i, j, out_node, out_gpus, failed,
-                                   gpus, milli, gpu_mem, cpu, mem, end)
+                        undo_group(&self.st, b, i, j, out_node, out_gpus, failed, end)
                         for k in range(i, end):
                             out_nics[k] = 0
                         break
@@ -1169,24 +1152,17 @@ cdef class Kernel:
         is as in :meth:`place_batch`. Returns int64 per node, with ``-2**63`` for a node
         that is not eligible or does not fit the pod.
         """
-        cdef const int32_t[::1] gpus = pods.v_gpus
-        cdef const int32_t[::1] milli = pods.v_milli
-        cdef const int32_t[::1] gpu_mem = pods.v_gpu_mem
-        cdef const int64_t[::1] cpu = pods.v_cpu
-        cdef const int64_t[::1] mem = pods.v_mem
-        cdef const uint64_t[::1] models = pods.v_models
-        cdef const int32_t[::1] klass = pods.v_klass
-        cdef const uint64_t[:, ::1] elig = pods.v_eligible
+
         cdef int32_t n
         cdef Pod p
         self._check_policy(policy)
         if not is_scored(policy):
             raise ValueError("node_scores is for the scored policies (fgd, fgd-pack and the study's baselines)")
-        if gpus.shape[0] < 1 or elig.shape[1] != self.st.n_words:
+        if pods.size < 1 or pods.view.n_words != self.st.n_words:
             raise ValueError("one pod and bitsets of the cluster's width are needed")
         out_arr = np.full(self.st.n_nodes, np.iinfo(np.int64).min, dtype=np.int64)
         cdef int64_t[::1] out = out_arr
-        load_pod(&p, 0, gpus, milli, gpu_mem, cpu, mem, models, klass, elig)
+        load_pod(&p, &pods.view, 0)
         p.nics = 0
         for n in range(self.st.n_nodes):
             if not ((p.eligible[n // 64] >> (n % 64)) & 1) or not node_fits(&self.st, n, &p):
@@ -1206,12 +1182,7 @@ cdef class Kernel:
         not fit (-1: all placed; then nothing is bound).
         """
         cdef int32_t n_pods = pods.size
-        cdef const int32_t[::1] gpus = pods.v_gpus
-        cdef const int32_t[::1] milli = pods.v_milli
-        cdef const int32_t[::1] gpu_mem = pods.v_gpu_mem
-        cdef const int32_t[::1] nics = pods.v_nics
-        cdef const int64_t[::1] cpu = pods.v_cpu
-        cdef const int64_t[::1] mem = pods.v_mem
+        cdef const BatchView* b = &pods.view
         cdef const int32_t[::1] where = node_of_pod
         out_gpus_arr = np.zeros(n_pods, dtype=np.uint64)
         out_nics_arr = np.zeros(n_pods, dtype=np.uint64)
@@ -1230,8 +1201,7 @@ cdef class Kernel:
                 raise IndexError("node index out of range")
         with nogil:
             for j in range(n_pods):
-                load_resources(&p, j, gpus, milli, gpu_mem, cpu, mem)
-                p.nics = nics[j]
+                load_resources(&p, b, j)
                 n = where[j]
                 if not node_fits(&self.st, n, &p):
                     failed = j
@@ -1239,7 +1209,7 @@ cdef class Kernel:
                 take(&self.st, n, &p, policy, &rng_state[0], &out_gpus[j], &out_nics[j])
             if failed >= 0:
                 for k in range(failed - 1, -1, -1):
-                    load_resources(&p, k, gpus, milli, gpu_mem, cpu, mem)
+                    load_resources(&p, b, k)
                     apply(&self.st, where[k], &p, out_gpus[k], -1, 1, is_shared(&p))
                     out_gpus[k] = 0
                     out_nics[k] = 0
@@ -1262,39 +1232,42 @@ cdef class Kernel:
         apply(&self.st, node, &p, gpu_mask, 1 if sign > 0 else -1, pod_slots, share)
 
 
-cdef inline void load_pod(Pod* p, int32_t j, const int32_t[::1] gpus, const int32_t[::1] milli,
-                          const int32_t[::1] gpu_mem, const int64_t[::1] cpu, const int64_t[::1] mem,
-                          const uint64_t[::1] models, const int32_t[::1] klass,
-                          const uint64_t[:, ::1] elig) noexcept nogil:
-    load_resources(p, j, gpus, milli, gpu_mem, cpu, mem)
-    p.models = models[j]
-    p.eligible = &elig[klass[j], 0]
-
-
-cdef inline void load_resources(Pod* p, int32_t j, const int32_t[::1] gpus, const int32_t[::1] milli,
-                                const int32_t[::1] gpu_mem, const int64_t[::1] cpu,
-                                const int64_t[::1] mem) noexcept nogil:
-    p.gpus = gpus[j]
-    p.milli = milli[j]
-    p.gpu_mem = gpu_mem[j]
-    p.cpu = cpu[j]
-    p.mem = mem[j]
+cdef inline void load_resources(Pod* p, const BatchView* b, int32_t j) noexcept nogil:
+    p.gpus = b.gpus[j]
+    p.milli = b.milli[j]
+    p.gpu_mem = b.gpu_mem[j]
+    p.cpu = b.cpu[j]
+    p.mem = b.mem[j]
+    p.nics = b.nics[j]
     p.shape = -1
 
 
-cdef void undo_group(NodeState* st, int32_t start, int32_t failed_pod, int32_t[::1] out_node,
-                     uint64_t[::1] out_gpus, int32_t[::1] failed, const int32_t[::1] gpus,
-                     const int32_t[::1] milli, const int32_t[::1] gpu_mem, const int64_t[::1] cpu,
-                     const int64_t[::1] mem, int32_t end) noexcept nogil:
+cdef inline void load_pod(Pod* p, const BatchView* b, int32_t j) noexcept nogil:
+    load_resources(p, b, j)
+    p.models = b.models[j]
+    p.eligible = b.eligible + <int64_t>b.klass[j] * b.n_words
+
+
+cdef void undo_group(NodeState* st, const BatchView* b, int32_t start, int32_t failed_pod,
+                     int32_t[::1] out_node, uint64_t[::1] out_gpus, int32_t[::1] failed,
+                     int32_t end) noexcept nogil:
     cdef int32_t k
     cdef Pod p
     for k in range(failed_pod - 1, start - 1, -1):
-        load_resources(&p, k, gpus, milli, gpu_mem, cpu, mem)
+        load_resources(&p, b, k)
         apply(st, out_node[k], &p, out_gpus[k], -1, 1, is_shared(&p))
     for k in range(start, end):
         out_node[k] = -1
         out_gpus[k] = 0
         failed[k] = failed_pod
+
+
+cdef void* _column(arr, dtype, Py_ssize_t size) except NULL:
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1:
+        raise ValueError(f"a pod batch column is a 1-d array of {np.dtype(dtype)}")
+    if arr.shape[0] != size:
+        raise ValueError("every column of a pod batch needs one value per pod")
+    return _ptr(arr, dtype, size)
 
 
 cdef void* _ptr(cnp.ndarray arr, dtype, Py_ssize_t size) except NULL:

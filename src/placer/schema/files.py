@@ -16,6 +16,7 @@ from typing import Any, Callable, TypeVar, Union
 import msgspec
 import yaml
 
+from placer._io import read_utf8
 from placer.exceptions import InvalidInputError
 from placer.schema._jsonkeys import first_duplicate_key
 from placer.schema.errors import (
@@ -42,7 +43,6 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 Check = Callable[[Any], None]
 _T = TypeVar("_T")
-_BOM = b"\xef\xbb\xbf"
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_INT_DIGITS = 4000  # longer integer literals are reported, never converted
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
@@ -57,25 +57,7 @@ def read_bytes(path: PathLike) -> bytes:
         Naming the path when the file is missing or unreadable, and ``path:line`` for
         bytes that are not UTF-8.
     """
-    name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise InvalidInputError(name, "no such file") from None
-    except IsADirectoryError:
-        raise InvalidInputError(name, "expected a file, got a directory") from None
-    except OSError as e:
-        raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
-    if raw.startswith(_BOM):
-        raw = raw[len(_BOM):]
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw.count(b"\n", 0, e.start) + 1
-            raise InvalidInputError(f"{name}:{line}", f"expected UTF-8 text, got byte 0x{raw[e.start]:02x}") from None
-    return raw
+    return read_utf8(path)
 
 
 class gc_paused:  # noqa: N801 - used as a context manager, like contextlib's
