@@ -47,7 +47,7 @@ def test_a_bind_that_names_a_pod_twice_binds_nothing():
 
 def test_bind_checks_the_exact_gpus():
     cluster = Cluster(one_node(held=(0,)))
-    a = cluster.place({"name": "a", "gpus": 1}).assignments[0]
+    cluster.place({"name": "a", "gpus": 1})
     for gpus, why in (((0,), "GPU 0 is not free"), ((1, 2), "needs 1 GPU"), ((9,), "needs 1 GPU")):
         with pytest.raises(InvalidInputError, match=why):
             cluster.bind(Assignment("a", "n0", gpus))

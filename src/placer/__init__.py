@@ -6,7 +6,7 @@ schedulable (fragmentation-aware policies), and explains why work is pending.
 from __future__ import annotations
 
 from placer import kernel  # noqa: F401 - the compiled kernel, checked at import
-from placer import schema
+from placer import schema  # noqa: F401 - registers the document decoders with the model
 from placer.cluster import Cluster, NodeFree
 from placer.diagnostics import check_placement
 from placer.exceptions import InvalidInputError, PlacerError, SolverError

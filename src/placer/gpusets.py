@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-import numpy as np
-
 from placer.exceptions import InvalidInputError, SolverError
 from placer.kernel.tables import MAX_TABLE_GPUS, GpuTables, choose_gpus, tables_for
 from placer.schema.checks import check_gpu_request

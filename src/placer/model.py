@@ -42,6 +42,7 @@ __all__ = [
     "TAINT_EFFECTS",
     "EMPTY",
     "HARDWARE_FIELDS",
+    "InlineHardware",
     "Taint",
     "Toleration",
     "NodeType",
@@ -99,12 +100,6 @@ TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 replace = msgspec.structs.replace
 """Return a copy of a model object with some fields changed (``replace(pod, gang=None)``)."""
-
-if TYPE_CHECKING:
-    _Hardware = NodeType
-else:  # the field is not decoded from JSON: a JSON ``hardware`` key is refused by the schema
-    _Hardware = Any
-
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
@@ -248,12 +243,39 @@ class ResourceAmount(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
         return {"capacity": self.capacity, "allocatable": self.allocatable}
 
 
-class Node(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
+if TYPE_CHECKING:
+    _Hardware = NodeType
+else:  # the field is not decoded from JSON: a JSON ``hardware`` key is refused by the schema
+    _Hardware = Any
+
+
+class InlineHardware(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """The hardware fields a node type or a node gives (``None`` where not given).
+
+    ``gpu_topology`` and ``nics`` hold the forms as written in the document.
+    """
+
+    gpus: Optional[GpuCount] = None
+    gpu_model: Optional[Name] = None
+    gpu_memory_mib: Optional[GpuMemory] = field(default=None, name="gpuMemoryMiB")
+    cpu_milli: Optional[Quantity] = None
+    memory_mib: Optional[Quantity] = field(default=None, name="memoryMiB")
+    max_pods: Optional[PodSlots] = None
+    gpu_topology: Optional[dict[str, Any]] = None
+    nics: Optional[list[dict[str, Any]]] = None
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The hardware fields given, by their JSON names."""
+        return _drop_none({key: getattr(self, attr) for key, attr in HARDWARE_FIELDS.items()})
+
+
+class Node(InlineHardware, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
     """One node of a snapshot.
 
     ``hardware`` is the effective hardware: the node type's fields with the node's inline
-    hardware fields (``gpus`` … ``nics``, ``None`` where not given; :attr:`overrides`) laid
-    over them. ``gpu_topology`` and ``nics`` hold the inline forms as written.
+    hardware fields (:class:`InlineHardware`, given by keyword; :attr:`overrides`) laid
+    over them.
     """
 
     name: Name
@@ -266,19 +288,6 @@ class Node(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="ca
     unhealthy_gpus: tuple[GpuIndexValue, ...] = ()
     pods: tuple[RunningPod, ...] = ()
     resources: Mapping[Name, ResourceAmount] = EMPTY
-    gpus: Optional[GpuCount] = None
-    gpu_model: Optional[Name] = None
-    gpu_memory_mib: Optional[GpuMemory] = field(default=None, name="gpuMemoryMiB")
-    cpu_milli: Optional[Quantity] = None
-    memory_mib: Optional[Quantity] = field(default=None, name="memoryMiB")
-    max_pods: Optional[PodSlots] = None
-    gpu_topology: Optional[dict[str, Any]] = None
-    nics: Optional[list[dict[str, Any]]] = None
-
-    @property
-    def overrides(self) -> dict[str, Any]:
-        """The inline hardware fields given for this node, by their JSON names."""
-        return _drop_none({key: getattr(self, attr) for key, attr in HARDWARE_FIELDS.items()})
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}

@@ -22,7 +22,6 @@ from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch
 from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
-from placer.reasons import RESOURCE_REASONS
 from placer.topology import GpuTopology, Nic
 
 KERNEL_ABI = 12  # compiled into _core by setup.py; an import against an older build fails

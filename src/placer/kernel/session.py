@@ -91,7 +91,7 @@ class Run:
         else:
             inside = np.unpackbits(self._only.view(np.uint8), bitorder="little")[: self._n_nodes].astype(bool)
             merged = ec.reasons_among(inside)
-        for name, count in zip(pack.RESOURCE_REASONS, self._counts[k].tolist()):
+        for name, count in zip(reasons.RESOURCE_REASONS, self._counts[k].tolist()):
             if count:
                 merged[name] = merged.get(name, 0) + count
         return merged

@@ -21,11 +21,11 @@ from placer.model import (
     SOLVERS,
     TAINT_EFFECTS,
     GpuCount,
+    InlineHardware,
     GpuMemory,
     Name,
     Node,
     NodeType,
-    PodSlots,
     Priority,
     Quantity,
     ResourceAmount,
@@ -58,15 +58,8 @@ class _Doc(Struct, forbid_unknown_fields=True, rename="camel"):
     """Base of the documents: unknown fields are refused, JSON names are camelCase."""
 
 
-class NodeTypeDoc(_Doc, frozen=True):
-    gpus: Optional[GpuCount] = None
-    gpu_model: Optional[Name] = None
-    gpu_memory_mib: Optional[GpuMemory] = field(default=None, name="gpuMemoryMiB")
-    cpu_milli: Optional[Quantity] = None
-    memory_mib: Optional[Quantity] = field(default=None, name="memoryMiB")
-    max_pods: Optional[PodSlots] = None
-    gpu_topology: Optional[dict[str, Any]] = None
-    nics: Optional[list[dict[str, Any]]] = None
+class NodeTypeDoc(InlineHardware, frozen=True):
+    """A node type: hardware fields only."""
 
 
 class SnapshotDoc(_Doc):

@@ -31,24 +31,6 @@ _EMPTY_HW = NodeType()
 # ----------------------------------------------------------------------------- hardware
 
 
-def _given(doc: Any) -> dict[str, Any]:
-    """The hardware fields given (not None) by a node type document or a node, by JSON name."""
-    return {
-        k: v
-        for k, v in (
-            ("gpus", doc.gpus),
-            ("gpuModel", doc.gpu_model),
-            ("gpuMemoryMiB", doc.gpu_memory_mib),
-            ("cpuMilli", doc.cpu_milli),
-            ("memoryMiB", doc.memory_mib),
-            ("maxPods", doc.max_pods),
-            ("gpuTopology", doc.gpu_topology),
-            ("nics", doc.nics),
-        )
-        if v is not None
-    }
-
-
 def _nics(v: Any, gpus: int) -> tuple[Nic, ...] | None:
     if v is None:
         return None
@@ -107,7 +89,7 @@ def _node_types(docs: Mapping[str, NodeTypeDoc]) -> dict[str, NodeType]:
         if has_control(name):
             raise control_error("nodeTypes", name)
         try:
-            types[name] = merge_hardware(_EMPTY_HW, _given(doc))
+            types[name] = merge_hardware(_EMPTY_HW, doc.overrides)
         except InvalidInputError as e:
             raise nest(e, f"nodeTypes.{name}") from None
     return types
@@ -140,7 +122,7 @@ class _Exact:
             if found is None:
                 raise InvalidInputError("type", f"unknown node type {tname!r}; nodeTypes has: {listing(self.types)}")
             base = found
-        given = _given(n)
+        given = n.overrides
         if not given:
             return base
         if "gpuTopology" in given or "nics" in given:
