@@ -20,7 +20,7 @@ import numpy as np
 
 from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch
-from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
+from placer.model import EMPTY, ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
 
@@ -306,8 +306,9 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     running = list(chain.from_iterable(pods_of))
     at = np.repeat(np.arange(n, dtype=np.intp), np.fromiter(map(len, pods_of), dtype=np.intp, count=n))
     if running:
-        np.subtract.at(cpu_free, at, _column(running, "cpu_milli", BIG))
-        np.subtract.at(mem_free, at, _column(running, "memory_mib", BIG))
+        # sums by bincount: float64 holds every sum exactly (quantities are below 2**53)
+        cpu_free -= np.bincount(at, _column(running, "cpu_milli", np.float64), minlength=n).astype(BIG)
+        mem_free -= np.bincount(at, _column(running, "memory_mib", np.float64), minlength=n).astype(BIG)
         pods_free -= np.bincount(at, minlength=n).astype(INT)
         gpu_lists = list(map(attrgetter("gpus"), running))
         held = np.fromiter(map(len, gpu_lists), dtype=np.intp, count=len(running))
@@ -317,7 +318,10 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
             with_gpus = held > 0
             cells = at[with_gpus] * (stride + 1) + held[with_gpus]
             tag_count += np.bincount(cells, minlength=n * (stride + 1)).reshape(n, stride + 1).astype(INT)
-        if any(map(attrgetter("gpu_shares"), running)) or any(map(attrgetter("gpu_memory_mib"), running)):
+        shares = list(map(attrgetter("gpu_shares"), running))
+        memories = list(map(attrgetter("gpu_memory_mib"), running))
+        # count() compares identity first: cheap for the shared EMPTY of pods without shares
+        if shares.count(EMPTY) != len(shares) or memories.count(EMPTY) != len(memories):
             for k in [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib]:
                 i, p = int(at[k]), running[k]
                 for g, m in p.gpu_shares.items():
