@@ -16,7 +16,7 @@ fit whatever the policy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -539,11 +539,17 @@ def run_outcomes(session: KernelSession, pods: Sequence[PodRequest], run: Run, g
 
 def run_failures(session: KernelSession, pods: Sequence[PodRequest], run: Run) -> list[Unschedulable]:
     """The pods of a run of independent pods that were not placed, each with its reason."""
-    return [
-        Unschedulable(pods[j].name, reasons.kube_reason(session.n_nodes, run.reasons(run.failed_at[j])))
-        for j, node in enumerate(run.nodes)
-        if node < 0
-    ]
+    worded: dict[Any, str] = {}  # pods turned away alike (one shape, no change between) share a line
+    out = []
+    for j, node in enumerate(run.nodes):
+        if node < 0:
+            k = run.failed_at[j]
+            key = run.reason_key(k)
+            line = worded.get(key)
+            if line is None:
+                line = worded[key] = reasons.kube_reason(session.n_nodes, run.reasons(k))
+            out.append(Unschedulable(pods[j].name, line))
+    return out
 
 
 def place_gang_step(

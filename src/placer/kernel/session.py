@@ -83,6 +83,10 @@ class Run:
     _only: np.ndarray | None
     _n_nodes: int
 
+    def reason_key(self, k: int) -> tuple[int, bytes]:
+        """Equal for pods that :meth:`reasons` counts alike (same class, same counts)."""
+        return int(self._klass[k]), self._counts[k].tobytes()
+
     def reasons(self, k: int) -> dict[str, int]:
         """Nodes per reason that turned pod ``k`` (a ``failed_at`` index) away."""
         ec = self._classes[int(self._klass[k])]
