@@ -134,6 +134,10 @@ def test_duplicate_key_scanner_on_its_own() -> None:
         (lambda d: d["nodes"][1]["pods"][0].update(name="x\ny"), "nodes[1].pods[0].name", "(U+000A)"),
         (lambda d: d["nodes"][0]["topology"].update(rack="r\u001b"), "nodes[0].topology.rack", "control characters"),
         (lambda d: d["nodes"][0].update(gpu=1), "nodes[0]", 'unknown field "gpu" (did you mean "gpus"?)'),
+        (lambda d: d["nodeTypes"]["a100"].update(gpuTopology={"nvswitch": True, "nvswich": True}),
+         "nodeTypes.a100.gpuTopology", 'unknown field "nvswich" (did you mean "nvswitch"?)'),
+        (lambda d: d["nodes"][3].update(nics=[{"name": "m", "matrix": ["PIX"] * 4, "gpus": 1}]),
+         "nodes[3].nics[0]", 'unknown field "gpus"'),
     ],
 )
 def test_hostile_snapshot_fields(tmp_path: Path, mutate: Any, where: str, what: str) -> None:

@@ -5,10 +5,11 @@ the adapters) words a value the same way.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MISSING", "HugeInt", "describe"]
+__all__ = ["MISSING", "HugeInt", "describe", "unknown_field"]
 
 MISSING: Any = object()
 """Stands for an absent value in messages (``got nothing``)."""
@@ -46,3 +47,17 @@ def describe(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "a list"
     return f"a {type(v).__name__}"
+
+
+def unknown_field(key: Any, fields: Iterable[str]) -> str:
+    """``unknown field "gpu" (did you mean "gpus"?)``: the known field it was probably meant to be."""
+    if type(key) is not str:
+        return f"unknown field {describe(key)}"
+    text = f'unknown field "{key}"'
+    fields = list(fields)
+    close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+    if not close:
+        folded = {f.lower(): f for f in fields}
+        if key.lower() in folded:
+            close = [folded[key.lower()]]
+    return text + (f' (did you mean "{close[0]}"?)' if close else "")

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from placer.exceptions import InvalidInputError
+from placer.messages import unknown_field
 from placer.topo_matrix import parse_topo_matrix
 
 __all__ = [
@@ -237,6 +238,9 @@ def _combine_pcie(
     return tuple(out)
 
 
+_TOPOLOGY_KEYS = ("matrix", "nvidiaSmiTopo", "nvidiaSmiTopoPcie", "nvswitch")
+
+
 def topology_from_spec(spec: Any, gpus: int | None = None, where: str = "gpuTopology") -> GpuTopology | None:
     """A :class:`GpuTopology` from any ``gpuTopology`` form of the snapshot format.
 
@@ -266,6 +270,9 @@ def topology_from_spec(spec: Any, gpus: int | None = None, where: str = "gpuTopo
         return spec
     if not isinstance(spec, Mapping):
         raise _bad(where, "a mapping with matrix, nvidiaSmiTopo or nvswitch", spec)
+    for key in spec:
+        if key not in _TOPOLOGY_KEYS:
+            raise InvalidInputError(where, unknown_field(key, _TOPOLOGY_KEYS))
     forms = [k for k in ("matrix", "nvidiaSmiTopo", "nvswitch") if spec.get(k) is not None]
     if not forms:
         return None
@@ -315,6 +322,9 @@ def nics_from_spec(spec: Any, gpus: int, where: str = "nics") -> tuple[Nic, ...]
         w = f"{where}[{k}]"
         if not isinstance(entry, Mapping):
             raise _bad(w, "a mapping with name and matrix", entry)
+        for key in entry:
+            if key not in ("name", "matrix"):
+                raise InvalidInputError(w, unknown_field(key, ("name", "matrix")))
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise _bad(f"{w}.name", "a non-empty string", name)

@@ -8,7 +8,6 @@ and for an unknown field the known one it was probably meant to be.
 """
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from placer.exceptions import InvalidInputError
-from placer.messages import MISSING, HugeInt, describe
+from placer.messages import MISSING, HugeInt, describe, unknown_field
 
 __all__ = [
     "MISSING",
@@ -229,7 +228,7 @@ def _walk(
             f = fields.get(key) if type(key) is str else None
             if f is None:
                 if t.forbid_unknown_fields or type(key) is not str:
-                    raise _Fault(where, _unknown_field(key, fields))
+                    raise _Fault(where, unknown_field(key, fields))
                 continue
             if value is None and not f.required:
                 continue  # null is the same as an absent key
@@ -261,18 +260,6 @@ def _walk(
             _walk(join_path(where, str(k)), t.value_type, x, labels, value_label, (*owner, "value"))
         return
     _check_scalar(where, t, v, label)
-
-
-def _unknown_field(key: Any, fields: Mapping[str, Any]) -> str:
-    if type(key) is not str:
-        return f"unknown field {describe(key)}"
-    text = f'unknown field "{key}"'
-    close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
-    if not close:
-        folded = {f.lower(): f for f in fields}
-        if key.lower() in folded:
-            close = [folded[key.lower()]]
-    return text + (f' (did you mean "{close[0]}"?)' if close else "")
 
 
 def first_fault(
