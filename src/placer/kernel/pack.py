@@ -245,6 +245,11 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     nodes = snapshot.nodes
     n = len(nodes)
     hardware = list(map(attrgetter("hardware"), nodes))
+    if None in hardware:
+        i = hardware.index(None)
+        raise InvalidInputError(
+            f"nodes[{i}].hardware", "a Node built in Python needs its hardware (a document's nodes get it when decoded)"
+        )
     ids = list(map(id, hardware))
     index = {key: k for k, key in enumerate(dict.fromkeys(ids))}
     hw_idx = list(map(index.__getitem__, ids))
