@@ -265,3 +265,74 @@ def test_first_pass_agrees_with_the_exact_checks(edits: list[tuple[int, tuple[An
 def test_python_objects_that_are_not_json_are_invalid_input() -> None:
     doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [{"name": {1, 2}}]}
     expect(doc, schema.snapshot_from_dict, "nodes[0].name", "a non-empty string, got a set")
+
+
+# ----------------------------------------------------------------------------- fuzz: only InvalidInputError escapes
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@st.composite
+def mutated_documents(draw: st.DrawFn, make: Any) -> Any:
+    doc = make()
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p]
+        path = draw(st.sampled_from(paths))
+        parent = doc
+        for step in path[:-1]:
+            parent = parent[step]
+        op = draw(st.sampled_from(["replace", "delete", "add"]))
+        if op == "replace":
+            parent[path[-1]] = draw(_JSON_VALUES)
+        elif op == "delete" and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(["gpus", "name", "type", "pods", "x", "cpuMilli", "gpuShares"]))] = draw(_JSON_VALUES)
+    return doc
+
+
+@given(mutated_documents(snapshot_doc))
+def test_any_damaged_snapshot_is_accepted_or_refused_cleanly(doc: Any) -> None:
+    try:
+        snap = schema.snapshot_from_dict(doc)
+    except InvalidInputError:
+        return
+    assert schema.snapshot_from_dict(snap.to_dict()) == snap
+
+
+@given(mutated_documents(request_doc))
+def test_any_damaged_request_is_accepted_or_refused_cleanly(doc: Any) -> None:
+    try:
+        req = schema.request_from_dict(doc)
+    except InvalidInputError:
+        return
+    assert schema.request_from_dict(req.to_dict()) == req
+
+
+@given(st.data())
+def test_any_damaged_json_text_is_accepted_or_refused_cleanly(tmp_path_factory: Any, data: st.DataObject) -> None:
+    text = json.dumps(snapshot_doc(), indent=1)
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(text)))
+        text = text[:i] + data.draw(st.sampled_from(['"', "{", "}", ",", ":", "\\\\", "9" * 30, '"name": "x", ', ""])) + text[i + 1:]
+    path = tmp_path_factory.mktemp("fuzz") / "s.json"
+    path.write_text(text)
+    try:
+        schema.coerce_snapshot(path)
+    except InvalidInputError as e:
+        assert str(e).startswith(str(path))

@@ -127,6 +127,8 @@ def _check_json_keys(raw: bytes, name: str) -> None:
             json.loads(raw, object_pairs_hook=_pairs_without_repeats, parse_int=_parse_int)
         except _DuplicateKey as e:
             raise InvalidInputError(name, f"duplicate key {e.key!r} in an object") from None
+        except ValueError:
+            _json_generic(raw, name)  # raises at the line where the text breaks
         return
     end = raw.index(b'"', second + 1)
     key = raw[second + 1: end].decode("utf-8", "replace")
@@ -299,12 +301,14 @@ def decode_source(
         try:
             doc = _decoder(doc_type).decode(raw)
         except msgspec.ValidationError as e:
-            _check_json_keys(raw, name)
             failed = e
             try:
                 generic = msgspec.json.decode(raw)
-            except msgspec.MsgspecError:
+            except msgspec.DecodeError:
+                generic = _generic(raw, name)  # malformed after all: says where the text breaks
+            except msgspec.ValidationError:
                 generic = _json_generic(raw, name)  # integers msgspec cannot hold
+            _check_json_keys(raw, name)
         except msgspec.DecodeError:
             generic = _generic(raw, name)  # says where the text breaks (or reads it as YAML)
         else:
