@@ -324,13 +324,14 @@ def test_any_damaged_request_is_accepted_or_refused_cleanly(doc: Any) -> None:
     assert schema.request_from_dict(req.to_dict()) == req
 
 
-@given(st.data())
-def test_any_damaged_json_text_is_accepted_or_refused_cleanly(tmp_path_factory: Any, data: st.DataObject) -> None:
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".txt"])
+@given(data=st.data())
+def test_any_damaged_json_text_is_accepted_or_refused_cleanly(tmp_path_factory: Any, suffix: str, data: st.DataObject) -> None:
     text = json.dumps(snapshot_doc(), indent=1)
     for _ in range(data.draw(st.integers(1, 3))):
         i = data.draw(st.integers(0, len(text)))
         text = text[:i] + data.draw(st.sampled_from(['"', "{", "}", ",", ":", "\\\\", "9" * 30, '"name": "x", ', ""])) + text[i + 1:]
-    path = tmp_path_factory.mktemp("fuzz") / "s.json"
+    path = tmp_path_factory.mktemp("fuzz") / f"s{suffix}"
     path.write_text(text)
     try:
         schema.coerce_snapshot(path)
