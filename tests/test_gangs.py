@@ -174,3 +174,26 @@ def test_exact_never_imports_the_kernel():
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "_core" not in names and not any(m and m.startswith(("placer._core", "placer.kernel")) for m in modules)
     assert "kernel" not in names
+
+
+def test_cp_sat_leaves_out_nodes_missing_a_level_as_the_greedy_does():
+    # block b0 holds two 8-GPU pods on complete nodes; the third fits only on "loose", which
+    # is in block b0 but has no rack label: neither solver may use it
+    hw = {"gpuModel": "H100", "gpus": 8}
+    snap = placer.ClusterSnapshot.from_dict({
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["block", "rack"],
+        "nodes": [
+            {"name": "a", **hw, "topology": {"block": "b0", "rack": "r0"}},
+            {"name": "b", **hw, "topology": {"block": "b0", "rack": "r1"}},
+            {"name": "loose", **hw, "topology": {"block": "b0"}},
+        ],
+    })
+    pods = [PodRequest(f"w-{i}", gpus=8, gang="g") for i in range(3)]
+    for mode in ("required", "preferred"):
+        for solver in ("greedy", "auto", "exact"):
+            spec = GangSpec("g", mode=mode, level="block", solver=solver)
+            result = placer.Cluster(snap).place(pods, gang=spec)
+            assert result.assignments == (), (mode, solver)
+            assert result.gangs[0].status in ("unknown", "infeasible"), (mode, solver)
+    placed = placer.Cluster(snap).place(pods[:2], gang=GangSpec("g", mode="required", level="block", solver="exact"))
+    assert sorted(a.node for a in placed.assignments) == ["a", "b"]

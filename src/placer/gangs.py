@@ -437,10 +437,14 @@ def exact_problem(session: KernelSession, paths: Sequence[Sequence[str | None]],
             model=session.model_names[model_id[n]] or None,
         ))
     model_ids = free.model_id.astype(np.uint64)
+    constrained = spec.mode != "unconstrained" and spec.level is not None
+    # a node missing a level is in no domain of it and takes no part in a topology gang
+    complete = np.array([all(p[n] is not None for p in paths[: len(levels)]) for n in range(session.n_nodes)],
+                        dtype=bool) if constrained else np.ones(session.n_nodes, dtype=bool)
     gang_shapes = []
     for s in shapes:
         p = s.pod
-        ok = s.eligible & ((s.model_mask >> model_ids) & 1).astype(bool)
+        ok = s.eligible & complete & ((s.model_mask >> model_ids) & 1).astype(bool)
         gang_shapes.append(exact.GangShape(
             count=s.count, gpus=p.gpus, gpu_milli=p.gpu_milli, gpu_memory_mib=p.gpu_memory_mib,
             cpu_milli=p.cpu_milli, memory_mib=p.memory_mib,
