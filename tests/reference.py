@@ -866,6 +866,10 @@ class ReferenceCluster:
         for i in range(len(nodes)):
             counts.update(_filter(self._nodes[i], mpod))
         line = f"; {reason_line(len(nodes), counts)}" if counts else ""
+        if fit >= len(main):  # the largest shape fits by count: the rest of the gang did not
+            beside = "the other shapes beside them" if of else "them once their GPUs and NICs are chosen"
+            whose = "of its largest shape " if of else ""
+            return f"gang {spec.name}: {where} has room for the {len(main)} pod(s) {whose}but not for {beside}{line}"
         return f"gang {spec.name}: {where} allows to fit only {fit} out of {len(main)} pod(s){of}{line}"
 
     @staticmethod

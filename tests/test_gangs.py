@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import placer
 from gang_brute import brute_force
+from reference import ReferenceCluster
 from placer import exact, gangs
 from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec
 from placer.model import replace
@@ -197,3 +198,24 @@ def test_cp_sat_leaves_out_nodes_missing_a_level_as_the_greedy_does():
             assert result.gangs[0].status in ("unknown", "infeasible"), (mode, solver)
     placed = placer.Cluster(snap).place(pods[:2], gang=GangSpec("g", mode="required", level="block", solver="exact"))
     assert sorted(a.node for a in placed.assignments) == ["a", "b"]
+
+
+def test_a_gang_whose_largest_shape_fits_says_what_did_not():
+    hw = {"gpuModel": "H100", "gpus": 8, "cpuMilli": 64000}
+    snap = placer.ClusterSnapshot.from_dict({
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"],
+        "nodes": [
+            {"name": "a", **hw, "topology": {"rack": "r0"}},
+            {"name": "b", **hw, "topology": {"rack": "r0"}},
+            {"name": "big-cpu", "cpuMilli": 512000, "topology": {"rack": "r1"}},
+        ],
+    })
+    pods = [PodRequest(f"w-{i}", gpus=4, cpu_milli=1000, gang="g") for i in range(2)]
+    pods.append(PodRequest("launcher", cpu_milli=200000, gang="g"))
+    spec = GangSpec("g", mode="required", level="rack", solver="greedy")
+    reasons = {u.reason for u in placer.Cluster(snap).place(pods, gang=spec).unschedulable}
+    assert reasons == {
+        "gang g: topology level rack has room for the 2 pod(s) of its largest shape but not for the other shapes "
+        "beside them; 0/3 nodes are available: 1 Insufficient nvidia.com/gpu."
+    }
+    assert {u.reason for u in ReferenceCluster(snap).place(pods, gang=spec).unschedulable} == reasons

@@ -66,10 +66,15 @@ def gang_member_failed(gang: str, placed_before: int, size: int, pod: str, line:
 
 def gang_level_short(gang: str, level: str | None, fit: int, count: int, largest_of_several: bool,
                      excluded: str) -> str:
-    """No domain of ``level`` (None: the whole cluster) holds the gang's main shape."""
+    """No domain of ``level`` (None: the whole cluster) holds the gang: Kueue's wording when
+    the main shape is short, else what else kept it out."""
     where = "the cluster" if level is None else f"topology level {level}"
-    of = " of its largest shape" if largest_of_several else ""
     line = f"; {excluded}" if excluded else ""
+    if fit >= count:  # the main shape fits by count: the rest of the gang did not
+        beside = "the other shapes beside them" if largest_of_several else "them once their GPUs and NICs are chosen"
+        whose = "of its largest shape " if largest_of_several else ""
+        return f"gang {gang}: {where} has room for the {count} pod(s) {whose}but not for {beside}{line}"
+    of = " of its largest shape" if largest_of_several else ""
     return f"gang {gang}: {where} allows to fit only {fit} out of {count} pod(s){of}{line}"
 
 
