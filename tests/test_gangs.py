@@ -72,13 +72,26 @@ def test_exact_always_runs_and_auto_keeps_a_greedy_success():
 def test_cp_sat_proves_a_gang_cannot_fit():
     snap = snapshot([node(f"n{i}", "r0" if i < 2 else "r1") for i in range(4)])
     pods = [PodRequest(f"w{i}", gpus=4, gang="g") for i in range(3)]
-    r = placer.place(snap, request(pods, GangSpec("g", mode="required", level="rack")))
+    r = placer.place(snap, request(pods, GangSpec("g", mode="required", level="rack", solver="exact")))
     assert not r.assignments
-    assert r.gangs[0].status == "infeasible" and r.gangs[0].solver == "cp-sat"
+    assert r.gangs[0].status == "infeasible" and r.gangs[0].solver == "cp-sat" and r.gangs[0].bound is None
     assert r.unschedulable[0].reason == (
         "gang g: topology level rack allows to fit only 2 out of 3 pod(s); "
         "CP-SAT proved that no placement exists"
     )
+
+
+def test_counting_proves_a_gang_cannot_fit_without_cp_sat():
+    snap = snapshot([node(f"n{i}", "r0" if i < 2 else "r1") for i in range(4)])
+    pods = [PodRequest(f"w{i}", gpus=4, gang="g") for i in range(3)]
+    r = placer.place(snap, request(pods, GangSpec("g", mode="required", level="rack")))  # solver auto
+    assert not r.assignments
+    assert (r.gangs[0].solver, r.gangs[0].status, r.gangs[0].bound) == ("greedy", "infeasible", None)
+    assert r.unschedulable[0].reason == "gang g: topology level rack allows to fit only 2 out of 3 pod(s)"
+    # what counting cannot prove (the largest shape fits by count) still goes to CP-SAT
+    pods = [PodRequest(f"w{i}", gpus=4, gang="g") for i in range(2)] + [PodRequest("l", cpu_milli=10**6, gang="g")]
+    r = placer.place(snap, request(pods, GangSpec("g", mode="required", level="rack")))
+    assert r.gangs[0].solver == "cp-sat" and r.gangs[0].status == "infeasible"
 
 
 def test_per_gang_solver_overrides_the_request():

@@ -574,11 +574,15 @@ def place_gang_step(
     """
     solver = spec.solver or solver
     limit = spec.time_limit_s or time_limit_s
+    counted_out = False
     if spec.mode != "unconstrained" and spec.level is not None:
-        outcome = _place_topology_gang(session, domains, pods, spec, policy, rng)
+        outcome, counted_out = _place_topology_gang(session, domains, pods, spec, policy, rng)
     else:
         outcome = _place_unconstrained(session, pods, spec, policy, rng)
     placed = all(o[1] >= 0 for o in outcome)
+    if counted_out and solver != "exact":
+        # no domain holds even the largest shape alone: no solver can place the gang
+        return outcome, _gang_result(domains, spec, outcome, "greedy", "infeasible")
     if solver == "greedy" or (solver == "auto" and placed):
         return outcome, _gang_result(domains, spec, outcome, "greedy", "feasible" if placed else "unknown")
     from placer import exact
@@ -604,7 +608,7 @@ def place_gang_step(
             return done, _gang_result(domains, spec, done, name, status, sol.objective, sol.bound)
     reason = reasons.gang_solver_gave_up(outcome[0][3], sol.status, limit)
     failed = [(pod, -1, 0, reason, 0) for pod in pods]
-    return failed, _gang_result(domains, spec, failed, "cp-sat", sol.status, None, sol.bound)
+    return failed, _gang_result(domains, spec, failed, "cp-sat", sol.status, None, None)
 
 
 def _place_unconstrained(
@@ -632,19 +636,25 @@ def _place_unconstrained(
 def _place_topology_gang(
     session: KernelSession, domains: Domains, pods: Sequence[PodRequest], spec: GangSpec, policy: Policy,
     rng: np.ndarray,
-) -> list[Outcome]:
+) -> tuple[list[Outcome], bool]:
     """A required or preferred gang: greedy over the topology levels, all or nothing;
-    ``policy`` chooses GPUs and the other shapes' nodes (:func:`place_gang`)."""
+    ``policy`` chooses GPUs and the other shapes' nodes (:func:`place_gang`).
+
+    Also says whether counting alone proves that no placement exists: no domain of the
+    widest level tried holds the largest shape's pods, whole slices counted (a bound
+    only for a gang of one shape when it has slices).
+    """
     plan, shapes = place_gang(session, domains.hierarchy(), pods, spec, policy, rng)
     if plan.placed:
-        return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(pods, plan.placed)]
+        return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(pods, plan.placed)], False
     main = shapes[0]
     excluded = resource_reasons(session, main)
     reason = reasons.gang_level_short(
         spec.name, None if plan.level == ROOT else plan.level, plan.fit, main.count, len(shapes) > 1,
         reasons.kube_reason(session.n_nodes, excluded) if excluded else "",
     )
-    return [(pod, -1, 0, reason, 0) for pod in pods]
+    counted_out = plan.fit < main.count and (len(shapes) == 1 or not spec.slices)
+    return [(pod, -1, 0, reason, 0) for pod in pods], counted_out
 
 
 def _gang_result(
