@@ -176,21 +176,37 @@ def test_the_expanded_request_is_bounded() -> None:
 
 def test_request_paths_are_as_written() -> None:
     snap = schema.snapshot_from_dict(snapshot_doc())
-    doc = request_doc()
-    doc["pods"].append({"name": "late", "gpuModels": ["B200"]})
+    doc = {**request_doc(), "gangs": {"h": {}}}
+    doc["pods"].append({"name": "late", "gang": "h", "resources": {"example.com/x": 1}})
     with pytest.raises(InvalidInputError) as info:
         schema.coerce_request(doc, schema.snapshot_facts(snap))
-    assert info.value.where == "pods[2].gpuModels[0]"  # 1 + 3 replicas before it, third as written
+    assert info.value.where == "pods[2].resources"  # 1 + 3 replicas before it, third as written
 
 
 def test_place_names_request_pods_as_written(tmp_path: Path) -> None:
     import placer
 
-    req = write(tmp_path / "r.json", json.dumps({**request_doc(), "pods": request_doc()["pods"] + [
-        {"name": "late", "gpuModels": ["B200"]}]}))
+    req = write(tmp_path / "r.json", json.dumps({**request_doc(), "gangs": {"h": {}}, "pods": request_doc()["pods"] + [
+        {"name": "late", "gang": "h", "resources": {"example.com/x": 1}}]}))
     with pytest.raises(InvalidInputError) as info:
         placer.place(snapshot_doc(), str(req))
-    assert str(info.value).startswith(f"{req}: pods[2].gpuModels[0]: unknown GPU model 'B200'")
+    assert str(info.value).startswith(f"{req}: pods[2].resources: pod 'late' of gang 'h' asks for extended")
+
+
+def test_a_pod_asking_for_a_gpu_model_no_node_has_stays_pending() -> None:
+    import placer
+
+    doc = {**request_doc(), "pods": [{"name": "p", "gpus": 1}, {"name": "b200", "gpus": 1, "gpuModels": ["B200"]}]}
+    result = placer.place(snapshot_doc(), doc)
+    assert [a.pod for a in result.assignments] == ["p"]
+    assert result.unschedulable[0].reason == (
+        "0/4 nodes are available: 4 node(s) didn't match Pod's GPU model (no node has B200; the cluster has "
+        "A100, H100)."
+    )
+    from placer.explain import explain
+
+    pending = explain(snapshot_doc(), doc).pending[0]
+    assert pending.cause == "registration" and pending.detail == "no node has GPU model B200; the cluster has A100, H100"
 
 
 # ----------------------------------------------------------------------------- command line

@@ -250,6 +250,10 @@ def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
     for name in pod.resources:
         if name not in offered:
             return f"no node offers {name} (resource not registered or not allocatable)"
+    if pod.gpus and pod.gpu_models:
+        present = sorted({n.hardware.gpu_model for n in snapshot.nodes if n.hardware.gpus and n.hardware.gpu_model})
+        if present and not set(pod.gpu_models) & set(present):
+            return f"no node has GPU model {', '.join(pod.gpu_models)}; the cluster has {', '.join(present)}"
     if not pod.gpus or any(n.hardware.gpus > 0 for n in snapshot.nodes):
         return ""
     hidden = [n.name for n in snapshot.nodes if gpu_count_findings(n)]

@@ -5,7 +5,7 @@ the same way. Counts come from the kernel session; the words are here.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 __all__ = [
     "RESOURCE_REASONS",
@@ -15,6 +15,7 @@ __all__ = [
     "NO_GPU",
     "NICS",
     "untolerated_taint",
+    "missing_gpu_models",
     "insufficient",
     "kube_reason",
     "gang_member_failed",
@@ -39,6 +40,14 @@ SELECTOR = "node(s) didn't match Pod's node affinity/selector"
 GPU_MODEL = "node(s) didn't match Pod's GPU model"
 NO_GPU = RESOURCE_REASONS[3]
 NICS = "Insufficient NICs"
+
+
+def missing_gpu_models(wanted: Sequence[str], present: Sequence[str]) -> str:
+    """The nodes a pod cannot use because no node has any GPU model it names."""
+    return (
+        f"node(s) didn't match Pod's GPU model (no node has {', '.join(wanted)}; "
+        f"the cluster has {', '.join(present) or 'no GPUs'})"
+    )
 
 
 def untolerated_taint(key: str, value: str) -> str:

@@ -219,7 +219,11 @@ class PackedCluster:
             model_id = self.arrays["model_id"]
             reject(model_id == 0, wording.NO_GPU)
             allowed = ((model_mask >> model_id) & 1).astype(bool)
-            reject(~allowed, wording.GPU_MODEL)
+            known = [m for m in self.model_names[1:] if m]
+            if pod.gpu_models and not set(pod.gpu_models) & set(known):
+                reject(~allowed, wording.missing_gpu_models(pod.gpu_models, known))
+            else:
+                reject(~allowed, wording.GPU_MODEL)
         if pod.nics:
             reject(self.arrays["nic_count"] < pod.nics, wording.NICS)
         for name, count in sorted(pod.resources.items()):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
@@ -20,19 +20,17 @@ __all__ = ["SnapshotFacts", "snapshot_facts", "request_from_doc", "check_request
 
 
 class SnapshotFacts:
-    """What a request is checked against: the snapshot's GPU models and topology levels."""
+    """What a request is checked against: the snapshot's topology levels."""
 
-    __slots__ = ("gpu_models", "levels")
+    __slots__ = ("levels",)
 
-    def __init__(self, gpu_models: Iterable[str], levels: Sequence[str]) -> None:
-        self.gpu_models = frozenset(gpu_models)
+    def __init__(self, levels: Sequence[str]) -> None:
         self.levels = (*levels, "node")
 
 
 def snapshot_facts(snapshot: ClusterSnapshot) -> SnapshotFacts:
-    """What requests are checked against: the snapshot's GPU models and levels."""
-    models = (n.hardware.gpu_model for n in snapshot.nodes if n.hardware.gpus > 0 and n.hardware.gpu_model)
-    return SnapshotFacts(models, snapshot.topology_levels)
+    """What requests are checked against: the snapshot's levels."""
+    return SnapshotFacts(snapshot.topology_levels)
 
 
 def _toleration(t: Toleration) -> None:
@@ -221,16 +219,16 @@ def check_request_against_snapshot(
 ) -> None:
     """Cross-check a request against the snapshot it is placed on.
 
-    Checks that every ``gpuModels`` entry names a GPU model some node of the snapshot has,
-    that no gang pod asks for extended ``resources`` (not placed in gangs yet), and that
-    every gang's ``topology.level`` and slice level is a level of the snapshot
-    (``topologyLevels`` or ``node``), slices going strictly inward.
+    Checks that no gang pod asks for extended ``resources`` (not placed in gangs yet), and
+    that every gang's ``topology.level`` and slice level is a level of the snapshot
+    (``topologyLevels`` or ``node``), slices going strictly inward. A GPU model no node has
+    is not an input error: the pod stays pending, and its reason names the models.
 
     Parameters
     ----------
     request : PlacementRequest
     facts : SnapshotFacts or ClusterSnapshot
-        The snapshot, or its GPU models and levels.
+        The snapshot, or its levels.
     origin : sequence of int, optional
         The document index of each pod of ``request`` (replicas share their entry's); by
         default a pod's index in ``request.pods``.
@@ -238,27 +236,19 @@ def check_request_against_snapshot(
     Raises
     ------
     InvalidInputError
-        At ``pods[i].gpuModels[j]``, ``pods[i].resources``, ``gangs.<name>.topology.level``
-        or ``gangs.<name>.slices[k].level``.
+        At ``pods[i].resources``, ``gangs.<name>.topology.level`` or
+        ``gangs.<name>.slices[k].level``.
     """
     if isinstance(facts, ClusterSnapshot):
         facts = snapshot_facts(facts)
-    models = facts.gpu_models
-    for i in [i for i, pod in enumerate(request.pods) if pod.gpu_models or pod.resources]:
+    for i in [i for i, pod in enumerate(request.pods) if pod.resources and pod.gang is not None]:
         pod = request.pods[i]
         at = i if origin is None else origin[i]
-        if pod.resources and pod.gang is not None:
-            raise InvalidInputError(
-                f"pods[{at}].resources",
-                f"pod {pod.name!r} of gang {pod.gang!r} asks for extended resources; gangs of such pods "
-                "are not placed yet",
-            )
-        for j, m in enumerate(pod.gpu_models):
-            if m not in models:
-                raise InvalidInputError(
-                    f"pods[{at}].gpuModels[{j}]",
-                    f"unknown GPU model {m!r} (pod {pod.name!r}); the snapshot has: {listing(sorted(models))}",
-                )
+        raise InvalidInputError(
+            f"pods[{at}].resources",
+            f"pod {pod.name!r} of gang {pod.gang!r} asks for extended resources; gangs of such pods "
+            "are not placed yet",
+        )
     order = {lv: k for k, lv in enumerate(facts.levels)}
     known = listing(order)
     for name, g in request.gangs.items():
