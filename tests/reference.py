@@ -603,6 +603,12 @@ class ReferenceCluster:
             else:
                 feasible.append(i)
         if not feasible:
+            present = sorted({st.hw.gpu_model for st in self._nodes if st.hw.gpus and st.hw.gpu_model})
+            if pod.gpus and pod.gpu_models and not set(pod.gpu_models) & set(present) and GPU_MODEL in counts:
+                # no node has any model the pod names: the phrase names them
+                phrase = (f"{GPU_MODEL} (no node has {', '.join(pod.gpu_models)}; "
+                          f"the cluster has {', '.join(present) or 'no GPUs'})")
+                counts[phrase] = counts.pop(GPU_MODEL)
             return reason_line(len(self._nodes), counts)
 
         if policy == "first-fit":

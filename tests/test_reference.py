@@ -218,7 +218,8 @@ def test_reason_selector_model_and_no_gpus():
     s2 = snap(*s.nodes[:2], s.nodes[3])
     assert one_reason(s2, pod) == (
         "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
-        "1 node(s) didn't match Pod's GPU model, 1 node(s) didn't match Pod's node affinity/selector.")
+        "1 node(s) didn't match Pod's GPU model (no node has A100; the cluster has H100), "
+        "1 node(s) didn't match Pod's node affinity/selector.")
     assert where(ReferenceCluster(s).place(pod)) == {"p": ("n2", (0,))}
 
 

@@ -204,7 +204,9 @@ def test_a_pod_asking_for_a_gpu_model_no_node_has_stays_pending() -> None:
         "A100, H100)."
     )
     from placer.explain import explain
+    from reference import ReferenceCluster
 
+    assert ReferenceCluster(schema.snapshot_from_dict(snapshot_doc())).schedule(schema.request_from_dict(doc)) == result
     pending = explain(snapshot_doc(), doc).pending[0]
     assert pending.cause == "registration" and pending.detail == "no node has GPU model B200; the cluster has A100, H100"
 
