@@ -1253,6 +1253,8 @@ def solve_gang(
                 shared = {key: g for key, g in hint_shared.items() if counts.get(key)}
     if bound is not None and objective is not None:
         bound = min(bound, objective)
+    if name not in ("optimal", "feasible"):
+        bound = None  # nothing found: a bound on no answer (often CP-SAT's trivial 0.0) tells nothing
     return ExactSolution(
         name, objective, bound, counts, shared, time.perf_counter() - start,
         nvars, ncons, solver.status_name(status),
