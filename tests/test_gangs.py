@@ -232,3 +232,24 @@ def test_a_gang_whose_largest_shape_fits_says_what_did_not():
         "beside them; 0/3 nodes are available: 1 Insufficient nvidia.com/gpu."
     }
     assert {u.reason for u in ReferenceCluster(snap).place(pods, gang=spec).unschedulable} == reasons
+
+
+def test_same_gpu_model_leaves_a_cpu_only_launcher_free():
+    # rack r0: two H100 nodes for the workers and a CPU node for the launcher
+    snap = placer.ClusterSnapshot.from_dict({
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"],
+        "nodes": [
+            {"name": "a", "gpuModel": "H100", "gpus": 8, "cpuMilli": 16000, "topology": {"rack": "r0"}},
+            {"name": "b", "gpuModel": "H100", "gpus": 8, "cpuMilli": 16000, "topology": {"rack": "r0"}},
+            {"name": "cpu", "cpuMilli": 128000, "topology": {"rack": "r0"}},
+        ],
+    })
+    pods = [PodRequest(f"w-{i}", gpus=8, cpu_milli=8000, gang="g") for i in range(2)]
+    pods.append(PodRequest("launcher", cpu_milli=64000, gang="g"))
+    for solver in ("greedy", "auto"):
+        spec = GangSpec("g", mode="required", level="rack", solver=solver)
+        got = placer.Cluster(snap).place(pods, gang=spec)
+        assert {a.pod: a.node for a in got.assignments}["launcher"] == "cpu", solver
+        want = ReferenceCluster(snap).place(pods, gang=spec)
+        assert got.assignments == want.assignments
+        assert placer.check_placement(snap, request(pods, spec), got) == []

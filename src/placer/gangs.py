@@ -230,7 +230,7 @@ def place_gang(
             caps_by_shape = []
             for s in shapes:
                 ncap = node_capacity(session, s, total)
-                if model >= 0:
+                if model >= 0 and s.pod.gpus:  # sameGpuModel binds GPU pods; CPU-only pods go anywhere
                     ncap = np.where(session.free.model_id == model, ncap, 0)
                 caps_by_shape.append(ncap)
             main_caps = domain_capacities(h, caps_by_shape[0], units)
