@@ -760,7 +760,7 @@ class ReferenceCluster:
     ) -> list[tuple[Assignment, _Holding]] | str:
         """Place every pod of a gang (applied), or return the gang's reason."""
         n = len(gpods)
-        if spec.mode == "unconstrained" or spec.level is None:
+        if (spec.mode == "unconstrained" or spec.level is None) and not spec.slices:
             candidates: list[Sequence[int]] = [range(len(self._nodes))]
             gpu_pods = [p for p in gpods if p.gpus]
             if spec.same_gpu_model and gpu_pods:
@@ -839,8 +839,11 @@ class ReferenceCluster:
                 if nd.hardware.gpus and m not in seen:
                     seen.append(m)
             models = [m for m in seen if all(not gpods[g[0]].gpu_models or m in gpods[g[0]].gpu_models for g in gpu_groups)]
-        k_req = levels.index(spec.level)
-        tried = [k_req] if spec.mode == "required" else list(range(k_req, -1, -1)) + [-1]
+        if spec.mode == "unconstrained" or spec.level is None:  # slices alone: the whole cluster
+            tried = [-1]
+        else:
+            k_req = levels.index(spec.level)
+            tried = [k_req] if spec.mode == "required" else list(range(k_req, -1, -1)) + [-1]
         raw_cap = [self._capacity(i, mpod, len(gpods)) if complete[i] else 0 for i in range(len(nodes))]
         fit = 0
         last = ""

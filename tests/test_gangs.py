@@ -253,3 +253,23 @@ def test_same_gpu_model_leaves_a_cpu_only_launcher_free():
         want = ReferenceCluster(snap).place(pods, gang=spec)
         assert got.assignments == want.assignments
         assert placer.check_placement(snap, request(pods, spec), got) == []
+
+
+def test_an_unconstrained_gang_keeps_its_slices():
+    def cluster(nodes_per_rack: int) -> placer.ClusterSnapshot:
+        return placer.ClusterSnapshot.from_dict({
+            "apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"],
+            "nodes": [{"name": f"n{r}{i}", "gpuModel": "H100", "gpus": 8, "topology": {"rack": f"r{r}"}}
+                      for r in range(4) for i in range(nodes_per_rack)],
+        })
+    pods = [PodRequest(f"w-{i}", gpus=8, gang="g") for i in range(4)]
+    spec = GangSpec("g", slices=(SliceSpec("rack", 2),), solver="greedy")
+    apart = placer.Cluster(cluster(1)).place(pods, gang=spec)  # one node per rack: no slice fits
+    assert apart.assignments == () and not apart.gangs[0].placed
+    assert apart.unschedulable[0].reason.startswith("gang g: the cluster allows to fit only 0 out of 4 pod(s)")
+    snap = cluster(2)
+    together = placer.Cluster(snap).place(pods, gang=spec)
+    racks = [a.node[1] for a in together.assignments]
+    assert racks[0] == racks[1] and racks[2] == racks[3]
+    assert placer.check_placement(snap, request(pods, spec), together) == []
+    assert ReferenceCluster(snap).place(pods, gang=spec).assignments == together.assignments

@@ -575,7 +575,8 @@ def place_gang_step(
     solver = spec.solver or solver
     limit = spec.time_limit_s or time_limit_s
     counted_out = False
-    if spec.mode != "unconstrained" and spec.level is not None:
+    if (spec.mode != "unconstrained" and spec.level is not None) or spec.slices:
+        # slices bind even an unconstrained gang: it is then placed over the whole cluster
         outcome, counted_out = _place_topology_gang(session, domains, pods, spec, policy, rng)
     else:
         outcome = _place_unconstrained(session, pods, spec, policy, rng)
