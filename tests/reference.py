@@ -775,8 +775,8 @@ class ReferenceCluster:
                     [i for i, nd in enumerate(self.snapshot.nodes) if not nd.hardware.gpus or nd.hardware.gpu_model == m]
                     for m in models
                 ]
-            for nodes in candidates:
-                got = self._try_pods(gpods, nodes, policy, rng)
+            for nodes in candidates:  # sameGpuModel binds the GPU pods; CPU-only pods go anywhere
+                got = self._try_pods(gpods, nodes, policy, rng, anywhere=range(len(self._nodes)))
                 if not isinstance(got, tuple):
                     break
             if isinstance(got, tuple):
@@ -989,12 +989,14 @@ class ReferenceCluster:
         return got
 
     def _try_pods(
-        self, gpods: list[PodRequest], candidates: Sequence[int], policy: str, rng: SplitMix64
+        self, gpods: list[PodRequest], candidates: Sequence[int], policy: str, rng: SplitMix64,
+        anywhere: Sequence[int] | None = None,
     ) -> list[tuple[Assignment, _Holding]] | tuple[int, str, str]:
-        """All of ``gpods`` on ``candidates`` (applied), or (placed count, pod, line) undone."""
+        """All of ``gpods`` on ``candidates`` (CPU-only pods on ``anywhere`` if given; applied),
+        or (placed count, pod, line) undone."""
         got: list[tuple[Assignment, _Holding]] = []
         for pod in gpods:
-            out = self._place_one(pod, candidates, policy, rng)
+            out = self._place_one(pod, candidates if anywhere is None or pod.gpus else anywhere, policy, rng)
             if isinstance(out, str):
                 for _, h in reversed(got):
                     self._nodes[h.node].apply(h, -1)

@@ -273,3 +273,34 @@ def test_an_unconstrained_gang_keeps_its_slices():
     assert racks[0] == racks[1] and racks[2] == racks[3]
     assert placer.check_placement(snap, request(pods, spec), together) == []
     assert ReferenceCluster(snap).place(pods, gang=spec).assignments == together.assignments
+
+
+def test_same_gpu_model_leaves_an_unconstrained_gangs_launcher_free():
+    # the launcher fits only on the A100 node's CPUs; the workers need the H100s
+    snap = placer.ClusterSnapshot.from_dict({
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot",
+        "nodes": [
+            {"name": "a", "gpuModel": "H100", "gpus": 8, "cpuMilli": 16000},
+            {"name": "b", "gpuModel": "H100", "gpus": 8, "cpuMilli": 16000},
+            {"name": "c", "gpuModel": "A100", "gpus": 8, "cpuMilli": 128000},
+        ],
+    })
+    launcher = PodRequest("launcher", cpu_milli=64000, gang="g")
+    spec = GangSpec("g", solver="greedy")
+    for n_workers, placed in ((2, True), (3, False)):
+        workers = [PodRequest(f"w-{i}", gpus=8, cpu_milli=8000, gpu_models=("H100",), gang="g") for i in range(n_workers)]
+        for pods in ([launcher, *workers], [*workers, launcher]):
+            cluster = placer.Cluster(snap)
+            got = cluster.place(pods, gang=spec)
+            want = ReferenceCluster(snap).place(pods, gang=spec)
+            assert got.assignments == want.assignments
+            assert [u.reason for u in got.unschedulable] == [u.reason for u in want.unschedulable]
+            assert got.gangs[0].placed is placed
+            if placed:
+                nodes = {a.pod: a.node for a in got.assignments}
+                assert nodes["launcher"] == "c" and {nodes["w-0"], nodes["w-1"]} == {"a", "b"}
+                assert placer.check_placement(snap, request(pods, spec), got) == []
+            else:  # nothing held: the launcher's run was given back
+                assert got.assignments == ()
+                again = cluster.place([PodRequest("big", cpu_milli=128000)])
+                assert [a.node for a in again.assignments] == ["c"]

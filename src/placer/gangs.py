@@ -628,9 +628,34 @@ def _place_unconstrained(
     outcome: list[Outcome] = []
     for m in models:
         only = session.nodes_bitset((model_id == m) | (model_id == 0))
-        outcome = run_outcomes(session, pods, session.place(pods, policy, rng, group, only), spec.name)
+        outcome = _place_in_runs(session, pods, [only if pod.gpus else None for pod in pods], policy, rng, spec.name)
         if all(o[1] >= 0 for o in outcome):
             break
+    return outcome
+
+
+def _place_in_runs(
+    session: KernelSession, pods: Sequence[PodRequest], only: Sequence[np.ndarray | None], policy: Policy,
+    rng: np.ndarray, gang: str,
+) -> list[Outcome]:
+    """Pod by pod in order, pod j on the nodes ``only[j]`` (None: any), all or nothing."""
+    outcome: list[Outcome] = []
+    start = 0
+    while start < len(pods):
+        end = start + 1
+        while end < len(pods) and only[end] is only[start]:
+            end += 1
+        part = pods[start:end]
+        run = session.place(part, policy, rng, [len(part)] * len(part), only[start])
+        if run.nodes[0] < 0:
+            release(session, [o[0] for o in outcome], [o[1] for o in outcome], [o[2] for o in outcome])
+            k = run.failed_at[0]
+            line = reasons.gang_member_failed(
+                gang, start + k, len(pods), part[k].name, reasons.kube_reason(session.n_nodes, run.reasons(k))
+            )
+            return [(pod, -1, 0, line, 0) for pod in pods]
+        outcome += run_outcomes(session, part, run)
+        start = end
     return outcome
 
 
