@@ -115,10 +115,11 @@ def test_policies_sits_at_the_bottom_of_the_import_graph():
 
 
 def test_registry_codes_are_the_kernel_enum():
-    from placer.kernel import POLICY_ENUM
+    from placer.kernel import PolicyCode
 
-    kernel = dict(POLICY_ENUM)
-    mine = {p.name: p.code for p in REGISTRY.values()}
+    # each policy's code is the kernel's POLICY_<NAME>, and no enum value is left without a policy
+    kernel = {code.name: int(code) for code in PolicyCode}
+    mine = {"POLICY_" + p.name.upper().replace("-", "_"): p.code for p in REGISTRY.values()}
     assert sorted(set(kernel) - set(mine)) == [], "kernel enum values missing from the registry"
     assert sorted(set(mine) - set(kernel)) == [], "registry policies missing from the kernel enum"
     assert mine == kernel
@@ -132,6 +133,7 @@ def test_simulate_lists_come_from_the_registry_in_table_order():
     assert simulate.ALL_POLICIES == ("fgd-pack",) + simulate.STUDY_POLICIES
     assert simulate.available_policies() == policies.names()
     assert set(simulate.PUBLISHED_NAMES) == set(simulate.STUDY_POLICIES)
+    assert simulate.PUBLISHED_NAMES["best-fit"] == "05-BestFit" and simulate.PUBLISHED_NAMES["fgd"] == "06-FGD"
 
 
 def test_testing_draws_every_policy():

@@ -194,7 +194,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
     d.add_argument(
-        "--policy", metavar="P", default="best-fit", help=f"placement policy: {_POLICY_CHOICES} (default: best-fit)"
+        "--policy", metavar="P", default=policies.DEFAULT, help=f"placement policy: {_POLICY_CHOICES} (default: {policies.DEFAULT})"
     )
     d.set_defaults(handler=_cmd_demo)
 

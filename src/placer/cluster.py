@@ -164,7 +164,7 @@ class Cluster:
         pods: PodLike | Sequence[PodLike],
         *,
         gang: GangSpec | Mapping[str, Any] | None = None,
-        policy: str = "best-fit",
+        policy: str = policies.DEFAULT,
         seed: int = 0,
     ) -> PlacementResult:
         """Decide where one pod, or a list of pods, would go; the state does not change.
@@ -300,7 +300,7 @@ class Cluster:
     def replay(
         self,
         pods: Sequence[PodRequest],
-        policy: str | Policy = "best-fit",
+        policy: str | Policy = policies.DEFAULT,
         seed: int = 0,
         workload: Workload | None = None,
     ) -> tuple[PlacementResult, np.ndarray]:

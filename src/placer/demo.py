@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Sequence
 
+from placer import policies
 from placer.cluster import Cluster
 from placer.model import (
     ClusterSnapshot,
@@ -145,7 +146,7 @@ def _rack_state(cluster: Cluster, snapshot: ClusterSnapshot) -> list[dict[str, A
     return list(rows.values())
 
 
-def play_demo(policy: str = "best-fit") -> DemoRun:
+def play_demo(policy: str = policies.DEFAULT) -> DemoRun:
     """Run the demo story on the bundled documents and return what happened.
 
     Parameters
@@ -344,7 +345,7 @@ def describe(run: DemoRun) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_demo(policy: str = "best-fit") -> str:
+def run_demo(policy: str = policies.DEFAULT) -> str:
     """Play the bundled demo and describe it.
 
     Parameters

@@ -430,7 +430,7 @@ class PlacementRequest(Struct, frozen=True):
 
     pods: tuple[PodRequest, ...]
     gangs: Mapping[str, GangSpec] = EMPTY
-    policy: str = "best-fit"
+    policy: str = policies.DEFAULT
     seed: int = 0
     solver: str = "auto"
     time_limit_s: float = 10.0

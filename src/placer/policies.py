@@ -19,7 +19,7 @@ from typing import Any
 from placer.exceptions import InvalidInputError
 from placer.messages import describe
 
-__all__ = ["Policy", "REGISTRY", "names", "get"]
+__all__ = ["DEFAULT", "Policy", "REGISTRY", "names", "get"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,7 +31,7 @@ class Policy:
     name : str
         The name used in requests (``policy``) and on the command line (``--policy``).
     code : int
-        The policy's value in the kernel's enum (``POLICY_*``, :data:`placer.kernel.POLICY_ENUM`).
+        The policy's value in the kernel's enum (:class:`placer.kernel.PolicyCode`).
     summary : str
         One line for documentation and command-line help.
     needs_workload : bool
@@ -46,9 +46,9 @@ class Policy:
     cached : bool
         The kernel may keep a node's score per pod shape within one batch until the node
         changes (the score depends only on the shape and the node).
-    study : bool
-        One of the six policies of the FGD study, compared with its published values by
-        :mod:`placer.simulate`.
+    study_name : str or None
+        The policy's name in the FGD study's published results (``05-BestFit``) when it is
+        one of the study's six, which :mod:`placer.simulate` compares with those values.
     simulate_rank : int or None
         Position in what ``placer simulate --policy all`` runs and in the order of its
         tables; ``None``: simulated only when asked for by name.
@@ -61,8 +61,13 @@ class Policy:
     needs_packing_guide: bool = False
     ranked: bool = False
     cached: bool = False
-    study: bool = False
+    study_name: str | None = None
     simulate_rank: int | None = None
+
+    @property
+    def study(self) -> bool:
+        """One of the FGD study's six policies (it has a ``study_name``)."""
+        return self.study_name is not None
 
 
 _POLICIES = (
@@ -70,7 +75,7 @@ _POLICIES = (
         name="best-fit",
         code=1,
         summary="least CPU and GPU left on the node (the FGD study's BestFit); the default",
-        study=True,
+        study_name="05-BestFit",
         simulate_rank=2,
     ),
     Policy(name="first-fit", code=0, summary="the lowest-indexed node that fits"),
@@ -79,7 +84,7 @@ _POLICIES = (
         name="random",
         code=3,
         summary="a seeded SplitMix64 draw among the nodes that fit (the FGD study's Random)",
-        study=True,
+        study_name="01-Random",
         simulate_rank=6,
     ),
     Policy(
@@ -89,7 +94,7 @@ _POLICIES = (
         needs_workload=True,
         ranked=True,
         cached=True,
-        study=True,
+        study_name="06-FGD",
         simulate_rank=1,
     ),
     Policy(
@@ -97,7 +102,7 @@ _POLICIES = (
         code=5,
         summary="least product of free and requested CPU and GPU (the FGD study's DotProd)",
         ranked=True,
-        study=True,
+        study_name="02-DotProd",
         simulate_rank=5,
     ),
     Policy(
@@ -105,7 +110,7 @@ _POLICIES = (
         code=6,
         summary="partly used GPUs first, then nodes already using GPUs (the FGD study's GpuPacking)",
         ranked=True,
-        study=True,
+        study_name="04-GpuPacking",
         simulate_rank=3,
     ),
     Policy(
@@ -113,7 +118,7 @@ _POLICIES = (
         code=7,
         summary="nodes holding pods of the same GPU shape (the FGD study's GpuClustering)",
         ranked=True,
-        study=True,
+        study_name="03-GpuClustering",
         simulate_rank=4,
     ),
     Policy(
@@ -130,6 +135,9 @@ _POLICIES = (
 
 REGISTRY: Mapping[str, Policy] = MappingProxyType({p.name: p for p in _POLICIES})
 """Every placement policy by name, in the order error messages and help list them."""
+
+DEFAULT = _POLICIES[0].name
+"""The policy of a request that names none (``best-fit``)."""
 
 
 def names() -> tuple[str, ...]:

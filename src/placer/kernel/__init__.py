@@ -20,7 +20,7 @@ from placer.kernel import pack
 if getattr(_core, "KERNEL_ABI", None) != pack.KERNEL_ABI:  # pragma: no cover
     raise ImportError(f"placer's compiled kernel (placer.kernel._core) is stale: {_REBUILD}.")
 
-from placer.kernel._core import MAX_TABLE_GPUS, POLICY_ENUM  # noqa: E402
+from placer.kernel._core import MAX_TABLE_GPUS, PolicyCode  # noqa: E402
 from placer.kernel.session import FreeState, KernelSession, NodeFree, Run, fgd_rank  # noqa: E402
 
 KERNEL_ABI = pack.KERNEL_ABI
@@ -28,7 +28,7 @@ KERNEL_ABI = pack.KERNEL_ABI
 __all__ = [
     "KERNEL_ABI",
     "MAX_TABLE_GPUS",
-    "POLICY_ENUM",
+    "PolicyCode",
     "FreeState",
     "KernelSession",
     "NodeFree",

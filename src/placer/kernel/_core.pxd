@@ -6,8 +6,9 @@ together and bump ``pack.KERNEL_ABI`` (compiled into ``_core`` by ``setup.py``).
 """
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
-# Policy codes (placer.policies.REGISTRY's ``code``; tests hold the two equal)
-cdef enum:
+# Policy codes (placer.policies.REGISTRY's ``code``; tests hold the two equal); cpdef: Python
+# sees them as the IntEnum ``PolicyCode``
+cpdef enum PolicyCode:
     POLICY_FIRST_FIT = 0
     POLICY_BEST_FIT = 1
     POLICY_SPREAD = 2

@@ -1,3 +1,4 @@
+import enum
 from typing import Any
 
 import numpy as np
@@ -5,7 +6,16 @@ import numpy.typing as npt
 
 KERNEL_ABI: int
 MAX_TABLE_GPUS: int
-POLICY_ENUM: dict[str, int]
+class PolicyCode(enum.IntEnum):
+    POLICY_FIRST_FIT = 0
+    POLICY_BEST_FIT = 1
+    POLICY_SPREAD = 2
+    POLICY_RANDOM = 3
+    POLICY_FGD = 4
+    POLICY_DOT_PRODUCT = 5
+    POLICY_GPU_PACKING = 6
+    POLICY_GPU_CLUSTERING = 7
+    POLICY_FGD_PACK = 8
 
 class PodBatch:
     size: int

@@ -47,20 +47,7 @@ cdef extern from *:
     long long placer_dot_score(long long cpu_left, long long cpu_req, long long gpu_left,
                                long long gpu_req) nogil
 
-# The enum above by policy name, for Python: placer.policies.REGISTRY's codes must equal it
-# (tests/test_registry.py); placer itself passes the registry's codes.
-POLICY_ENUM = {
-    "first-fit": POLICY_FIRST_FIT,
-    "best-fit": POLICY_BEST_FIT,
-    "spread": POLICY_SPREAD,
-    "random": POLICY_RANDOM,
-    "fgd": POLICY_FGD,
-    "dot-product": POLICY_DOT_PRODUCT,
-    "gpu-packing": POLICY_GPU_PACKING,
-    "gpu-clustering": POLICY_GPU_CLUSTERING,
-    "fgd-pack": POLICY_FGD_PACK,
-}
-_POLICY_CODES = frozenset(POLICY_ENUM.values())
+_POLICY_CODES = frozenset(int(code) for code in PolicyCode)
 
 cdef int64_t NO_COST = 1 << 62
 
@@ -1013,7 +1000,7 @@ cdef class Kernel:
 
     def _check_policy(self, int policy):
         if policy not in _POLICY_CODES:
-            raise ValueError(f"unknown policy code {policy}: expected one of POLICY_ENUM's values")
+            raise ValueError(f"unknown policy code {policy}: expected one of PolicyCode's values")
         if policy == POLICY_FGD_PACK and self.st.pack_regret == NULL:
             raise ValueError("fgd-pack needs set_packing() first")
 

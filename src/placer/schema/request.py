@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Sequence
 
+from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration
@@ -160,7 +161,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     InvalidInputError
         At the JSON path of the first fault (``pods[i]`` indexes the document's list).
     """
-    policy = "best-fit" if doc.policy is None else check_policy(doc.policy, "policy")
+    policy = policies.DEFAULT if doc.policy is None else check_policy(doc.policy, "policy")
     if doc.seed > SEED_MAX:
         raise bad("seed", f"an integer in 0..{SEED_MAX}", doc.seed)
     if not math.isfinite(doc.time_limit_s):
