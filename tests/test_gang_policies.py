@@ -6,21 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from placer import check_placement, policies
-from placer.cluster import Cluster
+from placer import policies
 from placer.model import ClusterSnapshot, GangSpec, Node, NodeType, PlacementRequest, PodRequest, RunningPod
 from placer.model import replace
-from reference import ReferenceCluster
-
-
-def both(snapshot: ClusterSnapshot, request: PlacementRequest):
-    """The kernel's result, after checking it against the reference and the checker."""
-    got = Cluster(snapshot).schedule(request)
-    want = ReferenceCluster(snapshot).schedule(request)
-    assert got.assignments == want.assignments
-    assert got.unschedulable == want.unschedulable
-    assert check_placement(snapshot, request, got) == []
-    return {a.pod: (a.node, a.gpus) for a in got.assignments}
+from agreement import placed_gpus
 
 
 def test_shared_gang_pods_take_the_gpu_their_policy_chooses():
@@ -31,8 +20,8 @@ def test_shared_gang_pods_take_the_gpu_their_policy_chooses():
     snap = ClusterSnapshot(nodes=(Node("n0", hw, pods=held),))
     pods = tuple(PodRequest(f"g-{i}", gpus=1, gpu_milli=200, gang="g") for i in range(2))
     gang = {"g": GangSpec("g", mode="required", level="node")}
-    best = both(snap, PlacementRequest(pods=pods, gangs=gang, policy="best-fit"))
-    fgd = both(snap, PlacementRequest(pods=pods, gangs=gang, policy="fgd"))
+    best = placed_gpus(snap, PlacementRequest(pods=pods, gangs=gang, policy="best-fit"))
+    fgd = placed_gpus(snap, PlacementRequest(pods=pods, gangs=gang, policy="fgd"))
     assert best["g-0"] == ("n0", (0,))
     assert fgd["g-0"] == ("n0", (1,))
 
@@ -48,7 +37,7 @@ def test_the_launcher_takes_the_node_its_policy_chooses_among_the_gangs_nodes():
         PodRequest(f"w-{i}", gpus=4, cpu_milli=1000, gang="g") for i in range(2)
     )
     gang = {"g": GangSpec("g", mode="required", level="rack")}
-    where = {p: both(snap, PlacementRequest(pods=pods, gangs=gang, policy=p))["launcher"][0]
+    where = {p: placed_gpus(snap, PlacementRequest(pods=pods, gangs=gang, policy=p))["launcher"][0]
              for p in ("best-fit", "spread", "first-fit")}
     assert where == {"best-fit": "n1", "spread": "n0", "first-fit": "n0"}
 
@@ -88,7 +77,7 @@ def test_topology_gangs_match_the_reference_under_every_policy(name, mode):
     placements = set()
     for seed in range(8):
         request = replace(_mixed_gang(mode), policy=name, seed=seed)
-        got = both(snap, request)
+        got = placed_gpus(snap, request)
         assert len(got) == len(request.pods)
         placements.add(tuple(sorted(got.items())))
     if name == "random":
@@ -108,6 +97,6 @@ def test_ranked_policies_break_the_launchers_ties_by_the_seeded_node_order(name)
     gang = {"g": GangSpec("g", mode="required", level="rack")}
     seen = set()
     for seed in range(8):
-        got = both(snap, PlacementRequest(pods=pods, gangs=gang, policy=name, seed=seed))
+        got = placed_gpus(snap, PlacementRequest(pods=pods, gangs=gang, policy=name, seed=seed))
         seen.add(got["launcher"][0])
     assert seen == {"n0", "n1"}

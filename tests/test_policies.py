@@ -17,6 +17,7 @@ from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodR
 from placer.policies import REGISTRY
 from placer.simulate import STUDY_POLICIES, available_policies
 from placer.testing import scenarios
+from agreement import placed_gpus
 from reference import _BASELINE_SCORES, ReferenceCluster, _filter
 
 BASELINES = ("dot-product", "gpu-packing", "gpu-clustering")
@@ -51,13 +52,7 @@ def assert_scores(snapshot: ClusterSnapshot, pod: PodRequest, policy: str, expec
 
 def placed(snapshot: ClusterSnapshot, pods: list[PodRequest], policy: str, seed: int = 0):
     """Where the kernel puts ``pods`` (after checking reference and checker agree)."""
-    request = PlacementRequest(pods=tuple(pods), policy=policy, seed=seed)
-    got = Cluster(snapshot).schedule(request)
-    want = ReferenceCluster(snapshot).schedule(request)
-    assert got.assignments == want.assignments
-    assert got.unschedulable == want.unschedulable
-    assert check_placement(snapshot, request, got) == []
-    return {a.pod: (a.node, a.gpus) for a in got.assignments}
+    return placed_gpus(snapshot, PlacementRequest(pods=tuple(pods), policy=policy, seed=seed), whole=True)
 
 
 def test_every_study_policy_is_available_to_simulate():

@@ -9,7 +9,8 @@ import pytest
 import placer
 from placer.model import Assignment, PlacementResult
 from placer.model import replace
-from reference import ReferenceCluster, reference_select
+from agreement import schedule_checked
+from reference import reference_select
 from topologies import UPSTREAM, upstream_topology
 
 TOPO = Path(__file__).parent / "data" / "topo"
@@ -36,14 +37,6 @@ def request(*pods, policy="best-fit"):
     )
 
 
-def schedule_both(snap, req):
-    """The kernel's result, after checking it against the reference and the checker."""
-    got = placer.place(snap, req)
-    assert got == ReferenceCluster(snap).schedule(req)
-    assert placer.check_placement(snap, req, got) == []
-    return got
-
-
 DGX1_SPEC = {"matrix": [list(r) for r in DGX1.labels]}
 
 
@@ -53,7 +46,7 @@ def test_two_gpu_pod_gets_the_pair_of_the_best_split():
         {"dgx1": node_type(DGX1_SPEC)},
         [{"name": "n0", "type": "dgx1", "pods": [{"name": "held", "gpus": [1, 3, 6, 7]}]}],
     )
-    got = schedule_both(snap, request({"name": "p", "gpus": 2}))
+    got = schedule_checked(snap, request({"name": "p", "gpus": 2}))
     assert got.assignments[0].gpus == (4, 5)
     assert (4, 5) == reference_select(DGX1.scores, [0, 2, 4, 5], 2)
 
@@ -61,7 +54,7 @@ def test_two_gpu_pod_gets_the_pair_of_the_best_split():
 @pytest.mark.parametrize("size", [2, 3, 4, 8])
 def test_every_size_takes_the_tables_choice_on_a_free_node(size):
     snap = snapshot({"dgx1": node_type(DGX1_SPEC)}, [{"name": "n0", "type": "dgx1"}])
-    got = schedule_both(snap, request({"name": "p", "gpus": size}))
+    got = schedule_checked(snap, request({"name": "p", "gpus": size}))
     assert got.assignments[0].gpus == reference_select(DGX1.scores, range(8), size)
 
 
@@ -73,13 +66,13 @@ def test_equal_nodes_are_ranked_by_their_best_set():
         [{"name": "a-pcie", "type": "pcie"}, {"name": "b-nvlink", "type": "nvl"}],
     )
     for policy in ("best-fit", "spread"):
-        got = schedule_both(snap, request({"name": "p", "gpus": 2}, policy=policy))
+        got = schedule_checked(snap, request({"name": "p", "gpus": 2}, policy=policy))
         assert got.assignments[0].node == "b-nvlink"
     # first-fit keeps its own rule: the lowest index
-    got = schedule_both(snap, request({"name": "p", "gpus": 2}, policy="first-fit"))
+    got = schedule_checked(snap, request({"name": "p", "gpus": 2}, policy="first-fit"))
     assert got.assignments[0].node == "a-pcie"
     # one GPU: no pairs, so the index decides again
-    got = schedule_both(snap, request({"name": "p", "gpus": 1}))
+    got = schedule_checked(snap, request({"name": "p", "gpus": 1}))
     assert got.assignments[0].node == "a-pcie"
 
 
@@ -88,7 +81,7 @@ def test_single_gpus_and_shares_keep_connected_groups_whole():
     rows[0][1] = rows[1][0] = "NV4"
     rows[2][3] = rows[3][2] = "PIX"
     snap = snapshot({"t": node_type({"matrix": rows}, gpus=4)}, [{"name": "n0", "type": "t"}])
-    got = schedule_both(
+    got = schedule_checked(
         snap,
         request(
             {"name": "one", "gpus": 1},
@@ -110,21 +103,21 @@ def test_nvidia_smi_text_drives_gpus_and_nics():
     )
     hw = snap.nodes[0].hardware
     assert [n.name for n in hw.nic_list][:3] == ["mlx5_0", "mlx5_1", "mlx5_2"]
-    got = schedule_both(snap, request({"name": "p", "gpus": 2, "nics": 2}))
+    got = schedule_checked(snap, request({"name": "p", "gpus": 2, "nics": 2}))
     a = got.assignments[0]
     # NV12 everywhere: the NICs decide; each GPU is paired with a NIC behind its own
     # PCIe switch (PXB), and GPU 2, whose partner is taken, is used up first.
     assert a.gpus == (2, 4) and a.nics == ("mlx5_2", "mlx5_6")
-    got = schedule_both(snap, request({"name": "p", "gpus": 1, "nics": 1}))
+    got = schedule_checked(snap, request({"name": "p", "gpus": 1, "nics": 1}))
     assert got.assignments[0].gpus == (2,) and got.assignments[0].nics == ("mlx5_2",)
 
 
 def test_a_pod_asking_for_a_nic_goes_to_the_gpu_near_one():
     text = (TOPO / "issue_8x-rtx4090-pcie_2nic_go-gpuallocator-17.txt").read_text()
     snap = snapshot({"box": node_type({"nvidiaSmiTopo": text})}, [{"name": "n0", "type": "box"}])
-    plain = schedule_both(snap, request({"name": "p", "gpus": 1}))
+    plain = schedule_checked(snap, request({"name": "p", "gpus": 1}))
     assert plain.assignments[0].gpus == (0,) and plain.assignments[0].nics == ()
-    got = schedule_both(snap, request({"name": "p", "gpus": 1, "nics": 1}))
+    got = schedule_checked(snap, request({"name": "p", "gpus": 1, "nics": 1}))
     assert got.assignments[0].gpus == (6,) and got.assignments[0].nics == ("NIC0",)
 
 
@@ -140,7 +133,7 @@ def test_nics_listed_on_the_node_type_and_too_few_nics():
             {"name": "n1", "type": "bare"},
         ],
     )
-    got = schedule_both(
+    got = schedule_checked(
         snap,
         request(
             {"name": "near", "gpus": 1, "nics": 1},
