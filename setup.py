@@ -24,6 +24,10 @@ directives = {
 # than the Python sources is refused at import (placer.kernel checks the two agree).
 _PACK = Path(__file__).parent / "src" / "placer" / "kernel" / "pack.py"
 KERNEL_ABI = int(re.search(r"^KERNEL_ABI = (\d+)", _PACK.read_text(encoding="utf-8"), re.M).group(1))
+# Cython decides what to regenerate from .pyx/.pxd times alone: a newer pack.py (a new ABI
+# or dtypes) must regenerate _core.c too.
+_CORE_C = _PACK.with_name("_core.c")
+_PACK_NEWER = _CORE_C.exists() and _CORE_C.stat().st_mtime < _PACK.stat().st_mtime
 
 extensions = [
     Extension(
@@ -46,5 +50,6 @@ setup(
         compiler_directives=directives,
         compile_time_env={"COMPILED_KERNEL_ABI": KERNEL_ABI},
         annotate=False,
+        force=_PACK_NEWER,
     )
 )
