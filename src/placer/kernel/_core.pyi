@@ -7,15 +7,7 @@ import numpy.typing as npt
 KERNEL_ABI: int
 MAX_TABLE_GPUS: int
 class PolicyCode(enum.IntEnum):
-    POLICY_FIRST_FIT = 0
-    POLICY_BEST_FIT = 1
-    POLICY_SPREAD = 2
-    POLICY_RANDOM = 3
-    POLICY_FGD = 4
-    POLICY_DOT_PRODUCT = 5
-    POLICY_GPU_PACKING = 6
-    POLICY_GPU_CLUSTERING = 7
-    POLICY_FGD_PACK = 8
+    """The kernel's policy codes, ``POLICY_<NAME>`` (members as declared in ``_core.pxd``)."""
 
 class PodBatch:
     size: int
