@@ -101,8 +101,8 @@ ALL_POLICIES = tuple(p.name for p in _SIMULATED)
 placer's ``fgd-pack``, then the FGD study's six."""
 
 STUDY_POLICIES = tuple(p.name for p in _SIMULATED if p.study)
-"""The six policies of the FGD study (``Policy.study``), in the order the table lists them:
-``fgd``, ``best-fit``, ``gpu-packing``, ``gpu-clustering``, ``dot-product``, ``random``."""
+"""The six policies of the FGD study (``Policy.study``), in the order the table lists them
+(``Policy.simulate_rank``)."""
 
 PUBLISHED_NAMES = {p.name: p.study_name for p in _SIMULATED if p.study_name is not None}
 """Our policy name → the study's name in ``fgd_expected_unalloc_summary.csv`` (``Policy.study_name``)."""

@@ -1037,8 +1037,8 @@ cdef class Kernel:
         reasons : bool
             Count per-resource shortfalls for each pod that fails.
         rank : ndarray of int32, optional
-            Tie order of the nodes for ``fgd``, ``dot-product``, ``gpu-packing`` and
-            ``gpu-clustering`` (lower wins); node index when omitted.
+            Tie order of the nodes for the ranked policies (``Policy.ranked``; lower
+            wins); node index when omitted.
         frag_trace : ndarray of float64, optional
             Filled with the cluster's fragment F(M) after each pod (needs a workload).
         shapes : ndarray of int32, optional
