@@ -122,8 +122,9 @@ def _placement_ok(problem: GangProblem, counts: dict[tuple[int, int], int]) -> b
     for level, size in problem.slices:
         per: dict[str | None, int] = {}
         for (s, n), c in counts.items():
-            dom = _domain_at(problem, n, level)
-            per[dom] = per.get(dom, 0) + c
+            if s == 0:  # slices count the main shape
+                dom = _domain_at(problem, n, level)
+                per[dom] = per.get(dom, 0) + c
         for dom, c in per.items():
             if c and (dom is None or c % size):
                 return False

@@ -482,8 +482,8 @@ def test_check_counts_reports_violations() -> None:
 def test_malformed_problems_raise_value_error() -> None:
     nodes = _cluster(1, 1, 1, 1)
     s = GangShape(1, 1, 1000, 0, 0, 0, frozenset({0}))
-    with pytest.raises(ValueError, match="single shape"):
-        solve_gang(GangProblem(LEVELS3, nodes, (s, s), "unconstrained", None, (("rack", 1),)))
+    with pytest.raises(ValueError, match="need a shape"):
+        solve_gang(GangProblem(LEVELS3, nodes, (), "unconstrained", None, (("rack", 1),)))
     with pytest.raises(ValueError, match="unknown topology level"):
         solve_gang(GangProblem(LEVELS3, nodes, (s,), "required", "zone"))
     with pytest.raises(ValueError, match="does not divide"):

@@ -3,6 +3,7 @@ solvers, and greedy + exact feasibility against a brute force on tiny clusters."
 from __future__ import annotations
 
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,12 +149,16 @@ def tiny_gangs(draw):
     snap = snapshot(nodes, levels)
     workers = draw(st.integers(1, 4))
     wg = draw(st.sampled_from([1, 2]))
-    pods = [PodRequest(f"w{j}", gpus=wg, cpu_milli=draw(st.sampled_from([0, 2000])), gang="g") for j in range(workers)]
+    cpus = [draw(st.sampled_from([0, 2000])) for _ in range(workers)]
+    pods = [PodRequest(f"w{j}", gpus=wg, cpu_milli=c, gang="g") for j, c in enumerate(cpus)]
     if draw(st.booleans()):
         pods.insert(0, PodRequest("launcher", cpu_milli=draw(st.sampled_from([1000, 6000])), gang="g"))
     mode = draw(st.sampled_from(["required", "preferred", "unconstrained"]))
     level = draw(st.sampled_from([*levels, "node"])) if mode != "unconstrained" else None
-    spec = GangSpec("g", mode=mode, level=level, same_gpu_model=draw(st.booleans()))
+    slices = ()
+    if len(set(cpus)) == 1 and workers % 2 == 0 and draw(st.booleans()):  # slices count the workers
+        slices = (SliceSpec(draw(st.sampled_from([*levels, "node"])), 2),)
+    spec = GangSpec("g", mode=mode, level=level, slices=slices, same_gpu_model=draw(st.booleans()))
     return snap, pods, spec
 
 
@@ -304,3 +309,78 @@ def test_same_gpu_model_leaves_an_unconstrained_gangs_launcher_free():
                 assert got.assignments == ()
                 again = cluster.place([PodRequest("big", cpu_milli=128000)])
                 assert [a.node for a in again.assignments] == ["c"]
+
+
+# --- gangs of several shapes with slices (launcher + workers) -------------------------------
+
+
+def launcher_and_workers(workers: int, size: int, level: str = "rack") -> dict:
+    return {
+        "apiVersion": "placer/v1", "kind": "PlacementRequest",
+        "pods": [
+            {"name": "launcher", "cpuMilli": 6000, "gang": "job"},
+            {"name": "worker", "replicas": workers, "gpus": 2, "cpuMilli": 1000, "gang": "job"},
+        ],
+        "gangs": {"job": {"topology": {"mode": "required", "level": "block"},
+                          "slices": [{"level": level, "size": size}]}},
+    }
+
+
+def blocks_of_racks() -> placer.ClusterSnapshot:
+    # 2 blocks x 2 racks x 2 nodes of 4 GPUs; rack b0/r1 is half held, so a slice of 4
+    # workers (8 GPUs) fits in one rack only where both its nodes are free
+    nodes = []
+    for b in range(2):
+        for r in range(2):
+            for i in range(2):
+                held = [{"name": f"x{b}{r}{i}", "gpus": [0, 1]}] if (b, r) == (0, 1) else []
+                nodes.append({"name": f"n{b}{r}{i}", "gpus": 4, "gpuModel": "A100", "cpuMilli": 8000,
+                              "topology": {"block": f"b{b}", "rack": f"b{b}r{r}"}, "pods": held})
+    return snapshot(nodes, ("block", "rack"))
+
+
+def test_slices_count_the_main_shape_and_leave_the_launcher_out():
+    snap = blocks_of_racks()
+    req = PlacementRequest.from_dict(launcher_and_workers(8, 4))
+    for solver in ("greedy", "auto", "exact"):
+        r = placer.place(snap, replace(req, solver=solver))
+        assert len(r.assignments) == 9, solver
+        assert placer.check_placement(snap, req, r) == [], solver
+        rack_of = {a.pod: a.node[:3] for a in r.assignments}
+        slices = [{rack_of[f"worker-{4 * k + j}"] for j in range(4)} for k in range(2)]
+        assert [len(s) for s in slices] == [1, 1], solver  # each slice of 4 workers in one rack
+        assert slices[0] != slices[1]
+        assert r.gangs[0].domains["block"] == ("b1",), solver  # b0 holds only one whole slice
+    greedy = placer.place(snap, replace(req, solver="greedy"))
+    ref = ReferenceCluster(snap).place(list(req.pods), gang=req.gangs["job"])
+    assert ref.assignments == greedy.assignments
+
+
+def test_slices_that_no_domain_can_hold_are_proven_out_by_counting():
+    # slices of 8 workers (16 GPUs) at rack level: no rack has more than 8 free GPUs
+    snap = blocks_of_racks()
+    req = PlacementRequest.from_dict(launcher_and_workers(8, 8))
+    r = placer.place(snap, req)
+    assert r.assignments == () and r.gangs[0].solver == "greedy" and r.gangs[0].status == "infeasible"
+    ex = placer.place(snap, replace(req, solver="exact"))
+    assert ex.assignments == () and ex.gangs[0].status == "infeasible"
+
+
+def test_the_launcher_does_not_count_towards_the_slice_multiple():
+    with pytest.raises(placer.InvalidInputError) as e:
+        PlacementRequest.from_dict(launcher_and_workers(6, 4))
+    assert e.value.where == "gangs.job.slices[0].size"
+    assert "has 6 pod(s) of its main shape (the pods like 'worker-0'), not a multiple" in str(e.value)
+
+
+def test_the_checker_counts_slices_over_the_main_shape_only():
+    snap = blocks_of_racks()
+    req = PlacementRequest.from_dict(launcher_and_workers(8, 4))
+    r = placer.place(snap, req)
+    nodes = {a.pod: a.node for a in r.assignments}
+    # swapping a worker of the first slice with one of the second breaks both slices
+    a, b = "worker-0", "worker-4"
+    swapped = [replace(x, node=nodes[b] if x.pod == a else nodes[a] if x.pod == b else x.node)
+               for x in r.assignments]
+    bad = placer.check_placement(snap, req, replace(r, assignments=tuple(swapped)))
+    assert any("slice 0 (rack, size 4)" in line for line in bad)

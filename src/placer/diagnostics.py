@@ -17,6 +17,7 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
+    gang_shapes,
     load_request,
     load_result,
     load_snapshot,
@@ -294,11 +295,12 @@ class _Checker:
             located = [(p, a, self.nodes.get(a.node)) for p, a in got]
             if spec.mode == "required" and spec.level is not None:
                 self._check_same_domain(gname, f"required {spec.level}", spec.level, located, levels)
+            sliced = [located[i] for i in gang_shapes(gpods)[0]] if spec.slices else []
             for sl in spec.slices:
                 if sl.size <= 0:
                     continue
-                for start in range(0, len(located), sl.size):
-                    chunk = located[start : start + sl.size]
+                for start in range(0, len(sliced), sl.size):
+                    chunk = sliced[start : start + sl.size]
                     self._check_same_domain(
                         gname, f"slice {start // sl.size} ({sl.level}, size {sl.size})", sl.level, chunk, levels
                     )

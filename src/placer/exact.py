@@ -166,8 +166,9 @@ class GangProblem:
         The required or preferred level (a name in ``levels`` or ``"node"``); ``None``
         for ``unconstrained``.
     slices : tuple of (str, int)
-        ``(level, size)`` outermost first, only with a single shape: every domain of a
-        slice level holds a multiple of ``size`` pods.
+        ``(level, size)`` outermost first: every domain of a slice level holds a multiple
+        of ``size`` pods of the main shape, ``shapes[0]`` (the other shapes are not
+        counted).
     same_gpu_model : bool
         All GPU pods of the gang on nodes of one GPU model.
     """
@@ -273,8 +274,8 @@ def _validate(problem: GangProblem) -> None:
             raise ValueError(f"mode {problem.mode!r} needs a level")
         _level_index(problem, problem.level)
     if problem.slices:
-        if len(problem.shapes) != 1:
-            raise ValueError("slices need a gang of a single shape")
+        if not problem.shapes:
+            raise ValueError("slices need a shape to count")
         prev = None
         last = -1
         for lvl, size in problem.slices:
@@ -519,7 +520,8 @@ def check_counts(problem: GangProblem, counts: Counts, shared_gpus: SharedGpus) 
         li = _level_index(problem, lvl)
         per_dom: dict[str | None, int] = defaultdict(int)
         for (s, n), c in good.items():
-            per_dom[_domain(problem, n, li)] += c
+            if s == 0:  # slices count the main shape
+                per_dom[_domain(problem, n, li)] += c
         for dom, c in sorted(per_dom.items(), key=lambda kv: str(kv[0])):
             if dom is None:
                 out.append(f"slice level {lvl}: {c} pods on nodes in no domain of it")
@@ -896,8 +898,9 @@ def _build(problem: GangProblem) -> _Model:
         for lvl, size in problem.slices:
             li = _level_index(problem, lvl)
             groups: dict[str, list[int]] = defaultdict(list)
-            for (_, n) in x:
-                groups[_domain(problem, n, li)].append(n)  # type: ignore[index]
+            for (s, n) in x:
+                if s == 0:  # slices count the main shape
+                    groups[_domain(problem, n, li)].append(n)  # type: ignore[index]
             for dom, ns in sorted(groups.items()):
                 cap = min(total, sum(ubs[0, n] for n in ns)) // size
                 kv = model.new_int_var(0, cap, f"k_{li}_{dom}")

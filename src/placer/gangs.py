@@ -23,28 +23,13 @@ import numpy as np
 from placer import reasons
 from placer.domains import Domains, Hierarchy
 from placer.kernel import KernelSession, Run
-from placer.model import GangResult, GangSpec, PodRequest, Unschedulable
+from placer.model import GangResult, GangSpec, PodRequest, Unschedulable, gang_shapes
 from placer.policies import Policy
 
 if TYPE_CHECKING:
     from placer import exact
 
 ROOT = "cluster"  # the level above the outermost one: every node
-
-
-def shape_key(pod: PodRequest) -> tuple:
-    """Pods with equal keys are interchangeable for placement."""
-    return (
-        pod.gpus,
-        pod.gpu_milli,
-        pod.gpu_memory_mib,
-        pod.cpu_milli,
-        pod.memory_mib,
-        pod.nics,
-        tuple(sorted(pod.node_selector.items())),
-        pod.tolerations,
-        tuple(sorted(pod.gpu_models)),
-    )
 
 
 @dataclass
@@ -60,11 +45,6 @@ class Shape:
     def count(self) -> int:
         return len(self.pods)
 
-    @property
-    def weight(self) -> tuple[int, int, int]:
-        p = self.pod
-        return (p.gpus * p.gpu_milli * self.count, p.cpu_milli * self.count, self.count)
-
 
 @dataclass
 class GangPlan:
@@ -79,16 +59,13 @@ class GangPlan:
 
 
 def split_shapes(session: KernelSession, pods: Sequence[PodRequest]) -> list[Shape]:
-    """The gang's pods grouped by shape, largest total demand first."""
-    groups: dict[tuple, Shape] = {}
-    for i, pod in enumerate(pods):
-        key = shape_key(pod)
-        found = groups.get(key)
-        if found is None:
-            eligible, model_mask = session.eligibility(pod)
-            found = groups[key] = Shape([], pod, eligible, model_mask)
-        found.pods.append(i)
-    return sorted(groups.values(), key=lambda s: s.weight, reverse=True)
+    """The gang's pods grouped by shape, largest first (:func:`placer.model.gang_shapes`)."""
+    out = []
+    for members in gang_shapes(pods):
+        pod = pods[members[0]]
+        eligible, model_mask = session.eligibility(pod)
+        out.append(Shape(members, pod, eligible, model_mask))
+    return out
 
 
 def node_capacity(session: KernelSession, shape: Shape, limit: int) -> np.ndarray:
@@ -437,7 +414,7 @@ def exact_problem(session: KernelSession, paths: Sequence[Sequence[str | None]],
             model=session.model_names[model_id[n]] or None,
         ))
     model_ids = free.model_id.astype(np.uint64)
-    constrained = spec.mode != "unconstrained" and spec.level is not None
+    constrained = (spec.mode != "unconstrained" and spec.level is not None) or bool(spec.slices)
     # a node missing a level is in no domain of it and takes no part in a topology gang
     complete = np.array([all(p[n] is not None for p in paths[: len(levels)]) for n in range(session.n_nodes)],
                         dtype=bool) if constrained else np.ones(session.n_nodes, dtype=bool)
@@ -667,8 +644,7 @@ def _place_topology_gang(
     ``policy`` chooses GPUs and the other shapes' nodes (:func:`place_gang`).
 
     Also says whether counting alone proves that no placement exists: no domain of the
-    widest level tried holds the largest shape's pods, whole slices counted (a bound
-    only for a gang of one shape when it has slices).
+    widest level tried holds the main shape's pods, in whole slices.
     """
     plan, shapes = place_gang(session, domains.hierarchy(), pods, spec, policy, rng)
     if plan.placed:
@@ -679,7 +655,7 @@ def _place_topology_gang(
         spec.name, None if plan.level == ROOT else plan.level, plan.fit, main.count, len(shapes) > 1,
         reasons.kube_reason(session.n_nodes, excluded) if excluded else "",
     )
-    counted_out = plan.fit < main.count and (len(shapes) == 1 or not spec.slices)
+    counted_out = plan.fit < main.count
     return [(pod, -1, 0, reason, 0) for pod in pods], counted_out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Mapping, Optional, Sequence, Union
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -389,8 +389,42 @@ class PodRequest(Struct, frozen=True, gc=False):
         return d
 
 
+def shape_key(pod: PodRequest) -> tuple:
+    """Pods with equal keys are interchangeable for placement."""
+    return (
+        pod.gpus,
+        pod.gpu_milli,
+        pod.gpu_memory_mib,
+        pod.cpu_milli,
+        pod.memory_mib,
+        pod.nics,
+        tuple(sorted(pod.node_selector.items())),
+        pod.tolerations,
+        tuple(sorted(pod.gpu_models)),
+    )
+
+
+def gang_shapes(pods: Sequence[PodRequest]) -> list[list[int]]:
+    """The indices of a gang's pods grouped by shape, largest first.
+
+    Largest: most GPUs in total (GPUs × ``gpuMilli`` × pods), then most CPU in total,
+    then most pods; ties keep the order in which the shapes first appear. The first
+    group is the gang's *main shape*: the pods its slices count.
+    """
+    groups: dict[tuple, list[int]] = {}
+    for i, pod in enumerate(pods):
+        groups.setdefault(shape_key(pod), []).append(i)
+
+    def size(members: list[int]) -> tuple[int, int, int]:
+        p, n = pods[members[0]], len(members)
+        return (p.gpus * p.gpu_milli * n, p.cpu_milli * n, n)
+
+    return sorted(groups.values(), key=size, reverse=True)
+
+
 class SliceSpec(Struct, frozen=True, gc=False):
-    """Every consecutive ``size`` pods of a gang share one domain of ``level``."""
+    """Every consecutive ``size`` pods of the gang's main shape share one domain of ``level``
+    (the main shape: the first group of :func:`gang_shapes`)."""
 
     level: str
     size: int

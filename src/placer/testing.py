@@ -38,6 +38,7 @@ from placer.model import (
     SliceSpec,
     Taint,
     Toleration,
+    gang_shapes,
     replace,
 )
 from placer.topology import GpuTopology, Nic, topology_from_spec
@@ -436,7 +437,7 @@ def placement_requests(
         inner = all_levels[all_levels.index(level) + 1 :] if level is not None else []
         if inner and size % 2 == 0 and draw(_chance(30)):
             slices = (SliceSpec(draw(st.sampled_from(inner)), 2),)
-        elif draw(_chance(30)):
+        if draw(_chance(30)):
             launcher = PodRequest(
                 name=f"{gname}-launcher",
                 cpu_milli=draw(st.integers(0, max_cpu // 2)),
@@ -444,6 +445,8 @@ def placement_requests(
                 gang=gname,
             )
             members.insert(0, launcher)
+        if slices and len(gang_shapes(members)[0]) % 2:
+            slices = ()  # the slices would count the launcher
         gang_specs[gname] = GangSpec(
             name=gname, mode=mode, level=level, slices=slices, same_gpu_model=same_model
         )

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
-from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration
+from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
 from placer.schema.checks import check_policy
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
@@ -144,6 +144,19 @@ def _names(entries: Sequence[PodDoc], pods: Sequence[PodRequest], origin: Sequen
             raise InvalidInputError(f"pods[{i}].name", f"duplicate pod name {pod.name!r}, first at pods[{first}]")
 
 
+def _check_slices(name: str, spec: GangSpec, members: Sequence[PodRequest]) -> None:
+    """Slices count the pods of the gang's main shape: a whole number of outermost slices."""
+    shapes = gang_shapes(members)
+    main = [members[i] for i in shapes[0]]
+    size = spec.slices[0].size
+    if len(main) % size:
+        which = "" if len(shapes) == 1 else f" of its main shape (the pods like {main[0].name!r})"
+        raise InvalidInputError(
+            f"gangs.{name}.slices[0].size",
+            f"the gang has {len(main)} pod(s){which}, not a multiple of the outermost slice size {size}",
+        )
+
+
 def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> PlacementRequest:
     """Check the rules of a decoded PlacementRequest that span fields, expand ``replicas``
     and build it.
@@ -193,15 +206,16 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         pods, origin = _expand(entries, gangs, gang_size)
     _names(entries, pods, origin)
 
+    members: dict[str, list[PodRequest]] = {}
+    if any(spec.slices for spec in gangs.values()):
+        for pod in pods:
+            if pod.gang is not None:
+                members.setdefault(pod.gang, []).append(pod)
     for name, spec in gangs.items():
-        n = gang_size[name]
-        if n == 0:
+        if gang_size[name] == 0:
             raise InvalidInputError(f"gangs.{name}", "the gang has no pods (no pod names it in `gang`)")
-        if spec.slices and n % spec.slices[0].size:
-            raise InvalidInputError(
-                f"gangs.{name}.slices[0].size",
-                f"the gang has {n} pod(s), not a multiple of the outermost slice size {spec.slices[0].size}",
-            )
+        if spec.slices:
+            _check_slices(name, spec, members[name])
     request = PlacementRequest(
         pods=tuple(pods),
         gangs=gangs or EMPTY,
