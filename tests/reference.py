@@ -861,8 +861,9 @@ class ReferenceCluster:
                 fit = max([fit, *dom.values()])
                 for d, c in dom.items():
                     if c >= len(main):
-                        cands.append((c, mo, order_of[k][d] if k >= 0 else 0, d, m))
-            for c, mo, _, d, m in sorted(cands, key=lambda t: t[:3]):
+                        fewest = self._fewest(levels, paths, complete, caps, k, d, len(main))
+                        cands.append((fewest, c, mo, order_of[k][d] if k >= 0 else 0, d, m))
+            for _, c, mo, _, d, m in sorted(cands, key=lambda t: t[:4]):
                 caps, raws = per_model[m]
                 counts = self._allocate(levels, paths, complete, order_of, caps, raws, k, d, len(main))
                 got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m, policy, rng)
@@ -905,6 +906,22 @@ class ReferenceCluster:
                 caps[k][d] -= caps[k][d] % units[k]
         return caps, raws
 
+    @staticmethod
+    def _fewest(levels, paths, complete, caps, k, d, need) -> tuple:
+        """Per level inside domain ``d`` of level ``k`` (-1: all), the fewest of its domains
+        whose capacities reach ``need``."""
+        out = []
+        for lv in range(k + 1, len(levels)):
+            inside = {paths[lv][i] for i in range(len(complete)) if complete[i] and (k < 0 or paths[k][i] == d)}
+            total = count = 0
+            for c in sorted((caps[lv][x] for x in inside), reverse=True):
+                if total >= need:
+                    break
+                total += c
+                count += 1
+            out.append(count)
+        return tuple(out)
+
     def _allocate(self, levels, paths, complete, order_of, caps, raws, k, d, need) -> dict:
         last = len(levels) - 1
         if k == last:
@@ -920,7 +937,11 @@ class ReferenceCluster:
             if left == 0 or caps[k + 1][c] <= 0:
                 break
             if caps[k + 1][c] >= left:
-                best = min((x for x in children if x not in used and caps[k + 1][x] >= left), key=key_tight)
+                # the child needing the fewest children of its own for the rest, then the tightest
+                best = min(
+                    (x for x in children if x not in used and caps[k + 1][x] >= left),
+                    key=lambda x: (self._fewest(levels, paths, complete, caps, k + 1, x, left)[:1], *key_tight(x)),
+                )
                 out.update(self._allocate(levels, paths, complete, order_of, caps, raws, k + 1, best, left))
                 left = 0
                 break

@@ -62,7 +62,9 @@ def test_exact_always_runs_and_auto_keeps_a_greedy_success():
     pods = [PodRequest(f"w{i}", gpus=2, cpu_milli=1000, gang="g") for i in range(3)]
     spec = GangSpec("g", mode="required", level="rack")
     auto = placer.place(snap, request(pods, spec))
-    assert auto.gangs[0].solver == "greedy" and auto.gangs[0].status == "feasible"
+    # the greedy reaches the fewest racks and nodes any placement needs, so it says optimal
+    assert auto.gangs[0].solver == "greedy" and auto.gangs[0].status == "optimal"
+    assert auto.gangs[0].domain_counts == dict(auto.gangs[0].domain_bounds) == {"rack": 1, "node": 2}
     ex = placer.place(snap, request(pods, spec, solver="exact"))
     assert ex.gangs[0].solver == "cp-sat" and ex.gangs[0].status == "optimal"
     for r in (auto, ex):

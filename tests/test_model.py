@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from placer.exceptions import InvalidInputError
 from placer.topology import Nic
 from placer.model import (
     Assignment,
@@ -164,6 +165,8 @@ RESULT: dict[str, Any] = {
             "solver": "cp-sat",
             "status": "optimal",
             "domains": {"rack": ["b1/r07"], "nvlDomain": ["b1/r07/nvl-a", "b1/r07/nvl-b"]},
+            "domainCounts": {"rack": 1, "nvlDomain": 2},
+            "domainBounds": {"rack": 1, "nvlDomain": 2},
             "objective": 12.0,
             "bound": 12.0,
         },
@@ -218,6 +221,15 @@ def test_result_round_trip() -> None:
     res = PlacementResult.from_dict(RESULT)
     assert PlacementResult.from_dict(res.to_dict()) == res
     assert res.to_dict() == RESULT
+
+
+def test_result_domain_counts_must_match_the_domains_listed() -> None:
+    doc = json.loads(json.dumps(RESULT))
+    doc["gangs"][0]["domainCounts"]["nvlDomain"] = 3
+    with pytest.raises(InvalidInputError) as e:
+        PlacementResult.from_dict(doc)
+    assert e.value.where == "gangs[0].domainCounts.nvlDomain"
+    assert "says 3 domain(s), `domains` lists 2" in str(e.value)
 
 
 def test_result_built_in_python_round_trips() -> None:

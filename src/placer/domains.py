@@ -34,6 +34,7 @@ class Hierarchy:
             complete &= ids >= 0
         self.complete = complete  # nodes with a domain at every level
         self._parents: dict[int, np.ndarray] = {}
+        self._children: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def parent_of(self, level: int) -> np.ndarray:
         """For each domain of ``level``, its domain at ``level - 1`` (level 0: 0, the root)."""
@@ -45,6 +46,27 @@ class Hierarchy:
                 ok = (ids >= 0) & self.complete
                 found[ids[ok]] = self.ids[level - 1][ok]
             self._parents[level] = found
+        return found
+
+    def ancestor(self, level: int, at: int) -> np.ndarray:
+        """For each domain of ``level``, its domain at the outer level ``at`` (-1: 0, the root)."""
+        found = np.zeros(len(self.names[level]), dtype=np.int64)
+        if at >= 0:
+            found = np.arange(len(self.names[level]))
+            for lv in range(level, at, -1):
+                found = self.parent_of(lv)[found]
+        return found
+
+    def children(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """The domains of ``level`` grouped by parent: ``order[start[p]:start[p + 1]]`` are
+        the children of domain ``p`` of ``level - 1``."""
+        found = self._children.get(level)
+        if found is None:
+            parent = self.parent_of(level)
+            order = np.argsort(parent, kind="stable")
+            n_parents = len(self.names[level - 1]) if level > 0 else 1
+            start = np.searchsorted(parent[order], np.arange(n_parents + 1))
+            found = self._children[level] = (order, start)
         return found
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from placer import reasons
 from placer.domains import Domains, Hierarchy
 from placer.kernel import KernelSession, Run
-from placer.model import GangResult, GangSpec, PodRequest, Unschedulable, gang_shapes
+from placer.model import EMPTY, GangResult, GangSpec, PodRequest, Unschedulable, gang_shapes, replace
 from placer.policies import Policy
 
 if TYPE_CHECKING:
@@ -51,11 +51,14 @@ class GangPlan:
     """The gang as bound: (node, GPU mask, NIC mask) per pod; empty when it does not fit.
 
     ``fit`` is then the most pods of the main shape one domain of ``level`` holds.
+    ``bounds``: per level, outermost first, a lexicographic lower bound on the domains any
+    placement of the gang uses (``None`` when no domain holds the main shape).
     """
 
     placed: list[tuple[int, int, int]] = field(default_factory=list)
     fit: int = 0
     level: str = ""
+    bounds: tuple[int, ...] | None = None
 
 
 def split_shapes(session: KernelSession, pods: Sequence[PodRequest]) -> list[Shape]:
@@ -116,12 +119,53 @@ def domain_capacities(h: Hierarchy, node_cap: np.ndarray, units: Sequence[int]) 
     return caps
 
 
+UNREACHABLE = 1 << 40  # fewer domains than this always exist: "cannot hold the pods"
+
+
+def fewest_inside(h: Hierarchy, caps: list[np.ndarray], at: int, need: int) -> np.ndarray:
+    """For each domain of level ``at`` (-1: the root), per level inside it, the fewest of
+    that level's domains in it whose capacities sum to ``need``.
+
+    A row per domain of ``at`` and a column per level; columns of ``at`` and outside it
+    hold 1, and :data:`UNREACHABLE` marks a level whose domains together fall short.
+    Whatever the placement inside a domain, it uses at least this many domains per level.
+    """
+    groups = 1 if at < 0 else len(h.names[at])
+    out = np.ones((groups, len(h.levels)), dtype=np.int64)
+    for lv in range(at + 1, len(h.levels)):
+        cap = caps[lv]
+        owner = h.ancestor(lv, at)
+        order = np.lexsort((-cap, owner))
+        sorted_cap, sorted_owner = cap[order], owner[order]
+        before = np.cumsum(sorted_cap) - sorted_cap  # capacity ahead of each domain, all groups
+        first = np.searchsorted(sorted_owner, np.arange(groups))
+        offset = np.concatenate(([0], np.cumsum(sorted_cap)))[first]
+        short = (before - offset[sorted_owner]) < need
+        counted = np.bincount(sorted_owner, weights=short, minlength=groups).astype(np.int64)
+        total = np.bincount(owner, weights=cap, minlength=groups)
+        out[:, lv] = np.where(total >= need, counted, UNREACHABLE)
+    return out
+
+
+def _fewest_children(h: Hierarchy, caps: list[np.ndarray], level: int, domain: int, need: int) -> int:
+    """The fewest children of ``domain`` (of ``level``) whose capacities sum to ``need``."""
+    if level == len(h.levels) - 1:
+        return 0
+    order, start = h.children(level + 1)
+    kids = order[start[domain]:start[domain + 1]]
+    if level + 1 == len(h.levels) - 1:
+        kids = kids[h.complete[kids]]
+    reach = np.cumsum(np.sort(caps[level + 1][kids])[::-1])
+    return int(np.searchsorted(reach, need)) + 1
+
+
 def allocate(
     h: Hierarchy, caps: list[np.ndarray], raw: list[np.ndarray], level: int, domain: int, need: int
 ) -> dict[int, int]:
     """Pods per node for ``need`` pods inside ``domain`` of ``level`` (-1: the root).
 
-    Children are taken largest first; the remainder goes to the tightest child holding it.
+    Children are taken largest first; the remainder goes to the child holding it that
+    needs the fewest children of its own for it, then the tightest.
     """
     node_level = len(h.levels) - 1
     if level == node_level:
@@ -130,7 +174,8 @@ def allocate(
     if level < 0:
         children = np.arange(len(h.names[0]))
     else:
-        children = np.nonzero(h.parent_of(child_level) == domain)[0]
+        order_, start = h.children(child_level)
+        children = order_[start[domain]:start[domain + 1]]
         if child_level == node_level:
             children = children[h.complete[children]]
     child_caps = caps[child_level][children]
@@ -144,9 +189,11 @@ def allocate(
         if j in used or child_caps[j] <= 0:
             continue
         if child_caps[j] >= left:
-            # the tightest child still unused that holds the remainder
             fits = [x for x in order if x not in used and child_caps[x] >= left]
-            best = min(fits, key=lambda x: (child_caps[x], raw[child_level][children[x]], children[x]))
+            best = min(fits, key=lambda x: (
+                _fewest_children(h, caps, child_level, int(children[x]), left) if len(fits) > 1 else 0,
+                child_caps[x], raw[child_level][children[x]], children[x],
+            ))
             _descend(h, caps, raw, child_level, int(children[best]), left, out)
             left = 0
             break
@@ -201,7 +248,9 @@ def place_gang(
     plan = GangPlan()
     for level in candidate_levels(h.levels, spec):
         best_fit = 0
-        candidates: list[tuple[int, int, int, int]] = []  # (cap, model order, domain, model)
+        # (fewest domains per level inside, cap, model order, domain, model)
+        candidates: list[tuple[tuple[int, ...], int, int, int, int]] = []
+        level_bound: tuple[int, ...] | None = None
         per_model: dict[int, tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]] = {}
         for mo, model in enumerate(models):
             caps_by_shape = []
@@ -221,14 +270,24 @@ def place_gang(
                 rest_ok = None
             if len(dom_caps):
                 best_fit = max(best_fit, int(dom_caps.max()))
-            for d in np.nonzero(dom_caps >= main.count)[0]:
+            holding = np.nonzero(dom_caps >= main.count)[0]
+            if not len(holding):
+                continue
+            fewest = fewest_inside(h, main_caps, level, main.count)
+            for d in holding:
+                vector = tuple(fewest[0 if level < 0 else d].tolist())
+                level_bound = vector if level_bound is None else min(level_bound, vector)
                 if rest_ok is not None and not all(rest_ok):
                     continue
                 if level >= 0 and not _others_fit(h, level, int(d), shapes[1:], caps_by_shape[1:]):
                     continue
-                candidates.append((int(dom_caps[d]), mo, int(d), model))
+                candidates.append((vector, int(dom_caps[d]), mo, int(d), model))
+        if plan.bounds is None:
+            # a placement using one domain of this level lies in a candidate; one using
+            # several is lexicographically above every candidate's vector
+            plan.bounds = level_bound
         candidates.sort()
-        for _, _, d, model in candidates:
+        for _, _, _, d, model in candidates:
             main_caps, raw, caps_by_shape = per_model[model]
             counts = allocate(h, main_caps, raw, level, d if level >= 0 else -1, main.count)
             nodes = _assign_nodes(h, counts, len(pods), main)
@@ -552,9 +611,10 @@ def place_gang_step(
     solver = spec.solver or solver
     limit = spec.time_limit_s or time_limit_s
     counted_out = False
+    bounds: dict[str, int] = {}
     if (spec.mode != "unconstrained" and spec.level is not None) or spec.slices:
         # slices bind even an unconstrained gang: it is then placed over the whole cluster
-        outcome, counted_out = _place_topology_gang(session, domains, pods, spec, policy, rng)
+        outcome, counted_out, bounds = _place_topology_gang(session, domains, pods, spec, policy, rng)
     else:
         outcome = _place_unconstrained(session, pods, spec, policy, rng)
     placed = all(o[1] >= 0 for o in outcome)
@@ -562,7 +622,10 @@ def place_gang_step(
         # no domain holds even the largest shape alone: no solver can place the gang
         return outcome, _gang_result(domains, spec, outcome, "greedy", "infeasible")
     if solver == "greedy" or (solver == "auto" and placed):
-        return outcome, _gang_result(domains, spec, outcome, "greedy", "feasible" if placed else "unknown")
+        result = _gang_result(domains, spec, outcome, "greedy", "feasible" if placed else "unknown", bounds=bounds)
+        if placed and bounds and result.domain_counts == bounds:
+            result = replace(result, status="optimal")  # the fewest domains at every level
+        return outcome, result
     from placer import exact
 
     shapes = split_shapes(session, pods)
@@ -583,10 +646,10 @@ def place_gang_step(
             done = [(pod, n, mask, "", nic) for pod, (n, mask, nic) in zip(pods, bound)]
             status = sol.status if sol.found else "feasible"
             name = "cp-sat" if sol.found else "greedy"
-            return done, _gang_result(domains, spec, done, name, status, sol.objective, sol.bound)
+            return done, _gang_result(domains, spec, done, name, status, sol.objective, sol.bound, bounds)
     reason = reasons.gang_solver_gave_up(outcome[0][3], sol.status, limit)
     failed = [(pod, -1, 0, reason, 0) for pod in pods]
-    return failed, _gang_result(domains, spec, failed, "cp-sat", sol.status, None, None)
+    return failed, _gang_result(domains, spec, failed, "cp-sat", sol.status, None, None, bounds)
 
 
 def _place_unconstrained(
@@ -639,16 +702,19 @@ def _place_in_runs(
 def _place_topology_gang(
     session: KernelSession, domains: Domains, pods: Sequence[PodRequest], spec: GangSpec, policy: Policy,
     rng: np.ndarray,
-) -> tuple[list[Outcome], bool]:
+) -> tuple[list[Outcome], bool, dict[str, int]]:
     """A required or preferred gang: greedy over the topology levels, all or nothing;
     ``policy`` chooses GPUs and the other shapes' nodes (:func:`place_gang`).
 
-    Also says whether counting alone proves that no placement exists: no domain of the
-    widest level tried holds the main shape's pods, in whole slices.
+    Also says whether counting alone proves that no placement exists (no domain of the
+    widest level tried holds the main shape's pods, in whole slices), and the fewest
+    domains per level any placement needs (:attr:`GangPlan.bounds`).
     """
-    plan, shapes = place_gang(session, domains.hierarchy(), pods, spec, policy, rng)
+    h = domains.hierarchy()
+    plan, shapes = place_gang(session, h, pods, spec, policy, rng)
+    bounds = {} if plan.bounds is None else dict(zip(h.levels, plan.bounds))
     if plan.placed:
-        return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(pods, plan.placed)], False
+        return [(pod, node, mask, "", nic) for pod, (node, mask, nic) in zip(pods, plan.placed)], False, bounds
     main = shapes[0]
     excluded = resource_reasons(session, main)
     reason = reasons.gang_level_short(
@@ -656,7 +722,7 @@ def _place_topology_gang(
         reasons.kube_reason(session.n_nodes, excluded) if excluded else "",
     )
     counted_out = plan.fit < main.count
-    return [(pod, -1, 0, reason, 0) for pod in pods], counted_out
+    return [(pod, -1, 0, reason, 0) for pod in pods], counted_out, bounds
 
 
 def _gang_result(
@@ -667,7 +733,8 @@ def _gang_result(
     status: str,
     objective: float | None = None,
     bound: float | None = None,
+    bounds: dict[str, int] | None = None,
 ) -> GangResult:
     placed = bool(outcome) and all(o[1] >= 0 for o in outcome)
     used = domains.used([o[1] for o in outcome]) if placed else {}
-    return GangResult(spec.name, placed, solver, status, used, objective, bound)
+    return GangResult(spec.name, placed, solver, status, used, objective, bound, bounds or EMPTY)

@@ -531,7 +531,14 @@ class Unschedulable(Struct, frozen=True, gc=False):
 
 
 class GangResult(Struct, frozen=True, gc=False):
-    """The outcome for one gang."""
+    """The outcome for one gang.
+
+    ``domains`` lists the domains used per level (``node`` included); ``domain_counts``
+    counts them, and ``domain_bounds`` holds, per level, the fewest domains any placement
+    of the gang needs, reached lexicographically from the outermost level. A placed gang
+    whose counts equal its bounds uses the fewest domains (``status`` ``optimal`` from the
+    greedy). ``objective`` and ``bound`` are CP-SAT's weighted figures.
+    """
 
     name: str
     placed: bool
@@ -540,6 +547,12 @@ class GangResult(Struct, frozen=True, gc=False):
     domains: Mapping[str, tuple[str, ...]] = EMPTY
     objective: Optional[float] = None
     bound: Optional[float] = None
+    domain_bounds: Mapping[str, int] = EMPTY
+
+    @property
+    def domain_counts(self) -> dict[str, int]:
+        """Domains used per level."""
+        return {level: len(used) for level, used in self.domains.items()}
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -550,6 +563,9 @@ class GangResult(Struct, frozen=True, gc=False):
         }
         if self.domains:
             d["domains"] = {k: list(v) for k, v in self.domains.items()}
+            d["domainCounts"] = self.domain_counts
+        if self.domain_bounds:
+            d["domainBounds"] = dict(self.domain_bounds)
         if self.objective is not None:
             d["objective"] = self.objective
         if self.bound is not None:

@@ -136,6 +136,8 @@ class GangResultDoc(_Doc):
     solver: Literal["greedy", "cp-sat"] = "greedy"
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
     domains: dict[Name, list[Name]] = {}
+    domain_counts: dict[Name, Quantity] = {}
+    domain_bounds: dict[Name, Quantity] = {}
     objective: Optional[float] = None
     bound: Optional[float] = None
 

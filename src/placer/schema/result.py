@@ -6,6 +6,7 @@ import math
 
 from placer.model import EMPTY, Assignment, GangResult, PlacementResult, Unschedulable
 from placer.schema.documents import ResultDoc
+from placer.exceptions import InvalidInputError
 from placer.schema.errors import bad
 
 __all__ = ["result_from_doc"]
@@ -17,12 +18,19 @@ def result_from_doc(doc: ResultDoc) -> PlacementResult:
     Raises
     ------
     InvalidInputError
-        At ``gangs[i].objective`` or ``.bound`` for a number that is not finite.
+        At ``gangs[i].objective`` or ``.bound`` for a number that is not finite, at
+        ``gangs[i].domainCounts.<level>`` for a count other than the domains listed.
     """
     for i, g in enumerate(doc.gangs):
         for name, v in (("objective", g.objective), ("bound", g.bound)):
             if v is not None and not math.isfinite(v):
                 raise bad(f"gangs[{i}].{name}", "a finite number", v)
+        for level, count in g.domain_counts.items():
+            listed = len(g.domains.get(level, ()))
+            if count != listed:
+                raise InvalidInputError(
+                    f"gangs[{i}].domainCounts.{level}", f"says {count} domain(s), `domains` lists {listed}"
+                )
     return PlacementResult(
         assignments=tuple(
             Assignment(a.pod, a.node, tuple(a.gpus), a.gpu_milli, a.gang, tuple(a.nics)) for a in doc.assignments
@@ -37,6 +45,7 @@ def result_from_doc(doc: ResultDoc) -> PlacementResult:
                 {k: tuple(v) for k, v in g.domains.items()} or EMPTY,
                 None if g.objective is None else float(g.objective),
                 None if g.bound is None else float(g.bound),
+                dict(g.domain_bounds) or EMPTY,
             )
             for g in doc.gangs
         ),
