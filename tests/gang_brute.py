@@ -205,3 +205,56 @@ def brute_force(problem: GangProblem) -> tuple[int | None, dict[tuple[int, int],
     """The optimal objective and one optimal ``counts`` dict (``None, {}`` if infeasible)."""
     value, counts, _ = brute_force_detail(problem)
     return value, counts
+
+
+def problem_from_reference(snapshot, pods, spec) -> GangProblem:
+    """The gang as a :class:`GangProblem`, built from the reference model's node states
+    (not from placer's kernel): free amounts, filters, and the domain of each node."""
+    from placer.exact import GangNode, GangShape
+    from placer.model import gang_shapes
+    from reference import ReferenceCluster, _filter, domain_of
+
+    states = ReferenceCluster(snapshot)._nodes
+    levels = tuple(snapshot.topology_levels)
+    nodes = []
+    for st in states:
+        paths = [domain_of(st.node, lv, levels) for lv in levels]
+        nodes.append(GangNode(
+            name=st.node.name,
+            domains=tuple(None if p is None else "/".join(p) for p in paths),
+            cpu_free=st.cpu_free(),
+            memory_free=st.mem_free(),
+            pods_free=st.pods_free(),
+            gpu_free_milli=tuple(st.free_milli(i) for i in range(st.hw.gpus)),
+            gpu_free_memory=tuple(st.free_gpu_mem(i) for i in range(st.hw.gpus)),
+            gpu_memory_total=st.hw.gpu_memory_mib,
+            model=st.hw.gpu_model if st.hw.gpus else None,
+        ))
+    topology_gang = (spec.mode != "unconstrained" and spec.level is not None) or bool(spec.slices)
+    shapes = []
+    for members in gang_shapes(pods):
+        pod = pods[members[0]]
+        eligible = frozenset(
+            n for n, st in enumerate(states)
+            if not _filter(st, pod) and not (topology_gang and None in nodes[n].domains)
+        )
+        shapes.append(GangShape(
+            count=len(members), gpus=pod.gpus, gpu_milli=pod.gpu_milli, gpu_memory_mib=pod.gpu_memory_mib,
+            cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, eligible=eligible,
+        ))
+    return GangProblem(
+        levels=levels,
+        nodes=tuple(nodes),
+        shapes=tuple(shapes),
+        mode=spec.mode if spec.level is not None else "unconstrained",
+        level=spec.level,
+        slices=tuple((sl.level, sl.size) for sl in spec.slices),
+        same_gpu_model=spec.same_gpu_model,
+    )
+
+
+def domain_vector(problem: GangProblem, counts: dict[tuple[int, int], int]) -> tuple[int, ...]:
+    """Domains used per level (the problem's levels, then nodes) by ``counts``."""
+    used = {n for (s, n), c in counts.items() if c > 0}
+    out = [len({problem.nodes[n].domains[k] for n in used}) for k in range(len(problem.levels))]
+    return (*out, len(used))

@@ -853,7 +853,7 @@ class ReferenceCluster:
             for mo, m in enumerate(models):
                 ncap = [c if (m is None or nodes[i].hardware.gpu_model == m) else 0 for i, c in enumerate(raw_cap)]
                 caps, raws = self._domain_caps(levels, paths, complete, order_of, ncap, units)
-                per_model[m] = (caps, raws)
+                per_model[m] = (caps, raws, ncap)
                 if k < 0:
                     dom = {"*": sum(caps[0].values())}
                 else:
@@ -863,9 +863,31 @@ class ReferenceCluster:
                     if c >= len(main):
                         fewest = self._fewest(levels, paths, complete, caps, k, d, len(main))
                         cands.append((fewest, c, mo, order_of[k][d] if k >= 0 else 0, d, m))
-            for _, c, mo, _, d, m in sorted(cands, key=lambda t: t[:4]):
-                caps, raws = per_model[m]
+            for fewest, c, mo, _, d, m in sorted(cands, key=lambda t: t[:4]):
+                caps, raws, ncap = per_model[m]
                 counts = self._allocate(levels, paths, complete, order_of, caps, raws, k, d, len(main))
+                used = lambda cs: tuple(  # noqa: E731  domains per level of the nodes counted
+                    len({paths[x][self._by_name[c[0]]] for c in cs}) for x in range(len(levels)))
+                if used(counts)[k + 1:] != fewest:
+                    # the pooled choice: per level inward, the fewest largest children of all
+                    # the domains kept one level out; allocate again on its nodes alone
+                    kept = {d}
+                    for lv in range(k + 1, len(levels)):
+                        pool = {paths[lv][i] for i in range(len(nodes)) if complete[i] and (
+                            (k < 0 and lv == 0) or paths[lv - 1][i] in kept)}
+                        total, kept = 0, set()
+                        for x in sorted(pool, key=lambda x: (-caps[lv][x], raws[lv][x], order_of[lv][x])):
+                            if total >= len(main):
+                                break
+                            kept.add(x)
+                            total += caps[lv][x]
+                    kept_cap = [c if paths[-1][i] in kept else 0 for i, c in enumerate(ncap)]
+                    caps_k, raws_k = self._domain_caps(levels, paths, complete, order_of, kept_cap, units)
+                    scope = sum(caps_k[0].values()) if k < 0 else caps_k[k][d]
+                    if scope >= len(main):
+                        pooled = self._allocate(levels, paths, complete, order_of, caps_k, raws_k, k, d, len(main))
+                        if used(pooled) < used(counts):
+                            counts = pooled
                 got = self._bind_gang(gpods, groups, counts, levels, paths, order_of, k, d, m, policy, rng)
                 if got is not None:
                     return got

@@ -3,15 +3,17 @@ solvers, and greedy + exact feasibility against a brute force on tiny clusters."
 from __future__ import annotations
 
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import placer
-from gang_brute import brute_force
+from gang_brute import brute_force, brute_force_detail, domain_vector, problem_from_reference
 from reference import ReferenceCluster
 from placer import exact, gangs
-from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec
+from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec, gang_shapes
 from placer.model import replace
 
 
@@ -386,3 +388,133 @@ def test_the_checker_counts_slices_over_the_main_shape_only():
                for x in r.assignments]
     bad = placer.check_placement(snap, req, replace(r, assignments=tuple(swapped)))
     assert any("slice 0 (rack, size 4)" in line for line in bad)
+
+
+# --- the gang rules against a brute force: feasibility and the fewest domains ----------------
+
+THOROUGH = os.environ.get("PLACER_HYPOTHESIS_PROFILE") == "thorough"
+
+
+@st.composite
+def tiny_clusters(draw):
+    """≤ 6 nodes in ≤ 3 racks of ≤ 2 blocks, labels missing at some levels, whole and shared
+    GPUs held, cordoned nodes; a gang of ≤ 4 pods, of one or two shapes, maybe sliced."""
+    split = draw(st.integers(1, 3))  # racks below it are in block b0, the others in b1
+    nodes = []
+    for i in range(draw(st.integers(1, 6))):
+        rack = draw(st.integers(0, 2))
+        topo = {"block": "b0" if rack < split else "b1", "rack": f"r{rack}"}
+        for level in ("block", "rack"):
+            if draw(st.integers(0, 9)) == 0:
+                del topo[level]
+        held = sorted(draw(st.sets(st.integers(0, 3), max_size=3)))
+        pods = [{"name": f"held-{i}", "gpus": held}] if held else []
+        free = [g for g in range(4) if g not in held]
+        if free and draw(st.booleans()):
+            pods.append({"name": f"share-{i}", "gpuShares": {str(draw(st.sampled_from(free))): 500}})
+        nodes.append({
+            "name": f"n{i}", "gpus": 4, "gpuModel": draw(st.sampled_from(["A", "B"])),
+            "cpuMilli": draw(st.sampled_from([4000, 8000, 16000])), "topology": topo, "pods": pods,
+            "unschedulable": draw(st.integers(0, 9)) == 0,
+        })
+    snap = snapshot(nodes, ("block", "rack"))
+    launcher = draw(st.booleans())
+    workers = draw(st.integers(1, 3 if launcher else 4))
+    gpus, milli = draw(st.sampled_from([(1, 1000), (2, 1000), (1, 500)]))
+    cpu = draw(st.sampled_from([0, 2000]))
+    pods = [PodRequest(f"w{j}", gpus=gpus, gpu_milli=milli, cpu_milli=cpu, gang="g") for j in range(workers)]
+    if launcher:
+        pods.insert(draw(st.integers(0, workers)), PodRequest("launcher", cpu_milli=draw(st.sampled_from([1000, 6000])), gang="g"))
+    mode = draw(st.sampled_from(["required", "preferred", "unconstrained"]))
+    level = draw(st.sampled_from(["block", "rack", "node"])) if mode != "unconstrained" else None
+    slices = ()
+    if workers % 2 == 0 and draw(st.booleans()):
+        slices = (SliceSpec(draw(st.sampled_from(["block", "rack", "node"])), 2),)
+    return snap, pods, GangSpec("g", mode=mode, level=level, slices=slices, same_gpu_model=draw(st.booleans()))
+
+
+def answer_counts(snap, pods, result):
+    """A result as (shape, node) -> pods and the shared pods' GPUs, for the brute's objective."""
+    index = {nd.name: n for n, nd in enumerate(snap.nodes)}
+    where = {a.pod: a for a in result.assignments}
+    counts: dict = {}
+    shared: dict = {}
+    for s, members in enumerate(gang_shapes(pods)):
+        for i in members:
+            a = where[pods[i].name]
+            key = (s, index[a.node])
+            counts[key] = counts.get(key, 0) + 1
+            if a.gpu_milli is not None:
+                shared[key] = shared.get(key, ()) + tuple(a.gpus)
+    return counts, shared
+
+
+def levels_of(result, snap, field):
+    values = getattr(result.gangs[0], field)
+    return tuple(values[lv] for lv in (*snap.topology_levels, "node")) if values else None
+
+
+@settings(max_examples=3000 if THOROUGH else 80, deadline=None)
+@given(tiny_clusters())
+def test_gangs_agree_with_brute_force_on_feasibility_and_fewest_domains(case):
+    snap, pods, spec = case
+    problem = problem_from_reference(snap, pods, spec)
+    best, counts, _ = brute_force_detail(problem)
+    req = request(pods, spec)
+    auto = placer.place(snap, req)
+    exact_ = placer.place(snap, replace(req, solver="exact"))
+    assert bool(auto.assignments) == (best is not None) == bool(exact_.assignments)
+    assert placer.check_placement(snap, req, auto) == [] and placer.check_placement(snap, req, exact_) == []
+    if best is None:
+        assert exact_.gangs[0].status == "infeasible"
+        return
+    assert exact_.gangs[0].status == "optimal"
+    assert exact.objective_value(problem, *answer_counts(snap, pods, exact_)) == best
+    if spec.mode == "unconstrained" or spec.level is None:
+        return
+    fewest = domain_vector(problem, counts)  # lexicographically fewest (blocks, racks, nodes)
+    assert levels_of(exact_, snap, "domain_counts") == fewest
+    got = levels_of(auto, snap, "domain_counts")
+    assert got >= fewest
+    bounds = levels_of(auto, snap, "domain_bounds")
+    if bounds is not None:
+        assert bounds <= fewest  # a lexicographic lower bound
+    if auto.gangs[0].status == "optimal":
+        assert got == fewest
+
+
+# --- fewest domains: the choice of the domain, and the pooled choice inside it ---------------
+
+
+def racks_of_nodes(sizes: dict[str, tuple[str, int]]) -> placer.ClusterSnapshot:
+    """Racks of 8-GPU nodes: ``{rack: (block, nodes)}``."""
+    return snapshot(
+        [{"name": f"{rack}-{i}", "gpus": 8, "gpuModel": "H100", "topology": {"block": block, "rack": rack}}
+         for rack, (block, count) in sizes.items() for i in range(count)],
+        ("block", "rack"),
+    )
+
+
+def test_the_block_needing_fewest_racks_wins_over_the_tightest():
+    # b0 holds exactly 6 nodes but in two racks; b1 has a rack of 6
+    snap = racks_of_nodes({"r0": ("b0", 3), "r1": ("b0", 3), "r2": ("b1", 6), "r3": ("b1", 2)})
+    pods = [PodRequest(f"w{i}", gpus=8, gang="g") for i in range(6)]
+    spec = GangSpec("g", mode="required", level="block", solver="greedy")
+    r = placer.Cluster(snap).place(pods, gang=spec)
+    assert r.gangs[0].domains["rack"] == ("b1/r2",)
+    assert r.gangs[0].status == "optimal" and r.gangs[0].domain_counts == {"block": 1, "rack": 1, "node": 6}
+    assert ReferenceCluster(snap).place(pods, gang=spec).assignments == r.assignments
+
+
+def test_a_gang_over_two_blocks_takes_the_largest_racks_of_both():
+    # filling the larger block b0 first would take its four racks and one more of b1;
+    # the two racks of 4 nodes hold the gang
+    snap = racks_of_nodes({"r0": ("b0", 4), "r1": ("b0", 1), "r2": ("b0", 1), "r3": ("b0", 1),
+                           "r4": ("b1", 4), "r5": ("b1", 1)})
+    pods = [PodRequest(f"w{i}", gpus=8, gang="g") for i in range(8)]
+    spec = GangSpec("g", mode="preferred", level="rack", solver="greedy")
+    r = placer.Cluster(snap).place(pods, gang=spec)
+    assert sorted(r.gangs[0].domains["rack"]) == ["b0/r0", "b1/r4"]
+    assert r.gangs[0].status == "optimal" and dict(r.gangs[0].domain_bounds) == {"block": 2, "rack": 2, "node": 8}
+    assert ReferenceCluster(snap).place(pods, gang=spec).assignments == r.assignments
+    assert placer.check_placement(snap, request(pods, spec), r) == []

@@ -179,28 +179,26 @@ def allocate(
         if child_level == node_level:
             children = children[h.complete[children]]
     child_caps = caps[child_level][children]
-    order = sorted(range(len(children)), key=lambda j: (-child_caps[j], raw[child_level][children[j]], children[j]))
+    child_raw = raw[child_level][children]
     out: dict[int, int] = {}
     left = need
     used: set[int] = set()
-    for j in order:
-        if left <= 0:
+    for j in np.lexsort((children, child_raw, -child_caps)).tolist():
+        cap = int(child_caps[j])
+        if cap <= 0:
             break
-        if j in used or child_caps[j] <= 0:
-            continue
-        if child_caps[j] >= left:
-            fits = [x for x in order if x not in used and child_caps[x] >= left]
-            best = min(fits, key=lambda x: (
-                _fewest_children(h, caps, child_level, int(children[x]), left) if len(fits) > 1 else 0,
-                child_caps[x], raw[child_level][children[x]], children[x],
+        if cap >= left:
+            fits = [x for x in np.nonzero(child_caps >= left)[0].tolist() if x not in used]
+            best = fits[0] if len(fits) == 1 else min(fits, key=lambda x: (
+                _fewest_children(h, caps, child_level, int(children[x]), left),
+                child_caps[x], child_raw[x], children[x],
             ))
             _descend(h, caps, raw, child_level, int(children[best]), left, out)
             left = 0
             break
         used.add(j)
-        take = int(child_caps[j])
-        _descend(h, caps, raw, child_level, int(children[j]), take, out)
-        left -= take
+        _descend(h, caps, raw, child_level, int(children[j]), cap, out)
+        left -= cap
     if left > 0:
         raise AssertionError("allocation below the counted capacity")
     return out
@@ -214,6 +212,59 @@ def _descend(
         out[domain] = need
     else:
         out.update(allocate(h, caps, raw, level, domain, need))
+
+
+def domain_vector(h: Hierarchy, nodes: Sequence[int]) -> tuple[int, ...]:
+    """Domains ``nodes`` use per level, outermost first (nodes last)."""
+    picked = np.fromiter(nodes, dtype=np.int64)
+    return tuple(len(np.unique(ids[picked])) for ids in h.ids)
+
+
+def pooled_nodes(h: Hierarchy, caps: list[np.ndarray], raw: list[np.ndarray], level: int, domain: int,
+                 need: int) -> np.ndarray:
+    """The nodes a pooled choice keeps for ``need`` pods inside ``domain`` of ``level``.
+
+    Level by level inward, the fewest domains whose capacities reach ``need`` are kept,
+    largest first (then uncapped capacity, then first appearance), among the children of
+    the domains kept one level out: the children of all of them compete together.
+    """
+    kept = np.array([domain]) if level >= 0 else np.zeros(1, dtype=np.int64)
+    for lv in range(level + 1, len(h.levels)):
+        if lv == level + 1 and level < 0:
+            pool = np.arange(len(h.names[0]))
+        else:
+            order, start = h.children(lv)
+            pool = np.concatenate([order[start[p]:start[p + 1]] for p in kept])
+        if lv == len(h.levels) - 1:
+            pool = pool[h.complete[pool]]
+        pool = pool[np.lexsort((pool, raw[lv][pool], -caps[lv][pool]))]
+        reach = np.cumsum(caps[lv][pool])
+        kept = pool[: int(np.searchsorted(reach, need)) + 1]
+    return kept
+
+
+def choose_counts(h: Hierarchy, node_cap: np.ndarray, units: Sequence[int], caps: list[np.ndarray],
+                  raw: list[np.ndarray], level: int, domain: int, need: int,
+                  fewest: tuple[int, ...]) -> dict[int, int]:
+    """Pods per node for ``need`` pods inside ``domain`` of ``level`` (-1: the root).
+
+    :func:`allocate` decides, unless its domains per level exceed ``fewest`` (the counting
+    bound inside the domain): then :func:`allocate` also runs on the nodes of
+    :func:`pooled_nodes` alone, and the answer with fewer domains, level by level, wins.
+    """
+    counts = allocate(h, caps, raw, level, domain, need)
+    plain = domain_vector(h, counts)
+    if plain == fewest:
+        return counts
+    keep = np.zeros(len(node_cap), dtype=bool)
+    keep[pooled_nodes(h, caps, raw, level, domain, need)] = True
+    kept_cap = np.where(keep, node_cap, 0)
+    kept_caps = domain_capacities(h, kept_cap, units)
+    scope = kept_caps[0].sum() if level < 0 else kept_caps[level][domain]
+    if scope < need:  # whole slices no longer fit in the kept nodes
+        return counts
+    pooled = allocate(h, kept_caps, domain_capacities(h, kept_cap, [1] * len(units)), level, domain, need)
+    return pooled if domain_vector(h, pooled) < plain else counts
 
 
 def candidate_levels(levels: Sequence[str], spec: GangSpec) -> list[int]:
@@ -287,9 +338,10 @@ def place_gang(
             # several is lexicographically above every candidate's vector
             plan.bounds = level_bound
         candidates.sort()
-        for _, _, _, d, model in candidates:
+        for fewest, _, _, d, model in candidates:
             main_caps, raw, caps_by_shape = per_model[model]
-            counts = allocate(h, main_caps, raw, level, d if level >= 0 else -1, main.count)
+            counts = choose_counts(h, caps_by_shape[0], units, main_caps, raw, level, d if level >= 0 else -1,
+                                   main.count, fewest)
             nodes = _assign_nodes(h, counts, len(pods), main)
             base_scope = _domain_nodes(h, level, d)
             scope = base_scope & (session.free.model_id == model) if model >= 0 else base_scope
