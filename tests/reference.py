@@ -549,6 +549,16 @@ class ReferenceCluster:
             draws = [next(stream) for _ in self._nodes]
             order = sorted(range(len(draws)), key=lambda i: (draws[i], i))
             self._rank = {n: r for r, n in enumerate(order)}
+        # by priority, highest first (a gang: its highest, at its first pod), then request order
+        unit: dict[str, tuple[int, int]] = {}
+        for i, p in enumerate(pods):
+            if p.gang is not None:
+                top, first = unit.get(p.gang, (p.priority, i))
+                unit[p.gang] = (max(top, p.priority), first)
+        ranked = sorted(range(len(pods)), key=lambda i: (
+            -(unit[pods[i].gang][0] if pods[i].gang is not None else pods[i].priority),
+            unit[pods[i].gang][1] if pods[i].gang is not None else i))
+        pods = [pods[i] for i in ranked]
         placed: list[tuple[Assignment, _Holding]] = []
         unsched: list[Unschedulable] = []
         gang_results: list[GangResult] = []

@@ -237,12 +237,15 @@ def test_weights_are_lexicographic() -> None:
     nodes = _cluster(2, 2, 2, 2)
     problem = GangProblem(LEVELS3, nodes, _mixed_gang(nodes, 4), "preferred", "rack")
     w = objective_weights(problem)
-    doms = [len({n.domains[li] for n in nodes}) for li in range(3)] + [len(nodes)]
-    frag = 2 * sum(n.whole_free for n in nodes)
+    pods = sum(s.count for s in problem.shapes)  # 5: each domain used holds one at least
+    doms = [min(len({n.domains[li] for n in nodes}), pods) for li in range(3)] + [min(len(nodes), pods)]
+    frag = 2 * sum(sorted((n.whole_free for n in nodes), reverse=True)[:pods])
     assert w[3] == frag + 1
     for li in range(3):
         inner_max = sum(w[lj] * doms[lj] for lj in range(li + 1, 4)) + frag
         assert w[li] > inner_max
+    # at most one used domain per pod: a gang of 5 on 16 nodes weighs far less than 16 domains
+    assert w[0] < objective_weights(dataclasses.replace(problem, shapes=problem.shapes * 4))[0]
 
 
 def test_empty_gang_is_trivially_optimal() -> None:

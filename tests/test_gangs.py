@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import os
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 import placer
 from gang_brute import brute_force, brute_force_detail, domain_vector, problem_from_reference
 from reference import ReferenceCluster
-from placer import exact, gangs
+from placer import exact, gangs, order
 from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec, gang_shapes
 from placer.model import replace
 
@@ -518,3 +519,85 @@ def test_a_gang_over_two_blocks_takes_the_largest_racks_of_both():
     assert r.gangs[0].status == "optimal" and dict(r.gangs[0].domain_bounds) == {"block": 2, "rack": 2, "node": 8}
     assert ReferenceCluster(snap).place(pods, gang=spec).assignments == r.assignments
     assert placer.check_placement(snap, request(pods, spec), r) == []
+
+
+# --- time: the limit covers building the model; a request-wide budget -----------------------
+
+
+def test_a_limit_spent_before_the_search_keeps_the_hint_or_says_unknown():
+    cluster = placer.Cluster(MISSED)
+    shapes = gangs.split_shapes(cluster.session, MISSED_PODS)
+    problem = gangs.exact_problem(cluster.session, cluster.domains.all_paths(), shapes, MISSED_SPEC,
+                                  MISSED.topology_levels)
+    with pytest.raises(exact.OutOfTime):
+        exact._build(problem, exact.Clock(0.0, every=1))
+    long_ago = time.perf_counter() - 100.0  # the limit ran out before the model was built
+    sol = exact.solve_gang(problem, time_limit_s=1.0, started=long_ago)
+    assert (sol.status, sol.solver_status, sol.counts, sol.bound) == ("unknown", "TIME_LIMIT_BUILDING", {}, None)
+    answer = {(0, 1): 1, (1, 0): 1}  # worker on n-b, launcher on n-a: it checks out
+    kept = exact.solve_gang(problem, time_limit_s=1.0, started=long_ago, hint=answer)
+    assert (kept.status, kept.counts) == ("feasible", answer)
+
+
+def test_the_request_budget_leaves_cp_sat_out_once_spent():
+    pods = [replace(p, gang=name) for name in ("g1", "g2") for p in MISSED_PODS]
+    pods = [replace(p, name=f"{p.gang}-{p.name}") for p in pods]
+    specs = {name: replace(MISSED_SPEC, name=name) for name in ("g1", "g2")}
+    one = placer.place(MISSED, PlacementRequest(pods=tuple(pods[:2]), gangs={"g1": specs["g1"]}))
+    assert one.gangs[0].solver == "cp-sat" and len(one.assignments) == 2  # CP-SAT finds what the greedy missed
+    spent = placer.place(MISSED, PlacementRequest(pods=tuple(pods), gangs=specs, time_budget_s=1e-9))
+    assert [g.solver for g in spent.gangs] == ["greedy", "greedy"] and not spent.assignments
+    assert all("time budget (timeBudgetS) was spent" in u.reason for u in spent.unschedulable)
+
+
+def test_time_budget_and_joint_are_request_fields():
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "a"}],
+           "timeBudgetS": 5, "joint": True}
+    req = PlacementRequest.from_dict(doc)
+    assert (req.time_budget_s, req.joint) == (5.0, True)
+    assert PlacementRequest.from_dict(req.to_dict()) == req
+    for bad in (0, -1, float("inf")):
+        with pytest.raises(placer.InvalidInputError) as e:
+            PlacementRequest.from_dict({**doc, "timeBudgetS": bad})
+        assert e.value.where == "timeBudgetS"
+
+
+# --- order: by priority, and the joint search ------------------------------------------------
+
+
+def test_a_later_gang_of_higher_priority_goes_first():
+    snap = racks_of_nodes({"r0": ("b0", 2)})  # room for one gang of two 8-GPU pods
+    pods = [PodRequest(f"low-{i}", gpus=8, gang="low") for i in range(2)]
+    pods += [PodRequest(f"high-{i}", gpus=8, gang="high", priority=1000) for i in range(2)]
+    specs = {g: GangSpec(g, mode="required", level="rack") for g in ("low", "high")}
+    req = PlacementRequest(pods=tuple(pods), gangs=specs)
+    r = placer.place(snap, req)
+    assert {a.gang for a in r.assignments} == {"high"} and [g.name for g in r.gangs] == ["high", "low"]
+    assert ReferenceCluster(snap).schedule(req).assignments == r.assignments
+    plain = placer.place(snap, replace(req, pods=tuple(replace(p, priority=0) for p in pods)))
+    assert {a.gang for a in plain.assignments} == {"low"}  # without priorities: request order
+
+
+def test_the_joint_mode_finds_the_order_that_places_both():
+    # "g" alone would take n0 (the tightest rack); "p" can only go to n0 (its selector)
+    nodes = [{"name": "n0", "gpus": 8, "gpuModel": "H100", "labels": {"pool": "a"}, "topology": {"rack": "r0"}}]
+    nodes += [{"name": f"n{i}", "gpus": 8, "gpuModel": "H100", "topology": {"rack": "r1"}} for i in (1, 2)]
+    snap = snapshot(nodes)
+    pods = (PodRequest("g-0", gpus=8, gang="g"), PodRequest("p", gpus=8, node_selector={"pool": "a"}))
+    req = PlacementRequest(pods=pods, gangs={"g": GangSpec("g", mode="required", level="rack")})
+    in_order = placer.place(snap, req)
+    assert [a.pod for a in in_order.assignments] == ["g-0"]
+    joint = placer.place(snap, replace(req, joint=True))
+    assert {a.pod: a.node for a in joint.assignments} == {"p": "n0", "g-0": "n1"}
+    assert placer.check_placement(snap, req, joint) == []
+
+
+def test_the_joint_search_never_trades_a_higher_priority_pod():
+    placed_when = {("a", "b"): {"a"}, ("b", "a"): {"b"}}  # one of the two, whichever goes first
+    a, b = PodRequest("a", priority=5), PodRequest("b")
+    found = order.search_order([[a], [b]], lambda units: placed_when[tuple(u[0].name for u in units)],
+                               deadline=time.perf_counter() + 60)
+    assert [u[0].name for u in found] == ["a", "b"]
+    low_first = order.search_order([[b], [a]], lambda units: placed_when[tuple(u[0].name for u in units)],
+                                   deadline=time.perf_counter() + 60)
+    assert [u[0].name for u in low_first] == ["a", "b"]

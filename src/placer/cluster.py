@@ -7,12 +7,13 @@ it implements are in ``docs/placement-rules.md``.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from placer import gangs, policies, schema
+from placer import gangs, order, policies, schema
 from placer.domains import Domains
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
@@ -194,29 +195,63 @@ class Cluster:
         if taken:
             i = next(i for i, pod in enumerate(request.pods) if pod.name in taken)
             raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
-        rng = np.array([request.seed], dtype=np.uint64)
         session.prepare(policy, request.pods, request.seed)
+        budget_ends = time.perf_counter() + request.time_budget_s
+        pods = order.by_priority(request.pods)
+        if request.joint:
+            pods = self._joint_order(request, policy, pods, budget_ends)
+        placed, assignments, unschedulable, gang_results = self._place_in_order(
+            request, policy, pods, budget_ends
+        )
+        self._decided.update([(pod.name, pod) for pod, _, _ in placed])
+        if keep:
+            session.hold_all(placed)
+        else:
+            self._give_back(placed)
+        return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results))
+
+    def _place_in_order(
+        self, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest], budget_ends: float | None,
+    ) -> tuple[list[tuple[PodRequest, int, int]], list[Assignment], list[Unschedulable], list[GangResult]]:
+        """Place ``pods`` in this order (held in the session); ``budget_ends`` None: greedy only."""
+        session = self._session
+        rng = np.array([request.seed], dtype=np.uint64)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
         gang_results: list[GangResult] = []
         placed: list[tuple[PodRequest, int, int]] = []
-        for step in _steps(request.pods, request.gangs):
+        for step in _steps(pods, request.gangs):
             if step.gang is not None:
+                left = 0.0 if budget_ends is None else budget_ends - time.perf_counter()
                 outcome, gang_result = gangs.place_gang_step(
-                    session, self._domains, step.pods, step.gang, policy, rng, request.solver, request.time_limit_s
+                    session, self._domains, step.pods, step.gang, policy, rng, request.solver, request.time_limit_s,
+                    left,
                 )
                 gang_results.append(gang_result)
                 self._collect(outcome, placed, assignments, unschedulable)
             else:
                 run = session.place(step.pods, policy, rng, step.group_end or None)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
-        self._decided.update([(pod.name, pod) for pod, _, _ in placed])
-        if keep:
-            session.hold_all(placed)
-        else:
-            for pod, node, mask in reversed(placed):
-                session.give_back(pod, node, mask)
-        return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results))
+        return placed, assignments, unschedulable, gang_results
+
+    def _give_back(self, placed: list[tuple[PodRequest, int, int]]) -> None:
+        for pod, node, mask in reversed(placed):
+            self._session.give_back(pod, node, mask)
+
+    def _joint_order(
+        self, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest], budget_ends: float
+    ) -> list[PodRequest]:
+        """The order :func:`placer.order.search_order` finds, each order placed by the greedy
+        alone, within the first half of the request's time budget."""
+
+        def placed_by(units: list[list[PodRequest]]) -> set[str]:
+            placed = self._place_in_order(request, policy, [p for u in units for p in u], None)[0]
+            self._give_back(placed)
+            return {pod.name for pod, _, _ in placed}
+
+        deadline = budget_ends - request.time_budget_s / 2
+        found = order.search_order(order.units(pods), placed_by, deadline)
+        return [pod for unit in found for pod in unit]
 
     def _collect(
         self,

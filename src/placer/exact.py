@@ -303,10 +303,11 @@ def objective_weights(problem: GangProblem) -> tuple[int, ...]:
     """Integer weights of the lexicographic objective, one per level plus the node level.
 
     The fragmentation term has weight 1 and is at most twice the whole-free GPUs of the
-    eligible nodes, so the node level weighs one more than that. Going outwards, each
-    weight is the next inner weight times (domains of that inner level + 1), counted over
-    the nodes eligible for the gang, so one more domain at a level always outweighs any
-    change at the inner levels and in fragmentation.
+    nodes the gang can use (at most one node per pod: the largest), so the node level
+    weighs one more than that. Going outwards, each weight is the next inner weight times
+    (the most domains of that inner level the gang can use + 1: no more than its pods, nor
+    than the level has among the eligible nodes), so one more domain at a level always
+    outweighs any change at the inner levels and in fragmentation.
 
     Parameters
     ----------
@@ -319,12 +320,13 @@ def objective_weights(problem: GangProblem) -> tuple[int, ...]:
     """
     cand = _candidates(problem)
     nl = len(problem.levels)
-    frag_max = 2 * sum(problem.nodes[n].whole_free for n in cand)
+    pods = sum(shape.count for shape in problem.shapes)  # every domain used holds a pod
+    frag_max = 2 * sum(sorted((problem.nodes[n].whole_free for n in cand), reverse=True)[:pods])
     weights = [0] * (nl + 1)
     weights[nl] = frag_max + 1
     for li in range(nl - 1, -1, -1):
         inner = {_domain(problem, n, li + 1) for n in cand} - {None}
-        weights[li] = weights[li + 1] * (len(inner) + 1)
+        weights[li] = weights[li + 1] * (min(len(inner), pods) + 1)
     return tuple(weights)
 
 
@@ -776,8 +778,37 @@ def _add_covers(
                     )
 
 
-def _build(problem: GangProblem) -> _Model:
-    """Variables, constraints and objective of the gang (no hint, no parameters)."""
+class OutOfTime(Exception):
+    """The time limit ran out before the model was built."""
+
+
+class Clock:
+    """Raises :class:`OutOfTime` from :meth:`tick` once ``deadline`` (``perf_counter``) passes;
+    looks at the time every ``every`` ticks."""
+
+    __slots__ = ("deadline", "every", "_count")
+
+    def __init__(self, deadline: float | None, every: int = 512) -> None:
+        self.deadline = deadline
+        self.every = every
+        self._count = 0
+
+    def tick(self) -> None:
+        self._count += 1
+        if self._count % self.every == 0:
+            self.check()
+
+    def check(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise OutOfTime
+
+
+def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
+    """Variables, constraints and objective of the gang (no hint, no parameters).
+
+    Raises :class:`OutOfTime` when ``clock`` runs out on the way."""
+    clock = clock or Clock(None)
+    tick = clock.tick
     model = cp_model.CpModel()
     nodes, shapes = problem.nodes, problem.shapes
     nl = len(problem.levels)
@@ -797,6 +828,7 @@ def _build(problem: GangProblem) -> _Model:
     empty_shape = None
     for s, shape in enumerate(shapes):
         for n in sorted(shape.eligible):
+            tick()
             ub = _upper_bound(problem, n, shape, n in banned)
             if ub > 0:
                 x[s, n] = model.new_int_var(0, ub, f"x_{s}_{n}")
@@ -817,6 +849,7 @@ def _build(problem: GangProblem) -> _Model:
     # --- node used (exactly when it holds a pod)
     u: dict[int, Any] = {}
     for n, ss in by_node.items():
+        tick()
         u[n] = model.new_bool_var(f"u_{n}")
         for s in ss:
             model.add(x[s, n] <= ubs[s, n] * u[n])
@@ -827,6 +860,7 @@ def _build(problem: GangProblem) -> _Model:
     frag_terms: list[Any] = []
     gpus: dict[int, _NodeGpus] = {}
     for n, ss in sorted(by_node.items()):
+        tick()
         node = nodes[n]
         for free, attr in ((node.cpu_free, "cpu_milli"), (node.memory_free, "memory_mib")):
             if free is None:
@@ -865,6 +899,7 @@ def _build(problem: GangProblem) -> _Model:
             if dom is not None:
                 members[li, dom].append(n)
     for (li, dom), ns in sorted(members.items()):
+        tick()
         d[li, dom] = v = model.new_bool_var(f"d_{li}_{dom}")
         for n in ns:
             model.add_implication(u[n], v)
@@ -889,7 +924,9 @@ def _build(problem: GangProblem) -> _Model:
             model.add_exactly_one([v for (l2, _), v in d.items() if l2 == li])
 
     # --- covers: at least as many domains as the largest ones need to hold the gang
+    clock.check()
     _add_covers(model, problem, x, ubs, u, d)
+    clock.check()
 
     # --- slices: each domain of a slice level holds whole slices
     k: dict[tuple[int, str], tuple[Any, int, tuple[int, ...]]] = {}
@@ -930,6 +967,7 @@ def _build(problem: GangProblem) -> _Model:
             tuple(sorted((s, ubs[s, n]) for s in ss)),
         )
         sig_groups[sig].append(n)
+        tick()
     single = sum(1 for sh in shapes if sh.count > 0) == 1
     twins = []
     for ns in sig_groups.values():
@@ -1132,6 +1170,21 @@ _STATUS = {
 }
 
 
+def _hint_or_nothing(problem: GangProblem, hint: Counts | None, hint_shared_gpus: SharedGpus | None,
+                     start: float) -> ExactSolution:
+    """The answer when the time ran out before a search: the hint if it checks out."""
+    spent = time.perf_counter() - start
+    if hint:
+        counts = {key: int(c) for key, c in hint.items() if c > 0}
+        shared = ({key: tuple(g) for key, g in hint_shared_gpus.items()} if hint_shared_gpus is not None
+                  else _pack_shared(problem, counts))
+        if shared is not None and not check_counts(problem, counts, shared):
+            return ExactSolution("feasible", float(objective_value(problem, counts, shared)), None, counts,
+                                 {key: g for key, g in shared.items() if counts.get(key)}, spent,
+                                 solver_status="TIME_LIMIT_BUILDING")
+    return ExactSolution("unknown", None, None, {}, {}, spent, solver_status="TIME_LIMIT_BUILDING")
+
+
 def solve_gang(
     problem: GangProblem,
     time_limit_s: float = 10.0,
@@ -1142,6 +1195,7 @@ def solve_gang(
     *,
     hint_shared_gpus: SharedGpus | None = None,
     solver_params: Mapping[str, Any] | None = None,
+    started: float | None = None,
 ) -> ExactSolution:
     """Place one gang exactly with CP-SAT.
 
@@ -1169,6 +1223,11 @@ def solve_gang(
         packed by best fit when left out.
     solver_params : mapping, optional
         Further CP-SAT parameters (``SatParameters`` field name -> value), set last.
+    started : float, optional
+        When the time limit started (``time.perf_counter()``; default: now), so that the
+        caller's own preparation counts against it. Building the model counts too: when
+        the limit runs out first, the result is ``unknown`` (or the hint, ``feasible``)
+        with ``solver_status`` ``TIME_LIMIT_BUILDING``.
 
     Returns
     -------
@@ -1181,7 +1240,7 @@ def solve_gang(
     SolverError
         CP-SAT rejected the model (``MODEL_INVALID``, e.g. possible integer overflow).
     """
-    start = time.perf_counter()
+    start = time.perf_counter() if started is None else started
     _validate(problem)
     if all(shape.count == 0 for shape in problem.shapes):
         return ExactSolution("optimal", 0.0, 0.0, {}, {}, time.perf_counter() - start,
@@ -1189,9 +1248,11 @@ def solve_gang(
 
     # ------------------------------------------------------------ data → model
     try:
-        built = _build(problem)
+        built = _build(problem, Clock(start + float(time_limit_s)))
     except (OverflowError, TypeError) as exc:  # weights or capacities beyond int64
         raise SolverError(f"the CP-SAT model of the gang could not be built: {exc}") from exc
+    except OutOfTime:
+        return _hint_or_nothing(problem, hint, hint_shared_gpus, start)
     proto = built.model.proto
     nvars, ncons = len(proto.variables), len(proto.constraints)
     if built.empty_shape is not None:
@@ -1228,7 +1289,8 @@ def solve_gang(
 
     # ------------------------------------------------------------ status
     if status == cp_model.MODEL_INVALID:
-        raise SolverError(f"CP-SAT rejected the gang model: {built.model.validate()}")
+        why = built.model.validate().splitlines()
+        raise SolverError(f"CP-SAT rejected the gang model: {why[0] if why else 'invalid'}")
     name = _STATUS.get(status, "unknown")
     bound: float | None = None
     if name != "infeasible":

@@ -15,6 +15,7 @@ fit whatever the policy.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from placer import exact
 
 ROOT = "cluster"  # the level above the outermost one: every node
+BUILDING = "TIME_LIMIT_BUILDING"  # the solver status when time ran out before a search
 
 
 @dataclass
@@ -495,9 +497,14 @@ def resource_reasons(session: KernelSession, shape: Shape) -> dict[str, int]:
 
 
 def exact_problem(session: KernelSession, paths: Sequence[Sequence[str | None]],
-                  shapes: list[Shape], spec: GangSpec, levels: Sequence[str]) -> "exact.GangProblem":
-    """The gang as a :class:`placer.exact.GangProblem` on the cluster's current state."""
+                  shapes: list[Shape], spec: GangSpec, levels: Sequence[str],
+                  clock: "exact.Clock | None" = None) -> "exact.GangProblem":
+    """The gang as a :class:`placer.exact.GangProblem` on the cluster's current state.
+
+    Raises :class:`placer.exact.OutOfTime` when ``clock`` runs out on the way."""
     from placer import exact
+
+    tick = (clock or exact.Clock(None)).tick
 
     free = session.free
     big = free.untracked_quantity
@@ -512,6 +519,7 @@ def exact_problem(session: KernelSession, paths: Sequence[Sequence[str | None]],
                                  free.gpu_memory_mib.tolist(), free.gpu_memory_capacity.tolist())
     model_id = free.model_id.tolist()
     for n, name in enumerate(session.node_names):
+        tick()
         g = gcount[n]
         nodes.append(exact.GangNode(
             name=name,
@@ -653,15 +661,22 @@ def place_gang_step(
     rng: np.ndarray,
     solver: str,
     time_limit_s: float,
+    budget_left_s: float | None = None,
 ) -> tuple[list[Outcome], GangResult]:
     """Place one gang of a request, all or nothing, binding it when it fits.
 
     The greedy goes first; CP-SAT runs when the greedy fails (``auto``) or always
     (``exact``), seeded with the greedy's answer. The gang's own ``solver`` and
-    ``timeLimitS`` win over the request's.
+    ``timeLimitS`` win over the request's. The limit counts from the start of the step
+    (greedy, model building and search), and is cut to ``budget_left_s``, what is left of
+    the request's time budget; with nothing left, CP-SAT does not run.
     """
+    started = time.perf_counter()
     solver = spec.solver or solver
     limit = spec.time_limit_s or time_limit_s
+    spent_budget = budget_left_s is not None and budget_left_s <= 0
+    if budget_left_s is not None:
+        limit = min(limit, max(budget_left_s, 0.0))
     counted_out = False
     bounds: dict[str, int] = {}
     if (spec.mode != "unconstrained" and spec.level is not None) or spec.slices:
@@ -673,11 +688,11 @@ def place_gang_step(
     if counted_out and solver != "exact":
         # no domain holds even the largest shape alone: no solver can place the gang
         return outcome, _gang_result(domains, spec, outcome, "greedy", "infeasible")
-    if solver == "greedy" or (solver == "auto" and placed):
-        result = _gang_result(domains, spec, outcome, "greedy", "feasible" if placed else "unknown", bounds=bounds)
-        if placed and bounds and result.domain_counts == bounds:
-            result = replace(result, status="optimal")  # the fewest domains at every level
-        return outcome, result
+    if solver == "greedy" or (solver == "auto" and placed) or spent_budget:
+        if spent_budget and not placed and solver != "greedy":
+            line = reasons.gang_budget_spent(outcome[0][3])
+            outcome = [(pod, -1, 0, line, 0) for pod in pods]
+        return outcome, _greedy_result(domains, spec, outcome, bounds)
     from placer import exact
 
     shapes = split_shapes(session, pods)
@@ -688,18 +703,28 @@ def place_gang_step(
             key = (shape_of[i], o[1])
             hint[key] = hint.get(key, 0) + 1
         release(session, pods, [o[1] for o in outcome], [o[2] for o in outcome])
-    problem = exact_problem(session, domains.all_paths(), shapes, spec, domains.snapshot.topology_levels)
-    sol = exact.solve_gang(problem, time_limit_s=limit, hint=hint or None)
-    answer = sol.counts if sol.found else hint
+    try:
+        problem = exact_problem(session, domains.all_paths(), shapes, spec, domains.snapshot.topology_levels,
+                                exact.Clock(started + limit))
+    except exact.OutOfTime:
+        sol = exact.ExactSolution("unknown", None, None, {}, {}, time.perf_counter() - started,
+                                  solver_status=BUILDING)
+    else:
+        sol = exact.solve_gang(problem, time_limit_s=limit, hint=hint or None, started=started)
+    searched = sol.found and sol.solver_status != BUILDING
+    answer = sol.counts if searched else hint
     if answer:
-        shared = sol.shared_gpus if sol.found else {}
+        shared = sol.shared_gpus if searched else {}
         bound = bind_counts(session, domains.hierarchy(), pods, shapes, answer, shared, policy, rng)
         if bound is not None:
             done = [(pod, n, mask, "", nic) for pod, (n, mask, nic) in zip(pods, bound)]
-            status = sol.status if sol.found else "feasible"
-            name = "cp-sat" if sol.found else "greedy"
-            return done, _gang_result(domains, spec, done, name, status, sol.objective, sol.bound, bounds)
-    reason = reasons.gang_solver_gave_up(outcome[0][3], sol.status, limit)
+            if not searched:  # the greedy's answer, kept: CP-SAT found nothing better in time
+                return done, _greedy_result(domains, spec, done, bounds)
+            return done, _gang_result(domains, spec, done, "cp-sat", sol.status, sol.objective, sol.bound, bounds)
+    if sol.solver_status == BUILDING:
+        reason = reasons.gang_model_out_of_time(outcome[0][3], limit)
+    else:
+        reason = reasons.gang_solver_gave_up(outcome[0][3], sol.status, limit)
     failed = [(pod, -1, 0, reason, 0) for pod in pods]
     return failed, _gang_result(domains, spec, failed, "cp-sat", sol.status, None, None, bounds)
 
@@ -775,6 +800,15 @@ def _place_topology_gang(
     )
     counted_out = plan.fit < main.count
     return [(pod, -1, 0, reason, 0) for pod in pods], counted_out, bounds
+
+
+def _greedy_result(domains: Domains, spec: GangSpec, outcome: list[Outcome], bounds: dict[str, int]) -> GangResult:
+    """The greedy's outcome: ``optimal`` when it meets the bounds at every level."""
+    placed = all(o[1] >= 0 for o in outcome)
+    result = _gang_result(domains, spec, outcome, "greedy", "feasible" if placed else "unknown", bounds=bounds)
+    if placed and bounds and result.domain_counts == bounds:
+        result = replace(result, status="optimal")  # the fewest domains at every level
+    return result
 
 
 def _gang_result(

@@ -468,6 +468,8 @@ class PlacementRequest(Struct, frozen=True):
     seed: int = 0
     solver: str = "auto"
     time_limit_s: float = 10.0
+    time_budget_s: float = 60.0
+    joint: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRequest":
@@ -490,6 +492,10 @@ class PlacementRequest(Struct, frozen=True):
             d["solver"] = self.solver
         if self.time_limit_s != 10.0:
             d["timeLimitS"] = self.time_limit_s
+        if self.time_budget_s != 60.0:
+            d["timeBudgetS"] = self.time_budget_s
+        if self.joint:
+            d["joint"] = True
         d["pods"] = [p.to_dict() for p in self.pods]
         if self.gangs:
             d["gangs"] = {k: g.to_dict() for k, g in self.gangs.items()}

@@ -92,6 +92,16 @@ def gang_no_common_model(gang: str) -> str:
     return f"gang {gang}: no GPU model suits every pod of the gang (sameGpuModel)"
 
 
+def gang_model_out_of_time(reason: str, time_limit_s: float) -> str:
+    """The greedy's ``reason``, when the time limit ran out before CP-SAT could search."""
+    return reason + f"; the time limit of {time_limit_s:g} s ran out while the CP-SAT model was built"
+
+
+def gang_budget_spent(reason: str) -> str:
+    """The greedy's ``reason``, when the request's time budget left nothing for CP-SAT."""
+    return reason + "; the request's time budget (timeBudgetS) was spent before CP-SAT could run"
+
+
 def gang_solver_gave_up(reason: str, status: str, time_limit_s: float) -> str:
     """The greedy's ``reason``, with what CP-SAT then found (``status``)."""
     if status == "infeasible":

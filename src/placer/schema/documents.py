@@ -113,6 +113,8 @@ class RequestDoc(_Doc):
     seed: Annotated[int, Meta(ge=0)] = 0  # at most SEED_MAX: what msgspec holds
     solver: Literal["auto", "greedy", "exact"] = "auto"
     time_limit_s: Annotated[float, Meta(gt=0)] = 10.0
+    time_budget_s: Annotated[float, Meta(gt=0)] = 60.0
+    joint: bool = False
     gangs: dict[Name, GangDoc] = {}
 
 

@@ -179,6 +179,8 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         raise bad("seed", f"an integer in 0..{SEED_MAX}", doc.seed)
     if not math.isfinite(doc.time_limit_s):
         raise bad("timeLimitS", "a finite number > 0", doc.time_limit_s)
+    if not math.isfinite(doc.time_budget_s):
+        raise bad("timeBudgetS", "a finite number > 0", doc.time_budget_s)
     gangs: dict[str, GangSpec] = {}
     for name, g in doc.gangs.items():
         if has_control(name):
@@ -223,6 +225,8 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         seed=doc.seed,
         solver=doc.solver,
         time_limit_s=float(doc.time_limit_s),
+        time_budget_s=float(doc.time_budget_s),
+        joint=doc.joint,
     )
     if against is not None:
         check_request_against_snapshot(request, against, origin)
