@@ -211,6 +211,7 @@ def problem_from_reference(snapshot, pods, spec) -> GangProblem:
     """The gang as a :class:`GangProblem`, built from the reference model's node states
     (not from placer's kernel): free amounts, filters, and the domain of each node."""
     from placer.exact import GangNode, GangShape
+    from placer.gangs import gang_problem
     from placer.model import gang_shapes
     from reference import ReferenceCluster, _filter, domain_of
 
@@ -242,15 +243,7 @@ def problem_from_reference(snapshot, pods, spec) -> GangProblem:
             count=len(members), gpus=pod.gpus, gpu_milli=pod.gpu_milli, gpu_memory_mib=pod.gpu_memory_mib,
             cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, eligible=eligible,
         ))
-    return GangProblem(
-        levels=levels,
-        nodes=tuple(nodes),
-        shapes=tuple(shapes),
-        mode=spec.mode if spec.level is not None else "unconstrained",
-        level=spec.level,
-        slices=tuple((sl.level, sl.size) for sl in spec.slices),
-        same_gpu_model=spec.same_gpu_model,
-    )
+    return gang_problem(levels, nodes, shapes, spec)
 
 
 def domain_vector(problem: GangProblem, counts: dict[tuple[int, int], int]) -> tuple[int, ...]:

@@ -601,3 +601,19 @@ def test_the_joint_search_never_trades_a_higher_priority_pod():
     low_first = order.search_order([[b], [a]], lambda units: placed_when[tuple(u[0].name for u in units)],
                                    deadline=time.perf_counter() + 60)
     assert [u[0].name for u in low_first] == ["a", "b"]
+
+
+def test_the_cli_places_a_launcher_and_sliced_workers_in_every_solver(tmp_path, capsys):
+    import json
+
+    from placer.cli import main
+
+    snap_file, out = tmp_path / "cluster.json", tmp_path / "result.json"
+    snap_file.write_text(json.dumps(blocks_of_racks().to_dict()))
+    for solver in ("auto", "exact", "greedy"):
+        req_file = tmp_path / f"request-{solver}.json"
+        req_file.write_text(json.dumps({**launcher_and_workers(8, 4), "solver": solver}))
+        assert main(["place", str(snap_file), str(req_file), "-o", str(out)]) == 0, capsys.readouterr().err
+        result = json.loads(out.read_text())
+        assert len(result["assignments"]) == 9 and result["gangs"][0]["placed"]
+        assert main(["check", str(snap_file), str(req_file), str(out)]) == 0

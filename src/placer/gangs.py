@@ -1,12 +1,15 @@
 """Greedy placement of a gang over topology levels (rules: ``docs/placement-rules.md``).
 
 Capacity is counted bottom-up: for every node, how many pods of the gang's main shape fit
-(all resources); every domain sums its children, rounded down to whole slices. Among the
-domains of the required level that hold the whole gang the tightest is taken; inside it,
-children are taken largest first and the remainder goes to the tightest child that holds
-it, level by level, so the gang spans few domains at every level. ``preferred`` climbs
-levels until a domain holds the gang, then spreads over the cluster the same way. The
-chosen nodes are bound through the kernel, all or nothing.
+(all resources); every domain sums its children, rounded down to whole slices. The domains
+of the required level that hold the whole gang are ranked by the fewest domains they need
+per level (:func:`fewest_inside`), then tightest; inside the chosen one, children are
+taken largest first and the remainder goes to the child needing fewest children of its
+own, level by level, or the largest children of all the domains kept are pooled when that
+needs fewer (:func:`choose_counts`). ``preferred`` climbs levels until a domain holds the
+gang, then spreads over the cluster the same way. The least of the candidates' fewest
+domains is a lower bound for every placement (:attr:`GangPlan.bounds`). The chosen nodes
+are bound through the kernel, all or nothing.
 
 The request's policy applies where this greedy leaves the choice to the kernel: the GPUs
 of each pod on its node, and the node of each pod of the other shapes within the nearest
@@ -546,10 +549,18 @@ def exact_problem(session: KernelSession, paths: Sequence[Sequence[str | None]],
             cpu_milli=p.cpu_milli, memory_mib=p.memory_mib,
             eligible=frozenset(np.nonzero(ok)[0].tolist()),
         ))
+    return gang_problem(levels, nodes, gang_shapes, spec)
+
+
+def gang_problem(levels: Sequence[str], nodes: Sequence["exact.GangNode"], shapes: Sequence["exact.GangShape"],
+                 spec: GangSpec) -> "exact.GangProblem":
+    """The :class:`placer.exact.GangProblem` of ``spec`` on these nodes and shapes."""
+    from placer import exact
+
     return exact.GangProblem(
         levels=tuple(levels),
         nodes=tuple(nodes),
-        shapes=tuple(gang_shapes),
+        shapes=tuple(shapes),
         mode=spec.mode if spec.level is not None else "unconstrained",
         level=spec.level,
         slices=tuple((sl.level, sl.size) for sl in spec.slices),
