@@ -27,7 +27,7 @@ def main(path: str, details: bool = False) -> None:
             (kernel if info["kind"] == "kernel" else reference)[key] = (median / info["pods"], info)
         elif info.get("kind") in ("select", "brute", "tables", "cluster", "cluster-paired"):
             gpusets.setdefault(info["kind"], []).append((info, b["stats"]))
-        elif info.get("kind") in GANG_KINDS:
+        elif info.get("kind") in GANG_KINDS + LIMIT_KINDS:
             gang_runs.setdefault(info["kind"], []).append((info, b["stats"]))
         else:
             other.append((info, median))
@@ -46,6 +46,7 @@ def main(path: str, details: bool = False) -> None:
         gpusets_report(gpusets, details)
     if gang_runs:
         gangs_report(gang_runs, details)
+        limits_report(gang_runs)
 
 
 TOPOLOGY_ORDER = ["dgx1-v100", "pcie-tree-16", "bridged-pairs-16", "dgx2-nvswitch"]
@@ -314,6 +315,38 @@ def gangs_report(runs: dict[str, list[tuple[dict, dict]]], details: bool) -> Non
                       f"| {i['status']} | {_lex(i['greedy_decoded'])} | {_lex(i['exact_decoded'])} "
                       f"| {_pct(i['greedy_gap'])} |" if gs else "")
             print("\n</details>\n")
+
+
+LIMIT_KINDS = ("gang-counts", "gang-time-limit")
+
+
+def _slash(values) -> str:
+    return "—" if values is None else "/".join(str(v) for v in values)
+
+
+def limits_report(runs: dict[str, list[tuple[dict, dict]]]) -> None:
+    """Issue #12: the greedy's domain counts against CP-SAT at 10k nodes; timeLimitS at 50k."""
+    counts = runs.get("gang-counts", [])
+    if counts:
+        print("### Domains per level (block / rack / nvlDomain / node), greedy vs CP-SAT, 10,000 nodes\n")
+        print("| occupancy | gang | mode | greedy ms | greedy: counts | bounds | status | CP-SAT (30 s, hint): counts | status | s | greedy = CP-SAT |")
+        print("|---|---|---|---:|---|---|---|---|---|---:|---|")
+        for i, st in counts:
+            same = "—" if not i["cp_sat_counts"] or not i["greedy_placed"] else (
+                "yes" if i["cp_sat_counts"] == i["greedy_counts"] else "no")
+            print(f"| {i['occupancy']} | {i['gang']} | {i['mode']} | {st['median'] * 1e3:.2f} | "
+                  f"{_slash(i['greedy_counts']) if i['greedy_placed'] else '—'} | {_slash(i['greedy_bounds'])} | "
+                  f"{i['greedy_status']} | {_slash(i['cp_sat_counts'])} | {i['cp_sat_status']} | {i['cp_sat_s']} | {same} |")
+        print()
+    limits = runs.get("gang-time-limit", [])
+    if limits:
+        print("### `timeLimitS: 1`, `solver: exact`, 50,000 nodes (30 % held), 5 rounds\n")
+        print("| gang | exact: median s | max s | greedy alone: median s | solver / status | counts |")
+        print("|---|---:|---:|---:|---|---|")
+        for i, _ in limits:
+            print(f"| {i['case']} | {i['exact_median_s']} | {i['exact_max_s']} | {i['greedy_median_s']} | "
+                  f"{i['solver']} / {i['status']} | {_slash(i['counts'])} |")
+        print()
 
 
 if __name__ == "__main__":
