@@ -317,7 +317,7 @@ def gangs_report(runs: dict[str, list[tuple[dict, dict]]], details: bool) -> Non
             print("\n</details>\n")
 
 
-LIMIT_KINDS = ("gang-counts", "gang-time-limit")
+LIMIT_KINDS = ("gang-counts", "gang-time-limit", "gang-pairs")
 
 
 def _slash(values) -> str:
@@ -338,6 +338,11 @@ def limits_report(runs: dict[str, list[tuple[dict, dict]]]) -> None:
                   f"{_slash(i['greedy_counts']) if i['greedy_placed'] else '—'} | {_slash(i['greedy_bounds'])} | "
                   f"{i['greedy_status']} | {_slash(i['cp_sat_counts'])} | {i['cp_sat_status']} | {i['cp_sat_s']} | {same} |")
         print()
+    for i, _ in runs.get("gang-pairs", []):
+        print(f"Competing gang pairs: {i['instances']} instances, both gangs fit in some order in "
+              f"{i['both_fit_in_some_order']}; request order loses one in {i['request_order_loses_one']}, "
+              f"`joint` in {i['joint_loses_one']}; median ms per request {i['plain_median_ms']} (in order), "
+              f"{i['joint_median_ms']} (joint).\n")
     limits = runs.get("gang-time-limit", [])
     if limits:
         print("### `timeLimitS: 1`, `solver: exact`, 50,000 nodes (30 % held), 5 rounds\n")

@@ -139,3 +139,59 @@ def test_time_limit_at_50k_nodes(benchmark, case):
         solver=gr.solver, status=gr.status, counts=_vector(gr.domain_counts) if gr.placed else None,
         reason=results["exact"].unschedulable[0].reason if results["exact"].unschedulable else "",
     )
+
+
+# --- 3. competing gangs: request order, priority order, the joint search ----------------------
+
+PAIRS = 1000
+
+
+def _pair_instance(seed: int):
+    """A random cluster of 3–8 nodes in 2 racks and two gangs of 2–4 pods that compete for it."""
+    import random
+
+    rng = random.Random(f"pair-{seed}")
+    nodes = []
+    for i in range(rng.randint(3, 8)):
+        held = sorted(rng.sample(range(8), rng.choice((0, 0, 2, 4, 6))))
+        nodes.append({"name": f"n{i}", "gpus": 8, "gpuModel": "H100", "cpuMilli": 64000,
+                      "topology": {"rack": f"r{rng.randint(0, 1)}"},
+                      "pods": [{"name": f"held-{i}", "gpus": held}] if held else []})
+    snapshot = placer.ClusterSnapshot.from_dict({"apiVersion": "placer/v1", "kind": "ClusterSnapshot",
+                                                 "topologyLevels": ["rack"], "nodes": nodes})
+    pods, specs = [], {}
+    for g in ("a", "b"):
+        gpus = rng.choice((2, 4, 8))
+        pods += [placer.PodRequest(f"{g}-{j}", gpus=gpus, gang=g) for j in range(rng.randint(2, 4))]
+        mode = rng.choice(("required", "preferred", "unconstrained"))
+        specs[g] = GangSpec(g, mode=mode, level=None if mode == "unconstrained" else rng.choice(("rack", "node")))
+    return snapshot, PlacementRequest(pods=tuple(pods), gangs=specs, solver="greedy")
+
+
+def test_competing_gang_pairs(benchmark):
+    both_somehow = lost_in_order = lost_joint = 0
+    t_plain: list[float] = []
+    t_joint: list[float] = []
+    for seed in range(PAIRS):
+        snapshot, req = _pair_instance(seed)
+        swapped = replace(req, pods=tuple(p for p in req.pods if p.gang == "b") + tuple(p for p in req.pods if p.gang == "a"))
+        t0 = time.perf_counter()
+        plain = placer.place(snapshot, req)
+        t_plain.append(time.perf_counter() - t0)
+        other = placer.place(snapshot, swapped)
+        t0 = time.perf_counter()
+        joint = placer.place(snapshot, replace(req, joint=True))
+        t_joint.append(time.perf_counter() - t0)
+        assert placer.check_placement(snapshot, req, joint) == []
+        n = len(req.pods)
+        if len(plain.assignments) == n or len(other.assignments) == n:
+            both_somehow += 1
+            lost_in_order += len(plain.assignments) < n
+            lost_joint += len(joint.assignments) < n
+    benchmark.pedantic(placer.place, args=_pair_instance(0), rounds=1, iterations=1)
+    benchmark.extra_info.update(
+        kind="gang-pairs", instances=PAIRS, both_fit_in_some_order=both_somehow,
+        request_order_loses_one=lost_in_order, joint_loses_one=lost_joint,
+        plain_median_ms=round(statistics.median(t_plain) * 1e3, 2),
+        joint_median_ms=round(statistics.median(t_joint) * 1e3, 2),
+    )

@@ -16,6 +16,7 @@ from reference import ReferenceCluster
 from placer import exact, gangs, order
 from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec, gang_shapes
 from placer.model import replace
+from placer.testing import scenarios
 
 
 def snapshot(nodes, levels=("rack",)):
@@ -617,3 +618,15 @@ def test_the_cli_places_a_launcher_and_sliced_workers_in_every_solver(tmp_path, 
         result = json.loads(out.read_text())
         assert len(result["assignments"]) == 9 and result["gangs"][0]["placed"]
         assert main(["check", str(snap_file), str(req_file), str(out)]) == 0
+
+
+@settings(max_examples=600 if THOROUGH else 40, deadline=None)
+@given(scenarios(max_pods=6, max_nodes=4))
+def test_the_joint_order_never_places_fewer_priority_weighted_pods(case):
+    snap, req = case
+    req = replace(req, solver="greedy")  # the search and the answer both use the greedy
+    plain = placer.place(snap, req)
+    joint = placer.place(snap, replace(req, joint=True))
+    assert placer.check_placement(snap, req, joint) == []
+    placed = [{a.pod for a in r.assignments} for r in (plain, joint)]
+    assert order.priority_score(req.pods, placed[1]) >= order.priority_score(req.pods, placed[0])
