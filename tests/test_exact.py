@@ -302,6 +302,10 @@ def test_hint_is_accepted() -> None:
     sol = solve_gang(problem, deterministic_time_s=0.05, hint=hint)
     assert sol.found
     assert sol.objective <= hinted_value
+    assert sol.bound is None or 0 < sol.bound <= sol.objective
+    # no search at all: the hint comes back, without CP-SAT's trivial bound of 0.0
+    at_once = solve_gang(problem, deterministic_time_s=0.0, hint=hint)
+    assert (at_once.status, at_once.objective, at_once.bound) == ("feasible", hinted_value, None)
     assert check_counts(problem, sol.counts, sol.shared_gpus) == []
     # An infeasible hint (too many pods) is only a hint: the solve still succeeds.
     bad = dict(hint)

@@ -194,7 +194,8 @@ class ExactSolution:
     objective : float or None
         :func:`objective_value` of the answer (``None`` without one).
     bound : float or None
-        CP-SAT's best objective bound (``None`` when infeasible).
+        CP-SAT's best objective bound (``None`` without an answer, or when the bound is the
+        trivial 0 under a positive objective).
     counts : dict
         ``(shape, node) -> pods`` of that shape on that node (only entries > 0).
     shared_gpus : dict
@@ -1321,8 +1322,9 @@ def solve_gang(
                 shared = {key: g for key, g in hint_shared.items() if counts.get(key)}
     if bound is not None and objective is not None:
         bound = min(bound, objective)
-    if name not in ("optimal", "feasible"):
-        bound = None  # nothing found: a bound on no answer (often CP-SAT's trivial 0.0) tells nothing
+    if name not in ("optimal", "feasible") or (bound is not None and bound <= 0 < (objective or 0)):
+        # nothing found, or CP-SAT's trivial 0.0 under a positive objective: it tells nothing
+        bound = None
     return ExactSolution(
         name, objective, bound, counts, shared, time.perf_counter() - start,
         nvars, ncons, solver.status_name(status),
