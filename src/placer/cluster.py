@@ -37,10 +37,14 @@ from placer.model import (
 from placer.packing import PackingGuide, packing_guide
 from placer.policies import Policy
 from placer.reasons import kube_reason
+from placer.schema.errors import bad
 
 __all__ = ["Cluster", "NodeFree", "kube_reason", "fgd_rank"]
 
 PodLike = Union[PodRequest, Mapping[str, Any]]
+
+KEPT_DECISIONS = 4
+"""Decisions kept per pod name for :meth:`Cluster.bind` (older ones are refused as stale)."""
 
 
 @dataclass
@@ -109,7 +113,9 @@ class Cluster:
         self._session = KernelSession(self._snapshot)
         self._domains = Domains(self._snapshot)
         self._facts = schema.snapshot_facts(self._snapshot)
-        self._decided: dict[str, PodRequest] = {}
+        # pod name -> its latest decisions, newest last: (assignment, the pod as decided)
+        self._decided: dict[str, list[tuple[Assignment, PodRequest]]] = {}
+        self._varied: set[str] = set()  # pods placed with different requests over time
 
     @property
     def snapshot(self) -> ClusterSnapshot:
@@ -203,7 +209,7 @@ class Cluster:
         placed, assignments, unschedulable, gang_results = self._place_in_order(
             request, policy, pods, budget_ends
         )
-        self._decided.update([(pod.name, pod) for pod, _, _ in placed])
+        self._remember(placed, assignments)
         if keep:
             session.hold_all(placed)
         else:
@@ -233,6 +239,32 @@ class Cluster:
                 run = session.place(step.pods, policy, rng, step.group_end or None)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
         return placed, assignments, unschedulable, gang_results
+
+    def _remember(self, placed: Sequence[tuple[PodRequest, int, int]], assignments: Sequence[Assignment]) -> None:
+        """Keep each decision with the pod as it was decided, for :meth:`bind`."""
+        for (pod, _, _), a in zip(placed, assignments):
+            kept = self._decided.setdefault(pod.name, [])
+            if kept and kept[-1][1] != pod:
+                self._varied.add(pod.name)
+            kept.append((a, pod))
+            del kept[:-KEPT_DECISIONS]
+
+    def _decision(self, a: Assignment) -> PodRequest:
+        """The pod as decided by the :meth:`place` that returned ``a``, or, for an assignment
+        made elsewhere, the pod as every decision of it asked (refused when they differ)."""
+        kept = self._decided.get(a.pod)
+        if not kept:
+            raise InvalidInputError(a.pod, "not decided by this cluster's place(); nothing to bind")
+        for decided, pod in reversed(kept):
+            if decided is a:
+                return pod
+        if a.pod not in self._varied:
+            return kept[-1][1]
+        raise InvalidInputError(
+            a.pod,
+            f"stale decision: the pod was placed with different requests, and this is not one of the "
+            f"{len(kept)} latest place() decisions; bind what place() returned, or place the pod again",
+        )
 
     def _give_back(self, placed: list[tuple[PodRequest, int, int]]) -> None:
         for pod, node, mask in reversed(placed):
@@ -302,21 +334,29 @@ class Cluster:
         """Make decisions real: hold each assignment's resources on its node, all or nothing.
 
         The pods must come from an earlier :meth:`place` (or :meth:`schedule`) of this
-        cluster. Raises :class:`InvalidInputError` when a pod is already bound, unknown,
-        or no longer fits; then nothing is bound.
+        cluster. A decision binds the pod as that call decided it: when the pod was placed
+        again since, an older decision still binds what it decided while it is one of the
+        pod's last :data:`KEPT_DECISIONS` decisions. An assignment made elsewhere (a copy,
+        or other GPUs of the caller's choice) binds the pod as placed, unless the pod was
+        placed with different requests: then it is refused as stale, as are decisions
+        older than the kept ones. Raises :class:`InvalidInputError` when a pod is already
+        bound, unknown, stale, or no longer fits; then nothing is bound.
         """
         if isinstance(placement, PlacementResult):
             items: Iterable[Assignment] = placement.assignments
         elif isinstance(placement, Assignment):
             items = (placement,)
+        elif isinstance(placement, Iterable) and not isinstance(placement, (str, bytes, Mapping)):
+            items = list(placement)
+            for i, a in enumerate(items):
+                if not isinstance(a, Assignment):
+                    raise bad(f"placement[{i}]", "an Assignment", a)
         else:
-            items = placement
+            raise bad("placement", "a PlacementResult, an Assignment or a list of Assignments", placement)
         work: list[tuple[PodRequest, int, Sequence[int]]] = []
         seen: set[str] = set()
         for a in items:
-            pod = self._decided.get(a.pod)
-            if pod is None:
-                raise InvalidInputError(a.pod, "not decided by this cluster's place(); nothing to bind")
+            pod = self._decision(a)
             if self._session.holds(a.pod) or a.pod in seen:
                 raise InvalidInputError(a.pod, "pod is already bound")
             node = self._session.node_index.get(a.node)
@@ -330,6 +370,8 @@ class Cluster:
 
     def release(self, pod_name: str) -> None:
         """Give back everything a bound or running pod holds."""
+        if not isinstance(pod_name, str):
+            raise bad("pod_name", "a pod name", pod_name)
         self._session.release(pod_name)
 
     def replay(
@@ -371,7 +413,7 @@ class Cluster:
         unschedulable: list[Unschedulable] = []
         placed: list[tuple[PodRequest, int, int]] = []
         self._collect_run(pods, run, placed, assignments, unschedulable)
-        self._decided.update((pod.name, pod) for pod in pods)
+        self._remember(placed, assignments)
         session.hold_all(placed)
         return PlacementResult(tuple(assignments), tuple(unschedulable), ()), trace
 

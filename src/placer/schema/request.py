@@ -292,7 +292,14 @@ def check_request_against_snapshot(
 def request_document(pods: Any, gang: Any, policy: Any, seed: Any) -> dict[str, Any]:
     """The request document behind ``Cluster.place``: one pod or a list, optionally forming
     ``gang`` (a GangSpec, or a gang mapping with a ``name``)."""
-    items = [pods] if isinstance(pods, (PodRequest, Mapping)) else list(pods)
+    if policy is None:
+        raise bad("policy", "a policy name", policy)
+    if isinstance(pods, (PodRequest, Mapping)):
+        items = [pods]
+    elif isinstance(pods, (list, tuple)) or (hasattr(pods, "__iter__") and not isinstance(pods, (str, bytes))):
+        items = list(pods)
+    else:
+        raise bad("pods", "a pod, or a list of pods", pods)
     doc_pods: list[Any] = []
     for i, p in enumerate(items):
         if isinstance(p, PodRequest):
