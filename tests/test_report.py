@@ -143,3 +143,13 @@ def test_health_findings():
     assert "nvidia.com/mig-1g.10gb" in found[("resource-not-offered", "r2")]
     assert found[("resource-not-offered", "")] == "example.com/fpga, asked by want, is offered by no node"
     assert found[("mixed-clique", "")] == "rack a: its nodes carry clique ids u.1, u.2"
+
+
+def test_a_shape_with_nothing_free_shows_no_usable_share():
+    full = ClusterSnapshot(node_types=TYPES, nodes=(node("a", pods=(RunningPod(name="w", gpus=tuple(range(8))),)),))
+    report = cluster_report(full)
+    row = rows(report)[(8, 1000, 0)]
+    assert (row.pods, row.reachable_free_gpus, row.usable_pct) == (0, 0, None)
+    assert all(r["usablePct"] is None for r in report.to_dict()["schedulable"])
+    line = next(x for x in report.to_text().splitlines() if x.strip().startswith("8 GPUs"))
+    assert line.split()[-2:] == ["—", "0"] and "100.0%" not in report.to_text()

@@ -104,9 +104,10 @@ class ShapeRow:
     nodes: int
 
     @property
-    def usable_pct(self) -> float:
-        """``gpus`` as a percentage of ``reachable_free_gpus`` (100 when nothing is free)."""
-        return 100.0 * self.gpus / self.reachable_free_gpus if self.reachable_free_gpus else 100.0
+    def usable_pct(self) -> float | None:
+        """``gpus`` as a percentage of ``reachable_free_gpus`` (``None`` when nothing is free:
+        0 of 0 is no share at all)."""
+        return 100.0 * self.gpus / self.reachable_free_gpus if self.reachable_free_gpus else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,7 +119,7 @@ class ShapeRow:
             "pods": self.pods,
             "schedulableGpus": round(self.gpus, 3),
             "reachableFreeGpus": round(self.reachable_free_gpus, 3),
-            "usablePct": round(self.usable_pct, 2),
+            "usablePct": None if self.usable_pct is None else round(self.usable_pct, 2),
             "nodes": self.nodes,
         }
 
@@ -177,9 +178,10 @@ class ClusterReport:
             f"  {'shape':<22} {'pods':>6} {'GPUs':>8} {'of free':>8} {'usable':>7} {'nodes':>6}",
         ]
         for row in self.shapes:
+            usable = "—" if row.usable_pct is None else f"{row.usable_pct:.1f}%"
             lines.append(
                 f"  {shape_label(row.shape):<22} {row.pods:>6} {row.gpus:>8g} "
-                f"{row.reachable_free_gpus:>8g} {row.usable_pct:>6.1f}% {row.nodes:>6}"
+                f"{row.reachable_free_gpus:>8g} {usable:>7} {row.nodes:>6}"
             )
         frag = self.fragment
         lines += [
