@@ -233,3 +233,22 @@ def test_pairs_on_thirteen_to_sixteen_free_gpus_use_the_true_best_split(free_cou
     got = placer.select_gpus(topo, free, 2)
     assert len(got) == 2 and set(got) <= set(free)
     assert tuple(got) == reference_select(topo.scores, free, 2)
+
+
+def test_a_topology_given_as_a_mapping_is_parsed_once_per_content(monkeypatch):
+    import placer.gpusets as gpusets
+
+    calls = []
+    parse = gpusets.topology_from_spec
+    monkeypatch.setattr(gpusets, "topology_from_spec", lambda spec, **kw: calls.append(1) or parse(spec, **kw))
+    monkeypatch.setattr(gpusets, "_parsed", {})
+    spec = {"matrix": [["X", "NV1", "SYS", "SYS"], ["NV1", "X", "SYS", "SYS"],
+                       ["SYS", "SYS", "X", "NV1"], ["SYS", "SYS", "NV1", "X"]]}
+    first = gpusets.select_gpus(spec, [0, 1, 2, 3], 2)
+    again = gpusets.select_gpus({"matrix": [list(row) for row in spec["matrix"]]}, [0, 1, 2, 3], 2)  # equal copy
+    assert first == again == [0, 1] and len(calls) == 1
+    other = {"matrix": [["X", "SYS", "SYS", "NV1"], ["SYS", "X", "NV1", "SYS"],
+                        ["SYS", "NV1", "X", "SYS"], ["NV1", "SYS", "SYS", "X"]]}
+    assert gpusets.select_gpus(other, [0, 1, 2, 3], 2) == [0, 3] and len(calls) == 2
+    with pytest.raises(placer.InvalidInputError):
+        gpusets.select_gpus({"matrix": [["X"]]}, [0, 1], 2)  # wrong input is still refused, every time

@@ -7,6 +7,7 @@ branch and bound. The rules (objectives and tie-breaks) are in
 """
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Sequence
 
@@ -19,6 +20,28 @@ __all__ = ["select_gpus", "GpuTables", "tables_for", "OBJECTIVES", "MAX_TABLE_GP
 
 OBJECTIVES = ("tiling", "best-set")
 OBJECTIVE_CODES = {"tiling": 0, "best-set": 1}
+
+
+PARSED_TOPOLOGIES = 64
+"""Topologies given as mappings or text that :func:`select_gpus` keeps parsed, by content."""
+
+_parsed: dict[str, GpuTopology | None] = {}
+
+
+def _topology(spec: Any) -> GpuTopology | None:
+    """``spec`` parsed (``topology_from_spec``), once per content while it stays among the
+    last :data:`PARSED_TOPOLOGIES` seen."""
+    try:
+        key = spec if isinstance(spec, str) else json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):  # not JSON-like: let the parser say what is wrong
+        return topology_from_spec(spec, where="topology")
+    if key in _parsed:
+        return _parsed[key]
+    topology = topology_from_spec(spec, where="topology")
+    if len(_parsed) >= PARSED_TOPOLOGIES:
+        del _parsed[next(iter(_parsed))]
+    _parsed[key] = topology
+    return topology
 
 
 def _indices(mask: int) -> list[int]:
@@ -43,7 +66,9 @@ def select_gpus(
     ----------
     topology : GpuTopology or Mapping or None
         Any ``gpuTopology`` form of the snapshot format; ``None`` means all pairs equal
-        (the GPU count is then taken as the highest index given, plus one).
+        (the GPU count is then taken as the highest index given, plus one). A mapping or
+        text is parsed once per content (the last :data:`PARSED_TOPOLOGIES` kept); a
+        :class:`GpuTopology` (``topology_from_spec``) skips even that lookup.
     available : sequence of int
         Free GPU indices.
     size : int
@@ -70,7 +95,7 @@ def select_gpus(
     """
     if not isinstance(topology, GpuTopology):
         n_hint = max([*available, *required], default=-1) + 1 if topology is None else None
-        topology = topology_from_spec(topology, where="topology")
+        topology = None if topology is None else _topology(topology)
         if topology is None:
             topology = GpuTopology(gpus=n_hint or 0, labels=None)
     free, need = check_gpu_request(topology.gpus, available, size, required, objective)
