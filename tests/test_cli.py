@@ -329,3 +329,18 @@ def test_write_text_atomic_leaves_nothing_behind_on_failure(tmp_path, monkeypatc
         write_text_atomic(target, "new")
     assert target.read_text(encoding="utf-8") == "old"
     assert os.listdir(tmp_path) == ["f.json"]
+
+
+@pytest.mark.parametrize("command", ["place", "check", "explain", "report", "reconcile", "simulate"])
+def test_help_describes_the_command_and_names_the_policies(command, capsys):
+    from placer import policies
+
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    usage, description = text.split("\n\n")[:2]
+    assert usage.startswith("usage: placer") and not description.lstrip().startswith(("positional", "options"))
+    assert len(description.split()) >= 12  # a sentence or more on what the command does
+    assert "FGD_NOTES" not in text and "DESIGN.md" not in text  # no file the user does not have
+    if "--policy" in text:
+        unwrapped = re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse wraps after a hyphen
+        assert all(name in unwrapped for name in policies.names())

@@ -29,3 +29,17 @@ def test_readme_gpu_set_example_prints_its_comments():
     printed = out.getvalue().splitlines()
     commented = [line.split("#")[1].split(":")[0].strip() for line in block.splitlines() if "print(" in line]
     assert printed == commented == ["[0, 3]", "[0]", "[1, 2]"]
+
+
+def test_readme_replay_example_follows_the_study_protocol():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if "openb.load_default()" in b)
+    scope: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), scope)
+    curve = scope["curve"]
+    assert curve.arrived_pods > curve.original_pods  # inflated beyond the trace, as the study does
+    unallocated, fragment = (float(x) for x in out.getvalue().split())
+    assert (unallocated, fragment) == (curve.at(100), curve.frag_at(100)) and 0 < unallocated < 10

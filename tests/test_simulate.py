@@ -363,3 +363,37 @@ def test_cli_bad_csv_and_bad_out(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["simulate", "--seeds", "1", "--out", str(afile), "--quiet"]) == 2
     assert "not a directory" in capsys.readouterr().err
     assert afile.read_text() == "x"
+
+
+def _flat_curve(policy: str, seed: int, level: float) -> Curve:
+    k = np.arange(131)
+    return Curve("w", policy, seed, k, np.full(131, level), np.full(131, level / 2), 8000, 10, 13, 9)
+
+
+def test_the_plot_has_one_legend_below_its_axes_that_counts_seeds_in_words() -> None:
+    import matplotlib.pyplot as plt
+
+    from placer.simulate import plot_figure
+
+    names = ["fgd-pack", "fgd", "best-fit", "random", "gpu-packing", "gpu-clustering", "dot-product", "spread"]
+    curves = [_flat_curve(p, 1, 5.0 + i) for i, p in enumerate(names)]
+    fig = plot_figure(curves, published={})
+    try:
+        assert all(ax.get_legend() is None for ax in fig.axes)  # nothing drawn over the curves
+        (legend,) = fig.legends
+        labels = [t.get_text() for t in legend.get_texts()]
+        assert sorted(labels) == sorted(f"{p} (median of 1 seed)" for p in names)
+        fig.canvas.draw()
+        legend_top = legend.get_window_extent().y1
+        assert all(ax.get_window_extent().y0 > legend_top for ax in fig.axes)
+    finally:
+        plt.close(fig)
+
+
+def test_cli_no_plot_writes_the_table_and_csv_only(tmp_path: Path) -> None:
+    nodes, pods = write_subsample(tmp_path)
+    out = tmp_path / "out"
+    argv = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "1", "--policy", "best-fit",
+            "--jobs", "1", "--out", str(out), "--quiet", "--no-plot"]
+    assert main(argv) == 0
+    assert sorted(x.name for x in out.iterdir()) == ["curves.csv", "table.md"]

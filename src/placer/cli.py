@@ -70,7 +70,15 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"placer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("place", help="place a request's pods on a snapshot; write a PlacementResult")
+    p = sub.add_parser(
+        "place", help="place a request's pods on a snapshot; write a PlacementResult",
+        description=(
+            "Place the pods of REQUEST on the cluster of SNAPSHOT, by priority then in request order,\n"
+            "gangs all or nothing, and write a PlacementResult: each pod's node and GPU indices, or\n"
+            "why it cannot be placed. The snapshot does not change; see 'placer check' to verify."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     p.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     p.add_argument("-o", "--output", metavar="RESULT", help="write the result here instead of stdout")
@@ -83,7 +91,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_cmd_place)
 
-    c = sub.add_parser("check", help="verify a PlacementResult independently; exit 1 on violations")
+    c = sub.add_parser(
+        "check", help="verify a PlacementResult independently; exit 1 on violations",
+        description=(
+            "Check RESULT against SNAPSHOT and REQUEST without the placement code: every pod once,\n"
+            "filters, resources, GPU indices, gangs and their topology. Prints each violation;\n"
+            "exit 0 when there is none, 1 when there are, 2 on unreadable input."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     c.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     c.add_argument("result", metavar="RESULT", help="PlacementResult file (JSON or YAML)")
@@ -135,14 +151,28 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     t.set_defaults(handler=_cmd_topo)
 
-    e = sub.add_parser("explain", help="why each pod or gang of a request that cannot be placed cannot")
+    e = sub.add_parser(
+        "explain", help="why each pod or gang of a request that cannot be placed cannot",
+        description=(
+            "Place REQUEST on SNAPSHOT and, for each pod or gang left pending, say why: the cause\n"
+            "class (registration, too large, filters, fragmentation, topology, capacity), what is\n"
+            "short and by how much, and the nodes counted per reason."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     e.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     e.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     e.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
     e.set_defaults(handler=_cmd_explain)
 
     r = sub.add_parser(
-        "report", help="schedulable pods per request shape, fragmentation and findings of a snapshot"
+        "report", help="schedulable pods per request shape, fragmentation and findings of a snapshot",
+        description=(
+            "For each request shape, how many pods of it still fit on SNAPSHOT and how many of the\n"
+            "free GPUs they can use; the FGD fragment of the free GPUs; findings (unhealthy GPUs,\n"
+            "cordoned, drained and tainted nodes, GPUs not registered, pods whose GPUs are unknown)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     r.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     r.add_argument(
@@ -181,7 +211,13 @@ def _build_parser() -> argparse.ArgumentParser:
     isl.set_defaults(handler=_cmd_import_slurm)
 
     rc = sub.add_parser(
-        "reconcile", help="GPUs busy without a live pod (zombies) and GPUs held but idle, on one node"
+        "reconcile", help="GPUs busy without a live pod (zombies) and GPUs held but idle, on one node",
+        description=(
+            "Compare what SNAPSHOT says the pods of NODE hold with what nvidia-smi sees on it: GPUs\n"
+            "with processes but no pod holding them (zombies keeping a job pending) and GPUs held\n"
+            "by a pod but running nothing."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rc.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     rc.add_argument("--node", metavar="NAME", required=True, help="the node the nvidia-smi files come from")
@@ -202,10 +238,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "simulate",
         help="replay an openb trace per policy and seed; unallocated GPUs beside the FGD study",
         description=(
-            "Replay a GPU trace the FGD study's way (FGD_NOTES.md §4): per seed, shuffle the pods,\n"
+            "Replay a GPU trace the FGD study's way (Weng et al., USENIX ATC '23): per seed, shuffle the pods,\n"
             "inflate them to 130 % of the cluster's GPU capacity, place them one at a time; write\n"
             "DIR/curves.csv, DIR/table.md (unallocated GPU % at 90..130 % arrived beside the\n"
-            "published values) and DIR/curves.png."
+            "published values) and DIR/curves.png. The protocol: placer.simulate's docstring and the\n"
+            "README, \"Fragmentation and trace replay\"."
         ),
         epilog=_SIMULATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -218,12 +255,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--policy", metavar="P", default="all",
-        help="a policy, a comma-separated list, or all (default: fgd-pack and the study's six)",
+        help=f"a policy, a comma-separated list, or all (default: fgd-pack and the study's six); "
+        f"policies: {_POLICY_CHOICES}",
     )
     s.add_argument("--seeds", metavar="LIST", default="42-51", help="42-51 (default) or 1,2,3")
     s.add_argument("--out", metavar="DIR", default="simulate-out", help="output directory (default: ./simulate-out)")
     s.add_argument("--jobs", metavar="N", help="worker processes (default: the CPU count)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--no-plot", action="store_true", help="skip curves.png (and importing matplotlib)")
     s.set_defaults(handler=_cmd_simulate)
     return parser
 
@@ -419,7 +458,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"placer: simulate: skipped {', '.join(skipped)} (not available yet)\n")
         sys.stderr.flush()
     curves = simulate(snapshot, pods, policies, seeds, jobs=jobs, progress=not args.quiet, name=name)
-    paths = write_outputs(curves, args.out)
+    paths = write_outputs(curves, args.out, plot=not args.no_plot)
 
     def cell(x: float) -> str:
         return "-" if math.isnan(x) else f"{x:.2f}"

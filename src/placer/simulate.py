@@ -1,4 +1,4 @@
-"""Trace replay of the FGD study (DESIGN.md §5; FGD_NOTES.md §4): unallocated GPUs vs arrival.
+"""Trace replay of the FGD study (Weng et al., USENIX ATC '23): unallocated GPUs vs arrival.
 
 For one workload (an openb pod list), one policy and one seed:
 
@@ -24,7 +24,7 @@ the study's seeds 42..51; only the statistics over seeds are comparable.
 
 The stop test of the inflation. The simulator's ``tuneUpPods`` stops when
 ``total + per-GPU milli of the drawn pod > ratio × capacity``, comparing the drawn pod's
-*per-GPU* milli rather than its total request (FGD_NOTES §4 and §6.6); the clone, once
+*per-GPU* milli rather than its total request (as its source does); the clone, once
 accepted, adds its total (``num_gpu × gpu_milli``). So a multi-GPU clone can take the total
 past the bound by up to ``(num_gpu − 1) × 1000`` milli. ``stop="per-gpu"`` (the default)
 replicates this; ``stop="total"`` compares the total request, so the total never exceeds
@@ -612,7 +612,7 @@ def table_markdown(
     lines = ["# Trace replay: unallocated GPU % by arrived GPU %", ""]
     lines += [
         "Ours: median and mean ± sd over the seeds of each run's value at that arrived % "
-        "(FGD_NOTES §4). Published: the FGD study's simulator, 10 seeds "
+        "(as the FGD study reports its runs). Published: the FGD study's simulator, 10 seeds "
         f"{PUBLISHED_SEEDS} (`{PUBLISHED_FILE}`), for the 1213-node, 6212-GPU openb cluster. "
         "Our seeds draw other arrival orders than the study's (Python's `random`, not Go's "
         "`math/rand`), so only the statistics over seeds compare. Δ = our mean − published mean.",
@@ -698,7 +698,21 @@ def write_plot(
     published: Published | None = None,
 ) -> None:
     """Write ``curves.png``: per workload, unallocated % vs arrived % per policy (median over
-    seeds with the 25–75 % band), full range and 80–130 % zoomed, published means as marks."""
+    seeds with the 25–75 % band), full range and 80–130 % zoomed, published means as marks;
+    one legend for the figure, below the plots."""
+    import matplotlib.pyplot as plt
+
+    fig = plot_figure(curves, published)
+    try:
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=110)
+        write_bytes_atomic(path, png.getvalue())
+    finally:
+        plt.close(fig)
+
+
+def plot_figure(curves: Sequence[Curve], published: Published | None = None) -> Any:
+    """The matplotlib figure of :func:`write_plot` (matplotlib is imported here, on first use)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -710,6 +724,7 @@ def write_plot(
     fig, axes = plt.subplots(len(groups), 2, figsize=(12, 4.2 * len(groups)), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x = np.arange(MAX_ARRIVED + 1)
+    legend: dict[str, Any] = {}
     try:
         for row, (workload, by_policy) in enumerate(groups.items()):
             for i, policy in enumerate(_policy_order(by_policy)):
@@ -721,15 +736,15 @@ def write_plot(
                     med = np.nanmedian(m[:, has], axis=0)
                     lo, hi = np.nanpercentile(m[:, has], [25, 75], axis=0)
                 pub = published.get((workload, policy), {})
+                seeds = m.shape[0]
                 for ax in axes[row]:
-                    ax.plot(x[has], med, color=color, lw=1.4, label=f"{policy} (median, {m.shape[0]} seeds)")
+                    label = f"{policy} (median of {seeds} seed{'s' if seeds != 1 else ''})"
+                    legend.setdefault(label, ax.plot(x[has], med, color=color, lw=1.4)[0])
                     ax.fill_between(x[has], lo, hi, color=color, alpha=0.25, lw=0)
                     if pub:
                         ks = sorted(pub)
-                        ax.plot(
-                            ks, [pub[k][0] for k in ks], ls="none", marker="x", ms=6, color=color,
-                            label=f"{policy} published mean",
-                        )
+                        marks = ax.plot(ks, [pub[k][0] for k in ks], ls="none", marker="x", ms=6, color=color)
+                        legend.setdefault(f"{policy} published mean", marks[0])
             full, zoom = axes[row]
             full.set_title(f"{workload}: unallocated GPU % vs arrived")
             zoom.set_title(f"{workload}: arrived 80–130 %")
@@ -749,32 +764,38 @@ def write_plot(
             if vals:
                 top = float(np.percentile(vals, 98)) if len(vals) > 10 else max(vals)
                 zoom.set_ylim(0, min(100.0, max(top * 1.15, 1.0)))
-            zoom.legend(fontsize=8, loc="upper right")
-        fig.tight_layout()
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=110)
-        write_bytes_atomic(path, png.getvalue())
-    finally:
+        columns = 4
+        rows = -(-len(legend) // columns)
+        below = (0.3 + 0.22 * rows) / fig.get_figheight()  # the legend's share of the height
+        fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=columns, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, below, 1, 1))
+    except BaseException:
         plt.close(fig)
+        raise
+    return fig
 
 
 def write_outputs(
     curves: Sequence[Curve],
     out_dir: PathLike,
     published: Published | None = None,
+    plot: bool = True,
 ) -> list[Path]:
-    """Create ``out_dir`` if needed and write ``curves.csv``, ``table.md`` and ``curves.png``.
+    """Create ``out_dir`` if needed and write ``curves.csv``, ``table.md`` and (``plot``)
+    ``curves.png``.
 
-    Returns the three paths.
+    Returns the paths written.
     """
     if published is None:
         published = load_published()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "curves.csv", out / "table.md", out / "curves.png"]
+    paths = [out / "curves.csv", out / "table.md"]
     write_curves_csv(curves, paths[0])
     write_table_md(curves, paths[1], published)
-    write_plot(curves, paths[2], published)
+    if plot:
+        paths.append(out / "curves.png")
+        write_plot(curves, paths[2], published)
     return paths
 
 
