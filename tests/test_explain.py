@@ -66,7 +66,8 @@ def test_fragmentation_free_gpus_scattered():
     snap = snapshot([node("a", held=range(4)), node("b", held=range(4, 8)), node("c", held=range(2))])
     p = only(explain(snap, request([{"name": "big", "gpus": 8}])))
     assert p.cause == "fragmentation"
-    assert "14 GPU(s) are free on 3 eligible node(s)" in p.detail
+    assert p.detail == ("14 GPU(s) free in total on 3 eligible node(s), 8 GPU(s) needed; "
+                        "no node has room for 8 whole GPU(s)")
     assert p.node_reasons == {"Insufficient nvidia.com/gpu": 3}
     assert [n.node for n in p.nearest] == ["c", "a", "b"]  # c lacks 2, a and b lack 4
     assert p.nearest[0].lacks == ("2 GPU(s)",) and p.nearest[0].holders == ("c-job (2 GPU(s))",)
@@ -90,11 +91,52 @@ def test_capacity_nothing_free():
     assert p.cause == "capacity" and p.node_reasons == {"Insufficient nvidia.com/gpu": 1}
 
 
-def test_cpu_only_pod_short_of_cpu_is_capacity():
+def test_cpu_only_pod_larger_than_any_node_is_too_large():
     snap = snapshot([node("a")])
     p = only(explain(snap, request([{"name": "etl", "cpuMilli": 96000}])))
-    assert p.cause == "capacity" and p.node_reasons == {"Insufficient cpu": 1}
+    assert p.cause == "too large" and p.node_reasons == {"Insufficient cpu": 1}
+    assert p.detail == ("no node could ever hold a CPU-only pod (96 CPU): 96 CPU asked, "
+                        "the largest node has 64 CPU (short 32 CPU)")
     assert p.nearest[0].lacks == ("32 CPU",)
+
+
+def test_a_gpu_pod_asking_more_cpu_than_any_node_has_is_too_large_not_fragmentation():
+    snap = snapshot([node("a"), node("b", held=range(4))])
+    p = only(explain(snap, request([{"name": "greedy", "gpus": 1, "cpuMilli": 400000}])))
+    assert p.cause == "too large"
+    assert "400 CPU asked, the largest node has 64 CPU (short 336 CPU)" in p.detail
+
+
+def test_nine_gpus_on_eight_gpu_nodes_is_too_large_not_capacity():
+    snap = snapshot([node("a"), node("b")])
+    p = only(explain(snap, request([{"name": "odd", "gpus": 9}])))
+    assert p.cause == "too large"
+    assert p.detail.endswith("9 GPU(s) asked, the largest node has 8 GPU(s) (short 1 GPU(s))")
+
+
+def test_filters_rule_out_the_only_nodes_big_enough():
+    small = {"name": "s", "gpus": 4, "gpuModel": "H100", "cpuMilli": 64000}
+    snap = snapshot([node("big", unschedulable=True), small])
+    p = only(explain(snap, request([{"name": "train", "gpus": 8}])))
+    assert p.cause == "filters"
+    assert p.detail == ("1 node(s) could hold 8 whole GPU(s) when empty, and every one is ruled out before "
+                        "resources: 1 node(s) were unschedulable.")
+
+
+def test_fragmentation_of_cpu_says_the_sums():
+    snap = snapshot([node("a", pods=[{"name": "x", "cpuMilli": 34000}]),
+                     node("b", pods=[{"name": "y", "cpuMilli": 34000}])])
+    p = only(explain(snap, request([{"name": "etl", "cpuMilli": 40000}])))
+    assert p.cause == "fragmentation"
+    assert p.detail.startswith("60 CPU free in total on 2 eligible node(s), 40 CPU needed")
+
+
+def test_capacity_says_what_is_short_and_by_how_much():
+    snap = snapshot([node("a", held=range(7)), node("b", held=range(7))])
+    pods = [{"name": "w", "replicas": 2, "gpus": 4, "cpuMilli": 1000, "gang": "g"}]
+    p = only(explain(snap, request(pods, {"g": {"topology": {"mode": "unconstrained"}}})))
+    assert p.cause == "capacity"
+    assert p.detail == "not enough free on 2 eligible node(s): short 6 GPU(s) (2 GPU(s) free of 8 GPU(s))"
 
 
 def test_placed_pods_are_not_explained_and_pending_ones_see_them():

@@ -1,22 +1,25 @@
 """``placer explain``: why each pod or gang of a request that cannot be placed cannot.
 
 The request is placed as :func:`placer.place` would place it; every pod or gang left
-unplaced is then examined against the cluster as that placement leaves it, in the order a
-GPU platform team diagnoses a pending job:
+unplaced is then examined against the cluster as that placement leaves it. Its cause is
+the first of these that holds, in the order a GPU platform team diagnoses a pending job:
 
-1. **registration** — the pod asks for GPUs (or an extended resource) that no node offers
-   to the scheduler, although the hardware is there (``resources`` capacity above
-   allocatable, a ``nvidia.com/gpu.count`` label above the GPUs offered), or that no node
-   offers at all;
-2. **filters** — every node is ruled out by what the scheduler sees before resources:
-   cordons, taints, node selectors, GPU models, NICs;
-3. **fragmentation** — enough is free in total on the nodes that pass the filters, but no
-   node (for a gang: no set of nodes) holds it;
-4. **topology** — the gang would fit without its topology constraint, but no domain of
-   its level holds it;
-5. **capacity** — not enough is free, wherever it is.
+1. **registration** — the pod asks for GPUs, a GPU model or an extended resource that no
+   node offers to the scheduler: not at all, or not although the hardware is there
+   (``resources`` capacity above allocatable, a ``nvidia.com/gpu.count`` label above the
+   GPUs offered);
+2. **too large** — no node could hold one of its pods even empty: the pod asks more GPUs,
+   CPU, memory, GPU memory per GPU or NICs than any node has (all of them on one node);
+3. **filters** — some nodes could hold it empty, but cordons, taints, node selectors or
+   GPU models rule every one of them out before resources are looked at;
+4. **topology** — the gang's pods fit on the eligible nodes together, but no domain of
+   its level holds them;
+5. **fragmentation** — the free amount of every resource it asks for, summed over the
+   eligible nodes, suffices, but no node (for a gang: no set of nodes) has it where needed;
+6. **capacity** — not enough is free on the eligible nodes, summed over all of them.
 
-Each explanation lists the nodes per reason (kube-scheduler style), the nodes nearest to
+``detail`` says what is short and by how much (GPUs, CPU, memory, GPU memory). Each
+explanation lists the nodes per reason (kube-scheduler style), the nodes nearest to
 fitting with what they lack and which pods hold their GPUs, and, for gangs with a level,
 the most pods one domain of each level can take.
 """
@@ -35,7 +38,7 @@ from placer.report import gpu_count_findings, offered_resources
 
 __all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
 
-CAUSES = ("registration", "filters", "fragmentation", "topology", "capacity")
+CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "capacity")
 """The causes an explanation names, in the order they are tested."""
 
 NEAREST = 3
@@ -178,12 +181,25 @@ def _explain_group(
     nearest = _nearest(cluster, main, caps[0])
     levels = _level_fits(cluster, spec, caps[0], main.count) if spec is not None else ()
 
+    hold_empty = np.zeros(session.n_nodes, dtype=bool)
+    too_large = ""
+    for shape in shapes:
+        fits_empty = _fits_empty(cluster.snapshot, shape.pod)
+        if not fits_empty.any() and not too_large:
+            too_large = _too_large(cluster.snapshot, shape.pod)
+        hold_empty |= fits_empty & shape.eligible
     registration = _registration_gap(cluster, main.pod)
     if registration:
         cause, detail = "registration", registration
-    elif not eligible.any():
+    elif too_large:
+        cause, detail = "too large", too_large
+    elif not hold_empty.any():
         cause = "filters"
-        detail = f"every node is ruled out before resources: {_listing(node_reasons)}"
+        could = int(_fits_empty(cluster.snapshot, main.pod).sum())
+        detail = (
+            f"{could} node(s) could hold {_pod_text(main.pod)} when empty, and every one is ruled out "
+            f"before resources: {_listing(session.static_reasons(main.pod))}"
+        )
     elif fits_total and levels and all(lv.fits < lv.needed for lv in levels[-1:]):
         cause = "topology"
         lv = levels[-1]
@@ -191,17 +207,23 @@ def _explain_group(
             f"the {len(pods)} pod(s) fit on the eligible nodes together, but no {lv.level} domain "
             f"holds more than {lv.fits} (best: {lv.domain})"
         )
-    elif fits_total or (main.pod.gpus and _free_gpus(cluster, main) >= _gpus_needed(main)):
-        cause = "fragmentation"
-        free = _free_gpus(cluster, main)
-        detail = (
-            f"{free:g} GPU(s) are free on {int(eligible.sum())} eligible node(s), but no node "
-            f"{'or set of nodes ' if kind == 'gang' else ''}has room for "
-            f"{_pod_text(main.pod)}" + (f" x {len(pods)}" if kind == "gang" else "")
-        )
     else:
-        cause = "capacity"
-        detail = f"not enough free: {_listing(node_reasons)}"
+        free, need = _free_and_needed(cluster, shapes, hold_empty)
+        short = {k: need[k] - free[k] for k in need if need[k] > free[k]}
+        where = f"on {int(hold_empty.sum())} eligible node(s)"
+        if fits_total or not short:
+            cause = "fragmentation"
+            detail = (
+                f"{_amounts(free)} free in total {where}, {_amounts(need)} needed; no node "
+                f"{'or set of nodes ' if kind == 'gang' else ''}has room for {_pod_text(main.pod)}"
+                + (f" x {len(pods)}" if kind == "gang" else "")
+            )
+        else:
+            cause = "capacity"
+            detail = "not enough free {}: short {}".format(
+                where, ", ".join(f"{_amount(k, v)} ({_amount(k, free[k])} free of {_amount(k, need[k])})"
+                                 for k, v in short.items()),
+            )
     return Pending(
         name=name,
         kind=kind,
@@ -213,6 +235,81 @@ def _explain_group(
         nearest=nearest,
         levels=levels,
     )
+
+
+def _fits_empty(snapshot: ClusterSnapshot, pod: PodRequest) -> np.ndarray:
+    """Per node, whether its hardware could hold ``pod`` with nothing else on it."""
+    return np.array([not _beyond(node.hardware, pod) for node in snapshot.nodes], dtype=bool)
+
+
+def _beyond(hw: Any, pod: PodRequest) -> list[tuple[str, float, float]]:
+    """(resource, asked, the node has) for every resource ``pod`` asks beyond ``hw``."""
+    out = []
+    if pod.gpus > hw.gpus:
+        out.append(("GPUs", pod.gpus, hw.gpus))
+    if hw.cpu_milli is not None and pod.cpu_milli > hw.cpu_milli:
+        out.append(("CPU", pod.cpu_milli / 1000, hw.cpu_milli / 1000))
+    if hw.memory_mib is not None and pod.memory_mib > hw.memory_mib:
+        out.append(("memory", pod.memory_mib, hw.memory_mib))
+    if pod.gpus and hw.gpu_memory_mib is not None and pod.gpu_memory_mib > hw.gpu_memory_mib:
+        out.append(("GPU memory", pod.gpu_memory_mib, hw.gpu_memory_mib))
+    if pod.nics > len(hw.nic_list):
+        out.append(("NICs", pod.nics, len(hw.nic_list)))
+    return out
+
+
+def _too_large(snapshot: ClusterSnapshot, pod: PodRequest) -> str:
+    """Why no node could hold ``pod`` even empty: each resource beyond the largest node's."""
+    beyond = [{what: (asked, has) for what, asked, has in _beyond(node.hardware, pod)} for node in snapshot.nodes]
+    everywhere = [what for what in beyond[0] if all(what in b for b in beyond)] if beyond else []
+    if everywhere:
+        parts = []
+        for what in everywhere:
+            asked, largest = beyond[0][what][0], max(b[what][1] for b in beyond)
+            parts.append(f"{_amount(what, asked)} asked, the largest node has {_amount(what, largest)} "
+                         f"(short {_amount(what, asked - largest)})")
+        return f"no node could ever hold {_pod_text(pod)}: " + "; ".join(parts)
+    lacking = sorted({what for b in beyond for what in b})
+    return f"no node could ever hold {_pod_text(pod)}: each node, even empty, lacks one of {', '.join(lacking)}"
+
+
+def _free_and_needed(
+    cluster: Cluster, shapes: Sequence[gangs.Shape], nodes: np.ndarray
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Free amounts on ``nodes`` and what all the pods need, per resource they ask for."""
+    free_state = cluster.session.free
+    free: dict[str, float] = {}
+    need: dict[str, float] = {}
+    for shape in shapes:
+        pod, n = shape.pod, shape.count
+        if pod.gpus:
+            need["GPUs"] = need.get("GPUs", 0.0) + pod.gpus * pod.gpu_milli / 1000 * n
+        if pod.cpu_milli:
+            need["CPU"] = need.get("CPU", 0.0) + pod.cpu_milli / 1000 * n
+        if pod.memory_mib:
+            need["memory"] = need.get("memory", 0.0) + pod.memory_mib * n
+    if "GPUs" in need:
+        shared = any(s.pod.gpus and s.pod.gpu_milli < 1000 for s in shapes)
+        free["GPUs"] = (float(free_state.gpu_milli[nodes].sum()) / 1000 if shared
+                        else float(free_state.whole_gpus[nodes].sum()))
+    for what, column, scale in (("CPU", free_state.cpu_milli, 1000), ("memory", free_state.memory_mib, 1)):
+        if what in need:
+            values = column[nodes]
+            if (values >= free_state.untracked_quantity).any():  # a node that does not count it
+                del need[what]
+            else:
+                free[what] = float(values.sum()) / scale
+    return free, need
+
+
+def _amount(what: str, value: float) -> str:
+    if what in ("memory", "GPU memory"):
+        return f"{value:g} MiB {'memory' if what == 'memory' else 'GPU memory'}"
+    return f"{value:g} {what}" if what != "GPUs" else f"{value:g} GPU(s)"
+
+
+def _amounts(values: Mapping[str, float]) -> str:
+    return ", ".join(_amount(k, v) for k, v in values.items()) or "nothing"
 
 
 def _pod_text(pod: PodRequest) -> str:
