@@ -52,7 +52,7 @@ def test_import_place_explain_report_reconcile(tmp_path, capsys):
     # explain: 4 GPUs are free, 2 on each of the r07 nodes: fragmentation
     text = run(capsys, "explain", str(cluster), str(request))
     assert "pod team-y/eval-4gpu (1 pod(s)): 0/4 nodes are available: 4 Insufficient nvidia.com/gpu." in text
-    assert "cause: fragmentation — 4 GPU(s) are free on 4 eligible node(s)" in text
+    assert "cause: fragmentation — 4 GPU(s) free in total on 4 eligible node(s), 4 GPU(s) needed" in text
     assert "nearest: dgx-h100-1 lacks 2 GPU(s); GPUs held by team-c/pretrain-0 (6 GPU(s))" in text
 
     # report: what still fits, and the GPUs at assumed indices
