@@ -6,7 +6,12 @@ off those files by hand, not produced by the parser. ``handmade-*`` files are sm
 inputs written for these tests in the documented formats (Slurm 23.11 ``scontrol -d show
 node`` layout), to cover what no public fixture shows: ``GresUsed=`` with indices, DRAIN
 and not-responding nodes, several GPU types on one node, a CPU-only node, and a gres.conf
-plus topology.conf that match the nodes.
+plus topology.conf that match the nodes. ``handmade-scontrol-d-show-node-24.05.txt`` follows
+the Slurm 24.05 layout (``slurm_sprint_node_table`` in src/api/node_info.c at tag
+slurm-24-05-8-1: a line of only the indentation before ``Reason=`` and at the end of each
+record) behind indented prompt lines; ``handmade-scontrol-show-topology.txt`` is what
+``scontrol show topology`` prints (``_print_topo_record`` in
+src/plugins/topology/tree/topology_tree.c) for the 3-level tree of the Slurm docs fixture.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ GRES_NODENAME = "gres.conf_nodename-autodetect-off-a100_slurm-docs.conf"
 HM_NODES = "handmade-scontrol-d-show-node.txt"
 HM_GRES = "handmade-gres.conf"
 HM_TOPO = "handmade-topology.conf"
+HM_NODES_2405 = "handmade-scontrol-d-show-node-24.05.txt"
+HM_SHOW_TOPOLOGY = "handmade-scontrol-show-topology.txt"
 
 FIXTURES = (
     SCONTROL, SINFO_USED, SINFO_DEFAULT, TOPO_BLOCK_MAN, TOPO_BLOCK_TOPOGRAPH,
@@ -251,6 +258,67 @@ def test_scontrol_record_syntax() -> None:
     assert c == SlurmNode("c", 9)
 
 
+def test_scontrol_24_05_layout_behind_indented_prompts() -> None:
+    c2180, c2181 = parse_scontrol_nodes(text(HM_NODES_2405), HM_NODES_2405)
+    assert c2180 == SlurmNode(
+        name="c2180",
+        line=2,  # line 1 is the indented prompt "  $ scontrol show node -d c2180"
+        cpus=128,
+        memory_mib=1031000,
+        gpus=4,
+        gpu_model="a100",
+        gpu_types=("a100",),
+        used_gpus=(0, 1),  # GresUsed=gpu:a100:2(IDX:0-1)
+        used_unknown_gpus=0,
+        alloc_cpus=16,
+        alloc_memory_mib=262144,
+        state="MIXED+DRAIN",
+        unschedulable=True,
+        partitions="gpu",
+        features="a100,ib",
+    )
+    assert (c2181.name, c2181.line, c2181.used_gpus, c2181.state) == ("c2181", 23, (), "IDLE")
+    assert (c2181.unschedulable, c2181.alloc_cpus, c2181.alloc_memory_mib) == (False, 0, 0)
+
+
+def test_whitespace_only_line_does_not_end_a_record() -> None:
+    out = (
+        "NodeName=a CPUTot=4 \n"
+        "   CurrentWatts=0 AveWatts=0\n"
+        "   \n"  # Slurm 24.05, before Reason=
+        "   State=IDLE+DRAIN\n"
+        " \t \n"
+        "   RealMemory=512\n"
+        "   \n"
+        "\n"  # an empty line ends the record
+        "NodeName=b\n"
+    )
+    a, b = parse_scontrol_nodes(out, "s")
+    assert (a.cpus, a.state, a.unschedulable, a.memory_mib) == (4, "IDLE+DRAIN", True, 512)
+    assert b == SlurmNode("b", 9)
+    crlf = parse_scontrol_nodes(out.replace("\n", "\r\n"), "s")
+    assert [(n.name, n.line, n.memory_mib) for n in crlf] == [("a", 1, 512), ("b", 9, None)]
+    raises_at("s:3", r"each key once per node, got CPUTot= again \(line 1\)",
+              parse_scontrol_nodes, "NodeName=a CPUTot=4\n   \n   CPUTot=5\n", "s")
+    raises_at("s:4", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+              "NodeName=a\r\n   CPUTot=2\r\n\r\n   CPUTot=4\r\n", "s")
+
+
+def test_indented_prompt_lines_are_skipped_like_unindented_ones() -> None:
+    for prompt in ("  $ scontrol show node -d c2180", "\t# scontrol show node",
+                   "    root@login:~# scontrol -d show node c2180", "$ scontrol show node"):
+        (node,) = parse_scontrol_nodes(f"{prompt}\nNodeName=c2180 CPUTot=4\n", "s")
+        assert (node.name, node.line, node.cpus) == ("c2180", 2, 4)
+    a, b = parse_scontrol_nodes(
+        "NodeName=a CPUTot=1\n\n  $ scontrol show node b\nNodeName=b CPUTot=2\n", "s")
+    assert (a.name, a.cpus, b.name, b.line, b.cpus) == ("a", 1, "b", 4, 2)
+    # only outside a record, and only an echo of scontrol
+    raises_at("s:3", r"Key=Value at the start", parse_scontrol_nodes,
+              "NodeName=a\n   \n  $ scontrol show node b\n", "s")
+    raises_at("s:1", r"starting NodeName=, got '\$ sinfo -N'", parse_scontrol_nodes,
+              "  $ sinfo -N\nNodeName=a\n", "s")
+
+
 @pytest.mark.parametrize(
     "state, unschedulable",
     [
@@ -386,15 +454,92 @@ def tree_paths(topo: SlurmTopology) -> dict[str, tuple[str, ...]]:
     return {node: tuple(levels[lv] for lv in topo.levels) for node, levels in topo.nodes.items()}
 
 
+TUX_3LEVEL = {
+    "tux0": ("s6", "s4", "s0"), "tux1": ("s6", "s4", "s0"),
+    "tux2": ("s6", "s4", "s1"), "tux3": ("s6", "s4", "s1"),
+    "tux4": ("s6", "s5", "s2"), "tux5": ("s6", "s5", "s2"),
+    "tux6": ("s6", "s5", "s3"), "tux7": ("s6", "s5", "s3"),
+}
+
+
 def test_topology_tree_3level() -> None:
     topo = parse_topology_conf(text(TOPO_TREE_3LEVEL), TOPO_TREE_3LEVEL)
     assert (topo.form, topo.levels) == ("tree", ("switch1", "switch2", "switch3"))
+    assert tree_paths(topo) == TUX_3LEVEL
+
+
+def test_scontrol_show_topology_reads_as_its_topology_conf() -> None:
+    shown = parse_topology_conf(text(HM_SHOW_TOPOLOGY), HM_SHOW_TOPOLOGY)
+    assert (shown.form, shown.levels) == ("tree", ("switch1", "switch2", "switch3"))
+    assert tree_paths(shown) == TUX_3LEVEL
+    assert shown == parse_topology_conf(text(TOPO_TREE_3LEVEL), TOPO_TREE_3LEVEL)
+
+
+def test_scontrol_show_topology_with_switches_only() -> None:
+    out = (
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=gpu[01-02]\n"
+        "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=gpu[03-04]\n"
+        "SwitchName=s2 Level=1 LinkSpeed=1 Switches=s[0-1]\n"
+    )
+    topo = parse_topology_conf(out, "t")
+    assert (topo.form, topo.levels) == ("tree", ("switch1", "switch2"))
     assert tree_paths(topo) == {
-        "tux0": ("s6", "s4", "s0"), "tux1": ("s6", "s4", "s0"),
-        "tux2": ("s6", "s4", "s1"), "tux3": ("s6", "s4", "s1"),
-        "tux4": ("s6", "s5", "s2"), "tux5": ("s6", "s5", "s2"),
-        "tux6": ("s6", "s5", "s3"), "tux7": ("s6", "s5", "s3"),
+        "gpu01": ("s2", "s0"), "gpu02": ("s2", "s0"), "gpu03": ("s2", "s1"), "gpu04": ("s2", "s1"),
     }
+    # an empty leaf switch (its nodes are not in slurm.conf) prints an empty Nodes=
+    empty = parse_topology_conf(
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=\n"
+        "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=a\n"
+        "SwitchName=s2 Level=1 LinkSpeed=1 Nodes=a Switches=s[0-1]\n", "t")
+    assert tree_paths(empty) == {"a": ("s2", "s1")}
+
+
+def test_scontrol_show_topology_imports_like_topology_conf(tmp_path: Path) -> None:
+    shown = tmp_path / "topology.txt"
+    shown.write_text(
+        "root@login:~# scontrol show topology\n"
+        "SwitchName=spine Level=1 LinkSpeed=400 Nodes=gpu[01-05] Switches=leaf[1-2]\n"
+        "SwitchName=leaf1 Level=0 LinkSpeed=400 Nodes=gpu[01-02]\n"
+        "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[03-05]\n",
+        encoding="utf-8",
+    )
+    doc = import_slurm(SLURM / HM_NODES, SLURM / HM_GRES, shown).document
+    assert doc == import_slurm(SLURM / HM_NODES, SLURM / HM_GRES, SLURM / HM_TOPO).document
+    assert doc["topologyLevels"] == ["switch1", "switch2"]
+    topology = {node["name"]: node.get("topology") for node in doc["nodes"]}
+    assert topology["gpu02"] == {"switch1": "spine", "switch2": "leaf1"}
+    assert topology["gpu05"] == {"switch1": "spine", "switch2": "leaf2"}
+    assert topology["cpu01"] is None
+
+
+LEAVES = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=a[1-2]\nSwitchName=s1 Level=0 LinkSpeed=1 Nodes=b1\n"
+
+
+@pytest.mark.parametrize(
+    "out, line, pattern",
+    [
+        ("SwitchName=s0 Level=zero LinkSpeed=1 Nodes=a", 1, r"Level= as a whole number, got 'zero'"),
+        (LEAVES + "SwitchName=top Level=1 LinkSpeed=1 Nodes=a[1-2],b1", 3,
+         r"expected Switches= on a switch of Level=1 \(cut short\?\)"),
+        ("SwitchName=s0 Level=0 LinkSpeed=1 Switches=s1\nSwitchName=s1 Level=0 Nodes=a", 1,
+         r"expected Nodes= and no Switches= on a switch of Level=0 \(a leaf switch\), got Switches="),
+        ("SwitchName=s0 Level=0 LinkSpeed=1", 1, r"expected Nodes= on a switch of Level=0"),
+        (LEAVES + "SwitchName=top Level=1 LinkSpeed=1 Nodes=a[1-2],b[1-2] Switches=s[0-1]", 3,
+         r"Nodes= of SwitchName=top to be the 3 nodes under Switches=, got b2 too"),
+        (LEAVES + "SwitchName=top Level=1 LinkSpeed=1 Nodes=a[1-2] Switches=s[0-1]", 3,
+         r"to be the 3 nodes under Switches=, got b1 missing"),
+        (LEAVES + "SwitchName=top Level=1 LinkSpeed=1 Nodes= Switches=s[0-1]", 3,
+         r"got a1, a2, b1 missing"),
+        ("SwitchName=s0 Level=0 LinkSpeed=1 Nodes=a Foo=1", 1,
+         r"expected only Level=, LinkSpeed=, Nodes=, Switches=, SwitchName= on a SwitchName= line, got foo="),
+        ("SwitchName=s6 Level=2 LinkSpeed=1 Nodes=tux[0-7] Swi", 1, r"expected Key=Value, got 'Swi'"),
+        ("SwitchName=s0 Level=0 LinkSpeed=1 Nodes=tux[0-", 1, r"hostlist like"),
+        ("BlockName=b1 Level=0 Nodes=a", 1, r"only BlockName=, Nodes= on a BlockName= line, got Level="),
+        ("SwitchName=s0 Nodes=", 1, r"it is empty"),  # an empty Nodes= only in scontrol output
+    ],
+)
+def test_scontrol_show_topology_errors(out: str, line: int, pattern: str) -> None:
+    raises_at(f"t:{line}", pattern, parse_topology_conf, out + "\n", "t")
 
 
 def test_topology_tree_multiparent_keeps_the_first_parent() -> None:
@@ -469,7 +614,7 @@ def test_topology_empty_and_forest() -> None:
 @pytest.mark.parametrize(
     "conf, line, pattern",
     [
-        ("SwitchName=s0 Nodes=a Foo=1", 1, r"expected only LinkSpeed=, Nodes=, Switches=, SwitchName= on a SwitchName= line, got foo="),
+        ("SwitchName=s0 Nodes=a Foo=1", 1, r"expected only Level=, LinkSpeed=, Nodes=, Switches=, SwitchName= on a SwitchName= line, got foo="),
         ("SwitchName=s0 Nodes=a Switches=s1\nSwitchName=s1 Nodes=b", 1, r"got both"),
         ("SwitchName=s0", 1, r"either Nodes= .* got neither"),
         ("SwitchName=s0 Nodes=a\nSwitchName=top Switches=s[0-2]", 2, r"defined switches in Switches=, got 's1' \(no SwitchName= line\)"),
@@ -683,9 +828,10 @@ _INSERT = "[]-,=:()#\\/ \t\n*+$0123456789aAzZ_.S"
 _LINE_OPS = ("del_line", "dup_line", "ins_line")
 
 
-NODE_TEXTS = (text(SCONTROL), text(HM_NODES))
+NODE_TEXTS = (text(SCONTROL), text(HM_NODES), text(HM_NODES_2405))
 TOPO_TEXTS = tuple(text(n) for n in (TOPO_BLOCK_MAN, TOPO_BLOCK_TOPOGRAPH, TOPO_TREE_3LEVEL,
-                                     TOPO_TREE_MULTIPARENT, TOPO_TREE_TOPOGRAPH, HM_TOPO))
+                                     TOPO_TREE_MULTIPARENT, TOPO_TREE_TOPOGRAPH, HM_TOPO,
+                                     HM_SHOW_TOPOLOGY))
 GRES_TEXTS = tuple(text(n) for n in (GRES_C10, GRES_B5, GRES_MPS, GRES_DEEPOPS,
                                      GRES_NODENAME, HM_GRES))
 HM_PARSED = parse_scontrol_nodes(text(HM_NODES), HM_NODES)

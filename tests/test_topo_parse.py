@@ -26,6 +26,8 @@ A100_NV4 = "issue_4x-a100-nv4-mesh_4nic_nccl-tests-331_nic-legend-truncated.txt"
 T4 = "issue_4x-tesla-t4-pcie_nccl-428.txt"
 RTX5090 = "issue_2x-rtx5090-pcie-phb_club-3090-1229.txt"
 DGX1_V100 = "dgx1-v100_msccl-tools.txt"
+ANSI_H100 = "h100-80gb_ansi-underlined-header_nvidia-gpu-exporter.txt"
+GB200 = "issue_gb200-4gpu-grace_nic0-5_sglang-11208_partial.txt"
 
 
 def rows(*lines: str) -> tuple[tuple[str, ...], ...]:
@@ -169,6 +171,15 @@ EXPECTED: dict[str, TopoMatrix] = {
         cpu_affinity=("48-95,144-191", "48-95,144-191"),
         numa_affinity=("1", "1"),
     ),
+    # Raw capture: the header is underlined with ANSI escapes (ESC[4m ... ESC[0m).
+    ANSI_H100: TopoMatrix(
+        gpu_labels=(("X",),),
+        nic_names=(),
+        nic_labels=(),
+        cpu_affinity=("0-19",),
+        numa_affinity=("0",),
+        gpu_numa_id=(None,),  # N/A
+    ),
     "issue_2x-rtx3090-node_wrapped-legend_club-3090-1125.txt": TopoMatrix(
         gpu_labels=rows("X NODE", "NODE X"),
         nic_names=(),
@@ -295,13 +306,13 @@ FIXTURE_ERRORS: dict[str, tuple[int, str]] = {
     "issue_dgx-a100-40gb_nic0-11_nccl-1505_partial.txt": (7, r"expected row GPU4 .*GPU0\.\.GPU7"),
     # 16-GPU DGX-2: header + 4 rows.
     "issue_dgx2-16gpu-nv6_mlx5x10_nccl-tests-78_partial.txt": (7, r"expected row GPU4 .*GPU0\.\.GPU15"),
-    "issue_gb200-4gpu-grace_nic0-5_sglang-11208_partial.txt": (6, r"expected row GPU3 .*end of input"),
+    GB200: (6, r"expected row GPU3 .*end of input"),
 }
 
 
 def test_every_topo_fixture_is_covered() -> None:
     names = {path.name for path in TOPO.glob("*.txt")}
-    assert len(names) == 24
+    assert len(names) == 25
     assert names == set(EXPECTED) | set(FIXTURE_ERRORS)
     assert not set(EXPECTED) & set(FIXTURE_ERRORS)
     for name in names:
@@ -329,7 +340,7 @@ def test_dgx2_partial_names_the_missing_row() -> None:
 
 
 def test_partial_copy_with_text_after_the_last_row_names_that_line() -> None:
-    text = topo_text("issue_gb200-4gpu-grace_nic0-5_sglang-11208_partial.txt") + "\nLegend:\n"
+    text = topo_text(GB200) + "\nLegend:\n"
     raises_at(text, 6, r"expected row GPU3 .*got a blank line")
 
 
@@ -413,6 +424,43 @@ def test_byte_order_mark_is_ignored() -> None:
     assert parse_topo_matrix("\ufeff" + topo_text(T4)) == EXPECTED[T4]
 
 
+def test_ansi_escapes_of_a_raw_capture_are_ignored() -> None:
+    raw = topo_text(ANSI_H100)
+    assert raw.startswith("\t\x1b[4mGPU0\tCPU Affinity") and "GPU NUMA ID\x1b[0m\n" in raw
+    assert parse_topo_matrix(raw, ANSI_H100) == EXPECTED[ANSI_H100]
+    assert parse_topo_matrix(raw.replace("\x1b[4m", "").replace("\x1b[0m", "")) == EXPECTED[ANSI_H100]
+
+
+def with_ansi(text: str) -> str:
+    """``text`` as a colour terminal shows it: header underlined, row names bold, some
+    labels coloured (escapes wrap words, so no whitespace changes)."""
+    lines = lines_of(text)
+    header = next(i for i, line in enumerate(lines) if "GPU0" in line)
+    lines[header] = re.sub(r"(GPU0.*\S)", "\x1b[4m\\1\x1b[0m", lines[header])
+    text = "\n".join(lines)
+    text = re.sub(r"(?m)^(GPU[0-9]+|mlx5_[0-9]+|NIC[0-9]+)", "\x1b[1m\\1\x1b[22m", text)
+    text = re.sub(r"\bSYS\b", "\x1b[31mSYS\x1b[39m", text)
+    return re.sub(r"\b(NV[0-9]+|PXB)\b", "\x1b[1;32m\\1\x1b[m", text)
+
+
+@pytest.mark.parametrize("name", [DGX_A100, A100_NV4, T4, DGX1_V100])
+def test_ansi_escapes_anywhere_parse_like_the_clean_text(name: str) -> None:
+    coloured = with_ansi(topo_text(name))
+    assert coloured.count("\x1b[") > 20
+    assert parse_topo_matrix(coloured, name) == EXPECTED[name]
+    assert parse_topo_matrix(with_ansi(tabs_to_spaces(topo_text(name))), name) == EXPECTED[name]
+    assert parse_topo_matrix(coloured.replace("\n", "\r\n"), name) == EXPECTED[name]
+
+
+def test_ansi_escapes_keep_error_lines_and_stay_out_of_messages() -> None:
+    coloured = with_ansi(delete_line(topo_text(DGX_A100), 5))
+    error = raises_at(coloured, 5, r"expected row GPU3 .*got row GPU4")
+    assert "\x1b" not in error.what
+    glued = with_ansi(replace_on_line(topo_text(DGX_A100), 4, "PXB\tPXB", "PXBPXB"))
+    error = raises_at(glued, 4, r"row GPU2, column mlx5_2: .*'PXBPXB' \(two cells glued")
+    assert "\x1b" not in error.what
+
+
 # ------------------------------------------------------------------ labels and columns
 
 
@@ -440,6 +488,35 @@ def test_gpu_numa_id_column_and_numa_lists() -> None:
     text = topo_text(RTX5090).replace("\t0\t\tN/A", "\t0,3-9,11-17\t\t2")
     result = parse_topo_matrix(text)
     assert result.numa_affinity == ("0,3-9,11-17", "0,3-9,11-17")
+
+
+def test_gpu_numa_id_column_is_kept() -> None:
+    # The GB200 copy is cut inside row GPU3; cutting column GPU3 out too (8 characters at
+    # 32..40 of the space-aligned header and rows) leaves a complete 3-GPU matrix.
+    lines = lines_of(topo_text(GB200))
+    assert lines[1][32:40] == "GPU3    " and all(line[32:40] == "NV18    " for line in lines[2:5])
+    cut = "\n".join([lines[0]] + [line[:32] + line[40:] for line in lines[1:5]])
+    result = parse_topo_matrix(cut)
+    assert result.gpu_labels == rows("X NV18 NV18", "NV18 X NV18", "NV18 NV18 X")
+    assert result.cpu_affinity == ("0-71", "0-71", "72-143")
+    assert result.numa_affinity == ("0,3-9,11-17", "0,3-9,11-17", "1,19-25,27-33")
+    assert result.gpu_numa_id == ("2", "10", "18")
+    assert parse_topo_matrix(spaces_to_tabs(cut)) == result
+    other = parse_topo_matrix(topo_text(RTX5090).replace("\t\tN/A", "\t\t18"))
+    assert other.gpu_numa_id == ("18", "18") and other.numa_affinity == ("0", "0")
+
+
+def test_gpu_numa_id_absent_or_not_available_is_none() -> None:
+    assert parse(RTX5090).gpu_numa_id == (None, None)  # N/A
+    assert parse(DGX_A100).gpu_numa_id == (None,) * 8  # no such column
+    assert parse(A100_NV4).gpu_numa_id == (None,) * 4
+    assert TopoMatrix((("X",),), (), (), ("0-7",), ("0",)).gpu_numa_id == (None,)
+
+
+@pytest.mark.parametrize("value", ["0-1", "2,10", "x", "-1"])
+def test_gpu_numa_id_is_one_id_or_not_available(value: str) -> None:
+    text = replace_on_line(topo_text(RTX5090), 2, "\t\tN/A", f"\t\t{value}")
+    raises_at(text, 2, rf"row GPU0, column 'GPU NUMA ID': expected one NUMA node id .*got '{value}'")
 
 
 def test_not_available_affinity_is_none() -> None:
@@ -666,7 +743,7 @@ def test_random_mutations_raise_only_invalid_input_or_give_a_sound_matrix(text: 
     assert len(result.nic_labels) == len(result.nic_names) == len(set(result.nic_names))
     for labels in result.nic_labels:
         assert len(labels) == n and "X" not in labels
-    assert len(result.cpu_affinity) == len(result.numa_affinity) == n
+    assert len(result.cpu_affinity) == len(result.numa_affinity) == len(result.gpu_numa_id) == n
 
 
 # ------------------------------------------------------------------ gres.conf

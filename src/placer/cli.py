@@ -206,7 +206,10 @@ def _build_parser() -> argparse.ArgumentParser:
     isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
     isl.add_argument("--nodes", metavar="FILE", required=True, help="scontrol -d show node output")
     isl.add_argument("--gres", metavar="FILE", help="gres.conf (Links= give GPU topology)")
-    isl.add_argument("--topology", metavar="FILE", help="topology.conf (tree or block)")
+    isl.add_argument(
+        "--topology", metavar="FILE",
+        help="topology.conf (tree or block) or scontrol show topology output (tree)",
+    )
     isl.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     isl.set_defaults(handler=_cmd_import_slurm)
 

@@ -5,10 +5,12 @@ so reading it is part of decoding a snapshot: :mod:`placer.topology` parses it h
 :mod:`placer.adapters.nvidia_smi` reads it from files with the same parser.
 
 The parser accepts the raw tab-separated output as well as copies whose tabs a terminal
-expanded to spaces, with preamble lines (shell prompts, ``GPU Topology:`` ...) before the
-matrix and the ``Legend:`` / ``NIC Legend:`` blocks after it. It never guesses: a header
-and its rows must agree cell for cell, and any input it cannot read unambiguously raises
-:class:`placer.exceptions.InvalidInputError` with ``where`` = ``"<source>:<line>"``.
+expanded to spaces, with ANSI escape sequences anywhere (newer drivers underline the
+header; colour and bold survive in captured terminal output), preamble lines (shell
+prompts, ``GPU Topology:`` ...) before the matrix and the ``Legend:`` / ``NIC Legend:``
+blocks after it. It never guesses: a header and its rows must agree cell for cell, and any
+input it cannot read unambiguously raises :class:`placer.exceptions.InvalidInputError`
+with ``where`` = ``"<source>:<line>"``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _GPU_NUMA_ID = "GPU NUMA ID"
 _AFFINITY_HEADERS = (_CPU_AFFINITY, _NUMA_AFFINITY, _GPU_NUMA_ID)
 _MULTI_WORD_HEADERS = (("GPU", "NUMA", "ID"), ("CPU", "Affinity"), ("NUMA", "Affinity"))
 _ID_LIST = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+_NUMA_ID = re.compile(r"[0-9]+")
 _NOT_AVAILABLE = "N/A"
 
 _GPU_NAME = re.compile(r"GPU([0-9]+)")
@@ -45,6 +48,8 @@ _SPACE_RUN = re.compile(r" {2,}")
 _GLUED_START = re.compile(r"(?:GPU|NIC)[0-9]+(?![0-9]|$)")
 _GLUED_INSIDE = re.compile(r"(?<=.)(?:GPU|NIC|mlx)[0-9]")
 _ROW_NAME = re.compile(r"(\S+)(.*)", re.DOTALL)
+# ANSI control sequences (ESC [ parameters intermediates final), e.g. ESC[4m, ESC[1;31m, ESC[0m.
+_ANSI_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class TopoMatrix:
     numa_affinity : tuple of (str or None)
         Per GPU, the ``NUMA Affinity`` text (e.g. ``"0"`` or ``"0-1"``); ``None`` when
         the column is absent, empty or ``N/A``.
+    gpu_numa_id : tuple of (str or None)
+        Per GPU, the ``GPU NUMA ID`` text: the NUMA node of the GPU's own memory (e.g.
+        ``"2"`` on GB200); ``None`` when the column is absent, empty or ``N/A``. Left out
+        when constructing, it is ``None`` for every GPU.
     """
 
     gpu_labels: tuple[tuple[str, ...], ...]
@@ -75,16 +84,22 @@ class TopoMatrix:
     nic_labels: tuple[tuple[str, ...], ...]
     cpu_affinity: tuple[str | None, ...]
     numa_affinity: tuple[str | None, ...]
+    gpu_numa_id: tuple[str | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.gpu_numa_id:
+            object.__setattr__(self, "gpu_numa_id", (None,) * len(self.gpu_labels))
 
 
 def parse_topo_matrix(text: str, source: str = "<text>") -> TopoMatrix:
     """Parse the text of ``nvidia-smi topo -m`` (or ``topo -mp``).
 
-    The matrix starts at the first header line (``GPU0 GPU1 ... CPU Affinity ...``, with
-    or without its leading empty field); lines before it are ignored, as is everything
-    after the matrix except a ``NIC Legend:`` block. Lines that contain a tab are split
-    on tabs, other lines on runs of two or more spaces. The header must name the GPU
-    columns ``GPU0..GPU<n-1>`` in order, then the NIC columns, then any of ``CPU
+    ANSI escape sequences (``ESC[4m``, ``ESC[1;31m``, ``ESC[0m`` ...) are removed first,
+    wherever they are. The matrix starts at the first header line (``GPU0 GPU1 ... CPU
+    Affinity ...``, with or without its leading empty field); lines before it are ignored,
+    as is everything after the matrix except a ``NIC Legend:`` block. Lines that contain a
+    tab are split on tabs, other lines on runs of two or more spaces. The header must name
+    the GPU columns ``GPU0..GPU<n-1>`` in order, then the NIC columns, then any of ``CPU
     Affinity``, ``NUMA Affinity`` and ``GPU NUMA ID``. Rows ``GPU0..GPU<n-1>`` must
     follow in order, each with one link label per GPU and NIC column. NIC rows may be
     missing or cut short (partial copies); those present must agree with the GPU rows.
@@ -99,7 +114,8 @@ def parse_topo_matrix(text: str, source: str = "<text>") -> TopoMatrix:
     Returns
     -------
     TopoMatrix
-        The GPU matrix, NIC names and labels, and per-GPU CPU/NUMA affinity.
+        The GPU matrix, NIC names and labels, and per GPU its CPU and NUMA affinity and
+        GPU NUMA ID.
 
     Raises
     ------
@@ -107,10 +123,11 @@ def parse_topo_matrix(text: str, source: str = "<text>") -> TopoMatrix:
         With ``where`` = ``"<source>:<line>"`` (1-based) when there is no matrix (line 1),
         the header has glued or unknown column names, a row is missing, out of order or
         has the wrong number of cells, a cell is not a link label (e.g. ``topo -p2p``
-        codes), ``X`` is off the diagonal or missing, or the matrix is not symmetric.
+        codes), ``X`` is off the diagonal or missing, the matrix is not symmetric, an
+        affinity is not a list of ids or a GPU NUMA ID not a single id (``N/A`` is fine).
         A missing row at the end of the text is reported at the line after the last one.
     """
-    return _TopoParser(text, source).parse()
+    return _TopoParser(_ANSI_CSI.sub("", text), source).parse()
 
 
 def _is_link_label(token: str) -> bool:
@@ -354,6 +371,14 @@ class _TopoParser(TextLines):
         for column, value in zip(columns, row.values):
             if value == _NOT_AVAILABLE:
                 result[column] = None
+            elif column == _GPU_NUMA_ID:
+                if not _NUMA_ID.fullmatch(value):
+                    self.fail(
+                        row.line,
+                        f"row {row.name}, column {column!r}: expected one NUMA node id like 2, "
+                        f"or N/A, got {value!r}",
+                    )
+                result[column] = value
             elif _ID_LIST.fullmatch(value):
                 result[column] = value
             else:
@@ -461,6 +486,7 @@ class _TopoParser(TextLines):
             ),
             cpu_affinity=tuple(values.get(_CPU_AFFINITY) for values in affinities),
             numa_affinity=tuple(values.get(_NUMA_AFFINITY) for values in affinities),
+            gpu_numa_id=tuple(values.get(_GPU_NUMA_ID) for values in affinities),
         )
 
     # -- NIC legend -------------------------------------------------------------

@@ -4,7 +4,8 @@
   names, type, device file, core list and NVLink vector; :func:`gres_links_matrix` turns
   the ``Links=`` vectors of one node into a link-label matrix.
 * ``scontrol -d show node`` output: :func:`parse_scontrol_nodes`.
-* ``topology.conf`` (tree and block forms): :func:`parse_topology_conf`.
+* ``topology.conf`` (tree and block forms) and ``scontrol show topology`` output (tree):
+  :func:`parse_topology_conf`.
 * ``sinfo -O GresUsed,NodeList`` output: :func:`parse_sinfo_gres_used`.
 * Slurm hostlist expressions (``tux[0-3,7]``, ``n[001-010]``): :func:`expand_hostlist`,
   re-exported from :mod:`placer.hostlist`.
@@ -407,12 +408,14 @@ _STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
 def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
     """Parse ``scontrol show node`` output (best with ``-d``) into node records.
 
-    A record starts at a line beginning ``NodeName=`` and runs to the next blank line or
+    A record starts at a line beginning ``NodeName=`` and runs to the next empty line or
     ``NodeName=`` line; its lines hold ``Key=Value`` pairs separated by whitespace, where
     a value runs up to the next `` Key=`` (so ``OS=Linux 5.15 #152-Ubuntu SMP ...`` keeps
     its spaces; ``Reason=``, ``Comment=`` and ``Extra=`` run to the end of the line).
-    Leading indentation, trailing spaces and CRLF are ignored. Outside a record, a line
-    echoing the command (``root@host:~# scontrol show nodes``) is skipped.
+    Leading indentation, trailing spaces and CRLF are ignored; a line of only whitespace
+    (Slurm 24.05 prints one before ``Reason=``) does not end a record. Outside a record, a
+    line echoing the command (``root@host:~# scontrol show nodes``, indented or not) is
+    skipped.
 
     Read per node: ``CPUEfctv``/``CPUTot``/``CfgTRES`` (CPUs), ``RealMemory``, ``Gres``
     (``gpu:<type>:<n>(S:...)``, comma-joined; other GRES are checked and skipped),
@@ -451,13 +454,14 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
         where = f"{source}:{line_no}"
         stripped = raw.strip()
         if not stripped:
-            current = None
+            if raw in ("", "\r"):
+                current = None
             continue
         if stripped.startswith("NodeName="):
             current = {}
             records.append((line_no, current))
         elif current is None:
-            if not raw[:1].isspace() and _SCONTROL_ECHO.fullmatch(stripped):
+            if _SCONTROL_ECHO.fullmatch(stripped):
                 continue
             _fail(where, f"expected a node record starting NodeName=, got {clip(stripped)!r}")
         for key, value in _line_pairs(stripped, where):
@@ -681,7 +685,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
 
 @dataclass(frozen=True)
 class SlurmTopology:
-    """What ``topology.conf`` says about where nodes sit.
+    """What ``topology.conf`` (or ``scontrol show topology``) says about where nodes sit.
 
     Attributes
     ----------
@@ -708,18 +712,20 @@ _TOPOLOGY_KEYS = {
     "switches": "Switches",
     "nodes": "Nodes",
     "linkspeed": "LinkSpeed",
+    "level": "Level",
     "blockname": "BlockName",
     "blocksizes": "BlockSizes",
 }
 _LINE_KINDS = {
-    "switchname": frozenset(("switchname", "switches", "nodes", "linkspeed")),
+    "switchname": frozenset(("switchname", "switches", "nodes", "linkspeed", "level")),
     "blockname": frozenset(("blockname", "nodes")),
     "blocksizes": frozenset(("blocksizes",)),
 }
 
 
 def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
-    """Parse Slurm's ``topology.conf`` (topology/tree or topology/block).
+    """Parse Slurm's ``topology.conf`` (topology/tree or topology/block), or the output of
+    ``scontrol show topology`` for a tree.
 
     Tree form: ``SwitchName=<name>`` with either ``Nodes=<hostlist>`` (a leaf switch) or
     ``Switches=<hostlist>`` (its child switches), optional ``LinkSpeed=<n>`` (checked,
@@ -730,6 +736,14 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
     the first parent in file order (Slurm's own examples list every leaf under every
     spine of a fat tree; the spines are alike, so any one stands for them); the other
     parents stay in the file but no node's path goes through them.
+
+    ``scontrol show topology`` prints each switch as ``SwitchName=<name> Level=<n>
+    LinkSpeed=<n>`` then ``Nodes=`` and, above the leaves, ``Switches=``: a line with
+    ``Level=`` is read that way. ``Level=0`` is a leaf switch (``Nodes=``, empty for a
+    switch without nodes); a higher switch must list ``Switches=`` (the tree comes from
+    them, as in topology.conf), and its ``Nodes=``, when shown, must be exactly the nodes
+    under those switches. ``Level=`` and ``LinkSpeed=`` are checked, not used. A line
+    echoing the command (``root@login:~# scontrol show topology``) is skipped.
 
     Block form: ``BlockName=<name> Nodes=<hostlist>`` lines and one ``BlockSizes=<n>,...``
     line; one level, ``block``. A node may be in one block only.
@@ -756,11 +770,18 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
         file, a repeated switch or block name, a name that is a list, a switch with both
         or neither of ``Nodes=``/``Switches=``, a child switch that is not defined, a
         switch that is its own ancestor, a node in two blocks, a bad hostlist, a
-        non-numeric ``LinkSpeed=`` or ``BlockSizes=``, or a topology.yaml document.
+        non-numeric ``LinkSpeed=``, ``Level=`` or ``BlockSizes=``, a topology.yaml
+        document; in ``scontrol show topology`` output, a leaf (``Level=0``) without
+        ``Nodes=`` or with ``Switches=``, a higher switch without ``Switches=`` (a line cut
+        short), or one whose ``Nodes=`` differ from the nodes under its switches.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
+    text = "\n".join(
+        "" if _SCONTROL_ECHO.fullmatch(raw.strip()) else raw for raw in text.split("\n")
+    )
     switches: dict[str, tuple[int, dict[str, str]]] = {}
+    shown_nodes: dict[str, tuple[int, str]] = {}  # switch above the leaves -> its Nodes=
     blocks: dict[str, int] = {}
     block_of: dict[str, tuple[str, int]] = {}
     block_sizes: tuple[int, ...] | None = None
@@ -819,7 +840,11 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
         if name in switches:
             _fail(where, f"expected each switch once, got SwitchName={name} again "
                          f"(line {switches[name][0]})")
-        if ("nodes" in fields) == ("switches" in fields):
+        if "level" in fields:
+            _shown_switch(fields, where)
+            if "switches" in fields and "nodes" in fields:
+                shown_nodes[name] = (line_no, fields.pop("nodes"))
+        elif ("nodes" in fields) == ("switches" in fields):
             both = "both" if "nodes" in fields else "neither"
             _fail(where, "expected either Nodes= (a leaf switch) or Switches= on a SwitchName= "
                          f"line, got {both}")
@@ -834,7 +859,60 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
         )
     if form == "none":
         return SlurmTopology("none", (), {})
-    return _tree(switches, source)
+    topology = _tree(switches, source)
+    for name, (line_no, listed) in shown_nodes.items():
+        _check_nodes_below(name, listed, line_no, switches, source)
+    return topology
+
+
+def _shown_switch(fields: dict[str, str], where: str) -> None:
+    """Check a ``SwitchName=`` line of ``scontrol show topology`` (one with ``Level=``)."""
+    level = whole(fields["level"], where, "Level=")
+    if level == 0:
+        if "switches" in fields:
+            _fail(where, "expected Nodes= and no Switches= on a switch of Level=0 "
+                         "(a leaf switch), got Switches=")
+        if "nodes" not in fields:
+            _fail(where, "expected Nodes= on a switch of Level=0 (a leaf switch)")
+    elif "switches" not in fields:
+        _fail(where, f"expected Switches= on a switch of Level={level} (cut short?)")
+
+
+def _check_nodes_below(
+    name: str,
+    listed: str,
+    line: int,
+    switches: dict[str, tuple[int, dict[str, str]]],
+    source: str,
+) -> None:
+    """Fail at ``line`` unless ``listed`` (a hostlist) names the nodes under switch ``name``
+    (the child switches are known to be defined)."""
+    below: set[str] = set()
+    seen = {name}
+    stack = [name]
+    while stack:
+        line_no, fields = switches[stack.pop()]
+        at = f"{source}:{line_no}"
+        if "switches" in fields:
+            for child in expand_hostlist(fields["switches"], at):
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        elif fields["nodes"]:
+            below.update(expand_hostlist(fields["nodes"], at))
+    where = f"{source}:{line}"
+    shown = set(expand_hostlist(listed, where)) if listed else set()
+    if shown != below:
+        wrong = [f"{_some(sorted(shown - below))} too"] if shown - below else []
+        wrong += [f"{_some(sorted(below - shown))} missing"] if below - shown else []
+        _fail(where, f"expected Nodes= of SwitchName={name} to be the {len(below)} nodes under "
+                     f"Switches=, got {' and '.join(wrong)}")
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, joined, with how many more there are."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _tree(switches: dict[str, tuple[int, dict[str, str]]], source: str) -> SlurmTopology:
@@ -850,7 +928,7 @@ def _tree(switches: dict[str, tuple[int, dict[str, str]]], source: str) -> Slurm
                 if child == name:
                     _fail(where, f"expected child switches, got {name} itself")
                 parent.setdefault(child, name)
-        else:
+        elif fields["nodes"] or "level" not in fields:  # scontrol shows an empty leaf as Nodes=
             for node in expand_hostlist(fields["nodes"], where):
                 leaf_of.setdefault(node, name)
     paths: dict[str, tuple[str, ...]] = {}  # switch -> switches from its top down to it
@@ -1142,7 +1220,7 @@ def import_slurm(
     gres : str or os.PathLike, optional
         ``gres.conf``, for the NVLink matrices of its ``Links=``.
     topology : str or os.PathLike, optional
-        ``topology.conf`` (tree or block).
+        ``topology.conf`` (tree or block), or ``scontrol show topology`` output (tree).
 
     Returns
     -------
@@ -1197,7 +1275,7 @@ def snapshot_from_slurm(
     gres : str or os.PathLike, optional
         ``gres.conf``.
     topology : str or os.PathLike, optional
-        ``topology.conf`` (tree or block).
+        ``topology.conf`` (tree or block), or ``scontrol show topology`` output (tree).
 
     Returns
     -------
