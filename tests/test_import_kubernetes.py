@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import placer
 from placer.adapters.kubernetes import count, cpu_milli, memory_mib, parse_quantity, snapshot_from_kubernetes
 from placer.adapters.kubernetes_workloads import WorkloadImport, import_workloads, request_from_kubernetes
+from placer.cli import main
 from placer.exceptions import InvalidInputError
 from mutations import mutated
 
@@ -53,6 +54,9 @@ GKE_LEVELS = [
 ]
 EXAMPLE_LEVELS = [("block", "topology.example.com/block"), "rack=topology.example.com/rack"]
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+DAEMONSET_OWNER = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
+                                        "uid": "7d1c", "controller": True}]}
+EXPECTED_KINDS = "expected Pod, Job, JobSet, Deployment, StatefulSet, ReplicaSet, PodGroup, Volcano Job"
 
 
 def _text(path: Path) -> str:
@@ -335,7 +339,7 @@ def test_describe_label_fragment_fails_and_its_labels_import(tmp_path):
     assert (node["gpus"], node["gpuModel"], node["gpuMemoryMiB"]) == (8, "NVIDIA-H100-80GB-HBM3", 81559)
 
 
-def test_gfd_readme_elided_fails_and_its_node_imports(tmp_path):
+def test_gfd_readme_elided_fails_and_its_node_imports_with_a_status(tmp_path):
     with pytest.raises(InvalidInputError) as err:
         snapshot_from_kubernetes(GFD_ELIDED)
     assert err.value.where == f"{GFD_ELIDED}:2"
@@ -344,7 +348,16 @@ def test_gfd_readme_elided_fails_and_its_node_imports(tmp_path):
     lines.insert(lines.index("  metadata:") + 1, "    name: dgx2h-0")
     path = tmp_path / "nodes.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # The README cut the node before its status: a GPU node of 0 GPUs is refused.
+    with pytest.raises(InvalidInputError) as err:
+        snapshot_from_kubernetes(path)
+    assert err.value.where == f"{path}:3"  # the node's first line: it has no status
+    assert err.value.what.startswith("items[0].status: node 'dgx2h-0' has no status.capacity")
+    assert "labelled as a GPU node (nvidia.com/gpu.count=1)" in err.value.what
+    lines += ["  status:", "    allocatable:", "      nvidia.com/gpu: \"1\""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
+    assert node["gpus"] == 1
     assert node["gpuModel"] == "A100-SXM4-40GB" and node["gpuMemoryMiB"] == 39538
     assert node["labels"]["nvidia.com/gpu.machine"] == "NVIDIA DGX-2H"
     assert node["labels"]["nvidia.com/cuda.driver.rev"] == ""
@@ -486,10 +499,6 @@ def test_podgroup_and_deployment():
     assert _gang_sizes(doc) == {"default/pg1": 2}
     (note,) = result.notes
     assert "minMember 3" in note and "2 pod(s)" in note and note.startswith(f"{PODGROUP}:2:")
-    # The Deployment alone: the PodGroup is missing, the labelled pods still form the gang.
-    alone = import_workloads(DEPLOYMENT)
-    assert _gang_sizes(alone.document) == {"default/pg1": 2}
-    assert "not among the inputs" in alone.notes[0]
 
 
 @pytest.mark.parametrize("path", [PODGROUP, PODGROUP_STATUS, VOLCANO_PG])
@@ -523,11 +532,22 @@ def test_volcano_job_network_topology():
         (HYPERNODE_UPPER, {"HyperNode": 3}),
     ],
 )
-def test_configuration_objects_are_skipped_and_counted(path, skipped):
-    result = import_workloads(path)
-    assert result.document == {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": []}
+def test_configuration_objects_are_skipped_and_counted(tmp_path, path, skipped):
+    # In a file beside a workload they are skipped and counted.
+    both = tmp_path / "both.yaml"
+    both.write_text(_text(POD) + "\n---\n" + _text(path), encoding="utf-8")
+    result = import_workloads(both)
+    assert [p["name"] for p in result.document["pods"]] == ["default/gpu-pod"]
     assert result.skipped == skipped
-    assert placer.PlacementRequest.from_dict(result.document).pods == () == result.request.pods
+    assert placer.PlacementRequest.from_dict(result.document) == result.request
+    # A file of them alone holds nothing to place: refused, not an empty request.
+    for files in ([path], [POD, path]):
+        with pytest.raises(InvalidInputError) as err:
+            import_workloads(files)
+        assert err.value.where == f"{path}:2"
+        assert err.value.what == (
+            f"kind: {EXPECTED_KINDS} or another workload with a pod template, got {next(iter(skipped))}"
+        )
 
 
 @pytest.mark.parametrize("path, line", [(TFTPL_A3, 32), (TFTPL_A4X, 33)])
@@ -663,3 +683,155 @@ def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
         else:
             assert isinstance(out, placer.ClusterSnapshot)
             assert placer.ClusterSnapshot.from_dict(out.to_dict()) == out
+
+
+# ----------------------------------------------------------------------------- issue #13: refuse, read what is real
+
+
+def _pods_with(tmp_path: Path, *extra: dict) -> Path:
+    """handmade-pods.json with ``extra`` pods appended (copies of its pending pod, changed)."""
+    doc = json.loads(_text(PODS))
+    for change in extra:
+        pod = json.loads(json.dumps(doc["items"][6]))
+        pod["metadata"]["name"] = change["name"]
+        pod["metadata"].update(change.get("metadata", {}))
+        pod["spec"].update(change.get("spec", {}))
+        pod["status"]["phase"] = change.get("phase", "Pending")
+        doc["items"].append(pod)
+    return _write_json(tmp_path / "pods.json", doc)
+
+
+def test_node_list_is_no_request(tmp_path):
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads(NODES)
+    assert err.value.where == f"{NODES}: items[0].kind"
+    assert err.value.what.startswith(EXPECTED_KINDS) and ", got Node" in err.value.what
+    assert "placer import kubernetes --nodes" in err.value.what
+    # YAML: the line of the first Node's kind; a node file beside a workload is refused as well.
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads([POD, GB200])
+    assert err.value.where == f"{GB200}:3" and err.value.what.startswith(f"kind: {EXPECTED_KINDS}")
+    # An empty NodeList holds no pod either.
+    empty = _write_json(tmp_path / "nodes.json", {"apiVersion": "v1", "kind": "NodeList", "items": []})
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads(empty)
+    assert err.value.where == f"{empty}: kind"
+    assert err.value.what.endswith("got NodeList (nodes are read by 'placer import kubernetes --nodes')")
+    # An empty List (kubectl get pods when there are none) is an empty request.
+    none = _write_json(tmp_path / "pods.json", {"apiVersion": "v1", "kind": "List", "items": []})
+    assert import_workloads(none).document["pods"] == []
+
+
+def test_kubectl_pods_only_pending_unbound_pods_become_requests(tmp_path):
+    path = _pods_with(
+        tmp_path,
+        {"name": "failed-0", "phase": "Failed"},
+        {"name": "starting-0", "spec": {"nodeName": "dgx-h100-1"}},  # bound, containers not up yet
+        {"name": "dcgm-exporter-x7k", "metadata": DAEMONSET_OWNER},
+        {"name": "pending-1", "spec": {"nodeName": ""}},
+    )
+    result = import_workloads(path)
+    assert [p["name"] for p in result.document["pods"]] == ["team-d/pending-0", "team-d/pending-1"]
+    assert result.document["pods"][0]["gpus"] == 1
+    assert result.skipped_pods == {
+        "Running": 5, "Succeeded": 1, "Failed": 1, "bound to a node": 1, "owned by a DaemonSet": 1,
+    }
+    # all_phases keeps every pod, as before.
+    every = import_workloads(path, all_phases=True)
+    assert len(every.document["pods"]) == 11 and every.skipped_pods == {}
+    assert every.document["pods"][0]["name"] == "kube-system/nvidia-device-plugin-daemonset-7xk2p"
+    # A Pod manifest has no status: it is a pod to place.
+    assert import_workloads(POD).skipped_pods == {}
+
+
+def test_kubectl_pods_bad_phase_is_refused(tmp_path):
+    path = _pods_with(tmp_path, {"name": "odd-0", "phase": "Waiting"})
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads(path)
+    assert err.value.where == f"{path}: items[7].status.phase"
+    assert err.value.what == "expected Pending, Running, Succeeded, Failed or Unknown, got 'Waiting' (a string)"
+
+
+def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):
+    path = _pods_with(tmp_path, {"name": "dcgm-exporter-x7k", "metadata": DAEMONSET_OWNER})
+    assert main(["import", "kubernetes-request", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert [p["name"] for p in json.loads(out)["pods"]] == ["team-d/pending-0"]
+    assert err == (
+        "placer: import kubernetes-request: skipped 7 pod(s) not waiting to be scheduled: 5 Running, "
+        "1 Succeeded, 1 owned by a DaemonSet (--all-phases imports them)\n"
+    )
+    assert main(["import", "kubernetes-request", "--all-phases", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert len(json.loads(out)["pods"]) == 8 and err == ""
+
+
+def test_cli_request_of_a_node_list_exits_2(tmp_path, capsys):
+    out = tmp_path / "request.json"
+    assert main(["import", "kubernetes-request", str(NODES), "-o", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not out.exists()
+    assert captured.err == (
+        f"placer: error: {NODES}: items[0].kind: {EXPECTED_KINDS} or another workload with a pod "
+        "template, got Node (nodes are read by 'placer import kubernetes --nodes')\n"
+    )
+
+
+def test_missing_podgroup_is_an_error_unless_asked(tmp_path, capsys):
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads(DEPLOYMENT)
+    assert err.value.where == f"{DEPLOYMENT}:15"
+    assert err.value.what == (
+        "spec.template.metadata.labels.scheduling.x-k8s.io/pod-group: workload default/pause names "
+        "PodGroup default/pg1, which is not among the inputs; give the file that holds it, or "
+        "--missing-podgroup=gang-of-present-pods to make the gang of the 2 pod(s) present"
+    )
+    asked = import_workloads(DEPLOYMENT, missing_podgroup="gang-of-present-pods")
+    assert asked.document["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
+    assert _gang_sizes(asked.document) == {"default/pg1": 2}
+    assert asked.notes == (
+        "PodGroup default/pg1 is not among the inputs; its 2 labelled pod(s) are placed as one gang",
+    )
+    # A pending pod of kubectl output with a Volcano group annotation: named at the annotation.
+    path = _pods_with(tmp_path, {"name": "vc-worker-0", "metadata": {
+        "annotations": {"scheduling.k8s.io/group-name": "vc-job-3f2a"}}})
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads(path)
+    assert err.value.where == f"{path}: items[7].metadata.annotations.scheduling.k8s.io/group-name"
+    assert err.value.what.startswith("pod team-d/vc-worker-0 names Volcano PodGroup team-d/vc-job-3f2a, ")
+    line = f"placer: error: {err.value}"
+    assert main(["import", "kubernetes-request", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+    argv = ["import", "kubernetes-request", str(path), "--missing-podgroup=gang-of-present-pods"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gangs"] == {"team-d/vc-job-3f2a": {"topology": {"mode": "unconstrained"}}}
+    assert main([*argv[:-1], "--missing-podgroup=invent"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "placer: error: --missing-podgroup: expected error or gang-of-present-pods, got 'invent'"
+    ]
+    with pytest.raises(InvalidInputError) as err:
+        import_workloads(DEPLOYMENT, missing_podgroup="invent")
+    assert err.value.where == "missing_podgroup"
+
+
+def test_node_cut_before_its_status_is_refused(tmp_path):
+    labels = dict(line.strip().split("=", 1) for line in _text(H100_LABELS).splitlines() if "=" in line)
+    cut = {"apiVersion": "v1", "kind": "List", "items": [
+        _node_manifest("cpu-0", labels={"kubernetes.io/hostname": "cpu-0"}),  # no GPU label: imports
+        _node_manifest("xe9680", labels=labels),
+    ]}
+    path = _write_json(tmp_path / "nodes.json", cut)
+    with pytest.raises(InvalidInputError) as err:
+        snapshot_from_kubernetes(path)
+    assert err.value.where == f"{path}: items[1].status"
+    assert err.value.what == (
+        "node 'xe9680' has no status.capacity or status.allocatable (a copy cut short?), yet it is "
+        "labelled as a GPU node (nvidia.com/gpu.count=8): it would import with 0 GPUs and untracked "
+        "CPU and memory; give the whole 'kubectl get nodes -o json' output"
+    )
+    assert main(["import", "kubernetes", "--nodes", str(path)]) == 2
+    cut["items"].pop()
+    assert snapshot_from_kubernetes(_write_json(path, cut)).to_dict()["nodes"] == [
+        {"name": "cpu-0", "labels": {"kubernetes.io/hostname": "cpu-0"}}
+    ]

@@ -153,3 +153,39 @@ def test_a_shape_with_nothing_free_shows_no_usable_share():
     assert all(r["usablePct"] is None for r in report.to_dict()["schedulable"])
     line = next(x for x in report.to_text().splitlines() if x.strip().startswith("8 GPUs"))
     assert line.split()[-2:] == ["—", "0"] and "100.0%" not in report.to_text()
+
+
+def test_gpu_labelled_node_without_gpu_capacity_is_a_finding(tmp_path, capsys):
+    # A kubectl node copy cut before status.capacity: labels, no GPUs, nothing tracked.
+    doc = {
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot",
+        "nodes": [
+            {"name": "cut", "gpuModel": "NVIDIA-H100-80GB-HBM3",
+             "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            {"name": "counted", "cpuMilli": 64000, "memoryMiB": 512000, "maxPods": 110,
+             "labels": {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            # MIG, mixed strategy: nvidia.com/gpu is 0, the GPUs are offered as MIG instances.
+            {"name": "mig", "cpuMilli": 64000, "labels": {"nvidia.com/gpu.product": "A100-PCIE-40GB"},
+             "resources": {"nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
+                           "nvidia.com/mig-1g.5gb": {"capacity": 7, "allocatable": 7}}},
+            {"name": "cpu", "cpuMilli": 64000, "labels": {"nvidia.com/gpu.present": "false"}},
+        ],
+    }
+    found = {(f.kind, f.node): f.detail for f in cluster_report(placer.ClusterSnapshot.from_dict(doc)).findings}
+    assert found == {
+        ("gpu-capacity-missing", "cut"): (
+            "labelled as a GPU node (nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3) but has 0 GPUs and no "
+            "nvidia.com/gpu capacity; CPU, memory and pods are untracked too: was status.capacity cut "
+            "from the input?"
+        ),
+        ("gpu-capacity-missing", "counted"): (
+            "labelled as a GPU node (nvidia.com/gpu.count=8) but has 0 GPUs and no nvidia.com/gpu "
+            "capacity: is the device plugin running?"
+        ),
+    }
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(doc))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Findings: none" not in out
+    assert "  gpu-capacity-missing: cut: labelled as a GPU node (nvidia.com/gpu.product=" in out

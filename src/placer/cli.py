@@ -61,6 +61,7 @@ _TEXT_OR_JSON = ("text", "json")
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from placer.adapters.kubernetes_workloads import MISSING_PODGROUP
     from placer.topo_report import ALL_SIZES_MAX_GPUS, LARGE_NODE_MAX_SIZE
 
     parser = _Parser(
@@ -201,6 +202,16 @@ def _build_parser() -> argparse.ArgumentParser:
     iw.add_argument("manifests", metavar="FILE", nargs="+", help="YAML or JSON manifests")
     iw.add_argument("--level", metavar="NAME=LABEL", action="append", default=[], help="as for import kubernetes")
     iw.add_argument("--policy", metavar="P", help=f"the request's policy: {_POLICY_CHOICES}")
+    iw.add_argument(
+        "--all-phases", action="store_true",
+        help="import every Pod object; by default only pending pods not bound to a node and owned by "
+        "no DaemonSet (Running, Succeeded, Failed, bound and DaemonSet pods are skipped and counted)",
+    )
+    iw.add_argument(
+        "--missing-podgroup", metavar="HOW", default=MISSING_PODGROUP[0], choices=MISSING_PODGROUP,
+        help="pods naming a PodGroup the files lack: error (default) or gang-of-present-pods "
+        "(the pods present form the gang)",
+    )
     iw.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     iw.set_defaults(handler=_cmd_import_kubernetes_request)
     isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
@@ -333,10 +344,20 @@ def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes_workloads import import_workloads
 
     policy = policies.get(args.policy, "--policy").name if args.policy is not None else None
-    imported = import_workloads(args.manifests, parse_levels(args.level, "--level"), policy)
+    imported = import_workloads(
+        args.manifests, parse_levels(args.level, "--level"), policy,
+        all_phases=args.all_phases, missing_podgroup=args.missing_podgroup,
+    )
     # The document, not imported.request.to_dict(): it keeps one entry with replicas per
     # workload, and no policy, seed or gang field that was not given.
     _emit(dump_json(imported.document), args.output)
+    if imported.skipped_pods:
+        counts = ", ".join(f"{n} {why}" for why, n in imported.skipped_pods.items())
+        sys.stderr.write(
+            f"placer: import kubernetes-request: skipped {sum(imported.skipped_pods.values())} pod(s) "
+            f"not waiting to be scheduled: {counts} (--all-phases imports them)\n"
+        )
+        sys.stderr.flush()
     return EXIT_OK
 
 

@@ -357,7 +357,7 @@ def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
     if hidden:
         return (
             f"no node offers nvidia.com/gpu to the scheduler, yet {len(hidden)} node(s) have GPUs "
-            f"(capacity or nvidia.com/gpu.count): {', '.join(hidden[:3])} — check the device plugin"
+            f"(capacity or GPU labels): {', '.join(hidden[:3])} — check the device plugin"
         )
     return "no node has GPUs"
 

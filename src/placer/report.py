@@ -12,7 +12,9 @@ Three parts, all computed from a snapshot (the free state its running pods leave
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
   the workload.
 * **Findings** — registration gaps (``nvidia.com/gpu`` capacity, allocatable and the
-  GPUs the node hardware or the ``nvidia.com/gpu.count`` label says it has, disagreeing),
+  GPUs the node hardware or the ``nvidia.com/gpu.count`` label says it has, disagreeing;
+  a node labelled as a GPU node that offers no GPUs at all, as a node copy cut before its
+  ``status.capacity`` gives),
   unhealthy GPUs, cordoned and tainted nodes, running pods whose GPU indices the source did
   not give (placer assumed them), extended resources that pods ask for but no node offers,
   and NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids.
@@ -29,6 +31,7 @@ from placer.kernel import KernelSession
 from placer.cluster import Cluster
 from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
 from placer.model import ClusterSnapshot, PodRequest, Toleration
+from placer.node_labels import gpu_node_label
 
 __all__ = [
     "STANDARD_SHAPES",
@@ -55,6 +58,7 @@ _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 _TOLERATE_ALL = (Toleration(operator="Exists"),)
 _NO_LIMIT = 1 << 40
 _GPU_RESOURCE = "nvidia.com/gpu"
+_MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 _GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 _CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
@@ -235,8 +239,35 @@ def offered_resources(snapshot: ClusterSnapshot) -> set[str]:
 
 
 def gpu_count_findings(node: Any) -> list[Finding]:
-    """GPUs the node has (hardware, label) against what it offers (capacity, allocatable):
-    one ``gpu-registration`` finding when they disagree."""
+    """GPUs the node has (hardware, label) against what it offers (capacity, allocatable).
+
+    One ``gpu-capacity-missing`` finding for a node that a GPU label
+    (:data:`placer.node_labels.GPU_NODE_LABELS`) marks as a GPU node but that has
+    no GPUs and offers neither ``nvidia.com/gpu`` nor MIG instances (a node copy cut before
+    ``status.capacity`` when CPU, memory and pods are untracked too, else no device
+    plugin); otherwise one ``gpu-registration`` finding when the counts disagree.
+
+    Parameters
+    ----------
+    node : Node
+        A snapshot node.
+
+    Returns
+    -------
+    list of Finding
+        At most one.
+    """
+    marked = gpu_node_label(node.labels)
+    offers_gpus = any(k == _GPU_RESOURCE or k.startswith(_MIG_RESOURCE_PREFIX) for k in node.resources)
+    if marked is not None and not node.hardware.gpus and not offers_gpus:
+        hw = node.hardware
+        if hw.cpu_milli is None and hw.memory_mib is None and hw.max_pods is None:
+            cause = "; CPU, memory and pods are untracked too: was status.capacity cut from the input?"
+        else:
+            cause = ": is the device plugin running?"
+        key, value = marked
+        detail = f"labelled as a GPU node ({key}={value}) but has 0 GPUs and no {_GPU_RESOURCE} capacity{cause}"
+        return [Finding("gpu-capacity-missing", node.name, detail)]
     seen = {"hardware": node.hardware.gpus}
     res = node.resources.get(_GPU_RESOURCE)
     if res is not None:

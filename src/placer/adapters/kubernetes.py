@@ -50,6 +50,7 @@ from placer.adapters.kubernetes_documents import (
 )
 from placer.exceptions import InvalidInputError
 from placer.model import TAINT_EFFECTS, ClusterSnapshot
+from placer.node_labels import gpu_node_label
 
 __all__ = [
     "GPU_RESOURCE",
@@ -505,6 +506,14 @@ def _node_entry(
     status = field_map(doc, spath, obj.get("status"))
     cap = field_map(doc, (*spath, "capacity"), status.get("capacity"))
     alloc = field_map(doc, (*spath, "allocatable"), status.get("allocatable"))
+    marked = gpu_node_label(labels) if not cap and not alloc else None
+    if marked is not None:
+        doc.fail(
+            spath,
+            f"node {name!r} has no status.capacity or status.allocatable (a copy cut short?), yet it "
+            f"is labelled as a GPU node ({marked[0]}={marked[1]}): it would import with 0 GPUs and "
+            "untracked CPU and memory; give the whole 'kubectl get nodes -o json' output",
+        )
 
     def amount(key: str) -> tuple[Any, tuple[Any, ...]] | None:
         if key in alloc:
@@ -635,7 +644,10 @@ def snapshot_from_kubernetes(
       = label ``nvidia.com/gpu.product``, ``gpuMemoryMiB`` = label ``nvidia.com/gpu.memory``,
       ``cpuMilli``/``memoryMiB``/``maxPods`` = allocatable ``cpu``/``memory``/``pods``
       (memory rounded down to MiB). A resource missing from ``allocatable`` is taken from
-      ``capacity``; missing from both, it is left out (untracked).
+      ``capacity``; missing from both, it is left out (untracked). A node with neither
+      ``status.capacity`` nor ``status.allocatable`` that a label of
+      :data:`placer.node_labels.GPU_NODE_LABELS` marks as a GPU node is refused (its copy
+      was cut short).
     * ``resources``: every extended resource (a name with ``/``: ``nvidia.com/gpu``,
       ``nvidia.com/mig-1g.10gb``, ``rdma/...``) of capacity or allocatable, as
       ``{"capacity": n, "allocatable": n}`` (a side missing is 0).
@@ -677,8 +689,9 @@ def snapshot_from_kubernetes(
     ------
     InvalidInputError
         At the file location (see the module docs) of the first fault: syntax errors, a
-        bad quantity or field, no nodes, a node name given twice, a pod bound to a node not
-        in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
+        bad quantity or field, no nodes, a node name given twice, a GPU-labelled node
+        without ``status.capacity`` and ``status.allocatable`` (at ``items[i].status``), a
+        pod bound to a node not in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
         more than it has (at the pod). A fault the schema finds in the document is
         reported at the node or pod object it came from, its placer/v1 path in
         parentheses after the message (``... (placer/v1 nodes[0].pods[1].unknownGpus)``).

@@ -3,7 +3,8 @@
 :func:`request_from_kubernetes` (and :func:`import_workloads`, which also says what it
 left out) turns workload manifests — Pod, Job, JobSet, Deployment and other pod-template
 workloads, scheduler-plugins and Volcano PodGroups, Volcano Jobs, Kueue topology
-annotations — into a :class:`placer.PlacementRequest`: it writes the placer/v1 document
+annotations — and the pending pods of ``kubectl get pods -o json`` into a
+:class:`placer.PlacementRequest`: it writes the placer/v1 document
 of the workloads (a workload's pods as one entry with ``replicas``) and decodes it once
 with :func:`placer.schema.request_from_dict`, so every check of the schema runs, and a fault
 it finds names the manifest it came from. The document itself is
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from placer.schema import request_from_dict
@@ -45,10 +46,22 @@ from placer.adapters.kubernetes_documents import (
 from placer.exceptions import InvalidInputError
 from placer.model import TAINT_EFFECTS, PlacementRequest
 
-__all__ = ["MAX_WORKLOAD_PODS", "WorkloadImport", "request_from_kubernetes", "import_workloads"]
+__all__ = [
+    "MAX_WORKLOAD_PODS",
+    "MISSING_PODGROUP",
+    "POD_PHASES",
+    "WorkloadImport",
+    "request_from_kubernetes",
+    "import_workloads",
+]
 
 MAX_WORKLOAD_PODS = 100_000
 """Most pods one workload object may expand to."""
+MISSING_PODGROUP = ("error", "gang-of-present-pods")
+"""What :func:`import_workloads` does with pods naming a PodGroup the inputs lack: fail
+(default), or make the gang of the pods present."""
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+"""The values of a Pod's ``status.phase``."""
 
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
@@ -66,6 +79,14 @@ _REPLICATED = (
     ("apps", "ReplicaSet"),
     ("", "ReplicationController"),
 )
+_READ_KINDS = frozenset(
+    ("Pod", "Job", "JobSet", "PodGroup", "PriorityClass", "DaemonSet", "CronJob", *(k for _, k in _REPLICATED))
+)
+_EXPECTED_KINDS = (
+    "expected Pod, Job, JobSet, Deployment, StatefulSet, ReplicaSet, PodGroup, Volcano Job or another "
+    "workload with a pod template"
+)
+_NODES_HINT = " (nodes are read by 'placer import kubernetes --nodes')"
 
 # ----------------------------------------------------------------------------- request
 
@@ -90,16 +111,22 @@ class WorkloadImport:
         object's location (``file:line`` or ``file: path``): ignored pod fields
         (``affinity``, ``resourceClaims``, ``nodeName``), a gang whose minMember differs
         from its pod count, a PodGroup without pods, an unresolved priority class.
+    skipped_pods : dict of str to int
+        Pod objects not imported because they are not waiting to be scheduled, counted
+        by reason in order of first appearance: their phase (``Running``,
+        ``Succeeded``, ``Failed``, ``Unknown``), ``bound to a node`` (``spec.nodeName``
+        set), ``owned by a DaemonSet``. Empty with ``all_phases``.
     """
 
     request: PlacementRequest
     document: dict[str, Any]
     skipped: dict[str, int]
     notes: tuple[str, ...]
+    skipped_pods: dict[str, int] = field(default_factory=dict)
 
 
 class _Gang:
-    __slots__ = ("name", "label", "members", "min_member", "topology", "slices", "origin")
+    __slots__ = ("name", "label", "members", "min_member", "topology", "slices", "origin", "named_by")
 
     def __init__(self, name: str, label: str) -> None:
         self.name = name
@@ -109,13 +136,18 @@ class _Gang:
         self.topology: tuple[dict[str, str], str] | None = None
         self.slices: tuple[list[dict[str, Any]], str] | None = None
         self.origin: tuple[Document, tuple[Any, ...]] | None = None
+        # The first pod (or template) naming the PodGroup: its label's place and who it is.
+        self.named_by: tuple[Document, tuple[Any, ...], str] | None = None
 
 
 class _Workloads:
     """State of one :func:`import_workloads` run."""
 
-    def __init__(self, levels: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, levels: Sequence[tuple[str, str]], all_phases: bool, missing_podgroup: str) -> None:
         self.levels = list(levels)
+        self.all_phases = all_phases
+        self.missing_podgroup = missing_podgroup
+        self.skipped_pods: dict[str, int] = {}
         self.by_label = {label: name for name, label in levels}
         self.pods: list[dict[str, Any]] = []
         self.pod_src: list[tuple[Document, tuple[Any, ...]]] = []
@@ -209,8 +241,11 @@ class _Workloads:
             if obj.get("globalDefault") is True:
                 self.default_priority = value
 
-    def add(self, doc: Document, path: tuple[Any, ...], obj: Any) -> None:
+    def add(self, doc: Document, path: tuple[Any, ...], obj: Any) -> bool:
+        """Import one object; False when it is of a kind placer does not read (skipped)."""
         group, kind = self.header(doc, path, obj)
+        if kind == "Node":
+            doc.fail((*path, "kind"), f"{_EXPECTED_KINDS}, got Node{_NODES_HINT}")
         if group == "" and kind == "Pod":
             self.pod_object(doc, path, obj)
         elif group == "batch" and kind == "Job":
@@ -232,6 +267,8 @@ class _Workloads:
             self.replicated(doc, path, obj)
         else:
             self.skip(kind)
+            return False
+        return True
 
     @staticmethod
     def has_pod_template(obj: Mapping[str, Any]) -> bool:
@@ -250,7 +287,37 @@ class _Workloads:
 
     def pod_object(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
+        if not self.all_phases:
+            reason = self.not_pending(doc, path, obj)
+            if reason is not None:
+                self.skipped_pods[reason] = self.skipped_pods.get(reason, 0) + 1
+                return
         self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None)
+
+    @staticmethod
+    def not_pending(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> str | None:
+        """Why a Pod object is no pod to place (its phase, bound, a DaemonSet's), or None.
+
+        A Pod without ``status`` (a manifest) is to be placed unless ``spec.nodeName`` binds it.
+        """
+        status = field_map(doc, (*path, "status"), obj.get("status"))
+        phase = status.get("phase")
+        if phase is not None and phase not in POD_PHASES:
+            doc.fail(
+                (*path, "status", "phase"),
+                f"expected {', '.join(POD_PHASES[:-1])} or {POD_PHASES[-1]}, got {show(phase)}",
+            )
+        if phase is not None and phase != "Pending":
+            return str(phase)
+        spec = field_map(doc, (*path, "spec"), obj.get("spec"))
+        if field_string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"), empty=True):
+            return "bound to a node"
+        meta = obj["metadata"]
+        opath = (*path, "metadata", "ownerReferences")
+        for j, owner in enumerate(field_list(doc, opath, meta.get("ownerReferences"))):
+            if field_map(doc, (*opath, j), owner).get("kind") == "DaemonSet":
+                return "owned by a DaemonSet"
+        return None
 
     def job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = self.meta(doc, path, obj)
@@ -397,15 +464,18 @@ class _Workloads:
             entry = {"name": name, "replicas": replicas, **{k: v for k, v in entry.items() if k != "name"}}
         pods = 1 if replicas is None else replicas
 
+        who = f"pod {name}" if replicas is None else f"workload {name}"
         gang: _Gang | None = None
         for key in POD_GROUP_LABELS:
             if key in labels:
                 gname = f"{namespace}/{labels[key]}"
                 gang = self.gang(gname, f"PodGroup {gname}")
+                gang.named_by = gang.named_by or (doc, (*mpath, "labels", key), who)
                 break
         if gang is None and VOLCANO_GROUP_ANNOTATION in annotations:
             gname = f"{namespace}/{annotations[VOLCANO_GROUP_ANNOTATION]}"
             gang = self.gang(gname, f"Volcano PodGroup {gname}")
+            gang.named_by = gang.named_by or (doc, (*mpath, "annotations", VOLCANO_GROUP_ANNOTATION), who)
         if gang is None and own_gang is not None:
             gang = self.gang(own_gang[0], own_gang[1])
             gang.origin = gang.origin or own_gang[2]
@@ -557,6 +627,14 @@ class _Workloads:
                 self.notes.append(f"{where}{g.label} has no pods among the inputs; left out")
                 continue
             if g.origin is None:
+                if self.missing_podgroup == "error" and g.named_by is not None:
+                    named_doc, named_path, who = g.named_by
+                    named_doc.fail(
+                        named_path,
+                        f"{who} names {g.label}, which is not among the inputs; give the file that "
+                        f"holds it, or --missing-podgroup=gang-of-present-pods to make the gang of "
+                        f"the {g.members} pod(s) present",
+                    )
                 self.notes.append(
                     f"{g.label} is not among the inputs; its {g.members} labelled pod(s) are placed "
                     "as one gang"
@@ -591,13 +669,22 @@ def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
 
 
 def import_workloads(
-    paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
+    paths: PathLike | Iterable[PathLike],
+    levels: Iterable[LevelSpec] = (),
+    policy: str | None = None,
+    *,
+    all_phases: bool = False,
+    missing_podgroup: str = "error",
 ) -> WorkloadImport:
     """A PlacementRequest from workload manifests, with its document and what was left out.
 
     Objects, in file order (a ``List``'s items and every YAML document count):
 
-    * ``Pod`` (v1): one pod ``<namespace>/<name>`` (namespace ``default`` when absent).
+    * ``Pod`` (v1): one pod ``<namespace>/<name>`` (namespace ``default`` when absent),
+      when it waits to be scheduled: ``status.phase`` ``Pending`` or no ``status`` (a
+      manifest), no ``spec.nodeName``, no DaemonSet among its ``ownerReferences``. Other
+      pods (``kubectl get pods`` lists running and finished ones) are counted in
+      :attr:`WorkloadImport.skipped_pods`; ``all_phases`` takes them all.
     * ``Job`` (batch/v1): ``min(parallelism, completions)`` pods (parallelism 1 when
       absent) from ``spec.template``, as one entry ``<ns>/<name>`` with ``replicas`` (so
       pods ``<ns>/<name>-0`` ...). ``generateName`` (trailing ``-`` dropped) stands in for
@@ -617,7 +704,10 @@ def import_workloads(
       ``<ns>/<job>-<task>``; all tasks form gang ``<ns>/<job>``; ``spec.networkTopology``.
     * ``PriorityClass``: resolves ``priorityClassName`` of the other objects (and
       ``globalDefault``).
-    * Anything else is skipped and counted in :attr:`WorkloadImport.skipped`.
+    * ``Node``: refused (a node list is the input of :func:`snapshot_from_kubernetes`).
+    * Anything else is skipped and counted in :attr:`WorkloadImport.skipped`; a file
+      holding nothing else (a Kueue configuration, an empty ``NodeList``, ...) is
+      refused at its first object's ``kind``, never made an empty request.
 
     Gangs are all-or-nothing over all their pods: ``minMember``/``minAvailable`` is not
     a field of the request; a gang whose pod count differs from it gets a note. A pod
@@ -630,14 +720,18 @@ def import_workloads(
     ``networkTopology``: ``hard`` -> required, ``soft`` -> preferred, at tier
     ``highestTierAllowed`` (tier 1 = the innermost level given, tier k = the k-th from the
     inside) or the level named ``highestTierName``. Plain pods with label
-    ``kueue.x-k8s.io/pod-group-name`` form a gang of that name.
+    ``kueue.x-k8s.io/pod-group-name`` form a gang of that name. A pod naming a PodGroup
+    (label ``scheduling.x-k8s.io/pod-group``, annotation ``scheduling.k8s.io/group-name``)
+    that no input holds is an error, unless ``missing_podgroup`` is
+    ``"gang-of-present-pods"``: then the pods present form the gang (and a note says so).
 
     Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
     ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
     up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
     ``priority`` (``spec.priority``, else the priority class), other extended
-    resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` and
-    ``topologySpreadConstraints`` are not carried over (a note each).
+    resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` (of a pod
+    taken with ``all_phases``) and ``topologySpreadConstraints`` are not carried over (a
+    note each).
 
     Parameters
     ----------
@@ -647,6 +741,10 @@ def import_workloads(
         Topology levels, outermost first, as given to :func:`snapshot_from_kubernetes`.
     policy : str, optional
         The request's ``policy``.
+    all_phases : bool
+        Take every Pod object, whatever its phase, binding and owner.
+    missing_podgroup : {"error", "gang-of-present-pods"}
+        What to do with pods naming a PodGroup the inputs lack (see above).
 
     Returns
     -------
@@ -662,26 +760,53 @@ def import_workloads(
         Kubernetes object (no ``kind``/``apiVersion``), a bad field or quantity, a Kueue
         topology label no level maps (the message names the ``--level`` to add), a Volcano
         tier beyond the levels given, two topology constraints for one gang, a pod name
-        made twice; ``policy`` for an unknown policy. A fault the schema finds in the
+        made twice, a ``Node`` (at its ``kind``), a file of nothing placer reads (at its
+        first object's ``kind``), a pod's unknown ``status.phase``, a PodGroup named by a
+        pod but not given (at the pod's label or annotation); ``policy`` for an unknown
+        policy, ``missing_podgroup`` for an unknown choice. A fault the schema finds in the
         document is reported at the manifest it came from, its placer/v1 path in
         parentheses after the message (``... (placer/v1 pods[2].name)``).
     """
     level_list = parse_levels(levels)
+    if missing_podgroup not in MISSING_PODGROUP:
+        raise InvalidInputError(
+            "missing_podgroup", f"expected {' or '.join(MISSING_PODGROUP)}, got {show(missing_podgroup)}"
+        )
     files = _paths(paths)
     with gc_paused():
-        return _workloads(files, level_list, policy)
+        state = _Workloads(level_list, bool(all_phases), missing_podgroup)
+        return _workloads(files, policy, state)
 
 
-def _workloads(
-    files: list[PathLike], level_list: list[tuple[str, str]], policy: str | None
-) -> WorkloadImport:
-    docs = [doc for path in files for doc in read_documents(path)]
-    state = _Workloads(level_list)
-    objects = [(doc, path, obj) for doc in docs for path, obj in document_objects(doc)]
-    for doc, path, obj in objects:
-        state.collect(doc, path, obj)
-    for doc, path, obj in objects:
-        state.add(doc, path, obj)
+def _unread_list_kind(doc: Document) -> str | None:
+    """The kind of a document that is a ``<Kind>List`` of a kind placer does not read."""
+    kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+    if isinstance(kind, str) and kind.endswith("List") and kind[:-4] and kind[:-4] not in _READ_KINDS:
+        return kind
+    return None
+
+
+def _workloads(files: list[PathLike], policy: str | None, state: _Workloads) -> WorkloadImport:
+    docs = [read_documents(f) for f in files]
+    by_file = [[(doc, path, obj) for doc in ds for path, obj in document_objects(doc)] for ds in docs]
+    for objects in by_file:
+        for doc, path, obj in objects:
+            state.collect(doc, path, obj)
+    for file_docs, objects in zip(docs, by_file):
+        # A file must hold something placer reads: a node list, a Kueue configuration
+        # alone, ... would make an empty request.
+        read = False
+        for doc, path, obj in objects:
+            read = state.add(doc, path, obj) or read
+        if objects and not read:
+            doc, path, obj = objects[0]
+            doc.fail((*path, "kind"), f"{_EXPECTED_KINDS}, got {obj['kind']}")
+        if not objects:
+            for doc in file_docs:
+                kind = _unread_list_kind(doc)
+                if kind is not None:
+                    hint = _NODES_HINT if kind == "NodeList" else ""
+                    doc.fail(("kind",), f"{_EXPECTED_KINDS}, got {kind}{hint}")
     document = state.document(policy)
     try:
         request = request_from_dict(document)
@@ -697,12 +822,21 @@ def _workloads(
                 raise g.origin[0].error(g.origin[1], f"{e.what} (placer/v1 {e.where})") from None
         raise
     return WorkloadImport(
-        request=request, document=document, skipped=dict(state.skipped), notes=tuple(state.notes)
+        request=request,
+        document=document,
+        skipped=dict(state.skipped),
+        notes=tuple(state.notes),
+        skipped_pods=dict(state.skipped_pods),
     )
 
 
 def request_from_kubernetes(
-    paths: PathLike | Iterable[PathLike], levels: Iterable[LevelSpec] = (), policy: str | None = None
+    paths: PathLike | Iterable[PathLike],
+    levels: Iterable[LevelSpec] = (),
+    policy: str | None = None,
+    *,
+    all_phases: bool = False,
+    missing_podgroup: str = "error",
 ) -> PlacementRequest:
     """The PlacementRequest of :func:`import_workloads` (without its document and what it skipped).
 
@@ -714,6 +848,10 @@ def request_from_kubernetes(
         Topology levels, outermost first.
     policy : str, optional
         The request's ``policy``.
+    all_phases : bool
+        Take every Pod object, not only those waiting to be scheduled.
+    missing_podgroup : {"error", "gang-of-present-pods"}
+        What to do with pods naming a PodGroup the inputs lack.
 
     Returns
     -------
@@ -727,4 +865,6 @@ def request_from_kubernetes(
     InvalidInputError
         As :func:`import_workloads`.
     """
-    return import_workloads(paths, levels, policy).request
+    return import_workloads(
+        paths, levels, policy, all_phases=all_phases, missing_podgroup=missing_podgroup
+    ).request
