@@ -14,12 +14,14 @@ from types import ModuleType
 import pytest
 
 import placer
+from placer import policies
 from placer.demo import (
     FAILED_JOB,
     REQUEST_FILE,
     SNAPSHOT_FILE,
     demo_request,
     demo_snapshot,
+    describe,
     load_demo_document,
     play_demo,
     run_demo,
@@ -222,3 +224,23 @@ def test_every_policy_verifies(policy):
     assert run.request.policy == policy
     assert run.violations == ([], [])
     assert {u.pod for u in run.first.unschedulable} == set(GANG_PODS)
+
+
+@pytest.mark.parametrize("policy", policies.names())
+def test_the_story_ends_placed_or_explained_under_every_policy(policy):
+    run = play_demo(policy)
+    assert run.violations == ([], [])
+    text = describe(run)
+    (gang,) = run.second.gangs
+    if gang.placed:
+        assert f"gang {gang.name}: placed, 8 pod(s) inside rack " in text and "why:" not in text
+        return
+    # still pending: the cause, and per rack what keeps its nodes from a pod of the gang
+    lines = text.splitlines()
+    why = [line for line in lines if line.startswith("  why: ")]
+    racks = [line for line in lines if re.match(r"  rack-[a-d]: \d of 8 pods fit; ", line)]
+    assert len(why) == 1 and why[0].startswith("  why: topology — ")
+    assert len(racks) == 4 and all(int(line.split(": ")[1][0]) < 8 for line in racks)
+    step1 = {a.pod: a.node for a in run.first.assignments}
+    blamed = [(pod, node) for pod, node in step1.items() if f"{node} holds {pod}" in text]
+    assert blamed and f"(placed in step 1 by {policy})" in text

@@ -273,6 +273,50 @@ def _gang_line(g: GangResult, snapshot: ClusterSnapshot, members: int) -> str:
     return f"  gang {g.name}: placed, {members} pod(s){where} (solver {g.solver}, status {g.status})"
 
 
+def _why_pending(run: DemoRun) -> list[str]:
+    """For a gang still pending after the release: its cause, and per domain of its level
+    what keeps nodes from taking a pod of it (the pods of step 1 among them, placed by the
+    run's policy), domains nearest to holding it first."""
+    from placer import gangs
+    from placer.explain import explain
+
+    pending = {g.name for g in run.second.gangs if not g.placed}
+    if not pending:
+        return []
+    placed_first = {a.pod for a in run.first.assignments}
+    cluster = Cluster(run.after_release)
+    domain = _domain_of(run.snapshot)
+    lines = []
+    for p in explain(run.after_release, run.retry).pending:
+        if p.kind != "gang" or p.name not in pending:
+            continue
+        lines.append(f"  why: {p.cause} — {p.detail}")
+        members = [pod for pod in run.retry.pods if pod.gang == p.name]
+        main = gangs.split_shapes(cluster.session, members)[0]
+        cap = gangs.node_capacity(cluster.session, main, len(members))
+        per_domain: dict[str, tuple[int, list[str]]] = {}
+        for n, node in enumerate(run.after_release.nodes):
+            fits, why = per_domain.get(domain[node.name], (0, []))
+            per_domain[domain[node.name]] = (fits + int(cap[n]), why)
+            if cap[n]:
+                continue
+            ours = [pod.name for pod in node.pods if pod.name in placed_first]
+            if ours:
+                why.append(f"{node.name} holds {', '.join(ours)} (placed in step 1 by {run.request.policy})")
+            elif node.unschedulable:
+                why.append(f"{node.name} is cordoned")
+            elif any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints):
+                why.append(f"{node.name} is tainted")
+            elif node.unhealthy_gpus:
+                why.append(f"{node.name} has unhealthy GPU(s)")
+            elif node.pods:
+                why.append(f"{node.name} holds {', '.join(pod.name for pod in node.pods)}")
+        for name, (fits, why) in sorted(per_domain.items(), key=lambda kv: (-kv[1][0], kv[0])):
+            lines.append(f"  {name}: {min(fits, main.count)} of {main.count} pods fit; "
+                         + ("; ".join(why) or "every node free"))
+    return lines
+
+
 def describe(run: DemoRun) -> str:
     """Return the plain-text account of a :class:`DemoRun`."""
     snap, req = run.snapshot, run.request
@@ -332,6 +376,7 @@ def describe(run: DemoRun) -> str:
     if rows:
         lines += _table(["POD", "NODE", level.upper(), "GPUS"], rows)
     lines += _pending_lines(run.second, run.retry)
+    lines += _why_pending(run)
     lines.append("")
 
     first_v, second_v = run.violations
