@@ -276,6 +276,7 @@ def test_scontrol_24_05_layout_behind_indented_prompts() -> None:
         unschedulable=True,
         partitions="gpu",
         features="a100,ib",
+        reason="GPU 3 Xid 79 [root@2024-10-07T14:02:31]",  # after the whitespace-only line
     )
     assert (c2181.name, c2181.line, c2181.used_gpus, c2181.state) == ("c2181", 23, (), "IDLE")
     assert (c2181.unschedulable, c2181.alloc_cpus, c2181.alloc_memory_mib) == (False, 0, 0)
@@ -887,3 +888,24 @@ def test_fuzz_sinfo_and_hostlists(out: str) -> None:
             assert e.where == "h"
         else:
             assert 1 <= len(names) <= MAX_HOSTLIST_NAMES
+
+
+def test_a_drained_or_down_node_is_reported_with_its_reason(tmp_path: Path) -> None:
+    from placer.report import cluster_report
+
+    nodes = {n.name: n for n in parse_scontrol_nodes(text(HM_NODES), HM_NODES)}
+    assert nodes["gpu03"].reason == "GPU 5 fell off the bus, see Xid=79 [root@2024-04-01T07:00:00]"
+    assert nodes["gpu01"].reason is None
+    snap = snapshot_from_slurm(SLURM / HM_NODES)
+    found = {(f.kind, f.node): f.detail for f in cluster_report(snap).findings
+             if f.kind in ("cordoned", "drained", "down", "unschedulable")}
+    assert found == {
+        ("drained", "gpu03"): "Slurm State=IDLE+DRAIN, Reason=GPU 5 fell off the bus, see Xid=79 "
+                              "[root@2024-04-01T07:00:00]",
+        ("unschedulable", "gpu05"): "Slurm State=IDLE*, Reason=Not responding [slurm@2024-04-01T07:30:00]",
+    }
+    path = tmp_path / "down.txt"
+    path.write_text(node_text("State=DOWN+NOT_RESPONDING\n   Reason=PSU failed [root@2024-05-01T08:00:00]"))
+    (finding,) = [f for f in cluster_report(snapshot_from_slurm(path)).findings if f.node == "n1"]
+    assert (finding.kind, finding.detail) == (
+        "down", "Slurm State=DOWN+NOT_RESPONDING, Reason=PSU failed [root@2024-05-01T08:00:00]")

@@ -1,4 +1,5 @@
-"""Node labels that say a node has GPUs, shared by the Kubernetes importer and ``report``.
+"""Node labels the importers write and ``report`` reads: the labels that say a node has GPUs
+(shared by the Kubernetes importer and ``report``), and the Slurm state and reason.
 
 :func:`gpu_node_label` tells a GPU node by its labels alone, so that a node whose GPU
 capacity is missing (a ``kubectl`` copy cut before ``status.capacity``, a device plugin
@@ -8,7 +9,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["GPU_NODE_LABELS", "gpu_node_label"]
+__all__ = ["GPU_NODE_LABELS", "gpu_node_label", "SLURM_STATE_LABEL", "SLURM_REASON_LABEL"]
+
+SLURM_STATE_LABEL = "slurm.state"
+"""The label ``placer import slurm`` gives a node's ``State=`` (as written)."""
+
+SLURM_REASON_LABEL = "slurm.reason"
+"""The label ``placer import slurm`` gives a node's ``Reason=`` (why it was drained or
+set down, as written)."""
 
 GPU_NODE_LABELS = (
     "nvidia.com/gpu.count",

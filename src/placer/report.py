@@ -31,7 +31,7 @@ from placer.kernel import KernelSession
 from placer.cluster import Cluster
 from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
 from placer.model import ClusterSnapshot, PodRequest, Toleration
-from placer.node_labels import gpu_node_label
+from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL, gpu_node_label
 
 __all__ = [
     "STANDARD_SHAPES",
@@ -224,13 +224,25 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
             gpus = ", ".join(map(str, sorted(node.unhealthy_gpus)))
             out.append(Finding("unhealthy-gpus", node.name, f"GPU(s) {gpus} unhealthy"))
         if node.unschedulable:
-            out.append(Finding("cordoned", node.name, "unschedulable (cordoned)"))
+            out.append(_unschedulable(node))
         blocking = [t for t in node.taints if t.effect in _BLOCKING_EFFECTS]
         if blocking:
             text = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in blocking)
             out.append(Finding("tainted", node.name, text))
     out += _mixed_cliques(snapshot)
     return out
+
+
+def _unschedulable(node: Any) -> Finding:
+    """A node that takes no new pods: Slurm's state and reason when it came from Slurm
+    (``drained``, ``down``), else a Kubernetes cordon."""
+    state = node.labels.get(SLURM_STATE_LABEL)
+    if state is None:
+        return Finding("cordoned", node.name, "unschedulable (cordoned)")
+    flags = [flag.rstrip("*~#!%$@^-+") for flag in state.split("+")]
+    kind = "down" if "DOWN" in flags else "drained" if any(f.startswith("DRAIN") for f in flags) else "unschedulable"
+    reason = node.labels.get(SLURM_REASON_LABEL)
+    return Finding(kind, node.name, f"Slurm State={state}" + (f", Reason={reason}" if reason else ", no Reason given"))
 
 
 def offered_resources(snapshot: ClusterSnapshot) -> set[str]:

@@ -37,6 +37,7 @@ from placer.model import ClusterSnapshot
 from placer.schema import snapshot_from_dict
 from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, whole
 from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
+from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL
 from placer.textlines import clip, split_outside
 
 __all__ = [
@@ -373,6 +374,8 @@ class SlurmNode:
         ``Partitions=`` as written.
     features : str or None
         ``ActiveFeatures=`` (else ``AvailableFeatures=``) as written.
+    reason : str or None
+        ``Reason=`` as written (why the node was drained or set down), ``None`` without one.
     """
 
     name: str
@@ -390,6 +393,7 @@ class SlurmNode:
     unschedulable: bool = False
     partitions: str | None = None
     features: str | None = None
+    reason: str | None = None
 
 
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
@@ -658,6 +662,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
                 unschedulable = True
 
     partitions = get("Partitions")
+    reason = get("Reason")
     features = get("ActiveFeatures")
     if features is None or features in NO_VALUE:
         features = get("AvailableFeatures")
@@ -677,6 +682,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         unschedulable=unschedulable,
         partitions=None if partitions in NO_VALUE else partitions,
         features=None if features in NO_VALUE else features,
+        reason=None if reason in NO_VALUE else reason,
     )
 
 
@@ -1140,7 +1146,9 @@ def build_snapshot(
         if node.features is not None:
             labels["slurm.features"] = node.features
         if node.state is not None:
-            labels["slurm.state"] = node.state
+            labels[SLURM_STATE_LABEL] = node.state
+        if node.reason is not None:
+            labels[SLURM_REASON_LABEL] = node.reason
         if labels:
             doc["labels"] = labels
         doc["unschedulable"] = node.unschedulable
