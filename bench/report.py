@@ -324,20 +324,30 @@ def _slash(values) -> str:
     return "—" if values is None else "/".join(str(v) for v in values)
 
 
+def _markdown_table(title: str, headers: list[str], right: set[int], rows: list[list[str]]) -> None:
+    print(f"### {title}\n")
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "|".join("---:" if k in right else "---" for k in range(len(headers))) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+
+
 def limits_report(runs: dict[str, list[tuple[dict, dict]]]) -> None:
     """Issue #12: the greedy's domain counts against CP-SAT at 10k nodes; timeLimitS at 50k."""
     counts = runs.get("gang-counts", [])
     if counts:
-        print("### Domains per level (block / rack / nvlDomain / node), greedy vs CP-SAT, 10,000 nodes\n")
-        print("| occupancy | gang | mode | greedy ms | greedy: counts | bounds | status | CP-SAT (30 s, hint): counts | status | s | greedy = CP-SAT |")
-        print("|---|---|---|---:|---|---|---|---|---|---:|---|")
+        rows = []
         for i, st in counts:
             same = "—" if not i["cp_sat_counts"] or not i["greedy_placed"] else (
                 "yes" if i["cp_sat_counts"] == i["greedy_counts"] else "no")
-            print(f"| {i['occupancy']} | {i['gang']} | {i['mode']} | {st['median'] * 1e3:.2f} | "
-                  f"{_slash(i['greedy_counts']) if i['greedy_placed'] else '—'} | {_slash(i['greedy_bounds'])} | "
-                  f"{i['greedy_status']} | {_slash(i['cp_sat_counts'])} | {i['cp_sat_status']} | {i['cp_sat_s']} | {same} |")
-        print()
+            rows.append([i["occupancy"], i["gang"], i["mode"], f"{st['median'] * 1e3:.2f}",
+                         _slash(i["greedy_counts"]) if i["greedy_placed"] else "—", _slash(i["greedy_bounds"]),
+                         i["greedy_status"], _slash(i["cp_sat_counts"]), i["cp_sat_status"], str(i["cp_sat_s"]), same])
+        _markdown_table(
+            "Domains per level (block / rack / nvlDomain / node), greedy vs CP-SAT, 10,000 nodes",
+            ["occupancy", "gang", "mode", "greedy ms", "greedy: counts", "bounds", "status",
+             "CP-SAT (30 s, hint): counts", "status", "s", "greedy = CP-SAT"], {3, 9}, rows)
     for i, _ in runs.get("gang-pairs", []):
         print(f"Competing gang pairs: {i['instances']} instances, both gangs fit in some order in "
               f"{i['both_fit_in_some_order']}; request order loses one in {i['request_order_loses_one']}, "
@@ -345,13 +355,12 @@ def limits_report(runs: dict[str, list[tuple[dict, dict]]]) -> None:
               f"{i['joint_median_ms']} (joint).\n")
     limits = runs.get("gang-time-limit", [])
     if limits:
-        print("### `timeLimitS: 1`, `solver: exact`, 50,000 nodes (30 % held), 5 rounds\n")
-        print("| gang | exact: median s | max s | greedy alone: median s | solver / status | counts |")
-        print("|---|---:|---:|---:|---|---|")
-        for i, _ in limits:
-            print(f"| {i['case']} | {i['exact_median_s']} | {i['exact_max_s']} | {i['greedy_median_s']} | "
-                  f"{i['solver']} / {i['status']} | {_slash(i['counts'])} |")
-        print()
+        rows = [[i["case"], str(i["exact_median_s"]), str(i["exact_max_s"]), str(i["greedy_median_s"]),
+                 f"{i['solver']} / {i['status']}", _slash(i["counts"])] for i, _ in limits]
+        _markdown_table(
+            "`timeLimitS: 1`, `solver: exact`, 50,000 nodes (30 % held), 5 rounds",
+            ["gang", "exact: median s", "max s", "greedy alone: median s", "solver / status", "counts"],
+            {1, 2, 3}, rows)
 
 
 if __name__ == "__main__":
