@@ -37,7 +37,7 @@ def test_replay_reference_prefix(benchmark, policy):
 
     def run():
         ref = ReferenceCluster(SNAPSHOT)
-        ref._workload = WORKLOAD
+        ref._workload = ref._told = WORKLOAD
         return ref.schedule(request)
 
     want = benchmark.pedantic(run, rounds=1, iterations=1)

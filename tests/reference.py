@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Mapping, Sequence, Union
 from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import target_workload
-from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
+from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner, packing_guide
 from placer.topology import PCIE_POINTS
 from placer.model import (
     Assignment,
@@ -406,7 +406,11 @@ class ReferenceCluster:
         self._nodes = [_NodeState(i, n) for i, n in enumerate(snapshot.nodes)]
         self._by_name = {n.name: i for i, n in enumerate(snapshot.nodes)}
         self._workload = None
+        self._told = None  # a workload the caller gave: where a learned guide starts
         self._guide: PackingGuide | None = None
+        self._learner: PackingLearner | None = None
+        self._seen: set[str] = set()
+        self._running = {rp.name: rp for node in snapshot.nodes for rp in node.pods}
         self._rank: dict[int, int] = {}
         self._held: dict[str, _Holding] = {}
         self._decided: dict[str, PodRequest] = {}
@@ -498,6 +502,7 @@ class ReferenceCluster:
         h = self._held.pop(pod_name, None)
         if h is None:
             raise InvalidInputError(pod_name, "no bound pod of that name")
+        self._running.pop(pod_name, None)
         self._nodes[h.node].apply(h, -1)
 
     def node_free(self, node_name: str) -> dict:
@@ -543,7 +548,8 @@ class ReferenceCluster:
         if policy in ("fgd", "fgd-pack") and self._workload is None:
             self._workload = target_workload(pods)
         if policy == "fgd-pack" and self._guide is None:
-            self._guide = self.packing_guide(pods)
+            self._start_learning()
+        learning = policy == "fgd-pack" and self._learner is not None
         if policy in RANKED_POLICIES:
             stream = splitmix64_stream(seed)
             draws = [next(stream) for _ in self._nodes]
@@ -569,18 +575,24 @@ class ReferenceCluster:
         done_gangs: set[str] = set()
 
         for p in pods:
+            if learning and not (p.gang is not None and p.gang in done_gangs) and self._learner.due:
+                self._guide = self._learner.refresh()
             if p.gang is None:
                 out = self._place_one(p, range(len(self._nodes)), policy, rng)
                 if isinstance(out, str):
                     unsched.append(Unschedulable(p.name, out))
                 else:
                     placed.append(out)
+                if learning:
+                    self._observe([p])
                 continue
             if p.gang in done_gangs:
                 continue
             done_gangs.add(p.gang)
             spec = gangs.get(p.gang) or GangSpec(p.gang)
             got = self._place_gang(spec, members[p.gang], policy, rng)
+            if learning:
+                self._observe(members[p.gang])
             if isinstance(got, str):
                 unsched.extend(Unschedulable(m.name, got) for m in members[p.gang])
                 gang_results.append(GangResult(spec.name, False, solver="greedy", status="unknown"))
@@ -749,13 +761,32 @@ class ReferenceCluster:
 
     # --- fgd-pack (rules: "fgd-pack") ----------------------------------------------------
 
-    def packing_guide(self, pods: Sequence[PodRequest]) -> PackingGuide:
-        """The guide of ``pods`` on this cluster's GPUs per model."""
+    def _gpus_per_model(self) -> dict[str, int]:
         per_model: Counter[str] = Counter()
         for st in self._nodes:
             if st.hw.gpus and st.hw.gpu_model:
                 per_model[st.hw.gpu_model] += st.hw.gpus
-        return packing_guide(pods, per_model)
+        return dict(per_model)
+
+    def packing_guide(self, pods: Sequence[PodRequest]) -> PackingGuide:
+        """The guide of ``pods`` on this cluster's GPUs per model."""
+        return packing_guide(pods, self._gpus_per_model())
+
+    def _start_learning(self) -> None:
+        """A learned guide (rules: "fgd-pack"): the told workload, then the pods held now
+        (running ones as the snapshot has them, bound ones as decided)."""
+        prior = None if self._told is None else Demand.of_workload(self._told)
+        learner = PackingLearner(self._gpus_per_model(), prior)
+        learner.observe(Demand.of_running([self._running[n] for n in self._held if n in self._running]))
+        learner.observe([self._decided[n] for n in self._held if n not in self._running])
+        self._seen.update(self._held)
+        self._learner = learner
+        self._guide = learner.refresh()
+
+    def _observe(self, pods: Sequence[PodRequest]) -> None:
+        new = [p for p in pods if p.name not in self._seen]
+        self._seen.update(p.name for p in new)
+        self._learner.observe(new)
 
     def _packed_measure(self, st: _NodeState, cpu: int | None, free: list[int]) -> float:
         """F_n(M) plus the idle milli the free CPU cannot serve at the guide's rate."""

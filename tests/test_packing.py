@@ -11,9 +11,12 @@ from ortools.linear_solver import pywraplp
 import placer
 from placer.adapters import openb
 from placer.cluster import Cluster
-from placer.fragmentation import TaskType, Workload
+from placer.fragmentation import TaskType, Workload, target_workload
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
-from placer.packing import UNITS, PackingGuide, packing_guide, pattern_duals, regret_table
+from placer.packing import (
+    PRIOR_PODS, REFRESH_PODS, UNITS, Demand, PackingGuide, PackingLearner, packing_guide, pattern_duals,
+    regret_table,
+)
 from reference import ReferenceCluster
 
 
@@ -86,12 +89,44 @@ def test_guide_by_hand():
         PodRequest(name="cpu", cpu_milli=50000),
     ]
     guide = packing_guide(pods, {"A": 8, "B": 2})
+    assert guide.source == "pods"
     assert guide.cpu_per_gpu_milli == pytest.approx(30000 / 2.75)
-    assert guide.pressure == pytest.approx({"A": 1600 / 8000, "B": (400 + 500) / 2000})
+    # share of the 2750 milli of GPU demand over the model's share of the 10 GPUs
+    pressure = {"A": 1600 / 2750 / 0.8, "B": (400 + 500) / 2750 / 0.2}
+    assert guide.pressure == pytest.approx(pressure)
     assert guide.duals == pytest.approx({50: 0.5, 25: 0.25})
-    assert guide.pressure_by_id(["", "A", "B", "C"]).tolist() == pytest.approx([0, 0.2, 0.45, 0])
+    assert guide.pressure_by_id(["", "A", "B", "C"]).tolist() == pytest.approx([0, pressure["A"], pressure["B"], 0])
     empty = packing_guide([PodRequest(name="cpu", cpu_milli=1000)], {"A": 8})
     assert empty.cpu_per_gpu_milli == 1000.0 and empty.duals == {} and empty.pressure == {}
+
+
+TOLD = Workload(types=(TaskType(8000, 1000, 1, ("A",)), TaskType(2000, 500, 1)), popularity=(0.75, 0.25))
+
+
+def test_guide_of_a_workload_by_hand():
+    guide = PackingGuide.from_workload(TOLD, {"A": 16, "B": 16})
+    assert guide.source == "workload"
+    # CPU per GPU: (0.75 * 8000 + 0.25 * 2000) / (0.75 * 1 + 0.25 * 0.5)
+    assert guide.cpu_per_gpu_milli == pytest.approx(6500 / 0.875)
+    # A takes 0.75 of the 0.875 GPU a pod brings and has half the GPUs
+    assert guide.pressure == pytest.approx({"A": 0.75 / 0.875 / 0.5})
+    assert guide.duals == pytest.approx({50: 0.5})
+    neutral = PackingGuide.neutral()
+    assert (neutral.cpu_per_gpu_milli, dict(neutral.duals), dict(neutral.pressure)) == (1000.0, {}, {})
+
+
+def test_a_learner_blends_the_told_workload_with_the_pods_observed():
+    learner = PackingLearner({"A": 16, "B": 16}, Demand.of_workload(TOLD))
+    assert learner.guide.pressure == pytest.approx({"A": 0.75 / 0.875 / 0.5})
+    learner.observe([pod(f"p{i}", cpu=12000, models=("B",)) for i in range(REFRESH_PODS)])
+    assert learner.due
+    guide = learner.refresh()
+    assert not learner.due and guide is learner.guide
+    prior, seen = PRIOR_PODS, REFRESH_PODS
+    gpu = prior * 875 + seen * 1000
+    assert guide.pressure == pytest.approx({"A": prior * 750 / gpu / 0.5, "B": seen * 1000 / gpu / 0.5})
+    assert guide.cpu_per_gpu_milli == pytest.approx(1000 * (prior * 6500 + seen * 12000) / gpu)
+    assert guide.source == f"learned: {seen} pods observed + told workload as {PRIOR_PODS:g} pods"
 
 
 def node(name: str, gpus: int, model: str = "G2", cpu: int = 64000, pods: tuple[RunningPod, ...] = ()) -> Node:
@@ -202,11 +237,17 @@ def test_the_score_cache_of_a_replay_changes_no_decision(policy):
     rng = random.Random(4)
     small = ClusterSnapshot(nodes=tuple(rng.sample(list(snapshot.nodes), 60)))
     order = rng.sample(pods, 700)  # about twice what the nodes hold
+    # both learn fgd-pack's guide from the same told workload, so both refresh it at the
+    # same pods; the batch's replay runs in parts between the refreshes
+    workload = target_workload(pods)
     batch = Cluster(small)
+    batch.fragmentation(workload)
+    start = batch.learn_packing(workload) if policy == "fgd-pack" else None
     result, _ = batch.replay(order, policy, seed=9)
+    if start is not None:
+        assert batch.packing is not start  # a new guide came in during the replay
     single = Cluster(small)
-    single.fragmentation(batch.session.workload)
-    single.set_packing(single.packing_guide(order))
+    single.fragmentation(workload)
     one_by_one = []
     for p in order:
         got = single.schedule(PlacementRequest(pods=(p,), policy=policy, seed=9))

@@ -207,7 +207,7 @@ class Cluster:
         if request.joint:
             pods = self._joint_order(request, policy, pods, budget_ends)
         placed, assignments, unschedulable, gang_results = self._place_in_order(
-            request, policy, pods, budget_ends
+            request, policy, pods, budget_ends, learn=True
         )
         self._remember(placed, assignments)
         if keep:
@@ -218,8 +218,10 @@ class Cluster:
 
     def _place_in_order(
         self, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest], budget_ends: float | None,
+        learn: bool = False,
     ) -> tuple[list[tuple[PodRequest, int, int]], list[Assignment], list[Unschedulable], list[GangResult]]:
-        """Place ``pods`` in this order (held in the session); ``budget_ends`` None: greedy only."""
+        """Place ``pods`` in this order (held in the session); ``budget_ends`` None: greedy only.
+        ``learn``: the pods arrive (a learning ``fgd-pack`` guide counts them)."""
         session = self._session
         rng = np.array([request.seed], dtype=np.uint64)
         assignments: list[Assignment] = []
@@ -229,14 +231,18 @@ class Cluster:
         for step in _steps(pods, request.gangs):
             if step.gang is not None:
                 left = 0.0 if budget_ends is None else budget_ends - time.perf_counter()
+                if learn and policy.needs_packing_guide:
+                    session.refresh_packing()
                 outcome, gang_result = gangs.place_gang_step(
                     session, self._domains, step.pods, step.gang, policy, rng, request.solver, request.time_limit_s,
                     left,
                 )
+                if learn and policy.needs_packing_guide:
+                    session.observe(step.pods)
                 gang_results.append(gang_result)
                 self._collect(outcome, placed, assignments, unschedulable)
             else:
-                run = session.place(step.pods, policy, rng, step.group_end or None)
+                run = session.place(step.pods, policy, rng, step.group_end or None, learn=learn)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
         return placed, assignments, unschedulable, gang_results
 
@@ -392,23 +398,28 @@ class Cluster:
         seed : int
             Seed of the ``random`` policy's stream and of the ranked policies' node order.
         workload : Workload, optional
-            The target workload of the fragment measure.
+            The target workload of the fragment measure; ``fgd-pack`` also starts its
+            guide from it when none is set (:meth:`learn_packing`).
 
         Returns
         -------
         PlacementResult, ndarray
             The result and the cluster's fragment F(M) after each pod (of ``workload``, or
             of the workload already set, or of the pods' target workload).
+
+        Without a guide set and without a workload told (here or by :meth:`fragmentation`),
+        ``fgd-pack`` starts from what the cluster holds and learns from the pods as they
+        come: no pod is placed with figures read from itself or the pods after it.
         """
         record = policy if isinstance(policy, Policy) else policies.get(policy)
         session = self._session
-        if workload is not None and workload is not session.workload:
+        if workload is not None:
             session.fragmentation(workload)
         elif session.workload is None:
-            session.fragmentation(target_workload(pods))
+            session.fragmentation(target_workload(pods), told=False)
         session.prepare(record, pods, seed)
         trace = np.zeros(len(pods), dtype=np.float64)
-        run = session.place(pods, record, np.array([seed], dtype=np.uint64), trace=trace)
+        run = session.place(pods, record, np.array([seed], dtype=np.uint64), trace=trace, learn=True)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
         placed: list[tuple[PodRequest, int, int]] = []
@@ -428,13 +439,36 @@ class Cluster:
         return self._session.fragmentation(workload)
 
     def packing_guide(self, pods: Sequence[PodRequest]) -> PackingGuide:
-        """The ``fgd-pack`` figures of a pod list on this cluster (:mod:`placer.packing`)."""
+        """The ``fgd-pack`` figures of a pod list on this cluster (:meth:`PackingGuide.from_pods`)."""
         return packing_guide(pods, self._session.gpus_per_model())
 
     def set_packing(self, guide: PackingGuide) -> None:
-        """Use ``guide`` for ``fgd-pack`` from now on (default: the guide of the first
-        pods placed with it)."""
+        """Use ``guide`` for ``fgd-pack`` from now on, fixed (default: :meth:`learn_packing`
+        when ``fgd-pack`` is first used)."""
         self._session.set_packing(guide)
+
+    def learn_packing(self, workload: Workload | None = None) -> PackingGuide:
+        """Let ``fgd-pack`` learn its guide from the pods it is asked to place.
+
+        The guide starts from ``workload`` (:meth:`PackingGuide.from_workload`, weighted as
+        :data:`placer.packing.PRIOR_PODS` pods) and the pods the cluster holds — only
+        these without a workload — and is refreshed every
+        :data:`placer.packing.REFRESH_PODS` pods that ``fgd-pack`` is asked to place
+        (:meth:`schedule`, :meth:`place`, :meth:`replay`; each pod name counts once),
+        before the next pod. This is what ``fgd-pack`` does when no guide is set, with
+        the workload given to :meth:`fragmentation` or :meth:`replay`, if any.
+
+        Returns
+        -------
+        PackingGuide
+            The starting guide.
+        """
+        return self._session.learn_packing(workload)
+
+    @property
+    def packing(self) -> PackingGuide | None:
+        """The guide ``fgd-pack`` uses now (None before it is set or first used)."""
+        return self._session.packing
 
     def node_fragment(self, node: str) -> float:
         """F_n(M) of one node for the workload of the last :meth:`fragmentation` call."""

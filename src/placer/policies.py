@@ -38,14 +38,16 @@ class Policy:
         Scores fragmentation against a target workload (``Cluster.fragmentation``); the
         cluster sets the workload of the first pods placed with it when none is set.
     needs_packing_guide : bool
-        Needs a :class:`placer.packing.PackingGuide` (``Cluster.set_packing``); the
-        cluster sets the guide of the first pods placed with it when none is set.
+        Needs a :class:`placer.packing.PackingGuide` (``Cluster.set_packing``); when none
+        is set the cluster learns one (``Cluster.learn_packing``) from the workload told and
+        the pods seen so far, never from pods still to be placed.
     ranked : bool
         Ties between nodes go to the seeded node order (``placer.cluster.fgd_rank``), as
         in the FGD study; otherwise to the lowest node index.
     cached : bool
         The kernel may keep a node's score per pod shape within one batch until the node
-        changes (the score depends only on the shape and the node).
+        changes (the score depends only on the shape and the node, and the packing guide,
+        whose change clears the cache).
     study_name : str or None
         The policy's name in the FGD study's published results (``05-BestFit``) when it is
         one of the study's six, which :mod:`placer.simulate` compares with those values.

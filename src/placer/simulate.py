@@ -325,7 +325,9 @@ def run_replay(
         Seed of the arrival order (:func:`arrival_order`) and of the policy's own draws.
     workload : Workload, optional
         The target workload M of the fragment measure (default:
-        ``target_workload(pods)``).
+        ``target_workload(pods)``, of the original list). ``fgd-pack`` starts its guide
+        from it and learns from the pods as they arrive (:meth:`Cluster.learn_packing`):
+        the arrival order is never read ahead.
     name : str
         The workload's name, kept in :attr:`Curve.workload`.
     ratio, stop
@@ -344,9 +346,9 @@ def run_replay(
     capacity = gpu_capacity_milli(snapshot)
     order = arrival_order(pods, seed, capacity, ratio=ratio, stop=stop)
     cluster = Cluster(snapshot)
-    if record.needs_packing_guide:
-        cluster.set_packing(cluster.packing_guide(pods))
     frag0 = cluster.fragmentation(workload).total
+    if record.needs_packing_guide:
+        cluster.learn_packing(workload)
     result, trace = cluster.replay(order, record, seed, workload)
     placed = {a.pod for a in result.assignments}
     request = np.fromiter((pod_gpu_milli(p) for p in order), dtype=np.int64, count=len(order))

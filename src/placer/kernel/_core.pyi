@@ -71,6 +71,7 @@ class Kernel:
         rank: npt.NDArray[np.int32] | None = ...,
         frag_trace: npt.NDArray[np.float64] | None = ...,
         shapes: npt.NDArray[np.int32] | None = ...,
+        cache: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]] | None = ...,
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],

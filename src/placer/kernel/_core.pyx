@@ -1021,7 +1021,7 @@ cdef class Kernel:
             classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
 
     def place_batch(self, PodBatch pods, int policy, cnp.ndarray rng, restrict=None,
-                    bint reasons=True, rank=None, frag_trace=None, shapes=None):
+                    bint reasons=True, rank=None, frag_trace=None, shapes=None, cache=None):
         """Place a batch of pods in order, binding each; groups are all or nothing.
 
         Parameters
@@ -1046,6 +1046,11 @@ cdef class Kernel:
             ``gpu_mem`` and ``cpu``): a scored policy then keeps each node's score per
             shape until the node changes. The caller passes them only for a policy whose
             score depends on nothing else (``Policy.cached``: ``fgd``, ``fgd-pack``).
+        cache : (ndarray, ndarray) of int32, optional
+            With ``shapes``: the cache's stamps and scores, each of at least
+            (max shape + 1) × nodes cells, to keep scores across calls with the same shape
+            indices (default: a fresh cache for this call). The caller zeroes the stamps
+            whenever a score could change without its node changing (a new packing guide).
 
         Returns
         -------
@@ -1082,8 +1087,14 @@ cdef class Kernel:
             if shape_of.shape[0] != n_pods:
                 raise ValueError("one shape per pod")
             n_shapes = int(shapes.max()) + 1
-            stamp_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
-            score_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
+            if cache is None:
+                stamp_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
+                score_arr = np.zeros(<int64_t>n_shapes * self.st.n_nodes, dtype=np.int32)
+            else:
+                stamp_arr, score_arr = cache
+                if (stamp_arr.shape[0] < <int64_t>n_shapes * self.st.n_nodes
+                        or score_arr.shape[0] != stamp_arr.shape[0]):
+                    raise ValueError("the cache needs (max shape + 1) x nodes cells, as many stamps as scores")
             self.st.cache_stamp = <int32_t*>_ptr(stamp_arr, np.int32, stamp_arr.shape[0])
             self.st.cache_score = <int32_t*>_ptr(score_arr, np.int32, score_arr.shape[0])
         if allowed.shape[0] != self.st.n_words or (n_pods and pods.view.n_words != self.st.n_words):

@@ -24,7 +24,7 @@ from placer.model import EMPTY, ClusterSnapshot, Node, PodRequest, RunningPod, T
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
 
-KERNEL_ABI = 13  # compiled into _core by setup.py; an import against an older build fails
+KERNEL_ABI = 14  # compiled into _core by setup.py; an import against an older build fails
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node

@@ -23,7 +23,7 @@ from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
 from placer.kernel._core import Kernel, PodBatch
 from placer.kernel.pack import EligibilityClass, PackedCluster, indices_to_mask, mask_to_indices
 from placer.model import EMPTY, ClusterSnapshot, PodRequest, RunningPod
-from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
+from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner
 from placer.policies import Policy
 
 __all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "fgd_rank"]
@@ -150,7 +150,10 @@ class KernelSession:
             zip(map(attrgetter("name"), p.running), zip(p.running_node, p.running))
         )
         self._workload: Workload | None = None
+        self._told: Workload | None = None
         self._packing: PackingGuide | None = None
+        self._learner: PackingLearner | None = None
+        self._seen: set[str] = set()  # pods the learner has counted, by name
         self._rank: np.ndarray | None = None
         self._node_frag = np.zeros(0, dtype=np.float64)
         a = p.arrays
@@ -253,19 +256,25 @@ class KernelSession:
 
     def prepare(self, policy: Policy, pods: Sequence[PodRequest], seed: int) -> None:
         """Set up what ``policy`` needs before placing ``pods``: the fragmentation workload
-        and packing guide (of these pods, the first time) and the seeded node order."""
+        (of these pods, the first time, unless one was set), the packing guide (the first
+        time: :meth:`learn_packing` from the told workload, never from ``pods``) and the
+        seeded node order."""
         if policy.needs_workload and self._workload is None:
-            self.fragmentation(target_workload(pods))
+            self.fragmentation(target_workload(pods), told=False)
         if policy.needs_packing_guide and self._packing is None:
-            self.set_packing(packing_guide(pods, self.gpus_per_model()))
+            self.learn_packing(self._told)
         self._rank = fgd_rank(self.n_nodes, seed) if policy.ranked else None
 
-    def fragmentation(self, workload: Workload) -> Fragmentation:
+    def fragmentation(self, workload: Workload, told: bool = True) -> Fragmentation:
         """The cluster's fragment F(M) now (FGD measure; ``placer.fragmentation``).
 
         The first call for a workload computes every node's fragment in the kernel; from
-        then on each bind or release updates only its node.
+        then on each bind or release updates only its node. ``told``: the caller gave this
+        workload (not derived from pods to place), so :meth:`prepare` may start the packing
+        guide from it.
         """
+        if told:
+            self._told = workload
         if self._workload is not workload:
             self._node_frag = np.zeros(self.n_nodes, dtype=np.float64)
             self._kernel.set_workload(*pack.workload_arrays(self._packed, workload, self._node_frag))
@@ -288,7 +297,48 @@ class KernelSession:
         return float(self._node_frag[node])
 
     def set_packing(self, guide: PackingGuide) -> None:
-        """Use ``guide`` for ``fgd-pack`` from now on."""
+        """Use ``guide`` for ``fgd-pack`` from now on, as it is (no learning)."""
+        self._learner = None
+        self._push(guide)
+
+    def learn_packing(self, prior: Workload | None = None) -> PackingGuide:
+        """Let ``fgd-pack`` learn its guide from now on (:class:`placer.packing.PackingLearner`).
+
+        The guide starts from ``prior`` (counted as :data:`placer.packing.PRIOR_PODS` pods)
+        and the pods the cluster holds now, and follows the pods placed with ``learn``
+        (:meth:`place`, :meth:`observe`). Returns the starting guide.
+        """
+        learner = PackingLearner(self.gpus_per_model(), None if prior is None else Demand.of_workload(prior))
+        held = [what for _, what in self._held.values()]
+        learner.observe(Demand.of_running([w for w in held if isinstance(w, RunningPod)]))
+        learner.observe([w[0] for w in held if not isinstance(w, RunningPod)])
+        self._seen.update(self._held)
+        self._learner = learner
+        guide = learner.refresh()
+        self._push(guide)
+        return guide
+
+    def observe(self, pods: Sequence[PodRequest]) -> None:
+        """Count pods as arrived for a learning guide (each name once)."""
+        if self._learner is None:
+            return
+        seen = self._seen
+        new = [p for p in pods if p.name not in seen]
+        seen.update(p.name for p in new)
+        self._learner.observe(new)
+
+    def refresh_packing(self) -> bool:
+        """Refresh a learning guide when due (:attr:`PackingLearner.due`); whether the
+        guide in force changed."""
+        if self._learner is None or not self._learner.due:
+            return False
+        guide = self._learner.refresh()
+        if guide is self._packing:
+            return False
+        self._push(guide)
+        return True
+
+    def _push(self, guide: PackingGuide) -> None:
         self._kernel.set_packing(
             guide.cpu_per_gpu_milli,
             np.ascontiguousarray(guide.regret, dtype=np.float64).ravel(),
@@ -300,8 +350,13 @@ class KernelSession:
 
     @property
     def packing(self) -> PackingGuide | None:
-        """The packing guide of ``fgd-pack``, once set."""
+        """The packing guide of ``fgd-pack`` now, once set."""
         return self._packing
+
+    @property
+    def packing_learner(self) -> PackingLearner | None:
+        """The learner behind the guide, when it learns (:meth:`learn_packing`)."""
+        return self._learner
 
     # ------------------------------------------------------------------ placing
 
@@ -345,6 +400,7 @@ class KernelSession:
         only: np.ndarray | None = None,
         trace: np.ndarray | None = None,
         reasons: bool = True,
+        learn: bool = False,
     ) -> Run:
         """Place ``pods`` in order with ``policy``, binding each; groups all or nothing.
 
@@ -362,16 +418,90 @@ class KernelSession:
             Filled with the fragment F(M) after each pod (needs a workload).
         reasons : bool
             Count, for a pod that fails, the nodes per reason.
+        learn : bool
+            The pods arrive: a learning ``fgd-pack`` guide counts them (:meth:`observe`)
+            and is refreshed before any group once due, so no pod is placed with a guide
+            that counted it or a pod after it.
         """
         batch, classes = self._batch(pods, groups)
-        nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
-            batch, policy.code, rng, only, reasons, self._rank, trace, self._shapes(batch, policy)
-        )
+        shapes = self._shapes(batch, policy)
+        if learn and policy.needs_packing_guide and self._learner is not None:
+            nodes, masks, failed_at, counts, nics = self._place_learning(
+                pods, batch, policy, rng, only, trace, reasons, shapes
+            )
+        else:
+            nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
+                batch, policy.code, rng, only, reasons, self._rank, trace, shapes
+            )
         for j, node in enumerate(nodes.tolist()):
             if node >= 0 and pods[j].resources:
                 self._packed.use_resources(node, pods[j].resources, 1)
         return Run(nodes.tolist(), masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
                    batch.klass, only, self.n_nodes)
+
+    def _place_learning(
+        self,
+        pods: Sequence[PodRequest],
+        batch: PodBatch,
+        policy: Policy,
+        rng: np.ndarray,
+        only: np.ndarray | None,
+        trace: np.ndarray | None,
+        reasons: bool,
+        shapes: np.ndarray | None,
+    ) -> tuple[np.ndarray, ...]:
+        """:meth:`place` in parts, each ending where the learner falls due."""
+        learner = self._learner
+        assert learner is not None
+        n = len(pods)
+        seen = self._seen
+        names = list(map(attrgetter("name"), pods))
+        fresh = np.zeros(n, dtype=bool)  # a name's first time
+        first: set[str] = set()
+        for i, name in enumerate(names):
+            if name not in seen and name not in first:
+                first.add(name)
+                fresh[i] = True
+        arrived = np.cumsum(fresh)  # new pods among the first i + 1
+        columns = batch.arrays
+        group_end = columns[8]
+        named = np.zeros(n, dtype=bool)  # pods that name GPU models
+        named[[i for i, pod in enumerate(pods) if pod.gpu_models]] = True
+        cache = None
+        if shapes is not None:
+            cells = (int(shapes.max()) + 1) * self.n_nodes
+            cache = (np.zeros(cells, dtype=np.int32), np.zeros(cells, dtype=np.int32))
+        parts = []
+        start = 0
+        while start < n:
+            if self.refresh_packing() and cache is not None:
+                cache[0][:] = 0
+            before = int(arrived[start - 1]) if start else 0
+            room = max(learner.every - learner.pending, 1)
+            stop = min(int(np.searchsorted(arrived, before + room)) + 1, n)
+            stop = int(group_end[stop - 1])
+            part = PodBatch(
+                *(c[start:stop] for c in columns[:8]), group_end[start:stop] - start, columns[9]
+            )
+            out = self._kernel.place_batch(
+                part, policy.code, rng, only, reasons, self._rank,
+                None if trace is None else trace[start:stop],
+                None if shapes is None else shapes[start:stop], cache,
+            )
+            out[2][out[2] >= 0] += start
+            parts.append(out)
+            seen.update(names[start:stop])
+            new = fresh[start:stop]
+            arrivals = Demand()
+            arrivals.add_columns(
+                columns[0][start:stop][new], columns[1][start:stop][new], columns[3][start:stop][new],
+                [pods[i] for i in np.flatnonzero(new & named[start:stop]) + start],
+            )
+            learner.observe(arrivals)
+            start = stop
+        if not parts:
+            return self._kernel.place_batch(batch, policy.code, rng, only, reasons, self._rank, trace, shapes)
+        return tuple(np.concatenate(col) for col in zip(*parts))
 
     def place_on(
         self, pods: Sequence[PodRequest], nodes: Sequence[int], policy: Policy, rng: np.ndarray
