@@ -25,6 +25,7 @@ from placer.model import (
     ClusterSnapshot,
     GangResult,
     GangSpec,
+    MigUse,
     Node,
     PlacementRequest,
     PlacementResult,
@@ -58,7 +59,7 @@ class _Step:
 
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
-    if not gang_specs and not any(pod.resources for pod in pods):
+    if not gang_specs and not any(pod.resources or pod.mig for pod in pods):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:
@@ -68,7 +69,7 @@ def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> li
     current = _Step([])
     seen: set[str] = set()
     for pod in pods:
-        if pod.gang is None and pod.resources:
+        if pod.gang is None and (pod.resources or pod.mig):
             # its filter depends on what the pods before it took: a step of its own
             if current.pods:
                 steps.append(current)
@@ -241,6 +242,14 @@ class Cluster:
                     session.observe(step.pods)
                 gang_results.append(gang_result)
                 self._collect(outcome, placed, assignments, unschedulable)
+            elif step.pods[0].mig is not None:
+                pod = step.pods[0]
+                found = session.place_mig(pod, policy)
+                if isinstance(found, dict):
+                    unschedulable.append(Unschedulable(pod.name, kube_reason(session.n_nodes, found)))
+                else:
+                    placed.append((pod, found[0], 0))
+                    assignments.append(self._assignment(pod, found[0], 0, 0))
             else:
                 run = session.place(step.pods, policy, rng, step.group_end or None, learn=learn)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
@@ -313,6 +322,7 @@ class Cluster:
             pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None,
             pod.gang,
             self._session.nic_names(node, nic_mask) if nic_mask else (),
+            self._session.mig_uses(pod.name) if pod.mig is not None else (),
         )
 
     def _collect_run(
@@ -359,7 +369,7 @@ class Cluster:
                     raise bad(f"placement[{i}]", "an Assignment", a)
         else:
             raise bad("placement", "a PlacementResult, an Assignment or a list of Assignments", placement)
-        work: list[tuple[PodRequest, int, Sequence[int]]] = []
+        work: list[tuple[PodRequest, int, Sequence[int], Sequence[MigUse]]] = []
         seen: set[str] = set()
         for a in items:
             pod = self._decision(a)
@@ -369,7 +379,7 @@ class Cluster:
             if node is None:
                 raise InvalidInputError(a.pod, f"unknown node {a.node!r}")
             seen.add(a.pod)
-            work.append((pod, node, a.gpus))
+            work.append((pod, node, a.gpus, a.mig))
         problem = self._session.bind_all(work)
         if problem is not None:
             raise InvalidInputError(*problem)
@@ -489,8 +499,12 @@ class Cluster:
         per_node: list[list[RunningPod]] = [[] for _ in self._snapshot.nodes]
         for node, record in self._session.running():
             per_node[node].append(record)
+        session = self._session
         nodes: tuple[Node, ...] = tuple(
-            node if tuple(pods) == node.pods else replace(node, pods=tuple(pods))
-            for node, pods in zip(self._snapshot.nodes, per_node)
+            node if tuple(pods) == node.pods and node.hardware.mig is None
+            else replace(node, pods=tuple(pods), mig_instances=session.mig_instances(i))
+            if node.hardware.mig is not None
+            else replace(node, pods=tuple(pods))
+            for i, (node, pods) in enumerate(zip(self._snapshot.nodes, per_node))
         )
         return replace(self._snapshot, nodes=nodes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from placer.mig_profiles import table_for
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -227,6 +228,8 @@ class _Checker:
                     f"node {node.name}: {name} over allocatable ({asked[name]} > {offered}) with pod(s) {names}"
                 )
 
+        self._check_mig(node, items)
+
         # Per GPU: who holds it whole, who holds a share (milli, memory), new or running.
         whole: dict[int, list[str]] = defaultdict(list)
         shares: dict[int, list[tuple[str, int]]] = defaultdict(list)
@@ -268,6 +271,86 @@ class _Checker:
                     f"node {node.name} GPU {g}: GPU memory {gpu_mem[g]} MiB > {hw.gpu_memory_mib} MiB "
                     f"with pod(s) {', '.join(n for n, _ in shares[g])}"
                 )
+
+    def _check_mig(self, node: Node, items: list[tuple[PodRequest, Assignment]]) -> None:
+        """MIG instances: the profile asked for, at a valid start of it, on a MIG GPU;
+        a used instance exists and is free, a created one only on a dynamic GPU and over
+        free slices; no two instances overlap; one media instance per GPU."""
+        hw = node.hardware
+        table = table_for(hw.gpu_model) if hw.mig is not None else None
+        mig_gpus = set(hw.mig_gpus) - set(node.unhealthy_gpus)
+        existing: dict[tuple[int, int], tuple[str, str | None]] = {}  # (gpu, start) -> profile, user
+        for m in node.mig_instances:
+            existing[(m.gpu, m.start)] = (m.profile, None)
+        for rp in node.pods:
+            for m in rp.mig:
+                existing[(m.gpu, m.start)] = (m.profile, rp.name)
+        slices: dict[int, list[tuple[int, int, str]]] = defaultdict(list)  # gpu -> (start, end, what)
+        media: dict[int, list[str]] = defaultdict(list)
+        if table is not None:
+            for (g, start), (name, _) in existing.items():
+                prof = table.profile(name)
+                if prof is not None:
+                    slices[g].append((start, start + prof.memory_slices, f"{name} at {start} (existing)"))
+                    if prof.media:
+                        media[g].append(f"{name} at {start} (existing)")
+        taken: dict[tuple[int, int], str] = {}
+        for pod, a in items:
+            at = f"pod {a.pod} on node {node.name}"
+            if pod.mig is None:
+                if a.mig:
+                    self.out.append(f"{at}: MIG instances assigned to a pod that asks for none")
+                continue
+            if a.gpus:
+                self.out.append(f"{at}: whole GPUs {list(a.gpus)} assigned to a MIG pod")
+            if table is None:
+                self.out.append(f"{at}: the node has no GPU in MIG mode")
+                continue
+            wanted = (table.profile(pod.mig.profile) if pod.mig.profile is not None
+                      else table.smallest_holding(pod.mig.memory_mib or 0))
+            if len(a.mig) != pod.mig.count:
+                self.out.append(f"{at}: got {len(a.mig)} MIG instance(s), the pod asks for {pod.mig.count}")
+            for use in a.mig:
+                what = f"{use.profile} at GPU {use.gpu} slice {use.start}"
+                prof = table.profile(use.profile)
+                if prof is None or prof is not wanted:
+                    self.out.append(
+                        f"{at}: {what} is not the profile asked for ({wanted.name if wanted else 'none on the model'})"
+                    )
+                    continue
+                if use.gpu not in mig_gpus:
+                    self.out.append(f"{at}: GPU {use.gpu} is not a healthy GPU in MIG mode")
+                    continue
+                if use.start not in prof.starts:
+                    self.out.append(f"{at}: {what}: not a valid start of {prof.name} ({list(prof.starts)})")
+                    continue
+                key = (use.gpu, use.start)
+                if key in taken:
+                    self.out.append(f"{at}: {what} is also used by {taken[key]}")
+                taken[key] = a.pod
+                if use.create:
+                    if hw.mig is None or hw.mig.mode != "dynamic":
+                        self.out.append(f"{at}: {what} is created on a static GPU")
+                    slices[use.gpu].append((use.start, use.start + prof.memory_slices, f"{what} (new, {a.pod})"))
+                    if prof.media:
+                        media[use.gpu].append(f"{what} (new, {a.pod})")
+                else:
+                    found = existing.get(key)
+                    if found is None or table.profile(found[0]) is not prof:
+                        self.out.append(f"{at}: {what} does not exist (create is false)")
+                    elif found[1] is not None:
+                        self.out.append(f"{at}: {what} is in use by running pod {found[1]}")
+        for g, spans in sorted(slices.items()):
+            spans.sort()
+            reach, widest = -1, ""
+            for start, end, what in spans:
+                if start < reach:
+                    self.out.append(f"node {node.name} GPU {g}: MIG instances overlap: {widest} and {what}")
+                if end > reach:
+                    reach, widest = end, what
+        for g, names in sorted(media.items()):
+            if len(names) > 1:
+                self.out.append(f"node {node.name} GPU {g}: more than one media (+me) instance: {', '.join(names)}")
 
     # -- gangs ----------------------------------------------------------------------
 

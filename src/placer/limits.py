@@ -19,6 +19,8 @@ __all__ = [
     "MAX_REQUEST_PODS",
     "MAX_SLICES",
     "SEED_MAX",
+    "MAX_MIG_SLICES",
+    "MAX_MIG_COUNT",
 ]
 
 MAX_GPUS = 64
@@ -55,3 +57,9 @@ MAX_SLICES = 3
 
 SEED_MAX = 2**64 - 1
 """A request's seed: the kernel's SplitMix64 state is a uint64."""
+
+MAX_MIG_SLICES = 8
+"""Memory slices of one MIG GPU (A100, H100, H200, B200: 8; A30: 4)."""
+
+MAX_MIG_COUNT = 7 * MAX_GPUS
+"""MIG instances one pod may ask for: seven per GPU of the largest node."""

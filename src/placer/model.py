@@ -24,6 +24,8 @@ from msgspec import Meta, Struct, field
 from placer.limits import (
     MAX_GPU_MEMORY_MIB,
     MAX_GPUS,
+    MAX_MIG_COUNT,
+    MAX_MIG_SLICES,
     MAX_PODS_PER_NODE,
     MAX_QUANTITY,
     MILLI,
@@ -45,6 +47,11 @@ __all__ = [
     "InlineHardware",
     "Taint",
     "Toleration",
+    "MIG_MODES",
+    "MigConfig",
+    "MigInstance",
+    "MigRequest",
+    "MigUse",
     "NodeType",
     "RunningPod",
     "ResourceAmount",
@@ -69,6 +76,7 @@ POLICIES = policies.names()  # every placement policy (placer.policies.REGISTRY)
 SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+MIG_MODES = ("static", "dynamic")
 HARDWARE_FIELDS = {
     "gpus": "gpus",
     "gpuModel": "gpu_model",
@@ -78,6 +86,7 @@ HARDWARE_FIELDS = {
     "maxPods": "max_pods",
     "gpuTopology": "gpu_topology",
     "nics": "nics",
+    "mig": "mig",
 }
 """A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
 
@@ -97,6 +106,7 @@ Priority = Annotated[int, Meta(ge=PRIORITY_MIN, le=PRIORITY_MAX)]
 GpuIndexValue = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]  # the range is checked per node
 GpuIndexKey = Annotated[int, Meta(ge=0, le=MAX_GPUS - 1)]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+MigStart = Annotated[int, Meta(ge=0, le=MAX_MIG_SLICES - 1)]
 
 replace = msgspec.structs.replace
 """Return a copy of a model object with some fields changed (``replace(pod, gang=None)``)."""
@@ -152,6 +162,68 @@ class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
         return d
 
 
+class MigConfig(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """The GPUs of a node in MIG mode (``"all"``, or their indices) and how instances come.
+
+    ``static``: only instances that exist are used (the device plugin's mixed strategy,
+    mig-parted layouts). ``dynamic``: placer may also create an instance at any valid start
+    whose slices are free (HAMi, the DRA driver); an instance on a dynamic GPU goes away when
+    its pod is released.
+    """
+
+    gpus: Union[Literal["all"], tuple[GpuIndexValue, ...]] = "all"
+    mode: Literal["static", "dynamic"] = "static"
+
+    def indices(self, gpus: int) -> tuple[int, ...]:
+        """The MIG GPUs' indices on a node of ``gpus`` GPUs."""
+        return tuple(range(gpus)) if self.gpus == "all" else tuple(sorted(set(self.gpus)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpus": self.gpus if self.gpus == "all" else list(self.gpus), "mode": self.mode}
+
+
+class MigInstance(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """A MIG instance on a node: its GPU, profile name (``3g.40gb``) and start slice."""
+
+    gpu: GpuIndexValue
+    profile: Name
+    start: MigStart
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "profile": self.profile, "start": self.start}
+
+
+class MigRequest(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
+    """What a pod asks of MIG: ``count`` instances of ``profile`` (the resource
+    ``nvidia.com/mig-<profile>``), or of the smallest profile whose memory holds
+    ``memory_mib`` on the node's GPU model."""
+
+    profile: Optional[Name] = None
+    count: Annotated[int, Meta(ge=1, le=MAX_MIG_COUNT)] = 1
+    memory_mib: Optional[Annotated[int, Meta(ge=1, le=MAX_GPU_MEMORY_MIB)]] = field(default=None, name="memoryMiB")
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if self.profile is not None:
+            d["profile"] = self.profile
+        if self.memory_mib is not None:
+            d["memoryMiB"] = self.memory_mib
+        d["count"] = self.count
+        return d
+
+
+class MigUse(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """One MIG instance an assignment uses; ``create``: it must be created first."""
+
+    gpu: Annotated[int, Meta(ge=0, le=MAX_GPUS - 1)]
+    profile: Name
+    start: MigStart
+    create: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "profile": self.profile, "start": self.start, "create": self.create}
+
+
 class NodeType(Struct, frozen=True, gc=False):
     """Hardware of a node: GPUs and the capacities the scheduler tracks."""
 
@@ -163,6 +235,12 @@ class NodeType(Struct, frozen=True, gc=False):
     max_pods: Optional[int] = None
     gpu_topology: Optional[GpuTopology] = None
     nics: Optional[tuple[Nic, ...]] = None
+    mig: Optional[MigConfig] = None
+
+    @property
+    def mig_gpus(self) -> tuple[int, ...]:
+        """Indices of the GPUs in MIG mode (none without ``mig``)."""
+        return () if self.mig is None else self.mig.indices(self.gpus)
 
     @property
     def nic_list(self) -> tuple[Nic, ...]:
@@ -182,6 +260,7 @@ class NodeType(Struct, frozen=True, gc=False):
                 "maxPods": self.max_pods,
                 "gpuTopology": self.gpu_topology.to_dict() if self.gpu_topology is not None else None,
                 "nics": [n.to_dict() for n in self.nics] if self.nics is not None else None,
+                "mig": self.mig.to_dict() if self.mig is not None else None,
             }
         )
 
@@ -206,6 +285,7 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     priority: Priority = 0
     resources: Mapping[Name, Quantity] = EMPTY
     unknown_gpus: GpuCount = 0
+    mig: tuple[MigInstance, ...] = ()
 
     @property
     def gpu_indices_known(self) -> bool:
@@ -230,6 +310,8 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
             d["priority"] = self.priority
         if self.resources:
             d["resources"] = dict(self.resources)
+        if self.mig:
+            d["mig"] = [m.to_dict() for m in self.mig]
         return d
 
 
@@ -263,6 +345,7 @@ class InlineHardware(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     max_pods: Optional[PodSlots] = None
     gpu_topology: Optional[dict[str, Any]] = None
     nics: Optional[list[dict[str, Any]]] = None
+    mig: Optional[MigConfig] = None
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -288,12 +371,15 @@ class Node(InlineHardware, frozen=True, gc=False, forbid_unknown_fields=True, re
     unhealthy_gpus: tuple[GpuIndexValue, ...] = ()
     pods: tuple[RunningPod, ...] = ()
     resources: Mapping[Name, ResourceAmount] = EMPTY
+    mig_instances: tuple[MigInstance, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
         if self.type is not None:
             d["type"] = self.type
         d.update(self.overrides)
+        if self.mig is not None:
+            d["mig"] = self.mig.to_dict()
         if self.topology:
             d["topology"] = dict(self.topology)
         if self.labels:
@@ -306,6 +392,8 @@ class Node(InlineHardware, frozen=True, gc=False, forbid_unknown_fields=True, re
             d["unhealthyGpus"] = list(self.unhealthy_gpus)
         if self.resources:
             d["resources"] = {k: v.to_dict() for k, v in self.resources.items()}
+        if self.mig_instances:
+            d["migInstances"] = [m.to_dict() for m in self.mig_instances]
         if self.pods:
             d["pods"] = [p.to_dict() for p in self.pods]
         return d
@@ -354,6 +442,7 @@ class PodRequest(Struct, frozen=True, gc=False):
     gang: Optional[str] = None
     nics: int = 0
     resources: Mapping[str, int] = EMPTY
+    mig: Optional[MigRequest] = None
 
     @property
     def shared(self) -> bool:
@@ -386,6 +475,8 @@ class PodRequest(Struct, frozen=True, gc=False):
             d["nics"] = self.nics
         if self.resources:
             d["resources"] = dict(self.resources)
+        if self.mig is not None:
+            d["mig"] = self.mig.to_dict()
         return d
 
 
@@ -401,6 +492,7 @@ def shape_key(pod: PodRequest) -> tuple:
         tuple(sorted(pod.node_selector.items())),
         pod.tolerations,
         tuple(sorted(pod.gpu_models)),
+        pod.mig,
     )
 
 
@@ -514,6 +606,7 @@ class Assignment(Struct, frozen=True, gc=False):
     gpu_milli: Optional[int] = None
     gang: Optional[str] = None
     nics: tuple[str, ...] = ()
+    mig: tuple[MigUse, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"pod": self.pod, "node": self.node, "gpus": list(self.gpus)}
@@ -523,6 +616,8 @@ class Assignment(Struct, frozen=True, gc=False):
             d["gang"] = self.gang
         if self.nics:
             d["nics"] = list(self.nics)
+        if self.mig:
+            d["mig"] = [m.to_dict() for m in self.mig]
         return d
 
 

@@ -54,6 +54,10 @@ class Policy:
     simulate_rank : int or None
         Position in what ``placer simulate --policy all`` runs and in the order of its
         tables; ``None``: simulated only when asked for by name.
+    mig_choice : str
+        How the policy picks the GPU and start of a MIG instance
+        (:data:`placer.kernel.mig.MIG_CHOICES`): ``first-fit``, ``best-fit`` (fewest free
+        slices left) or ``aware`` (least placeable capacity of the MIG demand destroyed).
     """
 
     name: str
@@ -65,6 +69,7 @@ class Policy:
     cached: bool = False
     study_name: str | None = None
     simulate_rank: int | None = None
+    mig_choice: str = "aware"
 
     @property
     def study(self) -> bool:
@@ -79,8 +84,9 @@ _POLICIES = (
         summary="least CPU and GPU left on the node (the FGD study's BestFit); the default",
         study_name="05-BestFit",
         simulate_rank=2,
+        mig_choice="best-fit",
     ),
-    Policy(name="first-fit", code=0, summary="the lowest-indexed node that fits"),
+    Policy(name="first-fit", code=0, summary="the lowest-indexed node that fits", mig_choice="first-fit"),
     Policy(name="spread", code=2, summary="most CPU and GPU left on the node (best-fit's cost, greatest wins)"),
     Policy(
         name="random",

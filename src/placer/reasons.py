@@ -17,6 +17,9 @@ __all__ = [
     "untolerated_taint",
     "missing_gpu_models",
     "insufficient",
+    "NO_MIG",
+    "mig_resource",
+    "mig_profile_missing",
     "kube_reason",
     "gang_member_failed",
     "gang_level_short",
@@ -58,6 +61,20 @@ def untolerated_taint(key: str, value: str) -> str:
 def insufficient(resource: str) -> str:
     """An extended resource no node has enough of."""
     return f"Insufficient {resource}"
+
+
+NO_MIG = "node(s) had no GPU in MIG mode"
+
+
+def mig_resource(profile: str | None, memory_mib: int | None) -> str:
+    """The Kubernetes resource of a MIG request (``nvidia.com/mig-3g.40gb``)."""
+    return f"nvidia.com/mig-{profile}" if profile is not None else f"nvidia.com/mig (a profile of {memory_mib} MiB)"
+
+
+def mig_profile_missing(profile: str | None, memory_mib: int | None) -> str:
+    """Nodes whose GPU model has no MIG profile for the request."""
+    what = f"MIG profile {profile}" if profile is not None else f"MIG profile holding {memory_mib} MiB"
+    return f"node(s) had a GPU model without {what}"
 
 
 def kube_reason(total_nodes: int, counts: Mapping[str, int]) -> str:

@@ -304,10 +304,17 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         [(i, g) for i, node in enumerate(nodes) if node.unhealthy_gpus for g in node.unhealthy_gpus]
         if any(map(attrgetter("unhealthy_gpus"), nodes)) else []
     )
-    if unhealthy_at:
-        rows, cols = np.array(unhealthy_at, dtype=np.intp).T
-        gpu_free_milli[rows, cols] = 0
-        gpu_free_mem[rows, cols] = 0
+    # a GPU in MIG mode serves only MIG instances (placer.kernel.mig), never whole or shared pods
+    mig_at = (
+        [(i, g) for i in np.flatnonzero(np.array([hw.mig is not None for hw in distinct])[hw_of]).tolist()
+         for g in hardware[i].mig_gpus]
+        if any(hw.mig is not None for hw in distinct) else []
+    )
+    for off in (unhealthy_at, mig_at):
+        if off:
+            rows, cols = np.array(off, dtype=np.intp).T
+            gpu_free_milli[rows, cols] = 0
+            gpu_free_mem[rows, cols] = 0
 
     # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
     tag_count = np.zeros((n, stride + 1), dtype=INT)

@@ -21,8 +21,9 @@ from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.kernel import pack
 from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
 from placer.kernel._core import Kernel, PodBatch
+from placer.kernel.mig import MigState
 from placer.kernel.pack import EligibilityClass, PackedCluster, indices_to_mask, mask_to_indices
-from placer.model import EMPTY, ClusterSnapshot, PodRequest, RunningPod
+from placer.model import EMPTY, ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner
 from placer.policies import Policy
 
@@ -156,6 +157,8 @@ class KernelSession:
         self._seen: set[str] = set()  # pods the learner has counted, by name
         self._rank: np.ndarray | None = None
         self._node_frag = np.zeros(0, dtype=np.float64)
+        self.mig = MigState(snapshot)
+        self._mig_values: dict[int, np.ndarray] | None = None
         a = p.arrays
         self.free = FreeState(
             cpu_milli=_read_only(a["cpu_free"]),
@@ -263,6 +266,8 @@ class KernelSession:
             self.fragmentation(target_workload(pods), told=False)
         if policy.needs_packing_guide and self._packing is None:
             self.learn_packing(self._told)
+        if policy.mig_choice == "aware" and self._mig_values is None and self.mig.n_rows:
+            self.set_mig_demand(pods)
         self._rank = fgd_rank(self.n_nodes, seed) if policy.ranked else None
 
     def fragmentation(self, workload: Workload, told: bool = True) -> Fragmentation:
@@ -523,6 +528,93 @@ class KernelSession:
         batch, _ = self._batch([pod], None)
         return self._kernel.node_scores(batch, policy.code)
 
+    # ------------------------------------------------------------------ MIG
+
+    def set_mig_demand(self, pods: Sequence[PodRequest]) -> None:
+        """Weigh MIG profiles by how often ``pods`` ask for them (the ``aware`` choice's
+        demand mix); without MIG pods, every non-media profile weighs the same."""
+        weights = [np.zeros(len(t.table.profiles)) for t in self.mig.tables]
+        asked = [pod.mig for pod in pods if pod.mig is not None]
+        for request in asked:
+            for t, profile in enumerate(self.mig.profiles_for(request)):
+                if profile is not None:
+                    weights[t][profile.index] += request.count
+        for t, w in enumerate(weights):
+            if not w.any():
+                w[:] = [0.0 if p.media else 1.0 for p in self.mig.tables[t].table.profiles]
+            w /= w.sum()
+        self._mig_values = {t: self.mig.tables[t].value(w) for t, w in enumerate(weights)}
+
+    def mig_allowed(self, pod: PodRequest) -> tuple[np.ndarray, dict[str, int]]:
+        """Nodes a MIG pod may use before its MIG fit (static filters, CPU, memory, pod
+        slots, GPU models), and per reason the nodes turned away."""
+        ec = self._packed.eligibility(pod)
+        allowed = pack.bitset_nodes(ec.bits, self.n_nodes)
+        counts = dict(ec.static_reasons)
+        a = self._packed.arrays
+
+        def reject(mask: np.ndarray, reason: str) -> None:
+            hit = allowed & mask
+            if hit.any():
+                counts[reason] = counts.get(reason, 0) + int(hit.sum())
+                allowed[hit] = False
+
+        if pod.gpu_models:
+            mask = self._packed.model_mask(pod.gpu_models, 1)
+            reject(~((mask >> a["model_id"]) & 1).astype(bool), reasons.GPU_MODEL)
+        reject(a["cpu_free"] < pod.cpu_milli, reasons.RESOURCE_REASONS[0])
+        reject(a["mem_free"] < pod.memory_mib, reasons.RESOURCE_REASONS[1])
+        reject(a["pods_free"] < 1, reasons.RESOURCE_REASONS[2])
+        return allowed, counts
+
+    def place_mig(self, pod: PodRequest, policy: Policy) -> tuple[int, list[MigUse]] | dict[str, int]:
+        """Place one MIG pod with ``policy``'s MIG choice and bind it: (node, instances),
+        or, when no node can take it, the nodes per reason (nothing bound)."""
+        request = pod.mig
+        assert request is not None
+        allowed, counts = self.mig_allowed(pod)
+        if self._mig_values is None and policy.mig_choice == "aware":
+            self.set_mig_demand([pod])
+        found = self.mig.choose(request, allowed, policy.mig_choice, self._mig_values)
+        if found is None:
+            counts.update(self.mig_shortfall(request, allowed))
+            return counts
+        node, uses = found
+        self.take_mig(pod, node, uses)
+        return node, uses
+
+    def mig_shortfall(self, request: Any, nodes: np.ndarray) -> dict[str, int]:
+        """Per MIG reason, how many of ``nodes`` cannot give the request's instances now."""
+        table = self.mig.node_table
+        short = nodes & (self.mig.node_capacity(request) < request.count)
+        none = short & (table < 0)
+        out = {reasons.NO_MIG: int(none.sum())}
+        has = np.array([p is not None for p in self.mig.profiles_for(request)] + [False], dtype=bool)
+        missing = short & (table >= 0) & ~has[table]
+        out[reasons.mig_profile_missing(request.profile, request.memory_mib)] = int(missing.sum())
+        out[reasons.insufficient(reasons.mig_resource(request.profile, request.memory_mib))] = int(
+            (short & ~none & ~missing).sum()
+        )
+        return {k: v for k, v in out.items() if v}
+
+    def take_mig(self, pod: PodRequest, node: int, uses: Sequence[MigUse]) -> None:
+        """Bind a MIG pod on ``node`` with these instances; no checks."""
+        self._apply(pod, node, 0, 1)
+        self.mig.take(node, uses, pod.name)
+
+    def mig_uses(self, name: str) -> tuple[MigUse, ...]:
+        """The instances a pod uses, ``create`` where placer created them for it."""
+        return tuple(
+            MigUse(gpu=i.gpu, profile=i.profile.name, start=i.start, create=i.created) for i in self.mig.holdings(name)
+        )
+
+    def mig_instances(self, node: int) -> tuple[MigInstance, ...]:
+        """The instances that exist on a node now, free or in use, by GPU and start."""
+        return tuple(
+            MigInstance(gpu=i.gpu, profile=i.profile.name, start=i.start)
+            for i in sorted(self.mig.node_instances(node), key=lambda i: (i.gpu, i.start))
+        )
+
     # ------------------------------------------------------------------ holding
 
     def take(self, pod: PodRequest, node: int, mask: int) -> None:
@@ -534,6 +626,8 @@ class KernelSession:
         self._apply(pod, node, mask, -1)
 
     def _apply(self, pod: PodRequest, node: int, mask: int, sign: int) -> None:
+        if sign < 0 and pod.mig is not None:
+            self.mig.give_back(pod.name)
         self._packed.use_resources(node, pod.resources, sign)
         self._kernel.bind(node, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, mask, sign, 1, pod.shared)
 
@@ -553,8 +647,9 @@ class KernelSession:
         """Whether a pod of this name is bound or running."""
         return name in self._held
 
-    def misfit(self, pod: PodRequest, node: int, gpus: Sequence[int]) -> str:
-        """Why ``pod`` cannot hold exactly ``gpus`` on ``node`` now ("" when it can)."""
+    def misfit(self, pod: PodRequest, node: int, gpus: Sequence[int], mig: Sequence[MigUse] = ()) -> str:
+        """Why ``pod`` cannot hold exactly ``gpus`` and the MIG instances ``mig`` on ``node``
+        now ("" when it can)."""
         free = self.node_free(node)
         if free.pods is not None and free.pods < 1:
             return "no pod slot left"
@@ -565,6 +660,9 @@ class KernelSession:
         for name, count in pod.resources.items():
             if self.extended_free(name, node) < count:
                 return reasons.insufficient(name)
+        problem = self.mig.misfit(node, mig, pod.mig)
+        if problem:
+            return problem
         if len(gpus) != pod.gpus or any(not 0 <= g < len(free.gpu_milli) for g in gpus) or len(set(gpus)) != len(gpus):
             return f"needs {pod.gpus} GPU index(es) on the node, got {list(gpus)}"
         for g in gpus:
@@ -576,21 +674,26 @@ class KernelSession:
                 return f"GPU {g} is not free"
         return ""
 
-    def bind_all(self, items: Sequence[tuple[PodRequest, int, Sequence[int]]]) -> tuple[str, str] | None:
-        """Take and hold each (pod, node, GPU indices), all or nothing.
+    def bind_all(
+        self, items: Sequence[tuple[PodRequest, int, Sequence[int], Sequence[MigUse]]]
+    ) -> tuple[str, str] | None:
+        """Take and hold each (pod, node, GPU indices, MIG instances), all or nothing.
 
         Returns None when every pod was bound, else (pod name, why) for the first that did
         not fit, with nothing bound.
         """
         done: list[tuple[PodRequest, int, int]] = []
-        for pod, node, gpus in items:
-            problem = self.misfit(pod, node, gpus)
+        for pod, node, gpus, mig in items:
+            problem = self.misfit(pod, node, gpus, mig)
             if problem:
                 for p, n, m in reversed(done):
                     self.give_back(p, n, m)
                 return pod.name, f"does not fit on {self.node_names[node]}: {problem}"
             mask = indices_to_mask(gpus)
-            self.take(pod, node, mask)
+            if pod.mig is not None:
+                self.take_mig(pod, node, mig)
+            else:
+                self.take(pod, node, mask)
             done.append((pod, node, mask))
         for pod, node, mask in done:
             self.hold(pod, node, mask)
@@ -603,6 +706,7 @@ class KernelSession:
             raise InvalidInputError(name, "no bound or running pod of this name")
         node, what = found
         if isinstance(what, RunningPod):
+            self.mig.give_back(name)
             self._packed.use_resources(node, what.resources, -1)
             self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(what.gpus), -1, 1, False)
             for gpu, milli in what.gpu_shares.items():
@@ -617,11 +721,18 @@ class KernelSession:
             if isinstance(what, RunningPod):
                 yield node, what
             else:
-                yield node, _record(*what)
+                pod, mask = what
+                mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(pod.name))
+                yield node, _record(pod, mask, mig)
 
 
-def _record(pod: PodRequest, mask: int) -> RunningPod:
+def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> RunningPod:
     """What a bound pod holds, as a snapshot's running pod."""
+    if mig:
+        return RunningPod(
+            name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
+            resources=pod.resources, mig=mig,
+        )
     gpus = mask_to_indices(mask)
     if pod.shared:
         gpu = gpus[0]

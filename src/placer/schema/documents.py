@@ -23,6 +23,10 @@ from placer.model import (
     GpuCount,
     InlineHardware,
     GpuMemory,
+    MigConfig,
+    MigInstance,
+    MigRequest,
+    MigUse,
     Name,
     Node,
     NodeType,
@@ -85,6 +89,7 @@ class PodDoc(_Doc):
     gang: Optional[Name] = None
     nics: Annotated[int, Meta(ge=0)] = 0
     resources: Mapping[Name, Annotated[int, Meta(ge=1, le=MAX_QUANTITY)]] = EMPTY
+    mig: Optional[MigRequest] = None
 
 
 class GangTopologyDoc(_Doc):
@@ -125,6 +130,7 @@ class AssignmentDoc(_Doc):
     gpu_milli: Optional[Share] = None
     gang: Optional[Name] = None
     nics: list[Name] = []
+    mig: list[MigUse] = []
 
 
 class UnschedulableDoc(_Doc):
@@ -159,6 +165,7 @@ choices_in_order(
     GANG_MODES,
     SOLVERS,
     ("greedy", "cp-sat"),
+    ("static", "dynamic"),
     ("optimal", "feasible", "infeasible", "unknown"),
 )
 
@@ -216,5 +223,13 @@ LABELS: dict[tuple[Any, ...], str] = {
     (GangResultDoc, "domains"): "a mapping of level to domain names",
     (GangResultDoc, "domains", "key"): "non-empty string level names",
     (Toleration,): "a mapping",
+    (MigConfig,): "a mapping with gpus and mode",
+    (MigConfig, "gpus"): 'a list of GPU indices or "all"',
+    (MigInstance,): "a mapping with gpu, profile and start",
+    (MigRequest,): "a mapping with profile or memoryMiB, and count",
+    (MigUse,): "a mapping with gpu, profile, start and create",
+    (Node, "migInstances"): "a list of MIG instances",
+    (RunningPod, "mig"): "a list of MIG instances",
+    (AssignmentDoc, "mig"): "a list of MIG instances",
     (NodeType,): "a mapping",
 }

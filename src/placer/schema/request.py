@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
+from placer.mig_profiles import parse_profile_name
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
 from placer.schema.checks import check_policy
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
@@ -55,15 +56,31 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
             _toleration(t)
         except InvalidInputError as e:
             raise nest(e, f"tolerations[{j}]") from None
+    if d.mig is not None:
+        _mig_request(d)
     if d.gang is not None and d.gang not in gangs:
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
     fields = (
         d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib, d.node_selector,
-        d.tolerations, d.priority, d.gang, d.nics, d.resources,
+        d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig,
     )
     if d.replicas is None:
         return PodRequest(d.name, *fields)
     return [PodRequest(f"{d.name}-{r}", *fields) for r in range(d.replicas)]
+
+
+def _mig_request(d: PodDoc) -> None:
+    """A MIG request names a profile or a memory size, and asks for no whole GPUs."""
+    mig = d.mig
+    assert mig is not None
+    if (mig.profile is None) == (mig.memory_mib is None):
+        raise InvalidInputError("mig", "give exactly one of profile (a MIG profile name) and memoryMiB")
+    if mig.profile is not None and parse_profile_name(mig.profile) is None:
+        raise InvalidInputError(
+            "mig.profile", f"expected a MIG profile name like '3g.40gb' or '1g.10gb+me', got {mig.profile!r}"
+        )
+    if d.gpus:
+        raise InvalidInputError("gpus", f"a pod asks for MIG instances or for whole GPUs, not both (gpus: {d.gpus})")
 
 
 def _gang_spec(name: str, g: GangDoc) -> GangSpec:
@@ -196,6 +213,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     gang_size = dict.fromkeys(gangs, 0)
     if not any(
         d.replicas is not None or d.tolerations or d.gang is not None or d.nics or (d.gpu_milli < MILLI and d.gpus != 1)
+        or d.mig is not None
         for d in entries
     ):  # the common request: one pod per entry, nothing to cross-check
         pods = [

@@ -17,7 +17,8 @@ from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
 from placer.limits import MILLI
-from placer.model import EMPTY, ClusterSnapshot, Node, NodeType, RunningPod
+from placer.mig_profiles import MigTable, table_for, tables
+from placer.model import EMPTY, ClusterSnapshot, MigConfig, MigInstance, Node, NodeType, RunningPod
 from placer.schema.documents import NodeTypeDoc, SnapshotDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
 from placer.topology import Nic, nics_from_spec, topology_from_spec
@@ -64,7 +65,28 @@ def merge_hardware(base: NodeType, given: Mapping[str, Any]) -> NodeType:
         max_pods=given.get("maxPods", base.max_pods),
         gpu_topology=topology_from_spec(given["gpuTopology"] if "gpuTopology" in given else base.gpu_topology, gpus),
         nics=_nics(given["nics"] if "nics" in given else base.nics, gpus),
+        mig=_mig_config(given["mig"] if "mig" in given else base.mig, gpus, model),
     )
+
+
+def _mig_config(config: MigConfig | None, gpus: int, model: str | None) -> MigConfig | None:
+    """A node's MIG GPUs must exist and its GPU model must have a bundled MIG table."""
+    if config is None:
+        return None
+    if config.gpus != "all":
+        seen: set[int] = set()
+        for k, g in enumerate(config.gpus):
+            if not 0 <= g < gpus:
+                _out_of_range(g, gpus, f"mig.gpus[{k}]")
+            if g in seen:
+                raise InvalidInputError(f"mig.gpus[{k}]", f"GPU {g} listed twice")
+            seen.add(g)
+    if gpus and table_for(model) is None:
+        known = ", ".join(sorted(tables()))
+        raise InvalidInputError(
+            "mig", f"GPU model {model!r} has no MIG profile table; placer knows MIG on: {known}"
+        )
+    return config
 
 
 def _topology_levels(levels: list[str]) -> tuple[str, ...]:
@@ -154,6 +176,14 @@ class _Exact:
             if x in seen:
                 raise InvalidInputError(f"unhealthyGpus[{k}]", f"GPU {x} listed twice")
             seen.add(x)
+        if hw.mig is None:
+            if n.mig_instances:
+                raise InvalidInputError("migInstances", "the node has no GPU in MIG mode (no `mig`)")
+            if any(p.mig for p in n.pods):
+                j = next(j for j, p in enumerate(n.pods) if p.mig)
+                raise InvalidInputError(f"pods[{j}].mig", "the node has no GPU in MIG mode (no `mig`)")
+        else:
+            _mig_node(n, hw)
         if n.pods:
             self.pods(n, i, hw)
         force_setattr(n, "hardware", hw)
@@ -221,6 +251,8 @@ class _Exact:
                 raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is already shared by pod {share_by[x]!r}")
             if x in unhealthy:
                 raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is unhealthy and cannot be held")
+            if x in hw.mig_gpus:
+                raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is in MIG mode: pods hold its MIG instances (`mig`)")
             whole[x] = name
         for idx, m in p.gpu_shares.items():
             where = f"gpuShares.{idx}"
@@ -230,6 +262,8 @@ class _Exact:
                 raise InvalidInputError(where, f"GPU {idx} is held whole by pod {whole[idx]!r}")
             if idx in unhealthy:
                 raise InvalidInputError(where, f"GPU {idx} is unhealthy and cannot be held")
+            if idx in hw.mig_gpus:
+                raise InvalidInputError(where, f"GPU {idx} is in MIG mode: pods hold its MIG instances (`mig`)")
             total = share.get(idx, 0) + m
             if total > MILLI:
                 raise InvalidInputError(where, f"GPU {idx} would hold {total} milli, over {MILLI}")
@@ -294,6 +328,85 @@ class _Exact:
             self.node_name(n, i)
 
 
+def _mig_node(n: Node, hw: NodeType) -> None:
+    """A MIG node's instances: on its MIG GPUs, of its model's profiles, at valid starts,
+    never overlapping, one media (``+me``) instance per GPU at most; each instance its
+    running pods use held by one pod. An instance a pod uses that ``migInstances`` does not
+    list exists all the same (the pod runs on it)."""
+    table = table_for(hw.gpu_model)
+    if table is None:  # a node without GPUs in MIG mode
+        if n.mig_instances or any(p.mig for p in n.pods):
+            raise InvalidInputError("mig", "the node has no GPUs to put in MIG mode")
+        return
+    mig_gpus = set(hw.mig_gpus)
+    unhealthy = set(n.unhealthy_gpus)
+    busy: dict[int, int] = {}
+    media: dict[int, str] = {}
+    placed: dict[tuple[int, int], MigInstance] = {}
+
+    def add(m: MigInstance, where: str) -> None:
+        if m.gpu not in mig_gpus:
+            if not 0 <= m.gpu < hw.gpus:
+                _out_of_range(m.gpu, hw.gpus, f"{where}.gpu")
+            raise InvalidInputError(f"{where}.gpu", f"GPU {m.gpu} is not in MIG mode (see `mig.gpus`)")
+        if m.gpu in unhealthy:
+            raise InvalidInputError(f"{where}.gpu", f"GPU {m.gpu} is unhealthy")
+        profile = _profile(table, m.profile, f"{where}.profile")
+        mask = profile.mask_at(m.start)
+        if mask is None:
+            raise InvalidInputError(
+                f"{where}.start",
+                f"{profile.name} cannot start at slice {m.start} on {table.model}; valid starts: "
+                f"{', '.join(map(str, profile.starts))}",
+            )
+        if busy.get(m.gpu, 0) & mask:
+            other = next(o for (g, _), o in placed.items() if g == m.gpu and _mask(table, o) & mask)
+            raise InvalidInputError(
+                where, f"{profile.name} at slice {m.start} overlaps {other.profile} at slice {other.start} on GPU {m.gpu}"
+            )
+        if profile.media:
+            if m.gpu in media:
+                raise InvalidInputError(
+                    f"{where}.profile", f"GPU {m.gpu} already has a media instance ({media[m.gpu]}); one per GPU"
+                )
+            media[m.gpu] = profile.name
+        busy[m.gpu] = busy.get(m.gpu, 0) | mask
+        placed[(m.gpu, m.start)] = m
+
+    for k, m in enumerate(n.mig_instances):
+        add(m, f"migInstances[{k}]")
+    used: dict[tuple[int, int], str] = {}
+    for j, p in enumerate(n.pods):
+        for k, m in enumerate(p.mig):
+            where = f"pods[{j}].mig[{k}]"
+            key = (m.gpu, m.start)
+            listed = placed.get(key)
+            if listed is None:
+                add(m, where)
+            elif _profile(table, listed.profile, where) is not _profile(table, m.profile, f"{where}.profile"):
+                raise InvalidInputError(
+                    f"{where}.profile", f"GPU {m.gpu} slice {m.start} holds {listed.profile}, not {m.profile}"
+                )
+            holder = used.get(key)
+            if holder is not None:
+                raise InvalidInputError(where, f"the instance at GPU {m.gpu} slice {m.start} is used by pod {holder!r}")
+            used[key] = p.name
+
+
+def _profile(table: MigTable, name: str, where: str) -> Any:
+    found = table.profile(name)
+    if found is None:
+        raise InvalidInputError(
+            where, f"no MIG profile {name!r} on {table.model}; it has: {', '.join(table.names())}"
+        )
+    return found
+
+
+def _mask(table: MigTable, m: MigInstance) -> int:
+    found = table.profile(m.profile)
+    return 0 if found is None else found.mask_at(m.start) or 0
+
+
 def _out_of_range(v: int, ngpus: int, where: str) -> NoReturn:
     if ngpus == 0:
         raise InvalidInputError(where, f"GPU index {v} out of range: the node has no GPUs")
@@ -311,7 +424,7 @@ def _plain_pods(pods: tuple[RunningPod, ...], hw: NodeType) -> bool:
     taken: set[int] = set()
     cpu = mem = 0
     for p in pods:
-        if p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib:
+        if p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig:
             return False
         g = p.gpus
         if g:
@@ -337,6 +450,7 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
     plain = {
         name: (hw, hw.gpus, *(_UNLIMITED if c is None else c for c in (hw.cpu_milli, hw.memory_mib, hw.max_pods)))
         for name, hw in exact.types.items()
+        if hw.mig is None
     }
     plain_get = plain.get
     empty = (_EMPTY_HW, 0, _UNLIMITED, _UNLIMITED, _UNLIMITED)
@@ -354,8 +468,9 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
                 info is None
                 or n.hardware is not None
                 or not (n.gpus is n.gpu_model is n.gpu_memory_mib is n.cpu_milli is n.memory_mib is n.max_pods
-                        is n.gpu_topology is n.nics is None)
+                        is n.gpu_topology is n.nics is n.mig is None)
                 or n.unhealthy_gpus
+                or n.mig_instances
                 or (n.topology and not level_set.issuperset(n.topology))
             ):
                 exact.node(n, i)
@@ -364,7 +479,7 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
                 p = pods[0]
                 g = p.gpus
                 ok = (
-                    not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib)
+                    not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig)
                     and p.cpu_milli <= cpu_cap
                     and p.memory_mib <= mem_cap
                     and pod_cap >= 1

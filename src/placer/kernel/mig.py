@@ -1,0 +1,465 @@
+"""MIG state of a cluster: per MIG GPU a bitmask of busy memory slices, the instances that
+exist and who uses each, and the choice of GPU and start for a new instance.
+
+Every question about one GPU is a table lookup. For each GPU model, :class:`SliceTables`
+holds, for every busy mask ``b`` (256 of them on 8-slice GPUs), how many more copies of each
+profile still fit (``copies[p, b]``) and how many free slices no profile can use any more
+(``stranded[b]``). The MIG-aware choice scores an instance of ``p`` at a start of mask
+``m`` by the placeable capacity of the demand mix it destroys,
+``Σ_q w_q · (copies[q, b] − copies[q, b | m])``, as one lookup of a weighted value per
+mask; candidates over the whole cluster are compared in numpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from placer.mig_profiles import MigProfile, MigTable, table_for
+from placer.model import ClusterSnapshot, MigInstance, MigRequest, MigUse
+
+__all__ = ["SliceTables", "MigState", "MIG_CHOICES", "slice_tables"]
+
+MIG_CHOICES = ("first-fit", "best-fit", "aware")
+"""How an instance's GPU and start are chosen: the lowest node, GPU and start (what HAMi
+does); the GPU left with the fewest free slices; or the least placeable capacity of the
+demand mix destroyed (:class:`SliceTables`)."""
+
+_BIG = np.float64(1e18)
+
+
+def _max_copies(masks: Sequence[int], busy: int, limit: int) -> int:
+    """Most disjoint instances among ``masks`` that avoid ``busy`` (intervals: earliest end first)."""
+    count = 0
+    taken = busy
+    for mask in sorted(masks, key=lambda m: m.bit_length()):
+        if not mask & taken:
+            taken |= mask
+            count += 1
+            if count == limit:
+                break
+    return count
+
+
+class SliceTables:
+    """Lookup tables of one GPU model's MIG profiles over every busy-slice mask.
+
+    Attributes
+    ----------
+    copies : ndarray of int16, shape (profiles, 2**slices)
+        Copies of each profile that still fit beside busy mask ``b`` (media profiles: at
+        most one, and only while the GPU's media unit is free; see :meth:`capacity`).
+    free_slices, stranded : ndarray of int16, shape (2**slices,)
+        Free slices of ``b``, and those no non-media profile can cover any more.
+    """
+
+    def __init__(self, table: MigTable) -> None:
+        self.table = table
+        n = 1 << table.slices
+        profiles = table.profiles
+        self.copies = np.zeros((len(profiles), n), dtype=np.int16)
+        self.free_slices = np.zeros(n, dtype=np.int16)
+        self.stranded = np.zeros(n, dtype=np.int16)
+        full = table.full_mask
+        plain_masks = [m for p in profiles if not p.media for m in p.masks]
+        for b in range(n):
+            for p in profiles:
+                self.copies[p.index, b] = _max_copies(p.masks, b, 1 if p.media else p.max_count)
+            free = full & ~b
+            self.free_slices[b] = bin(free).count("1")
+            coverable = 0
+            for m in plain_masks:
+                if not m & b:
+                    coverable |= m
+            self.stranded[b] = bin(free & ~coverable).count("1")
+        self.starts = np.full((len(profiles), max(len(p.starts) for p in profiles)), -1, dtype=np.int16)
+        self.masks = np.zeros(self.starts.shape, dtype=np.int64)
+        for p in profiles:
+            self.starts[p.index, : len(p.starts)] = p.starts
+            self.masks[p.index, : len(p.masks)] = p.masks
+
+    def value(self, weights: np.ndarray) -> np.ndarray:
+        """Σ_p weights[p] · copies[p, b] for every busy mask ``b``."""
+        return weights.astype(np.float64) @ self.copies.astype(np.float64)
+
+    def capacity(self, profile: MigProfile, busy: np.ndarray, media_used: np.ndarray) -> np.ndarray:
+        """Copies of ``profile`` that can still be created on GPUs of these states."""
+        cap = self.copies[profile.index, busy].astype(np.int64)
+        if profile.media:
+            cap[media_used] = 0
+        return cap
+
+
+_TABLES: dict[str, SliceTables] = {}
+
+
+def slice_tables(table: MigTable) -> SliceTables:
+    """The (cached) lookup tables of a GPU model."""
+    found = _TABLES.get(table.model)
+    if found is None:
+        found = _TABLES[table.model] = SliceTables(table)
+    return found
+
+
+@dataclass
+class Instance:
+    """An instance that exists: where, which profile, and the pod using it (None: free)."""
+
+    row: int  # the GPU's row in MigState's arrays
+    gpu: int
+    profile: MigProfile
+    start: int
+    holder: str | None = None
+    created: bool = False  # created by placer (a dynamic GPU's instance goes when released)
+
+    @property
+    def mask(self) -> int:
+        return self.profile.masks[self.profile.starts.index(self.start)]
+
+
+class MigState:
+    """Every MIG GPU of a cluster as rows of flat arrays, and the instances on each.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot
+        A decoded snapshot (its MIG instances are valid: the schema checked them).
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        nodes = snapshot.nodes
+        self.n_nodes = len(nodes)
+        self.tables: list[SliceTables] = []
+        table_ids: dict[str, int] = {}
+        node_of: list[int] = []
+        gpu_of: list[int] = []
+        table_of: list[int] = []
+        dynamic: list[bool] = []
+        self.node_table = np.full(self.n_nodes, -1, dtype=np.int16)
+        self.rows: dict[tuple[int, int], int] = {}
+        for i, node in enumerate(nodes):
+            hw = node.hardware
+            if hw is None or hw.mig is None or not hw.gpus:
+                continue
+            table = table_for(hw.gpu_model)
+            if table is None:
+                continue
+            t = table_ids.get(table.model)
+            if t is None:
+                t = table_ids[table.model] = len(self.tables)
+                self.tables.append(slice_tables(table))
+            self.node_table[i] = t
+            unhealthy = set(node.unhealthy_gpus)
+            for g in hw.mig.indices(hw.gpus):
+                if g in unhealthy:
+                    continue
+                self.rows[(i, g)] = len(node_of)
+                node_of.append(i)
+                gpu_of.append(g)
+                table_of.append(t)
+                dynamic.append(hw.mig.mode == "dynamic")
+        self.node_of = np.array(node_of, dtype=np.int64)
+        self.gpu_of = np.array(gpu_of, dtype=np.int64)
+        self.table_of = np.array(table_of, dtype=np.int64)
+        self.dynamic = np.array(dynamic, dtype=bool)
+        n_rows = len(node_of)
+        self.busy = np.zeros(n_rows, dtype=np.int64)
+        self.media_used = np.zeros(n_rows, dtype=bool)
+        max_profiles = max((len(t.table.profiles) for t in self.tables), default=1)
+        self.free_of = np.zeros((n_rows, max_profiles), dtype=np.int16)  # free instances per profile
+        self.in_use = np.zeros(n_rows, dtype=np.int16)  # instances in use per GPU
+        self.instances: dict[int, list[Instance]] = {}  # node -> instances
+        self.used_by: dict[str, list[Instance]] = {}
+        for i, node in enumerate(nodes):
+            if self.node_table[i] < 0:
+                continue
+            for m in node.mig_instances:
+                self._add(i, m)
+            for pod in node.pods:
+                for m in pod.mig:
+                    inst = self._find(i, m.gpu, m.start) or self._add(i, m)
+                    self._use(inst, pod.name)
+
+    # ------------------------------------------------------------------ instances
+
+    @property
+    def n_rows(self) -> int:
+        """MIG GPUs of the cluster (healthy ones)."""
+        return len(self.node_of)
+
+    def table_of_node(self, node: int) -> MigTable | None:
+        """The MIG table of a node's GPU model (None: no MIG GPU)."""
+        t = int(self.node_table[node])
+        return None if t < 0 else self.tables[t].table
+
+    def _add(self, node: int, m: MigInstance | MigUse, created: bool = False) -> Instance:
+        row = self.rows[(node, m.gpu)]
+        table = self.tables[int(self.table_of[row])].table
+        profile = table.profile(m.profile)
+        assert profile is not None
+        inst = Instance(row, m.gpu, profile, m.start, created=created)
+        self.instances.setdefault(node, []).append(inst)
+        self.busy[row] |= inst.mask
+        if profile.media:
+            self.media_used[row] = True
+        self.free_of[row, profile.index] += 1
+        return inst
+
+    def _remove(self, node: int, inst: Instance) -> None:
+        self.instances[node].remove(inst)
+        self.busy[inst.row] &= ~inst.mask
+        if inst.profile.media:
+            self.media_used[inst.row] = False
+        self.free_of[inst.row, inst.profile.index] -= 1
+
+    def _find(self, node: int, gpu: int, start: int) -> Instance | None:
+        for inst in self.instances.get(node, ()):
+            if inst.gpu == gpu and inst.start == start:
+                return inst
+        return None
+
+    def _use(self, inst: Instance, holder: str) -> None:
+        inst.holder = holder
+        self.free_of[inst.row, inst.profile.index] -= 1
+        self.in_use[inst.row] += 1
+        self.used_by.setdefault(holder, []).append(inst)
+
+    def node_instances(self, node: int) -> list[Instance]:
+        """The instances on a node, free or in use."""
+        return list(self.instances.get(node, ()))
+
+    def holdings(self, holder: str) -> list[Instance]:
+        """The instances a pod uses."""
+        return list(self.used_by.get(holder, ()))
+
+    # ------------------------------------------------------------------ profiles
+
+    def profiles_for(self, request: MigRequest) -> list[MigProfile | None]:
+        """The profile a request means on each GPU model (by table id; None: none there)."""
+        out: list[MigProfile | None] = []
+        for t in self.tables:
+            if request.profile is not None:
+                out.append(t.table.profile(request.profile))
+            else:
+                assert request.memory_mib is not None
+                out.append(t.table.smallest_holding(request.memory_mib))
+        return out
+
+    def node_capacity(self, request: MigRequest) -> np.ndarray:
+        """Per node, how many instances of the request's profile it could give now:
+        free instances of it, plus, on dynamic GPUs, copies that can still be created."""
+        cap = np.zeros(self.n_nodes, dtype=np.int64)
+        for t, profile in enumerate(self.profiles_for(request)):
+            if profile is None:
+                continue
+            rows = np.flatnonzero(self.table_of == t)
+            if not len(rows):
+                continue
+            per_row = self.free_of[rows, profile.index].astype(np.int64)
+            dyn = self.dynamic[rows]
+            created = self.tables[t].capacity(profile, self.busy[rows], self.media_used[rows])
+            per_row += np.where(dyn, created, 0)
+            cap += np.bincount(self.node_of[rows], weights=per_row, minlength=self.n_nodes).astype(np.int64)
+        return cap
+
+    # ------------------------------------------------------------------ choosing
+
+    def choose(
+        self,
+        request: MigRequest,
+        allowed: np.ndarray,
+        how: str,
+        values: Mapping[int, np.ndarray] | None = None,
+    ) -> tuple[int, list[MigUse]] | None:
+        """Where ``request.count`` instances go: one node (allowed by the bool mask), and
+        on it each instance's GPU, start and whether it is created. Nothing changes.
+
+        Free instances of the profile come first; on dynamic GPUs an instance may be created
+        at a valid start whose slices are free. ``how`` is one of :data:`MIG_CHOICES`;
+        ``values`` (``aware``) holds per GPU-model table the weighted capacity of every busy
+        mask (:meth:`SliceTables.value`).
+        """
+        count = request.count
+        cap = self.node_capacity(request)
+        ok = allowed & (cap >= count)
+        if not ok.any():
+            return None
+        profiles = self.profiles_for(request)
+        first = self._best(profiles, ok, how, values)
+        assert first is not None
+        node = first[0]
+        uses = [first[1]]
+        if count > 1:
+            only = np.zeros(self.n_nodes, dtype=bool)
+            only[node] = True
+            done = [self._apply(node, first[1], "")]
+            try:
+                for _ in range(count - 1):
+                    nxt = self._best(profiles, only, how, values)
+                    assert nxt is not None
+                    uses.append(nxt[1])
+                    done.append(self._apply(node, nxt[1], ""))
+            finally:
+                for inst, use in zip(reversed(done), reversed(uses)):
+                    self._unapply(node, inst, drop=use.create)
+        return node, uses
+
+    def _best(
+        self, profiles: list[MigProfile | None], allowed: np.ndarray, how: str, values: Mapping[int, np.ndarray] | None
+    ) -> tuple[int, MigUse] | None:
+        """The best single instance over the allowed nodes, as (node, use)."""
+        cand_rows: list[np.ndarray] = []
+        cand_starts: list[np.ndarray] = []
+        cand_create: list[np.ndarray] = []
+        cand_profile: list[np.ndarray] = []
+        columns: list[list[np.ndarray]] = []
+        for t, profile in enumerate(profiles):
+            if profile is None:
+                continue
+            st = self.tables[t]
+            rows = np.flatnonzero((self.table_of == t) & allowed[self.node_of])
+            if not len(rows):
+                continue
+            busy = self.busy[rows]
+            free_slices = st.free_slices[busy].astype(np.int64)
+            # free instances of the profile (one candidate per GPU that has one)
+            has_free = self.free_of[rows, profile.index] > 0
+            if has_free.any():
+                r = rows[has_free]
+                n = len(r)
+                cand_rows.append(r)
+                cand_starts.append(np.full(n, -1, dtype=np.int64))
+                cand_create.append(np.zeros(n, dtype=bool))
+                cand_profile.append(np.full(n, profile.index, dtype=np.int64))
+                columns.append(
+                    [np.zeros(n), np.zeros(n), np.zeros(n), -self.in_use[r].astype(np.float64),
+                     free_slices[has_free].astype(np.float64)]
+                )
+            dyn = self.dynamic[rows]
+            if profile.media:
+                dyn = dyn & ~self.media_used[rows]
+            if not dyn.any():
+                continue
+            r = rows[dyn]
+            b = busy[dyn]
+            value = None if values is None else values.get(t)
+            for k, start in enumerate(profile.starts):
+                mask = profile.masks[k]
+                fits = (b & mask) == 0
+                if not fits.any():
+                    continue
+                rr, bb = r[fits], b[fits]
+                after = bb | mask
+                n = len(rr)
+                loss = (value[bb] - value[after]) if value is not None else np.zeros(n)
+                cand_rows.append(rr)
+                cand_starts.append(np.full(n, start, dtype=np.int64))
+                cand_create.append(np.ones(n, dtype=bool))
+                cand_profile.append(np.full(n, profile.index, dtype=np.int64))
+                columns.append(
+                    [np.ones(n), loss, st.stranded[after].astype(np.float64), np.zeros(n),
+                     st.free_slices[after].astype(np.float64)]
+                )
+        if not cand_rows:
+            return None
+        rows_all = np.concatenate(cand_rows)
+        starts = np.concatenate(cand_starts)
+        create = np.concatenate(cand_create)
+        category, loss, stranded, packed, free_after = (np.concatenate(c) for c in zip(*columns))
+        node = self.node_of[rows_all]
+        gpu = self.gpu_of[rows_all]
+        if how == "first-fit":
+            order = (starts, gpu, category, node)
+        elif how == "best-fit":
+            order = (starts, gpu, node, free_after, category)
+        else:
+            order = (starts, gpu, node, free_after, packed, stranded, loss, category)
+        pick = int(np.lexsort(order)[0])
+        row = int(rows_all[pick])
+        t = int(self.table_of[row])
+        profile = self.tables[t].table.profiles[int(np.concatenate(cand_profile)[pick])]
+        if create[pick]:
+            start = int(starts[pick])
+        else:
+            start = min(i.start for i in self.instances[int(node[pick])]
+                        if i.row == row and i.holder is None and i.profile is profile)
+        return int(node[pick]), MigUse(gpu=int(gpu[pick]), profile=profile.name, start=start, create=bool(create[pick]))
+
+    # ------------------------------------------------------------------ changes
+
+    def _apply(self, node: int, use: MigUse, holder: str) -> Instance:
+        if use.create:
+            inst = self._add(node, use, created=True)
+        else:
+            found = self._find(node, use.gpu, use.start)
+            assert found is not None and found.holder is None
+            inst = found
+        self._use(inst, holder)
+        return inst
+
+    def _unapply(self, node: int, inst: Instance, drop: bool) -> None:
+        holder = inst.holder
+        assert holder is not None
+        self.used_by[holder].remove(inst)
+        if not self.used_by[holder]:
+            del self.used_by[holder]
+        inst.holder = None
+        self.free_of[inst.row, inst.profile.index] += 1
+        self.in_use[inst.row] -= 1
+        if drop:
+            self._remove(node, inst)
+
+    def misfit(self, node: int, uses: Sequence[MigUse], request: MigRequest | None) -> str:
+        """Why ``uses`` cannot be taken on ``node`` now ("" when they can)."""
+        if request is None:
+            return "the pod asks for no MIG instance" if uses else ""
+        if len(uses) != request.count:
+            return f"needs {request.count} MIG instance(s), got {len(uses)}"
+        table = self.table_of_node(node)
+        if table is None:
+            return "the node has no GPU in MIG mode"
+        wanted = self.profiles_for(request)[int(self.node_table[node])]
+        if wanted is None:
+            return f"its GPU model has no MIG profile for {request.to_dict()}"
+        busy: dict[int, int] = {}
+        media: set[int] = set()
+        for use in uses:
+            row = self.rows.get((node, use.gpu))
+            if row is None:
+                return f"GPU {use.gpu} is not a healthy MIG GPU of the node"
+            profile = table.profile(use.profile)
+            if profile is not wanted:
+                return f"{use.profile} is not the profile asked for ({wanted.name})"
+            mask = profile.mask_at(use.start)
+            if mask is None:
+                return f"{profile.name} cannot start at slice {use.start}"
+            if use.create:
+                if not self.dynamic[row]:
+                    return f"GPU {use.gpu} is static: no instance may be created"
+                if (int(self.busy[row]) | busy.get(row, 0)) & mask:
+                    return f"GPU {use.gpu} slices of {profile.name} at {use.start} are not free"
+                if profile.media and (self.media_used[row] or row in media):
+                    return f"GPU {use.gpu} already has a media instance"
+                busy[row] = busy.get(row, 0) | mask
+                if profile.media:
+                    media.add(row)
+            else:
+                inst = self._find(node, use.gpu, use.start)
+                if inst is None or inst.profile is not profile:
+                    return f"no {profile.name} instance at GPU {use.gpu} slice {use.start}"
+                if inst.holder is not None:
+                    return f"the {profile.name} instance at GPU {use.gpu} slice {use.start} is used by {inst.holder}"
+        if len({(u.gpu, u.start) for u in uses}) != len(uses):
+            return "an instance is listed twice"
+        return ""
+
+    def take(self, node: int, uses: Iterable[MigUse], holder: str) -> None:
+        """Create (where asked) and use these instances for ``holder``; no checks."""
+        for use in uses:
+            self._apply(node, use, holder)
+
+    def give_back(self, holder: str) -> None:
+        """Free every instance ``holder`` uses; an instance placer created goes away."""
+        for inst in reversed(self.holdings(holder)):
+            self._unapply(int(self.node_of[inst.row]), inst, drop=inst.created)
