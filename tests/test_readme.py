@@ -43,3 +43,14 @@ def test_readme_replay_example_follows_the_study_protocol():
     assert curve.arrived_pods > curve.original_pods  # inflated beyond the trace, as the study does
     unallocated, fragment = (float(x) for x in out.getvalue().split())
     assert (unallocated, fragment) == (curve.at(100), curve.frag_at(100)) and 0 < unallocated < 10
+
+
+def test_readme_mig_example_prints_its_comments():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if '"mig"' in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), {})
+    commented = [line[2:].split("  ")[0] for line in block.splitlines() if line.startswith("# ")]
+    assert out.getvalue().splitlines() == commented
