@@ -326,11 +326,18 @@ def mig_cases(draw):
 
 
 def brute_can_place(nodes, profile: str, count: int) -> bool:
-    """Whether some node can give ``count`` instances now, by trying every layout (the
-    profile a name means on a model is placer's naming rule, tested above)."""
+    """Whether some node can give ``count`` instances now."""
+    return max(brute_room(nodes, profile), default=0) >= count
+
+
+def brute_room(nodes, profile: str) -> list[int]:
+    """Per node, the most instances of ``profile`` it can give now, by trying every layout
+    (the profile a name means on a model is placer's naming rule, tested above)."""
+    rooms = []
     for n, model, mode in nodes:
         named = table_for(model).profile(profile)
         if named is None:
+            rooms.append(0)
             continue
         prof = raw_profile(model, named.name)
         profile = named.name
@@ -358,9 +365,8 @@ def brute_can_place(nodes, profile: str, count: int) -> bool:
         total = sum(free)
         if mode == "dynamic":
             total += sum(most(g, busy[g], media[g], prof["maxCount"]) for g in range(gpus))
-        if total >= count:
-            return True
-    return False
+        rooms.append(total)
+    return rooms
 
 
 @given(mig_cases())
@@ -392,3 +398,77 @@ def test_placements_are_valid_and_never_miss_a_fit(case):
             in_use = {(m["gpu"], m["profile"], m["start"]) for p in orig["pods"] for m in p["mig"]}
             now = {(m.gpu, m.profile, m.start) for m in n.mig_instances}
             assert in_use <= now
+
+
+# ----------------------------------------------------------------------------- gangs of MIG pods
+
+
+def rack_cluster(racks: int = 2, per_rack: int = 2, gpus: int = 2) -> dict:
+    nodes = [
+        {**node(f"r{r}n{k}", "H100-80GB", gpus=gpus), "topology": {"rack": f"r{r}"}}
+        for r in range(racks) for k in range(per_rack)
+    ]
+    return {**snapshot(*nodes), "topologyLevels": ["rack"]}
+
+
+def gang_request(replicas: int, policy: str, profile: str = "1g.10gb", **gang) -> dict:
+    return {
+        **request({"name": "inf", "replicas": replicas, "gang": "g", "cpuMilli": 1000, "mig": {"profile": profile}},
+                  {"name": "launcher", "gang": "g", "cpuMilli": 1000}, policy=policy),
+        "gangs": {"g": {"topology": {"mode": "required", "level": "rack"}, **gang}},
+    }
+
+
+def gpus_used(result) -> set:
+    return {(a.node, u.gpu) for a in result.assignments for u in a.mig}
+
+
+def test_mig_gang_stays_in_one_rack_spread_one_per_gpu_or_packed():
+    snap = rack_cluster()
+    spread = place_checked(snap, gang_request(4, "spread"))
+    assert len(spread.assignments) == 5 and spread.gangs[0].placed
+    assert len(spread.gangs[0].domains["rack"]) == 1
+    assert len(gpus_used(spread)) == 4  # one replica per GPU: the rack has 4
+    packed = place_checked(snap, gang_request(4, "best-fit"))
+    assert len(gpus_used(packed)) == 1  # four 1g.10gb share one H100
+
+
+def test_mig_gang_too_large_for_any_rack_is_infeasible_and_binds_nothing():
+    cluster = placer.Cluster(rack_cluster())
+    result = cluster.schedule(gang_request(4 * 7 + 1, "fgd"))  # a rack holds 28 1g.10gb
+    assert not result.assignments and result.gangs[0].status == "infeasible"
+    assert "no rack domain has room for the 29 MIG instance(s)" in result.unschedulable[0].reason
+    assert not any(n.pods for n in cluster.to_snapshot().nodes)
+
+
+def test_mig_gang_is_all_or_nothing_when_a_pod_fails_late():
+    snap = rack_cluster(racks=1, per_rack=1, gpus=1)
+    req = gang_request(2, "fgd", profile="3g.40gb")
+    req["pods"][1]["cpuMilli"] = 10**6  # the launcher fits nowhere
+    cluster = placer.Cluster(snap)
+    result = cluster.schedule(req)
+    assert not result.assignments and not result.gangs[0].placed
+    assert "launcher failed" in result.unschedulable[0].reason
+    assert not any(n.pods or n.mig_instances for n in cluster.to_snapshot().nodes)
+
+
+def test_mig_gang_slices_keep_each_pair_on_one_node():
+    snap = rack_cluster(racks=1, per_rack=3, gpus=1)
+    req = gang_request(6, "spread", profile="2g.20gb", slices=[{"level": "node", "size": 2}])
+    result = place_checked(snap, req)
+    nodes = [a.node for a in result.assignments if a.pod.startswith("inf")]
+    assert len(nodes) == 6 and all(nodes[k] == nodes[k + 1] for k in range(0, 6, 2))
+
+
+@given(st.integers(1, 12), st.sampled_from(["1g.10gb", "2g.20gb", "3g.40gb"]), st.sampled_from(POLICIES + ("spread",)))
+def test_mig_gangs_are_valid_whole_and_inside_their_rack(replicas, profile, policy):
+    snap = rack_cluster(racks=2, per_rack=2, gpus=1)
+    snap["nodes"][0]["pods"] = [{"name": "busy", "mig": [{"gpu": 0, "profile": "4g.40gb", "start": 0}]}]
+    req = gang_request(replicas, policy, profile)
+    result = place_checked(snap, req)  # the checker verifies the rack, overlaps and starts
+    per_rack_room = []
+    for r in range(2):
+        state = [({"migInstances": [], **n}, "H100-80GB", "dynamic") for n in snap["nodes"]
+                 if n["topology"]["rack"] == f"r{r}"]
+        per_rack_room.append(sum(brute_room(state, profile)))
+    assert result.gangs[0].placed == (max(per_rack_room) >= replicas)

@@ -682,6 +682,10 @@ def place_gang_step(
     (greedy, model building and search), and is cut to ``budget_left_s``, what is left of
     the request's time budget; with nothing left, CP-SAT does not run.
     """
+    if any(pod.mig is not None for pod in pods):
+        from placer.mig_gangs import place_mig_gang
+
+        return place_mig_gang(session, domains, pods, spec, policy, rng)
     started = time.perf_counter()
     solver = spec.solver or solver
     limit = spec.time_limit_s or time_limit_s

@@ -57,7 +57,8 @@ class Policy:
     mig_choice : str
         How the policy picks the GPU and start of a MIG instance
         (:data:`placer.kernel.mig.MIG_CHOICES`): ``first-fit``, ``best-fit`` (fewest free
-        slices left) or ``aware`` (least placeable capacity of the MIG demand destroyed).
+        slices left), ``spread`` (most free slices left) or ``aware`` (least placeable
+        capacity of the MIG demand destroyed).
     """
 
     name: str
@@ -87,7 +88,12 @@ _POLICIES = (
         mig_choice="best-fit",
     ),
     Policy(name="first-fit", code=0, summary="the lowest-indexed node that fits", mig_choice="first-fit"),
-    Policy(name="spread", code=2, summary="most CPU and GPU left on the node (best-fit's cost, greatest wins)"),
+    Policy(
+        name="spread",
+        code=2,
+        summary="most CPU and GPU left on the node (best-fit's cost, greatest wins)",
+        mig_choice="spread",
+    ),
     Policy(
         name="random",
         code=3,

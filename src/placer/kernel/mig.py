@@ -21,10 +21,10 @@ from placer.model import ClusterSnapshot, MigInstance, MigRequest, MigUse
 
 __all__ = ["SliceTables", "MigState", "MIG_CHOICES", "slice_tables"]
 
-MIG_CHOICES = ("first-fit", "best-fit", "aware")
+MIG_CHOICES = ("first-fit", "best-fit", "spread", "aware")
 """How an instance's GPU and start are chosen: the lowest node, GPU and start (what HAMi
-does); the GPU left with the fewest free slices; or the least placeable capacity of the
-demand mix destroyed (:class:`SliceTables`)."""
+does); the GPU left with the fewest free slices; the GPU left with the most (replicas one
+per GPU); or the least placeable capacity of the demand mix destroyed (:class:`SliceTables`)."""
 
 _BIG = np.float64(1e18)
 
@@ -373,6 +373,8 @@ class MigState:
             order = (starts, gpu, category, node)
         elif how == "best-fit":
             order = (starts, gpu, node, free_after, category)
+        elif how == "spread":
+            order = (starts, gpu, node, -free_after, category)
         else:
             order = (starts, gpu, node, free_after, packed, stranded, loss, category)
         pick = int(np.lexsort(order)[0])

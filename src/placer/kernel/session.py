@@ -545,12 +545,17 @@ class KernelSession:
             w /= w.sum()
         self._mig_values = {t: self.mig.tables[t].value(w) for t, w in enumerate(weights)}
 
-    def mig_allowed(self, pod: PodRequest) -> tuple[np.ndarray, dict[str, int]]:
+    def mig_allowed(self, pod: PodRequest, only: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, int]]:
         """Nodes a MIG pod may use before its MIG fit (static filters, CPU, memory, pod
-        slots, GPU models), and per reason the nodes turned away."""
+        slots, GPU models), and per reason the nodes turned away; ``only``: among these
+        nodes (a bool mask)."""
         ec = self._packed.eligibility(pod)
         allowed = pack.bitset_nodes(ec.bits, self.n_nodes)
-        counts = dict(ec.static_reasons)
+        if only is None:
+            counts = dict(ec.static_reasons)
+        else:
+            counts = ec.reasons_among(only)
+            allowed &= only
         a = self._packed.arrays
 
         def reject(mask: np.ndarray, reason: str) -> None:
@@ -567,12 +572,15 @@ class KernelSession:
         reject(a["pods_free"] < 1, reasons.RESOURCE_REASONS[2])
         return allowed, counts
 
-    def place_mig(self, pod: PodRequest, policy: Policy) -> tuple[int, list[MigUse]] | dict[str, int]:
+    def place_mig(
+        self, pod: PodRequest, policy: Policy, only: np.ndarray | None = None
+    ) -> tuple[int, list[MigUse]] | dict[str, int]:
         """Place one MIG pod with ``policy``'s MIG choice and bind it: (node, instances),
-        or, when no node can take it, the nodes per reason (nothing bound)."""
+        or, when no node can take it, the nodes per reason (nothing bound). ``only``: a
+        bool mask of the nodes it may use (the reasons count only these)."""
         request = pod.mig
         assert request is not None
-        allowed, counts = self.mig_allowed(pod)
+        allowed, counts = self.mig_allowed(pod, only)
         if self._mig_values is None and policy.mig_choice == "aware":
             self.set_mig_demand([pod])
         found = self.mig.choose(request, allowed, policy.mig_choice, self._mig_values)
