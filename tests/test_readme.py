@@ -54,3 +54,15 @@ def test_readme_mig_example_prints_its_comments():
         exec(compile(block, str(README), "exec"), {})
     commented = [line[2:].split("  ")[0] for line in block.splitlines() if line.startswith("# ")]
     assert out.getvalue().splitlines() == commented
+def test_readme_sharing_example_prints_its_comments():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if "gpuSharing" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), {})
+    printed = out.getvalue().splitlines()
+    assert printed[0] == "(6, 7) {6: 2, 7: 1} True"
+    assert printed[1] == (
+        "0/1 nodes are available: 1 node(s) share their GPUs (time-slicing or MPS): they offer gpuSlots only."
+    )

@@ -13,13 +13,14 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from placer import gangs, order, policies, schema
+from placer import gangs, order, policies, schema, sharing
 from placer.domains import Domains
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.gangs import Outcome
 from placer.kernel import KernelSession, NodeFree, Run, fgd_rank
 from placer.kernel.pack import mask_to_indices
+from placer.kernel.session import slot_counts
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -59,7 +60,7 @@ class _Step:
 
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
-    if not gang_specs and not any(pod.resources or pod.mig for pod in pods):
+    if not gang_specs and not any(pod.resources or pod.mig or pod.gpu_slots for pod in pods):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:
@@ -69,8 +70,10 @@ def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> li
     current = _Step([])
     seen: set[str] = set()
     for pod in pods:
-        if pod.gang is None and (pod.resources or pod.mig):
-            # its filter depends on what the pods before it took: a step of its own
+        if pod.gang is None and (pod.resources or pod.mig or pod.gpu_slots):
+            # its filter depends on what the pods before it took (resources), or it is
+            # placed by MIG instances (placer.kernel.mig) or GPU slots (placer.sharing):
+            # a step of its own
             if current.pods:
                 steps.append(current)
             steps.append(_Step([pod], [1]))
@@ -91,6 +94,14 @@ def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> li
     if current.pods:
         steps.append(current)
     return steps
+
+
+def _slot_list(a: Assignment) -> tuple[int, ...]:
+    """The GPU of each slot of an assignment of ``gpuSlots`` (one per GPU listed when it
+    gives no ``gpuSlots``)."""
+    if not a.gpu_slots:
+        return tuple(a.gpus)
+    return tuple(gpu for gpu, count in sorted(a.gpu_slots.items()) for _ in range(count))
 
 
 class Cluster:
@@ -250,10 +261,32 @@ class Cluster:
                 else:
                     placed.append((pod, found[0], 0))
                     assignments.append(self._assignment(pod, found[0], 0, 0))
+            elif step.pods[0].gpu_slots:
+                self._place_slots(step.pods[0], policy, rng, placed, assignments, unschedulable)
             else:
                 run = session.place(step.pods, policy, rng, step.group_end or None, learn=learn)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
         return placed, assignments, unschedulable, gang_results
+
+    def _place_slots(
+        self,
+        pod: PodRequest,
+        policy: Policy,
+        rng: np.ndarray,
+        placed: list[tuple[PodRequest, int, int]],
+        assignments: list[Assignment],
+        unschedulable: list[Unschedulable],
+    ) -> None:
+        """Place one pod of ``gpuSlots`` (:func:`placer.sharing.place_slot_pod`)."""
+        got = sharing.place_slot_pod(self._session, pod, policy, rng)
+        if isinstance(got, str):
+            unschedulable.append(Unschedulable(pod.name, got))
+            return
+        mask = 0
+        for gpu in got.gpus:
+            mask |= 1 << gpu
+        placed.append((pod, got.node, mask))
+        assignments.append(self._assignment(pod, got.node, mask, 0))
 
     def _remember(self, placed: Sequence[tuple[PodRequest, int, int]], assignments: Sequence[Assignment]) -> None:
         """Keep each decision with the pod as it was decided, for :meth:`bind`."""
@@ -315,6 +348,9 @@ class Cluster:
                 unschedulable.append(Unschedulable(pod.name, reason))
 
     def _assignment(self, pod: PodRequest, node: int, mask: int, nic_mask: int) -> Assignment:
+        if pod.gpu_slots:
+            counts = slot_counts(self._session.slot_list(pod.name))
+            return Assignment(pod.name, self._session.node_names[node], tuple(counts), None, pod.gang, (), counts)
         return Assignment(
             pod.name,
             self._session.node_names[node],
@@ -379,7 +415,7 @@ class Cluster:
             if node is None:
                 raise InvalidInputError(a.pod, f"unknown node {a.node!r}")
             seen.add(a.pod)
-            work.append((pod, node, a.gpus, a.mig))
+            work.append((pod, node, _slot_list(a) if pod.gpu_slots else a.gpus, a.mig))
         problem = self._session.bind_all(work)
         if problem is not None:
             raise InvalidInputError(*problem)

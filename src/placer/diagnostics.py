@@ -155,11 +155,13 @@ class _Checker:
                         f"{at}: nodeSelector {k}={v} does not match the node's label "
                         f"{k}={node.labels.get(k)!r}"
                     )
-            if pod.gpus >= 1 and pod.gpu_models and hw.gpu_model not in pod.gpu_models:
+            if pod.uses_gpus and pod.gpu_models and hw.gpu_model not in pod.gpu_models:
                 self.out.append(
                     f"{at}: GPU model {hw.gpu_model!r} is not one of {list(pod.gpu_models)}"
                 )
-            if len(a.gpus) != pod.gpus:
+            if pod.gpu_slots or a.gpu_slots or (pod.gpus and hw.gpu_sharing is not None):
+                self._check_slot_assignment(at, pod, a, node)
+            if not pod.gpu_slots and len(a.gpus) != pod.gpus:
                 self.out.append(f"{at}: got {len(a.gpus)} GPU(s) {list(a.gpus)}, the pod asks for {pod.gpus}")
             if len(set(a.gpus)) != len(a.gpus):
                 self.out.append(f"{at}: GPU indices repeat: {list(a.gpus)}")
@@ -197,6 +199,75 @@ class _Checker:
             on_node[a.node].append((pod, a))
         return on_node
 
+    def _check_slot_assignment(self, at: str, pod: PodRequest, a: Assignment, node: Node) -> None:
+        """A pod of ``gpuSlots`` on a node that shares its GPUs, and nothing else there."""
+        sharing = node.hardware.gpu_sharing
+        if not pod.gpu_slots:
+            if a.gpu_slots:
+                self.out.append(f"{at}: gpuSlots {dict(a.gpu_slots)} on a pod that asks for no GPU slots")
+            if pod.gpus and sharing is not None:
+                self.out.append(
+                    f"{at}: the node shares its GPUs ({sharing.strategy}); a pod of whole GPUs or a GPU "
+                    "share cannot go there"
+                )
+            return
+        if sharing is None:
+            self.out.append(f"{at}: the node does not share its GPUs (no gpuSharing); the pod asks for GPU slots")
+            return
+        given = sum(a.gpu_slots.values()) if a.gpu_slots else len(a.gpus)
+        if given != pod.gpu_slots:
+            self.out.append(f"{at}: got {given} slot(s), the pod asks for {pod.gpu_slots}")
+        if a.gpu_slots and sorted(a.gpu_slots) != sorted(a.gpus):
+            self.out.append(f"{at}: gpus {list(a.gpus)} are not the GPUs of gpuSlots {sorted(a.gpu_slots)}")
+        if sharing.strategy == "mps":
+            if given > 1:
+                self.out.append(f"{at}: {given} slots on an MPS-shared node, which gives one slot per pod")
+            cap = node.hardware.gpu_memory_mib
+            if cap is not None and pod.gpu_memory_mib > cap // sharing.replicas:
+                self.out.append(
+                    f"{at}: needs {pod.gpu_memory_mib} MiB of GPU memory, an MPS slot holds "
+                    f"{cap // sharing.replicas} MiB"
+                )
+
+    def _check_slots(self, node: Node, items: list[tuple[PodRequest, Assignment]]) -> None:
+        """Per GPU of a sharing node: slots held at most ``replicas``; under time-slicing,
+        the GPU memory of every pod on it at most the GPU's."""
+        sharing = node.hardware.gpu_sharing
+        new = [(pod, a) for pod, a in items if pod.gpu_slots]
+        if sharing is None or not new:
+            return
+        slots: dict[int, int] = defaultdict(int)
+        memory: dict[int, int] = defaultdict(int)
+        holders: dict[int, list[str]] = defaultdict(list)
+        for rp in node.pods:
+            for g, count in rp.gpu_slots.items():
+                slots[g] += count
+                holders[g].append(rp.name)
+            for g, mib in rp.gpu_memory_mib.items():
+                memory[g] += mib
+        new_on: set[int] = set()
+        for pod, a in new:
+            held = dict(a.gpu_slots) if a.gpu_slots else {g: 1 for g in a.gpus}
+            for g, count in held.items():
+                if not 0 <= g < node.hardware.gpus:
+                    continue  # reported with the assignment
+                slots[g] += count
+                memory[g] += pod.gpu_memory_mib
+                holders[g].append(a.pod)
+                new_on.add(g)
+        cap = node.hardware.gpu_memory_mib
+        for g in sorted(new_on):
+            if slots[g] > sharing.replicas:
+                self.out.append(
+                    f"node {node.name} GPU {g}: {slots[g]} slots held > replicas {sharing.replicas} "
+                    f"({', '.join(holders[g])})"
+                )
+            if sharing.strategy == "time-slicing" and cap is not None and memory[g] > cap:
+                self.out.append(
+                    f"node {node.name} GPU {g}: GPU memory {memory[g]} MiB > {cap} MiB shared by time-slicing "
+                    f"with pod(s) {', '.join(holders[g])}"
+                )
+
     # -- sums per node --------------------------------------------------------------
 
     def _check_node(self, node: Node, items: list[tuple[PodRequest, Assignment]]) -> None:
@@ -229,7 +300,7 @@ class _Checker:
                 )
 
         self._check_mig(node, items)
-
+        self._check_slots(node, items)
         # Per GPU: who holds it whole, who holds a share (milli, memory), new or running.
         whole: dict[int, list[str]] = defaultdict(list)
         shares: dict[int, list[tuple[str, int]]] = defaultdict(list)
@@ -243,6 +314,8 @@ class _Checker:
             for g, m in rp.gpu_memory_mib.items():
                 gpu_mem[int(g)] += m
         for pod, a in items:
+            if pod.gpu_slots:
+                continue  # slots: _check_slots
             for g in set(a.gpus):
                 if not (0 <= g < hw.gpus):
                     continue

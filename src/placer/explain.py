@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from placer import gangs
+from placer import gangs, sharing
 from placer.cluster import Cluster
 from placer.reasons import kube_reason
 from placer.model import ClusterSnapshot, GangSpec, PlacementRequest, PlacementResult, PodRequest, load_request
@@ -110,25 +110,32 @@ class Pending:
 
 @dataclass(frozen=True)
 class Explanation:
-    """The placement of a request and an explanation per pending pod or gang."""
+    """The placement of a request and an explanation per pending pod or gang.
+
+    ``stacked`` says, per placed pod of ``gpuSlots`` whose slots share a GPU, how they
+    landed: the device plugin does not promise distinct GPUs, and placer found too few.
+    """
 
     result: PlacementResult
     pending: tuple[Pending, ...] = field(default_factory=tuple)
+    stacked: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "placed": len(self.result.assignments),
             "unschedulable": len(self.result.unschedulable),
             "pending": [p.to_dict() for p in self.pending],
+            "stackedSlots": list(self.stacked),
         }
 
     def to_text(self) -> str:
         head = (
             f"{len(self.result.assignments)} pod(s) placed, {len(self.result.unschedulable)} not placed"
         )
+        notes = "".join(f"\n  note: {line}" for line in self.stacked)
         if not self.pending:
-            return head + "\n"
-        return head + "\n\n" + "\n\n".join(p.to_text() for p in self.pending) + "\n"
+            return head + notes + "\n"
+        return head + notes + "\n\n" + "\n\n".join(p.to_text() for p in self.pending) + "\n"
 
 
 def explain(
@@ -156,14 +163,84 @@ def explain(
     for pod in request.pods:
         if pod.name not in reasons:
             continue
-        if pod.gang is None:
+        if pod.gpu_slots:
+            out.append(_explain_slots(cluster, pod, reasons[pod.name]))
+        elif pod.gang is None:
             out.append(_explain_group(cluster, pod.name, "pod", [pod], None, reasons[pod.name]))
         elif pod.gang not in seen_gangs:
             seen_gangs.add(pod.gang)
             members = [p for p in request.pods if p.gang == pod.gang]
             spec = request.gangs.get(pod.gang) or GangSpec(pod.gang)
             out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name]))
-    return Explanation(result, tuple(out))
+    stacked = tuple(_stacked_text(cluster, a) for a in result.assignments if a.stacked_slots)
+    return Explanation(result, tuple(out), stacked)
+
+
+def _stacked_text(cluster: Cluster, a: Any) -> str:
+    """How a placed pod's slots share GPUs."""
+    total = sum(a.gpu_slots.values())
+    hw = cluster.snapshot.nodes[cluster.session.node_index[a.node]].hardware
+    held = ", ".join(f"GPU {g}: {c}" for g, c in a.gpu_slots.items() if c > 1)
+    return (
+        f"pod {a.pod}: its {total} slot(s) share {len(a.gpus)} GPU(s) of node {a.node} ({held}); no node had "
+        f"{total} GPUs with a free slot ({hw.gpus} GPU(s) × {hw.gpu_sharing.replicas} slots there)"
+    )
+
+
+def _explain_slots(cluster: Cluster, pod: PodRequest, reason: str) -> Pending:
+    """Why a pod of ``gpuSlots`` is pending: slots and physical GPUs counted apart."""
+    session = cluster.session
+    free = session.free
+    _, node_reasons = sharing.slot_candidates(session, pod)
+    eligible, _ = session.eligibility(pod)
+    sharing_nodes = [i for i, n in enumerate(cluster.snapshot.nodes) if n.hardware.gpu_sharing is not None]
+    k = pod.gpu_slots
+
+    def holds_empty(i: int) -> bool:
+        hw = cluster.snapshot.nodes[i].hardware
+        sh = hw.gpu_sharing
+        if sh.strategy == "mps" and k > 1:
+            return False
+        cap = hw.gpu_memory_mib
+        if cap is not None and pod.gpu_memory_mib > (cap // sh.replicas if sh.strategy == "mps" else cap):
+            return False
+        return k <= hw.gpus * sh.replicas and (hw.cpu_milli is None or pod.cpu_milli <= hw.cpu_milli)
+
+    could = [i for i in sharing_nodes if holds_empty(i)]
+    usable = [i for i in could if eligible[i]]
+    slots_free = sum(int(free.gpu_slots_free(i).sum()) for i in usable)
+    gpus_with_slot = sum(int((free.gpu_slots_free(i) > 0).sum()) for i in usable)
+    gpus = sum(int(free.gpu_count[i]) for i in usable)
+    if not sharing_nodes:
+        cause, detail = "registration", "no node shares its GPUs (gpuSharing: time-slicing or MPS): none offers gpuSlots"
+    elif not could:
+        largest = max(cluster.snapshot.nodes[i].hardware.gpus * cluster.snapshot.nodes[i].hardware.gpu_sharing.replicas
+                      for i in sharing_nodes)
+        cause, detail = "too large", (
+            f"{k} slot(s)" + (f" with {pod.gpu_memory_mib} MiB of GPU memory per GPU" if pod.gpu_memory_mib else "")
+            + ": no sharing node could hold it even "
+            f"empty (the most slots on one node: {largest}; MPS nodes give one slot per pod, each of "
+            "gpuMemoryMiB / replicas)"
+        )
+    elif not usable:
+        cause, detail = "filters", (
+            f"{len(could)} sharing node(s) could hold {k} slot(s) when empty, and every one is ruled out before "
+            f"resources: {_listing(session.static_reasons(pod))}"
+        )
+    elif slots_free >= k:
+        cause, detail = "fragmentation", (
+            f"{slots_free} slot(s) free on {gpus_with_slot} of {gpus} GPU(s) of {len(usable)} eligible sharing "
+            f"node(s), {k} needed; no node has them together with the CPU, memory and GPU memory the pod needs"
+        )
+    else:
+        cause, detail = "capacity", (
+            f"not enough free slots on {len(usable)} eligible sharing node(s): {slots_free} slot(s) free on "
+            f"{gpus_with_slot} of {gpus} GPU(s), {k} needed"
+        )
+    return Pending(
+        name=pod.name, kind="pod", pods=1, reason=reason, cause=cause, detail=detail,
+        node_reasons=dict(sorted(node_reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )
 
 
 def _explain_group(

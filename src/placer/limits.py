@@ -21,6 +21,7 @@ __all__ = [
     "SEED_MAX",
     "MAX_MIG_SLICES",
     "MAX_MIG_COUNT",
+    "MAX_GPU_REPLICAS",
 ]
 
 MAX_GPUS = 64
@@ -63,3 +64,6 @@ MAX_MIG_SLICES = 8
 
 MAX_MIG_COUNT = 7 * MAX_GPUS
 """MIG instances one pod may ask for: seven per GPU of the largest node."""
+MAX_GPU_REPLICAS = 1000
+"""Slots per GPU of a shared node (``gpuSharing.replicas``): the kernel holds a slot as
+``1000 // replicas`` milli of its GPU, so a GPU holds at most 1000 of them."""

@@ -23,6 +23,7 @@ from msgspec import Meta, Struct, field
 
 from placer.limits import (
     MAX_GPU_MEMORY_MIB,
+    MAX_GPU_REPLICAS,
     MAX_GPUS,
     MAX_MIG_COUNT,
     MAX_MIG_SLICES,
@@ -44,6 +45,8 @@ __all__ = [
     "TAINT_EFFECTS",
     "EMPTY",
     "HARDWARE_FIELDS",
+    "GPU_SHARING_STRATEGIES",
+    "GpuSharing",
     "InlineHardware",
     "Taint",
     "Toleration",
@@ -77,6 +80,7 @@ SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MIG_MODES = ("static", "dynamic")
+GPU_SHARING_STRATEGIES = ("time-slicing", "mps")
 HARDWARE_FIELDS = {
     "gpus": "gpus",
     "gpuModel": "gpu_model",
@@ -87,6 +91,7 @@ HARDWARE_FIELDS = {
     "gpuTopology": "gpu_topology",
     "nics": "nics",
     "mig": "mig",
+    "gpuSharing": "gpu_sharing",
 }
 """A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
 
@@ -107,6 +112,7 @@ GpuIndexValue = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]  # the range is 
 GpuIndexKey = Annotated[int, Meta(ge=0, le=MAX_GPUS - 1)]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 MigStart = Annotated[int, Meta(ge=0, le=MAX_MIG_SLICES - 1)]
+SlotCount = Annotated[int, Meta(ge=1, le=MAX_GPU_REPLICAS)]
 
 replace = msgspec.structs.replace
 """Return a copy of a model object with some fields changed (``replace(pod, gang=None)``)."""
@@ -222,6 +228,25 @@ class MigUse(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
 
     def to_dict(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "profile": self.profile, "start": self.start, "create": self.create}
+class GpuSharing(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """How a node's device plugin shares each GPU: ``replicas`` slots per physical GPU.
+
+    ``strategy`` is ``time-slicing`` (slots take turns on the whole GPU: every model on a
+    GPU must fit its memory together) or ``mps`` (CUDA MPS: one slot per pod, each slot
+    limited to ``gpuMemoryMiB // replicas`` of memory). A node that shares its GPUs offers
+    slots only: pods ask for them with ``gpuSlots`` (see ``docs/placement-rules.md``).
+    """
+
+    strategy: Literal["time-slicing", "mps"]
+    replicas: Annotated[int, Meta(ge=2, le=MAX_GPU_REPLICAS)]
+
+    @property
+    def slot_milli(self) -> int:
+        """The ``gpuMilli`` one slot holds of its GPU in the kernel (``1000 // replicas``)."""
+        return MILLI // self.replicas
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "replicas": self.replicas}
 
 
 class NodeType(Struct, frozen=True, gc=False):
@@ -241,6 +266,7 @@ class NodeType(Struct, frozen=True, gc=False):
     def mig_gpus(self) -> tuple[int, ...]:
         """Indices of the GPUs in MIG mode (none without ``mig``)."""
         return () if self.mig is None else self.mig.indices(self.gpus)
+    gpu_sharing: Optional[GpuSharing] = None
 
     @property
     def nic_list(self) -> tuple[Nic, ...]:
@@ -261,6 +287,7 @@ class NodeType(Struct, frozen=True, gc=False):
                 "gpuTopology": self.gpu_topology.to_dict() if self.gpu_topology is not None else None,
                 "nics": [n.to_dict() for n in self.nics] if self.nics is not None else None,
                 "mig": self.mig.to_dict() if self.mig is not None else None,
+                "gpuSharing": self.gpu_sharing.to_dict() if self.gpu_sharing is not None else None,
             }
         )
 
@@ -273,7 +300,10 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     GPU memory held there. When the source did not say which GPUs a pod holds (the
     document's ``unknownGpus: n``), ``gpus`` are the n highest-indexed healthy GPUs no other
     pod of the node holds, and ``gpu_indices_known`` is False. ``resources`` counts the
-    extended resources it holds (``nvidia.com/mig-1g.10gb`` …).
+    extended resources it holds (``nvidia.com/mig-1g.10gb`` …). On a node that shares its
+    GPUs (``gpuSharing``), ``gpu_slots`` maps a GPU index to the slots the pod holds there
+    (``unknownGpuSlots: n`` when the source did not say which: placer spreads them, see
+    :mod:`placer.schema.snapshot`).
     """
 
     name: Name
@@ -286,11 +316,14 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     resources: Mapping[Name, Quantity] = EMPTY
     unknown_gpus: GpuCount = 0
     mig: tuple[MigInstance, ...] = ()
+    gpu_slots: Mapping[GpuIndexKey, SlotCount] = EMPTY
+    unknown_gpu_slots: Annotated[int, Meta(ge=0, le=MAX_GPUS * MAX_GPU_REPLICAS)] = 0
 
     @property
     def gpu_indices_known(self) -> bool:
-        """Whether the source named the GPUs this pod holds (no ``unknownGpus``)."""
-        return not self.unknown_gpus
+        """Whether the source named the GPUs this pod holds (no ``unknownGpus`` or
+        ``unknownGpuSlots``)."""
+        return not (self.unknown_gpus or self.unknown_gpu_slots)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
@@ -300,6 +333,10 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
             d["unknownGpus"] = self.unknown_gpus
         if self.gpu_shares:
             d["gpuShares"] = {str(k): v for k, v in self.gpu_shares.items()}
+        if self.unknown_gpu_slots:
+            d["unknownGpuSlots"] = self.unknown_gpu_slots
+        elif self.gpu_slots:
+            d["gpuSlots"] = {str(k): v for k, v in self.gpu_slots.items()}
         if self.gpu_memory_mib:
             d["gpuMemoryMiB"] = {str(k): v for k, v in self.gpu_memory_mib.items()}
         if self.cpu_milli:
@@ -346,6 +383,7 @@ class InlineHardware(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     gpu_topology: Optional[dict[str, Any]] = None
     nics: Optional[list[dict[str, Any]]] = None
     mig: Optional[MigConfig] = None
+    gpu_sharing: Optional[GpuSharing] = None
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -380,6 +418,8 @@ class Node(InlineHardware, frozen=True, gc=False, forbid_unknown_fields=True, re
         d.update(self.overrides)
         if self.mig is not None:
             d["mig"] = self.mig.to_dict()
+        if self.gpu_sharing is not None:
+            d["gpuSharing"] = self.gpu_sharing.to_dict()
         if self.topology:
             d["topology"] = dict(self.topology)
         if self.labels:
@@ -443,11 +483,17 @@ class PodRequest(Struct, frozen=True, gc=False):
     nics: int = 0
     resources: Mapping[str, int] = EMPTY
     mig: Optional[MigRequest] = None
+    gpu_slots: int = 0
 
     @property
     def shared(self) -> bool:
         """Whether this pod takes a share of one GPU rather than whole GPUs."""
         return self.gpus == 1 and self.gpu_milli < 1000
+
+    @property
+    def uses_gpus(self) -> bool:
+        """Whether this pod asks for GPUs in any form (whole, a share, or slots)."""
+        return self.gpus > 0 or self.gpu_slots > 0
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
@@ -477,6 +523,8 @@ class PodRequest(Struct, frozen=True, gc=False):
             d["resources"] = dict(self.resources)
         if self.mig is not None:
             d["mig"] = self.mig.to_dict()
+        if self.gpu_slots:
+            d["gpuSlots"] = self.gpu_slots
         return d
 
 
@@ -493,6 +541,7 @@ def shape_key(pod: PodRequest) -> tuple:
         pod.tolerations,
         tuple(sorted(pod.gpu_models)),
         pod.mig,
+        pod.gpu_slots,
     )
 
 
@@ -597,7 +646,10 @@ class PlacementRequest(Struct, frozen=True):
 class Assignment(Struct, frozen=True, gc=False):
     """Where one pod goes: a node and GPU device indices on it.
 
-    ``gpu_milli`` is set for a shared pod (its share of ``gpus[0]``).
+    ``gpu_milli`` is set for a shared pod (its share of ``gpus[0]``). ``gpu_slots`` is set
+    for a pod of ``gpuSlots`` on a node that shares its GPUs: slots per physical GPU
+    (``gpus`` lists those GPUs once each); a count above 1 means the pod's slots share
+    that GPU (stacked).
     """
 
     pod: str
@@ -607,6 +659,12 @@ class Assignment(Struct, frozen=True, gc=False):
     gang: Optional[str] = None
     nics: tuple[str, ...] = ()
     mig: tuple[MigUse, ...] = ()
+    gpu_slots: Mapping[int, int] = EMPTY
+
+    @property
+    def stacked_slots(self) -> bool:
+        """Whether some GPU holds more than one of this pod's slots."""
+        return any(count > 1 for count in self.gpu_slots.values())
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"pod": self.pod, "node": self.node, "gpus": list(self.gpus)}
@@ -618,6 +676,8 @@ class Assignment(Struct, frozen=True, gc=False):
             d["nics"] = list(self.nics)
         if self.mig:
             d["mig"] = [m.to_dict() for m in self.mig]
+        if self.gpu_slots:
+            d["gpuSlots"] = {str(k): v for k, v in self.gpu_slots.items()}
         return d
 
 

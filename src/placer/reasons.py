@@ -14,6 +14,10 @@ __all__ = [
     "GPU_MODEL",
     "NO_GPU",
     "NICS",
+    "ONLY_GPU_SLOTS",
+    "NO_GPU_SLOTS",
+    "MPS_ONE_SLOT",
+    "SLOTS_SHORT",
     "untolerated_taint",
     "missing_gpu_models",
     "insufficient",
@@ -43,6 +47,10 @@ SELECTOR = "node(s) didn't match Pod's node affinity/selector"
 GPU_MODEL = "node(s) didn't match Pod's GPU model"
 NO_GPU = RESOURCE_REASONS[3]
 NICS = "Insufficient NICs"
+ONLY_GPU_SLOTS = "node(s) share their GPUs (time-slicing or MPS): they offer gpuSlots only"
+NO_GPU_SLOTS = "node(s) didn't share their GPUs (no gpuSharing): they offer no gpuSlots"
+MPS_ONE_SLOT = "node(s) share their GPUs by MPS: one slot per pod"
+SLOTS_SHORT = "Insufficient nvidia.com/gpu slots"
 
 
 def missing_gpu_models(wanted: Sequence[str], present: Sequence[str]) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from placer import gangs
+from placer import gangs, sharing
 from placer.kernel import KernelSession
 from placer.cluster import Cluster
 from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
@@ -42,6 +42,9 @@ __all__ = [
     "cluster_report",
     "offered_resources",
     "gpu_count_findings",
+    "SLOT_SHAPES",
+    "SlotRow",
+    "SharingSummary",
 ]
 
 STANDARD_SHAPES = (
@@ -53,6 +56,9 @@ STANDARD_SHAPES = (
     TaskType(0, 250, 1),
 )
 """The shapes reported when no workload is given (no CPU request, any GPU model)."""
+
+SLOT_SHAPES = (1, 2, 4)
+"""The ``gpuSlots`` shapes reported when some node shares its GPUs (time-slicing, MPS)."""
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 _TOLERATE_ALL = (Toleration(operator="Exists"),)
@@ -141,6 +147,58 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class SlotRow:
+    """How many pods of ``slots`` GPU slots (``gpuSlots``) fit now on the sharing nodes,
+    each node counted on its own, and on how many nodes."""
+
+    slots: int
+    pods: int
+    nodes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpuSlots": self.slots, "pods": self.pods, "slots": self.pods * self.slots, "nodes": self.nodes}
+
+
+@dataclass(frozen=True)
+class SharingSummary:
+    """The nodes that share their GPUs (time-slicing, MPS), counted apart: their physical
+    GPUs, the slots those offer and the slots free now. Their GPUs take only pods of
+    ``gpuSlots``, so the whole-GPU and share shapes of the report leave them out."""
+
+    nodes: int
+    gpus: int
+    slots: int
+    free_slots: int
+    replicas: tuple[int, ...]
+    rows: tuple[SlotRow, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "slots": self.slots,
+            "freeSlots": self.free_slots,
+            "replicas": list(self.replicas),
+            "schedulable": [row.to_dict() for row in self.rows],
+        }
+
+    def to_text(self) -> list[str]:
+        """Lines for the text report."""
+        per = "/".join(map(str, self.replicas))
+        lines = [
+            "",
+            f"GPU sharing (time-slicing, MPS): {self.nodes} node(s), {self.gpus} GPU(s) × {per} slots = "
+            f"{self.slots} slots, {self.free_slots} free; whole-GPU shapes above leave these GPUs out",
+            "",
+            f"  {'shape':<22} {'pods':>6} {'slots':>8} {'nodes':>6}",
+        ]
+        for row in self.rows:
+            label = f"{row.slots} slot" + ("s" if row.slots > 1 else "")
+            lines.append(f"  {label:<22} {row.pods:>6} {row.pods * row.slots:>8} {row.nodes:>6}")
+        return lines
+
+
+@dataclass(frozen=True)
 class ClusterReport:
     """The report of one snapshot (see the module notes)."""
 
@@ -152,14 +210,17 @@ class ClusterReport:
     fragment: ClusterFragment
     workload_source: str
     findings: tuple[Finding, ...]
+    sharing: SharingSummary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         frag = self.fragment
+        extra = {} if self.sharing is None else {"gpuSharing": self.sharing.to_dict()}
         return {
             "nodes": self.nodes,
             "gpus": self.gpus,
             "freeGpus": round(self.free_gpu_milli / 1000, 3),
             "wholeFreeGpus": self.whole_free_gpus,
+            **extra,
             "schedulable": [row.to_dict() for row in self.shapes],
             "fragmentation": {
                 "workload": self.workload_source,
@@ -173,9 +234,10 @@ class ClusterReport:
 
     def to_text(self) -> str:
         """A readable table."""
+        shared = "" if self.sharing is None else f" and {self.sharing.gpus} shared GPU(s) (below)"
         lines = [
-            f"{self.nodes} node(s), {self.gpus} GPU(s): {self.free_gpu_milli / 1000:g} free "
-            f"({self.whole_free_gpus} whole)",
+            f"{self.nodes} node(s), {self.gpus - (self.sharing.gpus if self.sharing else 0)} GPU(s){shared}: "
+            f"{self.free_gpu_milli / 1000:g} free ({self.whole_free_gpus} whole)",
             "",
             "Schedulable now, per request shape (each node counted on its own):",
             "",
@@ -187,6 +249,8 @@ class ClusterReport:
                 f"  {shape_label(row.shape):<22} {row.pods:>6} {row.gpus:>8g} "
                 f"{row.reachable_free_gpus:>8g} {usable:>7} {row.nodes:>6}"
             )
+        if self.sharing is not None:
+            lines += self.sharing.to_text()
         frag = self.fragment
         lines += [
             "",
@@ -212,7 +276,12 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
     for node in snapshot.nodes:
         out += gpu_count_findings(node)
         for rp in node.pods:
-            if not rp.gpu_indices_known:
+            if rp.unknown_gpu_slots:
+                held = ", ".join(f"GPU {g} ({c} slot{'s' if c > 1 else ''})" for g, c in rp.gpu_slots.items())
+                out.append(Finding("gpu-indices-unknown", node.name,
+                                   f"pod {rp.name} holds {rp.unknown_gpu_slots} GPU slot(s) on GPUs the source did "
+                                   f"not give; placer assumes {held}"))
+            elif not rp.gpu_indices_known:
                 out.append(Finding("gpu-indices-unknown", node.name,
                                    f"pod {rp.name} holds {len(rp.gpus)} GPU(s) at indices the source did not "
                                    f"give; placer assumes {', '.join(map(str, rp.gpus))}"))
@@ -280,17 +349,22 @@ def gpu_count_findings(node: Any) -> list[Finding]:
         key, value = marked
         detail = f"labelled as a GPU node ({key}={value}) but has 0 GPUs and no {_GPU_RESOURCE} capacity{cause}"
         return [Finding("gpu-capacity-missing", node.name, detail)]
-    seen = {"hardware": node.hardware.gpus}
+    sharing_ = node.hardware.gpu_sharing
+    per_gpu = 1 if sharing_ is None else sharing_.replicas  # a sharing node offers slots
+    seen = {"hardware": node.hardware.gpus * per_gpu}
     res = node.resources.get(_GPU_RESOURCE)
     if res is not None:
         seen["capacity"] = res.capacity
         seen["allocatable"] = res.allocatable
     label = node.labels.get(_GPU_COUNT_LABEL)
     if label is not None and label.isdigit():
-        seen["label"] = int(label)
+        seen["label"] = int(label) * per_gpu
     if len(set(seen.values())) <= 1:
         return []
     text = ", ".join(f"{k} {v}" for k, v in seen.items())
+    if sharing_ is not None:
+        return [Finding("gpu-registration", node.name,
+                        f"GPU slot counts disagree ({sharing_.replicas} slots per GPU): {text}")]
     return [Finding("gpu-registration", node.name, f"GPU counts disagree: {text}")]
 
 
@@ -338,16 +412,38 @@ def cluster_report(
         workload = standard_workload()
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
     session = Cluster(snapshot).session
+    unshared = session.free.slot_replicas == 0
     return ClusterReport(
         nodes=len(snapshot.nodes),
         gpus=sum(node.hardware.gpus for node in snapshot.nodes),
-        free_gpu_milli=int(session.free.free_gpu_milli.sum()),
-        whole_free_gpus=int(session.free.whole_gpus.sum()),
+        free_gpu_milli=int(session.free.free_gpu_milli[unshared].sum()),
+        whole_free_gpus=int(session.free.whole_gpus[unshared].sum()),
         shapes=tuple(_shape_rows(session, workload.types)),
         fragment=cluster_fragment(snapshot, workload),
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
+        sharing=_sharing_summary(session),
     )
+
+
+def _sharing_summary(session: KernelSession) -> SharingSummary | None:
+    """The sharing nodes apart (None when no node shares its GPUs): physical GPUs, slots,
+    free slots, and per :data:`SLOT_SHAPES` the pods that fit (filters as for the other
+    shapes: every taint tolerated, cordoned nodes left out)."""
+    free = session.free
+    shared = np.flatnonzero(free.slot_replicas > 0)
+    if not len(shared):
+        return None
+    gpus = int(free.gpu_count[shared].sum())
+    slots = int((free.gpu_count[shared].astype(np.int64) * free.slot_replicas[shared]).sum())
+    free_slots = sum(int(session.free.gpu_slots_free(n).sum()) for n in shared.tolist())
+    rows = []
+    for k in SLOT_SHAPES:
+        pod = PodRequest(name="report", gpu_slots=k, tolerations=_TOLERATE_ALL)
+        pods, nodes = sharing.slot_pods_fitting(session, pod)
+        rows.append(SlotRow(k, pods, nodes))
+    replicas = tuple(sorted(set(free.slot_replicas[shared].tolist())))
+    return SharingSummary(len(shared), gpus, slots, free_slots, replicas, tuple(rows))
 
 
 def _shape_rows(session: KernelSession, shapes: Sequence[TaskType]) -> list[ShapeRow]:

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 from placer.limits import MAX_GPUS
 from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
+from placer.adapters import kubernetes_sharing
 from placer.adapters.kubernetes_documents import (
     Document,
     document_objects,
@@ -526,6 +527,9 @@ def _node_entry(
     got = amount(GPU_RESOURCE)
     if got is not None:
         gpus = _quantity(doc, got[1], got[0], count)
+        shared = kubernetes_sharing.gpu_sharing(doc, path, labels, gpus, got[1])
+        if shared is not None:  # time-slicing or MPS: nvidia.com/gpu counts slots
+            gpus, node["gpuSharing"] = shared
         if gpus > MAX_GPUS:
             doc.fail(
                 got[1],
@@ -536,7 +540,7 @@ def _node_entry(
             node["gpus"] = gpus
     model = labels.get(GPU_PRODUCT_LABEL)
     if model:
-        node["gpuModel"] = model
+        node["gpuModel"] = kubernetes_sharing.model_name(model)
     gmem = labels.get(GPU_MEMORY_LABEL)
     if gmem is not None:
         if not gmem.isascii() or not gmem.isdigit() or len(gmem) > 12:
@@ -641,7 +645,11 @@ def snapshot_from_kubernetes(
     Nodes (each becomes one snapshot node with inline hardware, in file order):
 
     * ``gpus`` = allocatable ``nvidia.com/gpu`` (left out when 0 or absent), ``gpuModel``
-      = label ``nvidia.com/gpu.product``, ``gpuMemoryMiB`` = label ``nvidia.com/gpu.memory``,
+      = label ``nvidia.com/gpu.product`` (less a ``-SHARED`` suffix), ``gpuMemoryMiB`` =
+      label ``nvidia.com/gpu.memory``. A node whose GPU feature discovery labels say it
+      shares its GPUs (``nvidia.com/gpu.replicas`` above 1; time-slicing or MPS) counts
+      slots in ``nvidia.com/gpu``: ``gpus`` = its physical GPUs and ``gpuSharing`` the
+      strategy and replicas (:func:`placer.adapters.kubernetes_sharing.gpu_sharing`);
       ``cpuMilli``/``memoryMiB``/``maxPods`` = allocatable ``cpu``/``memory``/``pods``
       (memory rounded down to MiB). A resource missing from ``allocatable`` is taken from
       ``capacity``; missing from both, it is left out (untracked). A node with neither
@@ -666,7 +674,9 @@ def snapshot_from_kubernetes(
     restartable init containers counted as sidecars, plus ``spec.overhead``; a container's
     cpu/memory request defaults to its limit); ``unknownGpus`` = its ``nvidia.com/gpu``
     (limits, else requests), or ``gpus`` = the indices of annotation ``placer.io/gpus``;
-    other extended resources -> ``resources``; ``priority`` = ``spec.priority``.
+    other extended resources -> ``resources``; ``priority`` = ``spec.priority``. On a
+    node that shares its GPUs the pod's ``nvidia.com/gpu`` counts slots:
+    ``unknownGpuSlots``, or ``gpuSlots`` from the annotation's indices (one per slot).
 
     Parameters
     ----------
@@ -753,7 +763,8 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
                     )
                 node_pods = entries[i].setdefault("pods", [])
                 pod_src[(i, len(node_pods))] = (doc, path)
-                node_pods.append(_running_pod(doc, path, obj))
+                pod = _running_pod(doc, path, obj)
+                node_pods.append(kubernetes_sharing.slot_holder(pod) if "gpuSharing" in entries[i] else pod)
 
     document: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot"}
     if level_names:

@@ -118,6 +118,11 @@ class PackedCluster:
     _taint_set_of: np.ndarray | None = None
     running: list[RunningPod] = field(default_factory=list)  # the snapshot's pods, node by node
     running_node: list[int] = field(default_factory=list)  # the node of each
+    # GPU sharing (time-slicing, MPS) per node: slots per GPU (0: the node does not share),
+    # the milli one slot holds, and whether the strategy is MPS
+    slot_replicas: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=INT))
+    slot_milli: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=INT))
+    slot_mps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     @property
     def n_nodes(self) -> int:
@@ -170,14 +175,16 @@ class PackedCluster:
 
     def eligibility(self, pod: PodRequest) -> EligibilityClass:
         """The cached static filter result for the pod's (selector, tolerations, models)."""
+        # CPU only, GPUs, one slot, several slots (MPS nodes take one slot per pod)
+        gpu_kind = min(pod.gpu_slots, 2) + 1 if pod.gpu_slots else int(pod.gpus > 0)
         if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
-            key: tuple[Any, ...] = (pod.gpus > 0, ())  # ends like the full key: no resources
+            key: tuple[Any, ...] = (gpu_kind, ())  # ends like the full key: no resources
         else:
             key = (
                 tuple(sorted(pod.node_selector.items())),
                 pod.tolerations,
-                tuple(sorted(pod.gpu_models)) if pod.gpus else None,
-                pod.gpus > 0,
+                tuple(sorted(pod.gpu_models)) if pod.uses_gpus else None,
+                gpu_kind,
                 pod.nics,
                 tuple(sorted(pod.resources.items())),
             )
@@ -214,8 +221,8 @@ class PackedCluster:
             for k, v in pod.node_selector.items():
                 selected &= self._label_match(k, v)
             reject(~selected, wording.SELECTOR)
-        model_mask = self.model_mask(pod.gpu_models, pod.gpus)
-        if pod.gpus:
+        model_mask = self.model_mask(pod.gpu_models, pod.gpus or pod.gpu_slots)
+        if pod.uses_gpus:
             model_id = self.arrays["model_id"]
             reject(model_id == 0, wording.NO_GPU)
             allowed = ((model_mask >> model_id) & 1).astype(bool)
@@ -224,6 +231,13 @@ class PackedCluster:
                 reject(~allowed, wording.missing_gpu_models(pod.gpu_models, known))
             else:
                 reject(~allowed, wording.GPU_MODEL)
+            shares = self.slot_replicas > 0
+            if pod.gpu_slots:
+                reject(~shares, wording.NO_GPU_SLOTS)
+                if pod.gpu_slots > 1:
+                    reject(self.slot_mps, wording.MPS_ONE_SLOT)
+            else:
+                reject(shares, wording.ONLY_GPU_SLOTS)
         if pod.nics:
             reject(self.arrays["nic_count"] < pod.nics, wording.NICS)
         for name, count in sorted(pod.resources.items()):
@@ -337,11 +351,18 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         shares = list(map(attrgetter("gpu_shares"), running))
         memories = list(map(attrgetter("gpu_memory_mib"), running))
         # count() compares identity first: cheap for the shared EMPTY of pods without shares
-        if shares.count(EMPTY) != len(shares) or memories.count(EMPTY) != len(memories):
-            for k in [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib]:
+        slot_lists = list(map(attrgetter("gpu_slots"), running))
+        if (
+            shares.count(EMPTY) != len(shares) or memories.count(EMPTY) != len(memories)
+            or slot_lists.count(EMPTY) != len(slot_lists)
+        ):
+            for k in [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib or p.gpu_slots]:
                 i, p = int(at[k]), running[k]
                 for g, m in p.gpu_shares.items():
                     gpu_free_milli[i, g] -= m
+                for g, count in p.gpu_slots.items():
+                    gpu_free_milli[i, g] -= count * nodes[i].hardware.gpu_sharing.slot_milli
+                tag_count[i, 0] += len(p.gpu_slots)  # one share-gpu tag per GPU, as the kernel binds
                 tag_count[i, 0] += len(p.gpu_shares)
                 for g, m in p.gpu_memory_mib.items():
                     gpu_free_mem[i, g] -= m
@@ -390,6 +411,9 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         kinds=kinds,
         running=running,
         running_node=at.tolist(),
+        slot_replicas=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.replicas for hw in distinct], INT),
+        slot_milli=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.slot_milli for hw in distinct], INT),
+        slot_mps=per_hw([hw.gpu_sharing is not None and hw.gpu_sharing.strategy == "mps" for hw in distinct], bool),
     )
     for i in compress(range(n), map(attrgetter("resources"), nodes)):
         for name, amount in nodes[i].resources.items():

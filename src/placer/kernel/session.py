@@ -27,7 +27,7 @@ from placer.model import EMPTY, ClusterSnapshot, MigInstance, MigUse, PodRequest
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner
 from placer.policies import Policy
 
-__all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "fgd_rank"]
+__all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "fgd_rank", "slot_counts"]
 
 _SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
 
@@ -64,6 +64,22 @@ class FreeState:
     cpu_tracked: np.ndarray  # bool
     untracked_quantity: int
     untracked_count: int
+    slot_replicas: np.ndarray  # slots per GPU of a node that shares its GPUs (0: it does not)
+    slot_milli: np.ndarray  # the gpuMilli one slot holds (0: the node does not share)
+    slot_mps: np.ndarray  # bool: the node shares by MPS (one slot per pod)
+
+    def gpu_slots_free(self, node: int) -> np.ndarray:
+        """Free slots per GPU of ``node`` (zeros when it does not share its GPUs).
+
+        A GPU holding ``j`` slots has ``1000 - j * slot_milli`` milli free, so it has
+        ``replicas - j`` slots free; an unhealthy GPU (0 milli free) has none.
+        """
+        replicas = int(self.slot_replicas[node])
+        g = int(self.gpu_count[node])
+        if not replicas:
+            return np.zeros(g, dtype=np.int64)
+        held = (1000 - self.gpu_milli[node, :g].astype(np.int64)) // int(self.slot_milli[node])
+        return np.maximum(replicas - held, 0)
 
 
 @dataclass(frozen=True)
@@ -174,7 +190,12 @@ class KernelSession:
             cpu_tracked=_read_only(a["cpu_tracked"].view(bool)),
             untracked_quantity=int(pack.UNTRACKED_BIG) // 2,
             untracked_count=int(pack.UNTRACKED_INT) // 2,
+            slot_replicas=_read_only(p.slot_replicas),
+            slot_milli=_read_only(p.slot_milli),
+            slot_mps=_read_only(p.slot_mps),
         )
+        # pod name -> the GPU of each of its slots (ascending), for pods of gpuSlots bound here
+        self._slot_lists: dict[str, tuple[int, ...]] = {}
 
     # ------------------------------------------------------------------ the cluster
 
@@ -626,7 +647,12 @@ class KernelSession:
     # ------------------------------------------------------------------ holding
 
     def take(self, pod: PodRequest, node: int, mask: int) -> None:
-        """Bind ``pod`` on ``node`` with GPU ``mask`` (whole GPUs, or the shared GPU); no checks."""
+        """Bind ``pod`` on ``node`` with GPU ``mask`` (whole GPUs, or the shared GPU); no checks.
+        A pod of ``gpuSlots`` takes one slot on each GPU of ``mask`` (:meth:`take_slots`
+        places slots that stack)."""
+        if pod.gpu_slots:
+            self.take_slots(pod, node, mask_to_indices(mask))
+            return
         self._apply(pod, node, mask, 1)
 
     def give_back(self, pod: PodRequest, node: int, mask: int) -> None:
@@ -637,7 +663,32 @@ class KernelSession:
         if sign < 0 and pod.mig is not None:
             self.mig.give_back(pod.name)
         self._packed.use_resources(node, pod.resources, sign)
+        if pod.gpu_slots:
+            slots = self._slot_lists[pod.name] if sign > 0 else self._slot_lists.pop(pod.name)
+            self._apply_slots(node, slot_counts(slots), pod.gpu_memory_mib, sign)
+            self._kernel.bind(node, 0, 0, pod.cpu_milli, pod.memory_mib, 0, sign, 1, False)
+            return
         self._kernel.bind(node, pod.gpu_milli, pod.gpu_memory_mib, pod.cpu_milli, pod.memory_mib, mask, sign, 1, pod.shared)
+
+    def _apply_slots(self, node: int, counts: Mapping[int, int], gpu_memory_mib: int, sign: int) -> None:
+        """Take (``sign`` 1) or give back (-1) slots per GPU on a sharing node, with
+        ``gpu_memory_mib`` on each GPU (once per GPU, however many slots it holds there)."""
+        slot = int(self._packed.slot_milli[node])
+        for gpu, count in counts.items():
+            self._kernel.bind(node, count * slot, gpu_memory_mib, 0, 0, 1 << gpu, sign, 0, True)
+
+    def take_slots(self, pod: PodRequest, node: int, slots: Sequence[int]) -> int:
+        """Bind a pod of ``gpuSlots`` on a sharing node, slot ``j`` on GPU ``slots[j]``; no
+        checks. Returns the mask of its GPUs (what :meth:`give_back` and :meth:`hold` take)."""
+        self._slot_lists[pod.name] = tuple(sorted(slots))
+        mask = indices_to_mask(slots)
+        self._apply(pod, node, mask, 1)
+        return mask
+
+    def slot_list(self, name: str) -> tuple[int, ...]:
+        """The GPU of each slot a bound pod of ``gpuSlots`` holds, ascending (a GPU repeats
+        when the pod's slots stack on it)."""
+        return self._slot_lists[name]
 
     def hold(self, pod: PodRequest, node: int, mask: int) -> None:
         """Record that ``pod`` (already taken) now holds ``mask`` on ``node``."""
@@ -671,6 +722,8 @@ class KernelSession:
         problem = self.mig.misfit(node, mig, pod.mig)
         if problem:
             return problem
+        if pod.gpu_slots:
+            return self._slot_misfit(pod, node, gpus)
         if len(gpus) != pod.gpus or any(not 0 <= g < len(free.gpu_milli) for g in gpus) or len(set(gpus)) != len(gpus):
             return f"needs {pod.gpus} GPU index(es) on the node, got {list(gpus)}"
         for g in gpus:
@@ -682,13 +735,33 @@ class KernelSession:
                 return f"GPU {g} is not free"
         return ""
 
+    def _slot_misfit(self, pod: PodRequest, node: int, slots: Sequence[int]) -> str:
+        """Why a pod of ``gpuSlots`` cannot hold slot j on GPU ``slots[j]`` ("" when it can)."""
+        if not self.free.slot_replicas[node]:
+            return "the node does not share its GPUs (no gpuSharing)"
+        if len(slots) != pod.gpu_slots:
+            return f"needs {pod.gpu_slots} slot(s), got {len(slots)}"
+        if self.free.slot_mps[node] and len(slots) > 1:
+            return "an MPS-shared node gives one slot per pod"
+        free_slots = self.free.gpu_slots_free(node)
+        mib = self.node_free(node).gpu_memory_mib
+        for gpu, count in slot_counts(slots).items():
+            if not 0 <= gpu < len(free_slots):
+                return f"GPU index {gpu} out of range"
+            if free_slots[gpu] < count:
+                return f"GPU {gpu} has {int(free_slots[gpu])} free slot(s), {count} needed"
+            if mib[gpu] is not None and mib[gpu] < pod.gpu_memory_mib:
+                return f"GPU {gpu} lacks {pod.gpu_memory_mib} MiB of GPU memory"
+        return ""
+
     def bind_all(
         self, items: Sequence[tuple[PodRequest, int, Sequence[int], Sequence[MigUse]]]
     ) -> tuple[str, str] | None:
         """Take and hold each (pod, node, GPU indices, MIG instances), all or nothing.
 
-        Returns None when every pod was bound, else (pod name, why) for the first that did
-        not fit, with nothing bound.
+        For a pod of ``gpuSlots`` the indices name the GPU of each slot (a GPU repeats when
+        slots stack on it). Returns None when every pod was bound, else (pod name, why) for
+        the first that did not fit, with nothing bound.
         """
         done: list[tuple[PodRequest, int, int]] = []
         for pod, node, gpus, mig in items:
@@ -697,10 +770,13 @@ class KernelSession:
                 for p, n, m in reversed(done):
                     self.give_back(p, n, m)
                 return pod.name, f"does not fit on {self.node_names[node]}: {problem}"
-            mask = indices_to_mask(gpus)
             if pod.mig is not None:
+                mask = 0
                 self.take_mig(pod, node, mig)
+            elif pod.gpu_slots:
+                mask = self.take_slots(pod, node, gpus)
             else:
+                mask = indices_to_mask(gpus)
                 self.take(pod, node, mask)
             done.append((pod, node, mask))
         for pod, node, mask in done:
@@ -719,6 +795,9 @@ class KernelSession:
             self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(what.gpus), -1, 1, False)
             for gpu, milli in what.gpu_shares.items():
                 self._kernel.bind(node, milli, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, -1, 0, True)
+            slot = int(self._packed.slot_milli[node])
+            for gpu, count in what.gpu_slots.items():
+                self._kernel.bind(node, count * slot, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, -1, 0, True)
         else:
             pod, mask = what
             self.give_back(pod, node, mask)
@@ -728,10 +807,34 @@ class KernelSession:
         for node, what in self._held.values():
             if isinstance(what, RunningPod):
                 yield node, what
+            elif what[0].gpu_slots:
+                yield node, _slot_record(what[0], self._slot_lists[what[0].name])
             else:
                 pod, mask = what
                 mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(pod.name))
                 yield node, _record(pod, mask, mig)
+
+
+def slot_counts(slots: Sequence[int]) -> dict[int, int]:
+    """Slots per GPU of a slot list (the GPU of each slot), by ascending GPU index."""
+    counts: dict[int, int] = {}
+    for gpu in sorted(slots):
+        counts[gpu] = counts.get(gpu, 0) + 1
+    return counts
+
+
+def _slot_record(pod: PodRequest, slots: Sequence[int]) -> RunningPod:
+    """What a bound pod of ``gpuSlots`` holds, as a snapshot's running pod."""
+    counts = slot_counts(slots)
+    return RunningPod(
+        name=pod.name,
+        gpu_slots=counts,
+        gpu_memory_mib={gpu: pod.gpu_memory_mib for gpu in counts} if pod.gpu_memory_mib else EMPTY,
+        cpu_milli=pod.cpu_milli,
+        memory_mib=pod.memory_mib,
+        priority=pod.priority,
+        resources=pod.resources,
+    )
 
 
 def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> RunningPod:

@@ -13,14 +13,17 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 
 from msgspec import Meta, Struct, field
 
-from placer.limits import MAX_QUANTITY
+from placer.limits import MAX_GPU_REPLICAS, MAX_GPUS, MAX_QUANTITY
 from placer.schema.errors import choices_in_order
 from placer.model import (
     EMPTY,
     GANG_MODES,
+    GPU_SHARING_STRATEGIES,
     SOLVERS,
     TAINT_EFFECTS,
     GpuCount,
+    GpuIndexKey,
+    GpuSharing,
     InlineHardware,
     GpuMemory,
     MigConfig,
@@ -90,6 +93,7 @@ class PodDoc(_Doc):
     nics: Annotated[int, Meta(ge=0)] = 0
     resources: Mapping[Name, Annotated[int, Meta(ge=1, le=MAX_QUANTITY)]] = EMPTY
     mig: Optional[MigRequest] = None
+    gpu_slots: Annotated[int, Meta(ge=0, le=MAX_GPUS * MAX_GPU_REPLICAS)] = 0
 
 
 class GangTopologyDoc(_Doc):
@@ -131,6 +135,7 @@ class AssignmentDoc(_Doc):
     gang: Optional[Name] = None
     nics: list[Name] = []
     mig: list[MigUse] = []
+    gpu_slots: dict[GpuIndexKey, Annotated[int, Meta(ge=1, le=MAX_GPU_REPLICAS)]] = {}
 
 
 class UnschedulableDoc(_Doc):
@@ -159,10 +164,12 @@ class ResultDoc(_Doc):
 
 
 choices_in_order(
+    GPU_SHARING_STRATEGIES,
     TAINT_EFFECTS,
     ("", *TAINT_EFFECTS),
     ("Equal", "Exists"),
     GANG_MODES,
+    GPU_SHARING_STRATEGIES,
     SOLVERS,
     ("greedy", "cp-sat"),
     ("static", "dynamic"),
@@ -202,6 +209,9 @@ LABELS: dict[tuple[Any, ...], str] = {
     (RunningPod, "gpuShares", "key"): "GPU index keys",
     (RunningPod, "gpuMemoryMiB"): "a mapping of GPU index to MiB",
     (RunningPod, "gpuMemoryMiB", "key"): "GPU index keys",
+    (RunningPod, "gpuSlots"): "a mapping of GPU index to slots",
+    (RunningPod, "gpuSlots", "key"): "GPU index keys",
+    (GpuSharing,): "a mapping with strategy and replicas",
     (RunningPod, "resources"): "a mapping of resource name to count",
     (RunningPod, "resources", "key"): "non-empty resource names",
     (Taint,): "a mapping",
@@ -220,6 +230,8 @@ LABELS: dict[tuple[Any, ...], str] = {
     (GangDoc, "slices"): "a list of slices",
     (AssignmentDoc, "gpus"): GPU_INDICES,
     (AssignmentDoc, "gpus", "item"): "a GPU index (an integer >= 0)",
+    (AssignmentDoc, "gpuSlots"): "a mapping of GPU index to slots",
+    (AssignmentDoc, "gpuSlots", "key"): "GPU index keys",
     (GangResultDoc, "domains"): "a mapping of level to domain names",
     (GangResultDoc, "domains", "key"): "non-empty string level names",
     (Toleration,): "a mapping",

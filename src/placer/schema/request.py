@@ -49,6 +49,12 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
         raise InvalidInputError(
             "gpuMilli", f"gpuMilli below {MILLI} (a shared GPU) needs gpus: 1, got gpus: {d.gpus}"
         )
+    if d.gpu_slots and (d.gpus or d.gpu_milli < MILLI or d.nics):
+        what = "gpus" if d.gpus else "gpuMilli" if d.gpu_milli < MILLI else "nics"
+        raise InvalidInputError(
+            "gpuSlots",
+            f"gpuSlots (slots of GPUs a node shares by time-slicing or MPS) cannot be combined with {what}",
+        )
     if d.nics > MAX_NICS:
         raise InvalidInputError("nics", f"expected at most {MAX_NICS} NICs (a node holds no more), got {d.nics}")
     for j, t in enumerate(d.tolerations):
@@ -62,7 +68,7 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
     fields = (
         d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib, d.node_selector,
-        d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig,
+        d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig, d.gpu_slots,
     )
     if d.replicas is None:
         return PodRequest(d.name, *fields)
@@ -213,7 +219,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     gang_size = dict.fromkeys(gangs, 0)
     if not any(
         d.replicas is not None or d.tolerations or d.gang is not None or d.nics or (d.gpu_milli < MILLI and d.gpus != 1)
-        or d.mig is not None
+        or d.mig is not None or d.gpu_slots
         for d in entries
     ):  # the common request: one pod per entry, nothing to cross-check
         pods = [
@@ -256,7 +262,8 @@ def check_request_against_snapshot(
 ) -> None:
     """Cross-check a request against the snapshot it is placed on.
 
-    Checks that no gang pod asks for extended ``resources`` (not placed in gangs yet), and
+    Checks that no gang pod asks for extended ``resources`` or ``gpuSlots`` (not placed in
+    gangs yet), and
     that every gang's ``topology.level`` and slice level is a level of the snapshot
     (``topologyLevels`` or ``node``), slices going strictly inward. A GPU model no node has
     is not an input error: the pod stays pending, and its reason names the models.
@@ -285,6 +292,13 @@ def check_request_against_snapshot(
             f"pods[{at}].resources",
             f"pod {pod.name!r} of gang {pod.gang!r} asks for extended resources; gangs of such pods "
             "are not placed yet",
+        )
+    for i in [i for i, pod in enumerate(request.pods) if pod.gpu_slots and pod.gang is not None]:
+        pod = request.pods[i]
+        at = i if origin is None else origin[i]
+        raise InvalidInputError(
+            f"pods[{at}].gpuSlots",
+            f"pod {pod.name!r} of gang {pod.gang!r} asks for GPU slots; gangs of such pods are not placed yet",
         )
     order = {lv: k for k, lv in enumerate(facts.levels)}
     known = listing(order)

@@ -33,7 +33,8 @@ def result_from_doc(doc: ResultDoc) -> PlacementResult:
                 )
     return PlacementResult(
         assignments=tuple(
-            Assignment(a.pod, a.node, tuple(a.gpus), a.gpu_milli, a.gang, tuple(a.nics), tuple(a.mig))
+            Assignment(a.pod, a.node, tuple(a.gpus), a.gpu_milli, a.gang, tuple(a.nics), tuple(a.mig),
+                       dict(a.gpu_slots) or EMPTY)
             for a in doc.assignments
         ),
         unschedulable=tuple(Unschedulable(u.pod, u.reason) for u in doc.unschedulable),

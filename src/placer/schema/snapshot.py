@@ -54,6 +54,8 @@ def merge_hardware(base: NodeType, given: Mapping[str, Any]) -> NodeType:
     """
     gpus = given.get("gpus", base.gpus)
     model = given.get("gpuModel", base.gpu_model)
+    if given.get("mig", base.mig) is not None and given.get("gpuSharing", base.gpu_sharing) is not None:
+        raise InvalidInputError("gpuSharing", "placer models MIG or GPU sharing on a node, not both: give mig or gpuSharing")
     if model is None and gpus > 0:
         model = DEFAULT_GPU_MODEL
     return NodeType(
@@ -66,6 +68,7 @@ def merge_hardware(base: NodeType, given: Mapping[str, Any]) -> NodeType:
         gpu_topology=topology_from_spec(given["gpuTopology"] if "gpuTopology" in given else base.gpu_topology, gpus),
         nics=_nics(given["nics"] if "nics" in given else base.nics, gpus),
         mig=_mig_config(given["mig"] if "mig" in given else base.mig, gpus, model),
+        gpu_sharing=given.get("gpuSharing", base.gpu_sharing),
     )
 
 
@@ -198,10 +201,12 @@ class _Exact:
         share: dict[int, int] = {}
         share_by: dict[int, str] = {}
         gmem: dict[int, int] = {}
+        slots: dict[int, int] = {}
         cpu_sum = mem_sum = 0
         for j, p in enumerate(raw):
             try:
                 self.pod(p, i, j, ngpus, hw, unhealthy, whole, share, share_by, gmem)
+                _slot_holdings(p, hw, unhealthy, slots)
                 cpu_sum += p.cpu_milli
                 if hw.cpu_milli is not None and cpu_sum > hw.cpu_milli:
                     raise InvalidInputError(
@@ -227,6 +232,12 @@ class _Exact:
                     )
                 force_setattr(p, "gpus", tuple(sorted(spare[: p.unknown_gpus])))
                 spare = spare[p.unknown_gpus:]
+        for j, p in enumerate(raw):
+            if p.unknown_gpu_slots:
+                try:
+                    _spread_unknown_slots(p, hw, unhealthy, slots)
+                except InvalidInputError as e:
+                    raise nest(e, f"pods[{j}]") from None
 
     def pod(
         self, p: RunningPod, i: int, j: int, ngpus: int, hw: NodeType, unhealthy: tuple[int, ...],
@@ -249,6 +260,8 @@ class _Exact:
                 )
             if x in share:
                 raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is already shared by pod {share_by[x]!r}")
+            if hw.gpu_sharing is not None:
+                raise InvalidInputError(f"gpus[{k}]", _SLOTS_ONLY.format(hw.gpu_sharing.strategy))
             if x in unhealthy:
                 raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is unhealthy and cannot be held")
             if x in hw.mig_gpus:
@@ -264,6 +277,8 @@ class _Exact:
                 raise InvalidInputError(where, f"GPU {idx} is unhealthy and cannot be held")
             if idx in hw.mig_gpus:
                 raise InvalidInputError(where, f"GPU {idx} is in MIG mode: pods hold its MIG instances (`mig`)")
+            if hw.gpu_sharing is not None:
+                raise InvalidInputError(where, _SLOTS_ONLY.format(hw.gpu_sharing.strategy))
             total = share.get(idx, 0) + m
             if total > MILLI:
                 raise InvalidInputError(where, f"GPU {idx} would hold {total} milli, over {MILLI}")
@@ -274,8 +289,9 @@ class _Exact:
             where = f"gpuMemoryMiB.{idx}"
             if not idx < ngpus:
                 _out_of_range(idx, ngpus, where)
-            if idx not in p.gpu_shares:
-                raise InvalidInputError(where, f"GPU {idx} has no gpuShares entry in this pod")
+            if idx not in p.gpu_shares and idx not in p.gpu_slots:
+                held = "gpuSlots" if hw.gpu_sharing is not None else "gpuShares"
+                raise InvalidInputError(where, f"GPU {idx} has no {held} entry in this pod")
             total = gmem.get(idx, 0) + m
             if cap is not None and total > cap:
                 raise InvalidInputError(
@@ -405,6 +421,64 @@ def _profile(table: MigTable, name: str, where: str) -> Any:
 def _mask(table: MigTable, m: MigInstance) -> int:
     found = table.profile(m.profile)
     return 0 if found is None else found.mask_at(m.start) or 0
+_SLOTS_ONLY = "the node shares its GPUs ({}): its pods hold gpuSlots, not whole GPUs or gpuShares"
+
+
+def _slot_holdings(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...], slots: dict[int, int]) -> None:
+    """Check a running pod's ``gpuSlots`` on its node and add them to ``slots`` (per GPU)."""
+    sharing = hw.gpu_sharing
+    if not (p.gpu_slots or p.unknown_gpu_slots):
+        return
+    field_name = "unknownGpuSlots" if p.unknown_gpu_slots else "gpuSlots"
+    if sharing is None:
+        raise InvalidInputError(field_name, "the node does not share its GPUs (no gpuSharing): it has no slots to hold")
+    if p.gpu_slots and p.unknown_gpu_slots:
+        raise InvalidInputError("unknownGpuSlots", "give gpuSlots or unknownGpuSlots, not both")
+    if sharing.strategy == "mps" and sum(p.gpu_slots.values()) + p.unknown_gpu_slots > 1:
+        raise InvalidInputError(field_name, "an MPS-shared node gives each pod one slot (the device plugin refuses more)")
+    for idx, count in p.gpu_slots.items():
+        where = f"gpuSlots.{idx}"
+        if not idx < hw.gpus:
+            _out_of_range(idx, hw.gpus, where)
+        if idx in unhealthy:
+            raise InvalidInputError(where, f"GPU {idx} is unhealthy and cannot be held")
+        total = slots.get(idx, 0) + count
+        if total > sharing.replicas:
+            raise InvalidInputError(where, f"GPU {idx} would hold {total} slots, over the node's replicas {sharing.replicas}")
+        slots[idx] = total
+    if hw.gpu_memory_mib is not None and sharing.strategy == "mps":
+        limit = hw.gpu_memory_mib // sharing.replicas
+        for idx, mib in p.gpu_memory_mib.items():
+            if mib > limit:
+                raise InvalidInputError(
+                    f"gpuMemoryMiB.{idx}", f"{mib} MiB on one MPS slot, over its limit {limit} (gpuMemoryMiB / replicas)"
+                )
+
+
+def _spread_unknown_slots(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...], slots: dict[int, int]) -> None:
+    """Give a pod of ``unknownGpuSlots`` its slots: one at a time, each on the healthy GPU
+    with the most free slots (highest index on ties: the device plugin's order is not
+    known, and the highest indices are where ``unknownGpus`` go too)."""
+    sharing = hw.gpu_sharing
+    assert sharing is not None
+    free = {g: sharing.replicas - slots.get(g, 0) for g in range(hw.gpus) if g not in unhealthy}
+    got: dict[int, int] = {}
+    left = sum(free.values())
+    if p.unknown_gpu_slots > left:
+        raise InvalidInputError(
+            "unknownGpuSlots", f"{p.unknown_gpu_slots} slot(s) held, but only {left} slot(s) of the node are free"
+        )
+    for _ in range(p.unknown_gpu_slots):
+        best = max(free, key=lambda g: (free[g], g), default=None)
+        if best is None or free[best] == 0:  # pragma: no cover - counted above
+            raise InvalidInputError(
+                "unknownGpuSlots", f"{p.unknown_gpu_slots} slot(s) held, but only {left} slot(s) of the node are free"
+            )
+        free[best] -= 1
+        got[best] = got.get(best, 0) + 1
+    for g, count in got.items():
+        slots[g] = slots.get(g, 0) + count
+    force_setattr(p, "gpu_slots", dict(sorted(got.items())))
 
 
 def _out_of_range(v: int, ngpus: int, where: str) -> NoReturn:
@@ -424,7 +498,7 @@ def _plain_pods(pods: tuple[RunningPod, ...], hw: NodeType) -> bool:
     taken: set[int] = set()
     cpu = mem = 0
     for p in pods:
-        if p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig:
+        if p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots or p.unknown_gpu_slots:
             return False
         g = p.gpus
         if g:
@@ -450,7 +524,7 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
     plain = {
         name: (hw, hw.gpus, *(_UNLIMITED if c is None else c for c in (hw.cpu_milli, hw.memory_mib, hw.max_pods)))
         for name, hw in exact.types.items()
-        if hw.mig is None
+        if hw.mig is None and hw.gpu_sharing is None  # nodes of MIG or sharing types take the exact checks
     }
     plain_get = plain.get
     empty = (_EMPTY_HW, 0, _UNLIMITED, _UNLIMITED, _UNLIMITED)
@@ -468,7 +542,7 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
                 info is None
                 or n.hardware is not None
                 or not (n.gpus is n.gpu_model is n.gpu_memory_mib is n.cpu_milli is n.memory_mib is n.max_pods
-                        is n.gpu_topology is n.nics is n.mig is None)
+                        is n.gpu_topology is n.nics is n.mig is n.gpu_sharing is None)
                 or n.unhealthy_gpus
                 or n.mig_instances
                 or (n.topology and not level_set.issuperset(n.topology))
@@ -479,7 +553,8 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
                 p = pods[0]
                 g = p.gpus
                 ok = (
-                    not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig)
+                    not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots
+                         or p.unknown_gpu_slots)
                     and p.cpu_milli <= cpu_cap
                     and p.memory_mib <= mem_cap
                     and pod_cap >= 1
