@@ -350,7 +350,7 @@ class Cluster:
     def _assignment(self, pod: PodRequest, node: int, mask: int, nic_mask: int) -> Assignment:
         if pod.gpu_slots:
             counts = slot_counts(self._session.slot_list(pod.name))
-            return Assignment(pod.name, self._session.node_names[node], tuple(counts), None, pod.gang, (), counts)
+            return Assignment(pod.name, self._session.node_names[node], tuple(counts), None, pod.gang, gpu_slots=counts)
         return Assignment(
             pod.name,
             self._session.node_names[node],
