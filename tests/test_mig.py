@@ -472,3 +472,10 @@ def test_mig_gangs_are_valid_whole_and_inside_their_rack(replicas, profile, poli
                  if n["topology"]["rack"] == f"r{r}"]
         per_rack_room.append(sum(brute_room(state, profile)))
     assert result.gangs[0].placed == (max(per_rack_room) >= replicas)
+
+
+def test_replay_refuses_mig_pods_rather_than_place_them_as_cpu_pods():
+    cluster = placer.Cluster(snapshot(node("n", "A100-SXM4-40GB")))
+    pods = placer.PlacementRequest.from_dict(request(mig_pod("a", "1g.5gb"))).pods
+    with pytest.raises(InvalidInputError, match="schedule"):
+        cluster.replay(pods)

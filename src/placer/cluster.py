@@ -458,6 +458,11 @@ class Cluster:
         come: no pod is placed with figures read from itself or the pods after it.
         """
         record = policy if isinstance(policy, Policy) else policies.get(policy)
+        special = next((i for i, pod in enumerate(pods) if pod.mig is not None or pod.gpu_slots), None)
+        if special is not None:
+            raise InvalidInputError(
+                f"pods[{special}]", "replay takes whole and shared GPU pods; place MIG and GPU-slot pods with schedule()"
+            )
         session = self._session
         if workload is not None:
             session.fragmentation(workload)
