@@ -55,6 +55,10 @@ __all__ = [
     "MigInstance",
     "MigRequest",
     "MigUse",
+    "PREEMPTION_MODES",
+    "PREEMPTION_POLICIES",
+    "PodDisruptionBudget",
+    "Preemption",
     "NodeType",
     "RunningPod",
     "ResourceAmount",
@@ -80,6 +84,8 @@ SOLVERS = ("auto", "greedy", "exact")
 GANG_MODES = ("required", "preferred", "unconstrained")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MIG_MODES = ("static", "dynamic")
+PREEMPTION_MODES = ("none", "greedy", "exact", "auto")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 GPU_SHARING_STRATEGIES = ("time-slicing", "mps")
 HARDWARE_FIELDS = {
     "gpus": "gpus",
@@ -112,6 +118,8 @@ GpuIndexValue = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]  # the range is 
 GpuIndexKey = Annotated[int, Meta(ge=0, le=MAX_GPUS - 1)]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 MigStart = Annotated[int, Meta(ge=0, le=MAX_MIG_SLICES - 1)]
+StartTime = Union[Annotated[float, Meta(ge=-(2.0**40), le=2.0**40)], str]  # epoch seconds, or RFC 3339
+Budget = Union[Annotated[int, Meta(ge=0, le=MAX_QUANTITY)], str]  # a count, or a percentage "50%"
 SlotCount = Annotated[int, Meta(ge=1, le=MAX_GPU_REPLICAS)]
 
 replace = msgspec.structs.replace
@@ -318,6 +326,11 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     mig: tuple[MigInstance, ...] = ()
     gpu_slots: Mapping[GpuIndexKey, SlotCount] = EMPTY
     unknown_gpu_slots: Annotated[int, Meta(ge=0, le=MAX_GPUS * MAX_GPU_REPLICAS)] = 0
+    start_time: Optional[StartTime] = None
+    labels: Mapping[Name, str] = EMPTY
+    gang: Optional[Name] = None
+    preemptible: bool = True
+    movable: bool = False
 
     @property
     def gpu_indices_known(self) -> bool:
@@ -349,7 +362,71 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
             d["resources"] = dict(self.resources)
         if self.mig:
             d["mig"] = [m.to_dict() for m in self.mig]
+        if self.start_time is not None:
+            d["startTime"] = self.start_time
+        if self.labels:
+            d["labels"] = dict(self.labels)
+        if self.gang is not None:
+            d["gang"] = self.gang
+        if not self.preemptible:
+            d["preemptible"] = False
+        if self.movable:
+            d["movable"] = True
         return d
+
+    @property
+    def started_at(self) -> float | None:
+        """Start time in epoch seconds (None: not known, which preemption reads as "now")."""
+        return None if self.start_time is None else float(self.start_time)
+
+
+class PodDisruptionBudget(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
+    """A PodDisruptionBudget (Kubernetes semantics): the running pods whose ``labels`` hold
+    every pair of ``selector`` (in ``namespace``, the part of a pod name before ``/``,
+    when given) may lose at most ``disruptions_allowed`` pods; given as the controller's
+    ``disruptionsAllowed``, or worked out from ``minAvailable`` or ``maxUnavailable`` (a
+    count or a percentage such as ``"50%"``, rounded up as Kubernetes does)."""
+
+    name: Name
+    selector: Mapping[Name, str] = EMPTY
+    namespace: Optional[Name] = None
+    min_available: Optional[Budget] = None
+    max_unavailable: Optional[Budget] = None
+    disruptions_allowed: Optional[Annotated[int, Meta(ge=0, le=MAX_QUANTITY)]] = None
+
+    def matches(self, pod: "RunningPod") -> bool:
+        """Whether the budget covers ``pod``."""
+        if self.namespace is not None and pod.name.split("/", 1)[0] != self.namespace:
+            return False
+        return all(pod.labels.get(k) == v for k, v in self.selector.items())
+
+    def allowed(self, matching: int) -> int:
+        """Disruptions allowed now, with ``matching`` healthy pods covered."""
+        if self.disruptions_allowed is not None:
+            return self.disruptions_allowed
+        if self.min_available is not None:
+            return max(matching - _budget(self.min_available, matching), 0)
+        if self.max_unavailable is not None:
+            return _budget(self.max_unavailable, matching)
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "selector": dict(self.selector)}
+        if self.namespace is not None:
+            d["namespace"] = self.namespace
+        for key, v in (("minAvailable", self.min_available), ("maxUnavailable", self.max_unavailable),
+                       ("disruptionsAllowed", self.disruptions_allowed)):
+            if v is not None:
+                d[key] = v
+        return d
+
+
+def _budget(value: "int | str", total: int) -> int:
+    """A PDB count, or a percentage of ``total`` rounded up (Kubernetes' rule)."""
+    if isinstance(value, int):
+        return value
+    percent = int(value.rstrip("%"))
+    return -(-percent * total // 100)
 
 
 class ResourceAmount(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
@@ -445,6 +522,7 @@ class ClusterSnapshot(Struct, frozen=True):
     nodes: tuple[Node, ...]
     node_types: Mapping[str, NodeType] = EMPTY
     topology_levels: tuple[str, ...] = ()
+    pod_disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ClusterSnapshot":
@@ -463,6 +541,8 @@ class ClusterSnapshot(Struct, frozen=True):
         if self.node_types:
             d["nodeTypes"] = {k: v.to_dict() for k, v in self.node_types.items()}
         d["nodes"] = [n.to_dict() for n in self.nodes]
+        if self.pod_disruption_budgets:
+            d["podDisruptionBudgets"] = [b.to_dict() for b in self.pod_disruption_budgets]
         return d
 
 
@@ -484,6 +564,7 @@ class PodRequest(Struct, frozen=True, gc=False):
     resources: Mapping[str, int] = EMPTY
     mig: Optional[MigRequest] = None
     gpu_slots: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
 
     @property
     def shared(self) -> bool:
@@ -525,6 +606,8 @@ class PodRequest(Struct, frozen=True, gc=False):
             d["mig"] = self.mig.to_dict()
         if self.gpu_slots:
             d["gpuSlots"] = self.gpu_slots
+        if self.preemption_policy != "PreemptLowerPriority":
+            d["preemptionPolicy"] = self.preemption_policy
         return d
 
 
@@ -611,6 +694,7 @@ class PlacementRequest(Struct, frozen=True):
     time_limit_s: float = 10.0
     time_budget_s: float = 60.0
     joint: bool = False
+    preemption: str = "none"
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRequest":
@@ -637,6 +721,8 @@ class PlacementRequest(Struct, frozen=True):
             d["timeBudgetS"] = self.time_budget_s
         if self.joint:
             d["joint"] = True
+        if self.preemption != "none":
+            d["preemption"] = self.preemption
         d["pods"] = [p.to_dict() for p in self.pods]
         if self.gangs:
             d["gangs"] = {k: g.to_dict() for k, g in self.gangs.items()}
@@ -660,6 +746,7 @@ class Assignment(Struct, frozen=True, gc=False):
     nics: tuple[str, ...] = ()
     mig: tuple[MigUse, ...] = ()
     gpu_slots: Mapping[int, int] = EMPTY
+    nominated: bool = False
 
     @property
     def stacked_slots(self) -> bool:
@@ -678,6 +765,8 @@ class Assignment(Struct, frozen=True, gc=False):
             d["mig"] = [m.to_dict() for m in self.mig]
         if self.gpu_slots:
             d["gpuSlots"] = {str(k): v for k, v in self.gpu_slots.items()}
+        if self.nominated:
+            d["nominated"] = True
         return d
 
 
@@ -734,12 +823,41 @@ class GangResult(Struct, frozen=True, gc=False):
         return d
 
 
+class Preemption(Struct, frozen=True, gc=False):
+    """The running pods evicted so that a pod or gang (``for_``, JSON ``for``) fits.
+
+    ``victims`` are whole units (every pod of a running gang), on ``nodes``;
+    ``pdb_violations`` counts the victims whose eviction breaks a PodDisruptionBudget.
+    ``status`` is the solver's (``optimal``: no set of victims ranks better by the keys of
+    ``docs/placement-rules.md``).
+    """
+
+    for_: str
+    victims: tuple[str, ...]
+    nodes: tuple[str, ...] = ()
+    pdb_violations: int = 0
+    solver: str = "greedy"
+    status: str = "feasible"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "for": self.for_,
+            "victims": list(self.victims),
+            "nodes": list(self.nodes),
+            "pdbViolations": self.pdb_violations,
+            "solver": self.solver,
+            "status": self.status,
+        }
+
+
 class PlacementResult(Struct, frozen=True):
-    """Every requested pod, either assigned or unschedulable, plus gang outcomes."""
+    """Every requested pod, either assigned or unschedulable, plus gang outcomes and the
+    preemptions that make room (assignments of preemptors are ``nominated``)."""
 
     assignments: tuple[Assignment, ...] = ()
     unschedulable: tuple[Unschedulable, ...] = ()
     gangs: tuple[GangResult, ...] = ()
+    preemptions: tuple[Preemption, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementResult":
@@ -755,6 +873,8 @@ class PlacementResult(Struct, frozen=True):
         }
         if self.gangs:
             d["gangs"] = [g.to_dict() for g in self.gangs]
+        if self.preemptions:
+            d["preemptions"] = [p.to_dict() for p in self.preemptions]
         return d
 
 

@@ -30,6 +30,7 @@ from placer.model import (
     MigInstance,
     MigRequest,
     MigUse,
+    PodDisruptionBudget,
     Name,
     Node,
     NodeType,
@@ -54,6 +55,7 @@ __all__ = [
     "AssignmentDoc",
     "UnschedulableDoc",
     "GangResultDoc",
+    "PreemptionDoc",
     "ResultDoc",
     "LABELS",
 ]
@@ -75,6 +77,7 @@ class SnapshotDoc(_Doc):
     nodes: list[Node]
     topology_levels: list[str] = []
     node_types: dict[Name, NodeTypeDoc] = {}
+    pod_disruption_budgets: list[PodDisruptionBudget] = []
 
 
 class PodDoc(_Doc):
@@ -94,6 +97,7 @@ class PodDoc(_Doc):
     resources: Mapping[Name, Annotated[int, Meta(ge=1, le=MAX_QUANTITY)]] = EMPTY
     mig: Optional[MigRequest] = None
     gpu_slots: Annotated[int, Meta(ge=0, le=MAX_GPUS * MAX_GPU_REPLICAS)] = 0
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
 
 
 class GangTopologyDoc(_Doc):
@@ -124,6 +128,7 @@ class RequestDoc(_Doc):
     time_limit_s: Annotated[float, Meta(gt=0)] = 10.0
     time_budget_s: Annotated[float, Meta(gt=0)] = 60.0
     joint: bool = False
+    preemption: Literal["none", "greedy", "exact", "auto"] = "none"
     gangs: dict[Name, GangDoc] = {}
 
 
@@ -136,6 +141,7 @@ class AssignmentDoc(_Doc):
     nics: list[Name] = []
     mig: list[MigUse] = []
     gpu_slots: dict[GpuIndexKey, Annotated[int, Meta(ge=1, le=MAX_GPU_REPLICAS)]] = {}
+    nominated: bool = False
 
 
 class UnschedulableDoc(_Doc):
@@ -155,12 +161,22 @@ class GangResultDoc(_Doc):
     bound: Optional[float] = None
 
 
+class PreemptionDoc(_Doc):
+    for_: Name = field(name="for")
+    victims: list[Name]
+    nodes: list[Name] = []
+    pdb_violations: Quantity = 0
+    solver: Literal["greedy", "cp-sat"] = "greedy"
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
+
+
 class ResultDoc(_Doc):
     api_version: API
     kind: Literal["PlacementResult"]
     assignments: list[AssignmentDoc] = []
     unschedulable: list[UnschedulableDoc] = []
     gangs: list[GangResultDoc] = []
+    preemptions: list[PreemptionDoc] = []
 
 
 choices_in_order(
@@ -173,6 +189,8 @@ choices_in_order(
     SOLVERS,
     ("greedy", "cp-sat"),
     ("static", "dynamic"),
+    ("PreemptLowerPriority", "Never"),
+    ("none", "greedy", "exact", "auto"),
     ("optimal", "feasible", "infeasible", "unknown"),
 )
 
@@ -241,6 +259,12 @@ LABELS: dict[tuple[Any, ...], str] = {
     (MigRequest,): "a mapping with profile or memoryMiB, and count",
     (MigUse,): "a mapping with gpu, profile, start and create",
     (Node, "migInstances"): "a list of MIG instances",
+    (SnapshotDoc, "podDisruptionBudgets"): "a list of PodDisruptionBudgets",
+    (PodDisruptionBudget,): "a mapping with name, selector and a budget",
+    (PodDisruptionBudget, "selector"): STRING_MAP,
+    (RunningPod, "labels"): STRING_MAP,
+    (RunningPod, "startTime"): "epoch seconds or an RFC 3339 time",
+    (ResultDoc, "preemptions"): "a list of preemptions",
     (RunningPod, "mig"): "a list of MIG instances",
     (AssignmentDoc, "mig"): "a list of MIG instances",
     (NodeType,): "a mapping",

@@ -68,7 +68,7 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
     fields = (
         d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib, d.node_selector,
-        d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig, d.gpu_slots,
+        d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig, d.gpu_slots, d.preemption_policy,
     )
     if d.replicas is None:
         return PodRequest(d.name, *fields)
@@ -219,7 +219,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     gang_size = dict.fromkeys(gangs, 0)
     if not any(
         d.replicas is not None or d.tolerations or d.gang is not None or d.nics or (d.gpu_milli < MILLI and d.gpus != 1)
-        or d.mig is not None or d.gpu_slots
+        or d.mig is not None or d.gpu_slots or d.preemption_policy != "PreemptLowerPriority"
         for d in entries
     ):  # the common request: one pod per entry, nothing to cross-check
         pods = [
@@ -251,6 +251,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         time_limit_s=float(doc.time_limit_s),
         time_budget_s=float(doc.time_budget_s),
         joint=doc.joint,
+        preemption=doc.preemption,
     )
     if against is not None:
         check_request_against_snapshot(request, against, origin)

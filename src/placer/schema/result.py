@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from placer.model import EMPTY, Assignment, GangResult, PlacementResult, Unschedulable
+from placer.model import EMPTY, Assignment, GangResult, PlacementResult, Preemption, Unschedulable
 from placer.schema.documents import ResultDoc
 from placer.exceptions import InvalidInputError
 from placer.schema.errors import bad
@@ -34,7 +34,7 @@ def result_from_doc(doc: ResultDoc) -> PlacementResult:
     return PlacementResult(
         assignments=tuple(
             Assignment(a.pod, a.node, tuple(a.gpus), a.gpu_milli, a.gang, tuple(a.nics), tuple(a.mig),
-                       dict(a.gpu_slots) or EMPTY)
+                       dict(a.gpu_slots) or EMPTY, a.nominated)
             for a in doc.assignments
         ),
         unschedulable=tuple(Unschedulable(u.pod, u.reason) for u in doc.unschedulable),
@@ -50,6 +50,10 @@ def result_from_doc(doc: ResultDoc) -> PlacementResult:
                 dict(g.domain_bounds) or EMPTY,
             )
             for g in doc.gangs
+        ),
+        preemptions=tuple(
+            Preemption(p.for_, tuple(p.victims), tuple(p.nodes), p.pdb_violations, p.solver, p.status)
+            for p in doc.preemptions
         ),
     )
 

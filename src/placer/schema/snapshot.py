@@ -10,7 +10,9 @@ document order.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, NoReturn
 
 from msgspec.structs import force_setattr
@@ -18,7 +20,16 @@ from msgspec.structs import force_setattr
 from placer.exceptions import InvalidInputError
 from placer.limits import MILLI
 from placer.mig_profiles import MigTable, table_for, tables
-from placer.model import EMPTY, ClusterSnapshot, MigConfig, MigInstance, Node, NodeType, RunningPod
+from placer.model import (
+    EMPTY,
+    ClusterSnapshot,
+    MigConfig,
+    MigInstance,
+    Node,
+    NodeType,
+    PodDisruptionBudget,
+    RunningPod,
+)
 from placer.schema.documents import NodeTypeDoc, SnapshotDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
 from placer.topology import Nic, nics_from_spec, topology_from_spec
@@ -250,6 +261,7 @@ class _Exact:
         if first is not None and first != (i, j):
             raise InvalidInputError("name", f"duplicate pod name {name!r}, first at nodes[{first[0]}].pods[{first[1]}]")
         self.pod_seen[name] = (i, j)
+        _pod_meta(p)
         for k, x in enumerate(() if p.unknown_gpus else p.gpus):
             if not 0 <= x < ngpus:
                 _out_of_range(x, ngpus, f"gpus[{k}]")
@@ -335,6 +347,10 @@ class _Exact:
             for j, p in enumerate(n.pods):
                 if has_control(p.name):
                     raise control_error(f"nodes[{i}].pods[{j}].name", p.name)
+                try:
+                    _pod_meta(p)
+                except InvalidInputError as e:
+                    raise nest(e, f"nodes[{i}].pods[{j}]") from None
                 first = self.pod_seen.setdefault(p.name, (i, j))
                 if first != (i, j):
                     raise InvalidInputError(
@@ -342,6 +358,54 @@ class _Exact:
                         f"duplicate pod name {p.name!r}, first at nodes[{first[0]}].pods[{first[1]}]",
                     )
             self.node_name(n, i)
+
+
+def _pod_meta(p: RunningPod) -> None:
+    """A running pod's start time (an RFC 3339 text becomes epoch seconds), labels and gang."""
+    if type(p.start_time) is str:
+        force_setattr(p, "start_time", parse_time(p.start_time, "startTime"))
+    for key, value in p.labels.items():
+        if has_control(key) or has_control(value):
+            raise control_error("labels", key if has_control(key) else value)
+    if p.gang is not None and has_control(p.gang):
+        raise control_error("gang", p.gang)
+
+
+def parse_time(text: str, where: str) -> float:
+    """Epoch seconds of an RFC 3339 time (``2026-12-01T08:00:00Z``, offsets allowed)."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise bad(where, "epoch seconds or an RFC 3339 time", text) from None
+    if moment.tzinfo is None:
+        raise InvalidInputError(where, f"an RFC 3339 time needs its offset (Z or +hh:mm), got {text!r}")
+    return moment.timestamp()
+
+
+_PERCENT = re.compile(r"^(\d{1,3})%$")
+
+
+def _budgets(budgets: list[PodDisruptionBudget]) -> tuple[PodDisruptionBudget, ...]:
+    """PodDisruptionBudgets: unique names, one budget each, percentages of 0..100."""
+    seen: dict[str, int] = {}
+    for k, b in enumerate(budgets):
+        where = f"podDisruptionBudgets[{k}]"
+        texts = [b.name, b.namespace or "", *b.selector, *b.selector.values()]
+        if has_control("".join(texts)):
+            raise control_error(where, next(t for t in texts if has_control(t)))
+        first = seen.setdefault(f"{b.namespace}/{b.name}", k)
+        if first != k:
+            raise InvalidInputError(f"{where}.name", f"duplicate budget {b.name!r}, first at podDisruptionBudgets[{first}]")
+        if b.min_available is not None and b.max_unavailable is not None:
+            raise InvalidInputError(where, "give minAvailable or maxUnavailable, not both")
+        if b.min_available is None and b.max_unavailable is None and b.disruptions_allowed is None:
+            raise InvalidInputError(where, "give minAvailable, maxUnavailable or disruptionsAllowed")
+        for key, v in (("minAvailable", b.min_available), ("maxUnavailable", b.max_unavailable)):
+            if isinstance(v, str):
+                m = _PERCENT.match(v)
+                if m is None or int(m.group(1)) > 100:
+                    raise bad(f"{where}.{key}", "a count or a percentage such as '50%'", v)
+    return tuple(budgets)
 
 
 def _mig_node(n: Node, hw: NodeType) -> None:
@@ -498,7 +562,8 @@ def _plain_pods(pods: tuple[RunningPod, ...], hw: NodeType) -> bool:
     taken: set[int] = set()
     cpu = mem = 0
     for p in pods:
-        if p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots or p.unknown_gpu_slots:
+        if (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots or p.unknown_gpu_slots
+                or type(p.start_time) is str):
             return False
         g = p.gpus
         if g:
@@ -554,7 +619,7 @@ def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
                 g = p.gpus
                 ok = (
                     not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots
-                         or p.unknown_gpu_slots)
+                         or p.unknown_gpu_slots or type(p.start_time) is str)
                     and p.cpu_milli <= cpu_cap
                     and p.memory_mib <= mem_cap
                     and pod_cap >= 1
@@ -597,6 +662,8 @@ def _any_control(nodes: list[Node], types: Mapping[str, NodeType]) -> bool:
     texts += [v for n in nodes if n.topology for v in n.topology.values()]
     texts += [x for n in nodes if n.labels for kv in n.labels.items() for x in kv]
     texts += [x for n in nodes if n.taints for t in n.taints for x in (t.key, t.value)]
+    texts += [x for n in nodes if n.pods for p in n.pods if p.labels for kv in p.labels.items() for x in kv]
+    texts += [p.gang for n in nodes if n.pods for p in n.pods if p.gang is not None]
     return has_control("".join(texts))
 
 
@@ -626,7 +693,10 @@ def snapshot_from_doc(doc: SnapshotDoc, check_names: bool = True, fast: bool = T
         _finish_nodes(nodes, _Exact(types, levels), check_names)
     else:
         _Exact(types, levels).all(nodes)
-    return ClusterSnapshot(nodes=tuple(nodes), node_types=types or EMPTY, topology_levels=levels)
+    budgets = _budgets(doc.pod_disruption_budgets)
+    return ClusterSnapshot(
+        nodes=tuple(nodes), node_types=types or EMPTY, topology_levels=levels, pod_disruption_budgets=budgets
+    )
 
 
 def snapshot_gpu_models(snapshot: ClusterSnapshot) -> frozenset[str]:
