@@ -18,14 +18,16 @@ from placer.model import (
     NodeType,
     PlacementRequest,
     PlacementResult,
+    PodDisruptionBudget,
     PodRequest,
+    Preemption,
     Unschedulable,
     load_request,
     load_result,
     load_snapshot,
 )
 from placer.gpusets import select_gpus
-from placer.place import place
+from placer.place import place, preempt
 from placer.topology import GpuTopology, Nic
 
 __version__ = "0.1.0"
@@ -43,7 +45,9 @@ __all__ = [
     "PlacementRequest",
     "PlacementResult",
     "PlacerError",
+    "PodDisruptionBudget",
     "PodRequest",
+    "Preemption",
     "SolverError",
     "Unschedulable",
     "__version__",
@@ -53,5 +57,6 @@ __all__ = [
     "NodeFree",
     "check_placement",
     "place",
+    "preempt",
     "select_gpus",
 ]

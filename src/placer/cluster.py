@@ -13,12 +13,13 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from placer import gangs, order, policies, schema, sharing
+from placer import gangs, order, policies, preemption, schema, sharing
 from placer.domains import Domains
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.gangs import Outcome
 from placer.kernel import KernelSession, NodeFree, Run, fgd_rank
+from placer.kernel.session import Evicted
 from placer.kernel.pack import mask_to_indices
 from placer.kernel.session import slot_counts
 from placer.model import (
@@ -31,6 +32,7 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
+    Preemption,
     RunningPod,
     Unschedulable,
     load_snapshot,
@@ -178,6 +180,21 @@ class Cluster:
         # one check of its name (a decoded request's name is a plain hit)
         return self._run(request, policies.get(request.policy), keep=True)
 
+    def preempt(
+        self,
+        request: PlacementRequest | Mapping[str, Any] | str,
+        *,
+        policy: str | Policy | None = None,
+        seed: int | None = None,
+    ) -> PlacementResult:
+        """:meth:`schedule` with preemption on (the request's mode, ``auto`` when it says
+        ``none``): victims are evicted and the preemptors bound."""
+        if not isinstance(request, PlacementRequest):
+            request = schema.coerce_request(request, self._facts)
+        if request.preemption == "none":
+            request = replace(request, preemption="auto")
+        return self.schedule(request, policy=policy, seed=seed)
+
     def place(
         self,
         pods: PodLike | Sequence[PodLike],
@@ -218,28 +235,37 @@ class Cluster:
         pods = order.by_priority(request.pods)
         if request.joint:
             pods = self._joint_order(request, policy, pods, budget_ends)
-        placed, assignments, unschedulable, gang_results = self._place_in_order(
-            request, policy, pods, budget_ends, learn=True
+        placed, assignments, unschedulable, gang_results, preempted, evicted = self._place_in_order(
+            request, policy, pods, budget_ends, learn=True, preempt=request.preemption != "none"
         )
         self._remember(placed, assignments)
         if keep:
             session.hold_all(placed)
         else:
             self._give_back(placed)
-        return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results))
+            for gone in reversed(evicted):
+                session.restore(gone)
+        return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results), tuple(preempted))
 
     def _place_in_order(
         self, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest], budget_ends: float | None,
-        learn: bool = False,
-    ) -> tuple[list[tuple[PodRequest, int, int]], list[Assignment], list[Unschedulable], list[GangResult]]:
+        learn: bool = False, preempt: bool = False,
+    ) -> tuple[
+        list[tuple[PodRequest, int, int]], list[Assignment], list[Unschedulable], list[GangResult], list[Preemption],
+        list[Evicted],
+    ]:
         """Place ``pods`` in this order (held in the session); ``budget_ends`` None: greedy only.
-        ``learn``: the pods arrive (a learning ``fgd-pack`` guide counts them)."""
+        ``learn``: the pods arrive (a learning ``fgd-pack`` guide counts them). ``preempt``: a
+        pod that does not fit evicts lower-priority pods when that makes it fit
+        (:mod:`placer.preemption`); returns the preemptions and what was evicted, in order."""
         session = self._session
         rng = np.array([request.seed], dtype=np.uint64)
         assignments: list[Assignment] = []
         unschedulable: list[Unschedulable] = []
         gang_results: list[GangResult] = []
         placed: list[tuple[PodRequest, int, int]] = []
+        preempted: list[Preemption] = []
+        evicted: list[Evicted] = []
         for step in _steps(pods, request.gangs):
             if step.gang is not None:
                 left = 0.0 if budget_ends is None else budget_ends - time.perf_counter()
@@ -265,8 +291,53 @@ class Cluster:
                 self._place_slots(step.pods[0], policy, rng, placed, assignments, unschedulable)
             else:
                 run = session.place(step.pods, policy, rng, step.group_end or None, learn=learn)
+                failed_from = len(unschedulable)
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
-        return placed, assignments, unschedulable, gang_results
+                if preempt and len(unschedulable) > failed_from:
+                    self._preempt_for(step.pods, policy, rng, failed_from, placed, assignments, unschedulable,
+                                      preempted, evicted)
+        return placed, assignments, unschedulable, gang_results, preempted, evicted
+
+    def _preempt_for(
+        self,
+        pods: Sequence[PodRequest],
+        policy: Policy,
+        rng: np.ndarray,
+        failed_from: int,
+        placed: list[tuple[PodRequest, int, int]],
+        assignments: list[Assignment],
+        unschedulable: list[Unschedulable],
+        preempted: list[Preemption],
+        evicted: list[Evicted],
+    ) -> None:
+        """Each pod of a run that did not fit, in order, evicts the victims
+        :func:`placer.preemption.choose` picks and is placed on their node (``nominated``);
+        a pod no preemption helps keeps its reason."""
+        session = self._session
+        by_name = {pod.name: pod for pod in pods}
+        still: list[Unschedulable] = []
+        for u in unschedulable[failed_from:]:
+            pod = by_name[u.pod]
+            best, _ = preemption.choose(session, self._snapshot, pod)
+            if best is None:
+                still.append(u)
+                continue
+            gone = preemption.evict(session, best.victims)
+            fitted = session.place_on([pod], [best.node], policy, rng)
+            if fitted is None:  # pragma: no cover - the candidate check mirrors the kernel's fit
+                for g in reversed(gone):
+                    session.restore(g)
+                still.append(u)
+                continue
+            masks, nics = fitted
+            evicted.extend(gone)
+            placed.append((pod, best.node, masks[0]))
+            assignments.append(replace(self._assignment(pod, best.node, masks[0], nics[0]), nominated=True))
+            victims = [name for unit in best.victims for name in unit.names]
+            nodes = sorted({session.node_names[n] for unit in best.victims for n, _ in unit.pods})
+            preempted.append(Preemption(pod.name, tuple(victims), tuple(nodes), best.pdb_violations))
+        del unschedulable[failed_from:]
+        unschedulable.extend(still)
 
     def _place_slots(
         self,

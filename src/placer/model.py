@@ -331,6 +331,8 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     gang: Optional[Name] = None
     preemptible: bool = True
     movable: bool = False
+    terminating: bool = False
+    disruption_target: Optional[Name] = None
 
     @property
     def gpu_indices_known(self) -> bool:
@@ -372,6 +374,10 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
             d["preemptible"] = False
         if self.movable:
             d["movable"] = True
+        if self.terminating:
+            d["terminating"] = True
+        if self.disruption_target is not None:
+            d["disruptionTarget"] = self.disruption_target
         return d
 
     @property
@@ -393,10 +399,11 @@ class PodDisruptionBudget(Struct, frozen=True, gc=False, forbid_unknown_fields=T
     min_available: Optional[Budget] = None
     max_unavailable: Optional[Budget] = None
     disruptions_allowed: Optional[Annotated[int, Meta(ge=0, le=MAX_QUANTITY)]] = None
+    disrupted_pods: tuple[Name, ...] = ()
 
     def matches(self, pod: "RunningPod") -> bool:
-        """Whether the budget covers ``pod``."""
-        if self.namespace is not None and pod.name.split("/", 1)[0] != self.namespace:
+        """Whether the budget covers ``pod`` (an empty selector covers nothing, as in Kubernetes)."""
+        if not self.selector or (self.namespace is not None and pod.name.split("/", 1)[0] != self.namespace):
             return False
         return all(pod.labels.get(k) == v for k, v in self.selector.items())
 
@@ -418,6 +425,8 @@ class PodDisruptionBudget(Struct, frozen=True, gc=False, forbid_unknown_fields=T
                        ("disruptionsAllowed", self.disruptions_allowed)):
             if v is not None:
                 d[key] = v
+        if self.disrupted_pods:
+            d["disruptedPods"] = list(self.disrupted_pods)
         return d
 
 
@@ -565,6 +574,7 @@ class PodRequest(Struct, frozen=True, gc=False):
     mig: Optional[MigRequest] = None
     gpu_slots: int = 0
     preemption_policy: str = "PreemptLowerPriority"
+    nominated_node: Optional[str] = None
 
     @property
     def shared(self) -> bool:
@@ -608,6 +618,8 @@ class PodRequest(Struct, frozen=True, gc=False):
             d["gpuSlots"] = self.gpu_slots
         if self.preemption_policy != "PreemptLowerPriority":
             d["preemptionPolicy"] = self.preemption_policy
+        if self.nominated_node is not None:
+            d["nominatedNodeName"] = self.nominated_node
         return d
 
 

@@ -9,7 +9,7 @@ from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult
 from placer.policies import Policy
 from placer.schema.files import gc_paused
 
-__all__ = ["place"]
+__all__ = ["place", "preempt"]
 
 SnapshotLike = Union[ClusterSnapshot, Mapping[str, Any], str, Path]
 RequestLike = Union[PlacementRequest, Mapping[str, Any], str, Path]
@@ -43,3 +43,19 @@ def place(
     """
     with gc_paused():  # everything built here is acyclic: collections would only cost time
         return Cluster(snapshot).schedule(request, policy=policy, seed=seed)
+
+
+def preempt(
+    snapshot: SnapshotLike,
+    request: RequestLike,
+    *,
+    policy: str | Policy | None = None,
+    seed: int | None = None,
+) -> PlacementResult:
+    """:func:`place` with preemption on: a pod that does not fit evicts lower-priority pods
+    when that makes it fit (the request's ``preemption`` mode, ``auto`` when it says
+    ``none``). The result lists each ``preemptions`` entry, and the preemptor's assignment
+    is ``nominated``.
+    """
+    with gc_paused():
+        return Cluster(snapshot).preempt(request, policy=policy, seed=seed)

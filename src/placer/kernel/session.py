@@ -27,7 +27,7 @@ from placer.model import EMPTY, ClusterSnapshot, MigInstance, MigUse, PodRequest
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner
 from placer.policies import Policy
 
-__all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "fgd_rank", "slot_counts"]
+__all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "Evicted", "fgd_rank", "slot_counts"]
 
 _SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
 
@@ -116,6 +116,17 @@ class Run:
             if count:
                 merged[name] = merged.get(name, 0) + count
         return merged
+
+
+@dataclass(frozen=True)
+class Evicted:
+    """A pod :meth:`KernelSession.evict` released: where it ran and what it held."""
+
+    name: str
+    node: int
+    what: Any  # its RunningPod record, or (request, GPU mask) for a pod bound here
+    mig: tuple[MigUse, ...] = ()
+    slots: tuple[int, ...] = ()
 
 
 def fgd_rank(n_nodes: int, seed: int) -> np.ndarray:
@@ -801,6 +812,41 @@ class KernelSession:
         else:
             pod, mask = what
             self.give_back(pod, node, mask)
+
+    def evict(self, name: str) -> Evicted:
+        """Release a bound or running pod and return what :meth:`restore` needs to put it
+        back exactly (its GPUs, shares, slots and MIG instances)."""
+        found = self._held.get(name)
+        if found is None:
+            raise InvalidInputError(name, "no bound or running pod of this name")
+        node, what = found
+        uses = self.mig_uses(name)
+        slots = self._slot_lists.get(name, ())
+        self.release(name)
+        return Evicted(name, node, what, uses, slots)
+
+    def restore(self, evicted: Evicted) -> None:
+        """Undo :meth:`evict`: the pod holds again what it held."""
+        node, what = evicted.node, evicted.what
+        if isinstance(what, RunningPod):
+            self._packed.use_resources(node, what.resources, 1)
+            self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(what.gpus), 1, 1, False)
+            for gpu, milli in what.gpu_shares.items():
+                self._kernel.bind(node, milli, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, 1, 0, True)
+            slot = int(self._packed.slot_milli[node])
+            for gpu, count in what.gpu_slots.items():
+                self._kernel.bind(node, count * slot, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, 1, 0, True)
+            self.mig.take(node, evicted.mig, evicted.name)
+            self._held[evicted.name] = (node, what)
+            return
+        pod, mask = what
+        if pod.mig is not None:
+            self.take_mig(pod, node, evicted.mig)
+        elif pod.gpu_slots:
+            self.take_slots(pod, node, evicted.slots)
+        else:
+            self.take(pod, node, mask)
+        self.hold(pod, node, mask)
 
     def running(self) -> Iterable[tuple[int, RunningPod]]:
         """(node, record) of every pod that holds resources now, bound ones included."""

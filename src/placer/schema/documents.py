@@ -98,6 +98,7 @@ class PodDoc(_Doc):
     mig: Optional[MigRequest] = None
     gpu_slots: Annotated[int, Meta(ge=0, le=MAX_GPUS * MAX_GPU_REPLICAS)] = 0
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    nominated_node_name: Optional[Name] = None
 
 
 class GangTopologyDoc(_Doc):

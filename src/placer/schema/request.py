@@ -69,6 +69,7 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
     fields = (
         d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib, d.node_selector,
         d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig, d.gpu_slots, d.preemption_policy,
+        d.nominated_node_name,
     )
     if d.replicas is None:
         return PodRequest(d.name, *fields)
@@ -220,6 +221,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     if not any(
         d.replicas is not None or d.tolerations or d.gang is not None or d.nics or (d.gpu_milli < MILLI and d.gpus != 1)
         or d.mig is not None or d.gpu_slots or d.preemption_policy != "PreemptLowerPriority"
+        or d.nominated_node_name is not None
         for d in entries
     ):  # the common request: one pod per entry, nothing to cross-check
         pods = [
