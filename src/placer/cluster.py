@@ -277,8 +277,15 @@ class Cluster:
                 )
                 if learn and policy.needs_packing_guide:
                     session.observe(step.pods)
+                if preempt and not gang_result.placed:
+                    outcome, gang_result = self._preempt_gang(
+                        step.pods, step.gang, policy, rng, request, outcome, gang_result, preempted, evicted
+                    )
                 gang_results.append(gang_result)
                 self._collect(outcome, placed, assignments, unschedulable)
+                if gang_result.placed and preempted and preempted[-1].for_ == step.gang.name:
+                    first = len(assignments) - len(step.pods)
+                    assignments[first:] = [replace(a, nominated=True) for a in assignments[first:]]
             elif step.pods[0].mig is not None:
                 pod = step.pods[0]
                 found = session.place_mig(pod, policy)
@@ -297,6 +304,56 @@ class Cluster:
                     self._preempt_for(step.pods, policy, rng, failed_from, placed, assignments, unschedulable,
                                       preempted, evicted)
         return placed, assignments, unschedulable, gang_results, preempted, evicted
+
+    def _preempt_gang(
+        self,
+        pods: Sequence[PodRequest],
+        spec: GangSpec,
+        policy: Policy,
+        rng: np.ndarray,
+        request: PlacementRequest,
+        outcome: list[Outcome],
+        result: GangResult,
+        preempted: list[Preemption],
+        evicted: list[Evicted],
+    ) -> tuple[list[Outcome], GangResult]:
+        """A gang that did not fit evicts the victims of the best domain of its level
+        (:func:`placer.preemption.gang_candidates`) and is placed inside it; when no domain
+        works, its outcome stays as it was."""
+        session = self._session
+        if any(pod.preemption_policy == "Never" for pod in pods):
+            return outcome, result
+        h = self._domains.hierarchy()
+        levels: list[int] = []
+        if spec.mode != "unconstrained" and spec.level is not None:
+            levels.append(h.levels.index(spec.level))
+        if spec.mode != "required":
+            levels.append(-1)
+        shapes = []
+        for shape in gangs.split_shapes(session, pods):
+            model_ok = ((shape.model_mask >> session.free.model_id.astype(np.uint64)) & 1).astype(bool)
+            allowed = shape.eligible & (model_ok if shape.pod.gpus else True)
+            shapes.append((shape.pod, shape.count, allowed))
+        for level in levels:
+            found, ranks, _ = preemption.gang_candidates(session, self._snapshot, h, pods, level, shapes)
+            for cand in found:
+                gone = preemption.evict(session, cand.victims)
+                tried, tried_result = gangs.place_gang_step(
+                    session, self._domains, pods, spec, policy, rng, request.solver, request.time_limit_s, 0.0
+                )
+                inside = tried_result.placed and all(cand.nodes[o[1]] for o in tried)
+                if inside:
+                    evicted.extend(gone)
+                    victims = [name for unit in cand.victims for name in unit.names]
+                    nodes = sorted({session.node_names[n] for unit in cand.victims for n, _ in unit.pods})
+                    pods_gone = [p for unit in cand.victims for _, p in unit.pods]
+                    preempted.append(Preemption(spec.name, tuple(victims), tuple(nodes), ranks.overdraft(pods_gone)))
+                    return tried, tried_result
+                if tried_result.placed:
+                    gangs.release(session, pods, [o[1] for o in tried], [o[2] for o in tried])
+                for g in reversed(gone):
+                    session.restore(g)
+        return outcome, result
 
     def _preempt_for(
         self,

@@ -22,6 +22,7 @@ from placer.model import (
     load_request,
     load_result,
     load_snapshot,
+    replace,
 )
 
 __all__ = ["check_placement"]
@@ -84,12 +85,18 @@ class _Checker:
         self.snapshot = snapshot
         self.request = request
         self.result = result
-        self.nodes: dict[str, Node] = {n.name: n for n in snapshot.nodes}
+        self.evicted = {name for p in result.preemptions for name in p.victims}
+        self.nodes: dict[str, Node] = {
+            n.name: replace(n, pods=tuple(p for p in n.pods if p.name not in self.evicted))
+            if self.evicted and any(p.name in self.evicted for p in n.pods) else n
+            for n in snapshot.nodes
+        }
         self.assigned: dict[str, Assignment] = {}
         self.out: list[str] = []
 
     def run(self) -> list[str]:
         pods = self._check_coverage()
+        self._check_preemptions(pods)
         on_node = self._check_assignments(pods)
         for node_name, items in on_node.items():
             self._check_node(self.nodes[node_name], items)
@@ -424,6 +431,53 @@ class _Checker:
         for g, names in sorted(media.items()):
             if len(names) > 1:
                 self.out.append(f"node {node.name} GPU {g}: more than one media (+me) instance: {', '.join(names)}")
+
+    # -- preemption -----------------------------------------------------------------
+
+    def _check_preemptions(self, pods: dict[str, PodRequest]) -> None:
+        """Victims run now, once each, are preemptible, of lower priority than their
+        preemptor, and take their running gang whole; preemptors may preempt and are
+        nominated; nominated pods have a preemption."""
+        running = {p.name: (p, n.name) for n in self.snapshot.nodes for p in n.pods}
+        gang_pods: dict[str, set[str]] = defaultdict(set)
+        for p, _ in running.values():
+            if p.gang is not None:
+                gang_pods[p.gang].add(p.name)
+        listed: dict[str, str] = {}
+        preemptors: set[str] = set()
+        for pre in self.result.preemptions:
+            members = [p for p in pods.values() if p.name == pre.for_ or p.gang == pre.for_]
+            what = f"preemption for {pre.for_}"
+            if not members:
+                self.out.append(f"{what}: no requested pod or gang of this name")
+                continue
+            preemptors.update(p.name for p in members)
+            priority = max(p.priority for p in members)
+            if any(p.preemption_policy == "Never" for p in members):
+                self.out.append(f"{what}: preemptionPolicy Never, yet it evicts {', '.join(pre.victims)}")
+            for victim in pre.victims:
+                if victim in listed:
+                    self.out.append(f"{what}: victim {victim} is listed again (first for {listed[victim]})")
+                listed[victim] = pre.for_
+                found = running.get(victim)
+                if found is None:
+                    self.out.append(f"{what}: victim {victim} is not a running pod")
+                    continue
+                pod, node = found
+                if pod.priority >= priority:
+                    self.out.append(f"{what}: victim {victim} on node {node} has priority {pod.priority} >= {priority}")
+                if not pod.preemptible:
+                    self.out.append(f"{what}: victim {victim} on node {node} is not preemptible")
+                if pod.gang is not None:
+                    left = gang_pods[pod.gang] - set(pre.victims)
+                    if left:
+                        self.out.append(
+                            f"{what}: victim {victim} belongs to running gang {pod.gang}, whose "
+                            f"{', '.join(sorted(left))} would keep running (a gang is evicted whole)"
+                        )
+        for a in self.assigned.values():
+            if a.nominated and a.pod not in preemptors:
+                self.out.append(f"pod {a.pod} on node {a.node}: nominated, but nothing is preempted for it")
 
     # -- gangs ----------------------------------------------------------------------
 

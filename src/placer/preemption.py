@@ -21,6 +21,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from placer.domains import Hierarchy
 from placer.kernel import KernelSession
 from placer.kernel.session import Evicted, NodeFree
 from placer.model import ClusterSnapshot, PodDisruptionBudget, PodRequest, RunningPod
@@ -265,3 +266,168 @@ def evict(session: KernelSession, victims: Sequence[Unit]) -> list[Evicted]:
         for _, pod in unit.pods:
             done.append(session.evict(pod.name))
     return done
+
+
+# ----------------------------------------------------------------------------- gangs
+
+
+@dataclass
+class Ranks:
+    """The lexicographic objective of a set of victims (``docs/placement-rules.md``):
+    PDB overdraft, highest victim priority, sum of victim priority ranks, victims, then
+    the newest first (sum of age ranks, 0 for the newest start)."""
+
+    priority_rank: dict[int, int]
+    age_rank: dict[float, int]
+    budgets: Sequence[PodDisruptionBudget]
+    allowed: list[int]
+
+    @classmethod
+    def of(cls, snapshot: ClusterSnapshot, running: Sequence[tuple[int, RunningPod]], evictable: Sequence[Unit]
+           ) -> "Ranks":
+        pods = [p for u in evictable for _, p in u.pods]
+        priorities = sorted({p.priority for p in pods})
+        starts = sorted({_start(p) for p in pods}, reverse=True)
+        budgets = _Budgets.of(snapshot, running)
+        return cls({v: i for i, v in enumerate(priorities)}, {v: i for i, v in enumerate(starts)},
+                   budgets.budgets, budgets.allowed)
+
+    def overdraft(self, pods: Sequence[RunningPod]) -> int:
+        """Evictions beyond what the budgets allow, summed over budgets."""
+        total = 0
+        for b, allowed in zip(self.budgets, self.allowed):
+            hit = sum(1 for p in pods if b.matches(p) and p.name not in b.disrupted_pods)
+            total += max(hit - allowed, 0)
+        return total
+
+    def key(self, victims: Sequence[Unit]) -> tuple[int, int, int, int, int]:
+        pods = [p for u in victims for _, p in u.pods]
+        if not pods:
+            return (0, -1, 0, 0, 0)
+        return (
+            self.overdraft(pods),
+            max(self.priority_rank[p.priority] for p in pods),
+            sum(self.priority_rank[p.priority] for p in pods),
+            len(pods),
+            sum(self.age_rank[_start(p)] for p in pods),
+        )
+
+
+def room(fit_pod: PodRequest, free: NodeFree, gone: Sequence[RunningPod], limit: int) -> int:
+    """How many pods like ``fit_pod`` fit on a node (free state ``free``) once ``gone`` are
+    gone, at most ``limit``."""
+    count = limit
+    if free.pods is not None:
+        count = min(count, free.pods + len(gone))
+    if fit_pod.cpu_milli and free.cpu_milli is not None:
+        count = min(count, (free.cpu_milli + sum(p.cpu_milli for p in gone)) // fit_pod.cpu_milli)
+    if fit_pod.memory_mib and free.memory_mib is not None:
+        count = min(count, (free.memory_mib + sum(p.memory_mib for p in gone)) // fit_pod.memory_mib)
+    if fit_pod.gpus:
+        milli = list(free.gpu_milli)
+        memory = list(free.gpu_memory_mib)
+        for p in gone:
+            for g in p.gpus:
+                milli[g] = 1000
+            for g, m in p.gpu_shares.items():
+                milli[g] += m
+            for g, m in p.gpu_memory_mib.items():
+                if memory[g] is not None:
+                    memory[g] += m
+        if fit_pod.shared:
+            per_gpu = [
+                min(m // fit_pod.gpu_milli, mem // fit_pod.gpu_memory_mib if mem is not None and fit_pod.gpu_memory_mib
+                    else limit)
+                for m, mem in zip(milli, memory)
+            ]
+            count = min(count, sum(per_gpu))
+        else:
+            count = min(count, sum(1 for m in milli if m == 1000) // fit_pod.gpus)
+    return max(count, 0)
+
+
+@dataclass
+class GangCandidate:
+    """A domain where the gang fits once ``victims`` are gone (by count of each shape)."""
+
+    domain: int  # index at the gang's level (-1: the whole cluster)
+    nodes: np.ndarray  # bool per node: the domain
+    victims: list[Unit]
+    key: tuple
+
+
+def gang_candidates(
+    session: KernelSession,
+    snapshot: ClusterSnapshot,
+    h: "Hierarchy",
+    pods: Sequence[PodRequest],
+    level: int,
+    shapes: Sequence[tuple[PodRequest, int, np.ndarray]],
+) -> tuple[list[GangCandidate], Ranks, list[Unit]]:
+    """Domains of ``level`` (-1: the whole cluster) where the gang fits once lower-priority
+    units are evicted, with greedy victims there (kube's reprieve, PDB-violating units
+    first), best first by :class:`Ranks`. ``shapes``: (pod, count, allowed nodes) per shape.
+
+    Domains that cannot hold the gang even with every evictable unit gone are pruned first.
+    """
+    priority = max(p.priority for p in pods)
+    running = list(session.running())
+    evictable = [u for u in units(running) if u.priority < priority and all(p.preemptible for _, p in u.pods)]
+    ranks = Ranks.of(snapshot, running, evictable)
+    budgets = _Budgets.of(snapshot, running)
+    n = session.n_nodes
+    on_node: dict[int, list[Unit]] = {}
+    for unit in evictable:
+        for node in {m for m, _ in unit.pods}:
+            on_node.setdefault(node, []).append(unit)
+    free = {node: session.node_free(node) for node in range(n)}
+    total = len(pods)
+
+    def rooms(node: int, gone: Sequence[RunningPod]) -> list[int]:
+        return [room(pod, free[node], gone, total) if allowed[node] else 0 for pod, _, allowed in shapes]
+
+    everything = np.array([rooms(node, [p for u in on_node.get(node, ()) for p in u.on(node)])
+                           for node in range(n)], dtype=np.int64).reshape(n, len(shapes))
+    if level < 0:
+        domain_of = np.zeros(n, dtype=np.int64)
+        n_domains = 1
+        inside = np.ones(n, dtype=bool)
+    else:
+        domain_of = h.ids[level]
+        n_domains = len(h.names[level])
+        inside = (domain_of >= 0) & h.complete
+    out: list[GangCandidate] = []
+    for d in range(n_domains):
+        nodes = inside & (domain_of == d)
+        counts = everything[nodes].sum(axis=0)
+        if any(counts[k] < count for k, (_, count, _) in enumerate(shapes)):
+            continue  # pruned: not even with every evictable unit gone
+        members = sorted({id(u): u for node in np.flatnonzero(nodes).tolist() for u in on_node.get(node, ())}.values(),
+                         key=_important_first)
+        current = everything.copy()
+        kept: set[int] = set()
+        victims: list[Unit] = []
+        violating, fine = budgets.split(members)
+
+        def fits_without(unit: Unit) -> bool:
+            touched = sorted({m for m, _ in unit.pods if nodes[m]})
+            trial = {m: rooms(m, [p for u in on_node.get(m, ()) if id(u) not in kept and u is not unit
+                                  for p in u.on(m)]) for m in touched}
+            counts = current[nodes].sum(axis=0)
+            for m, r in trial.items():
+                counts = counts - current[m] + np.array(r)
+            if any(counts[k] < count for k, (_, count, _) in enumerate(shapes)):
+                return False
+            for m, r in trial.items():
+                current[m] = r
+            return True
+
+        for unit in [*violating, *fine]:
+            if fits_without(unit):
+                kept.add(id(unit))
+            else:
+                victims.append(unit)
+        victims.sort(key=_important_first)
+        out.append(GangCandidate(d, nodes, victims, ranks.key(victims)))
+    out.sort(key=lambda c: (c.key, c.domain))
+    return out, ranks, evictable
