@@ -58,6 +58,7 @@ def _one_of(choices: Collection[str]) -> str:
 
 
 _TEXT_OR_JSON = ("text", "json")
+_EXPLAIN_FORMATS = (*_TEXT_OR_JSON, "mig-parted")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -157,13 +158,20 @@ def _build_parser() -> argparse.ArgumentParser:
         description=(
             "Place REQUEST on SNAPSHOT and, for each pod or gang left pending, say why: the cause\n"
             "class (registration, too large, filters, fragmentation, topology, capacity), what is\n"
-            "short and by how much, and the nodes counted per reason."
+            "short and by how much, and the nodes counted per reason. A MIG pod is explained per\n"
+            "MIG GPU, with the idle static GPUs a re-split would place it on (--format mig-parted\n"
+            "writes them as an nvidia-mig-parted configuration)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     e.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     e.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
-    e.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
+    e.add_argument(
+        "--format", metavar="FMT", default="text", choices=_EXPLAIN_FORMATS,
+        help="text (default), json, or mig-parted (an nvidia-mig-parted configuration re-splitting the idle "
+        "static MIG GPUs that would place the pending MIG pods; GPUs with an instance in use never listed)",
+    )
+    e.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     e.set_defaults(handler=_cmd_explain)
 
     r = sub.add_parser(
@@ -326,8 +334,14 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from placer.explain import explain
     from placer.model import load_request, load_snapshot
 
+    from placer.mig_plans import render_mig_parted
+
     result = explain(load_snapshot(args.snapshot), load_request(args.request))
-    sys.stdout.write(dump_json(result.to_dict()) if args.format == "json" else result.to_text())
+    if args.format == "mig-parted":
+        text = render_mig_parted(result.relayout)
+    else:
+        text = dump_json(result.to_dict()) if args.format == "json" else result.to_text()
+    _emit(text, args.output)
     return EXIT_OK
 
 

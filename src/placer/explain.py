@@ -18,6 +18,15 @@ the first of these that holds, in the order a GPU platform team diagnoses a pend
    eligible nodes, suffices, but no node (for a gang: no set of nodes) has it where needed;
 6. **capacity** — not enough is free on the eligible nodes, summed over all of them.
 
+A MIG pod (``mig``) is examined in MIG terms: *registration* when no GPU is in MIG mode or
+no GPU model in MIG mode has its profile, *too large* when no node holds its instances
+even with its MIG GPUs empty, *fragmentation* when the MIG GPUs it may use have the free
+slices and compute slices it needs but no free instance of its profile (static GPUs) or no
+valid start for one (dynamic GPUs), *capacity* otherwise. Its explanation notes, per MIG
+GPU nearest to fitting, what the GPU lacks, and names the idle static GPUs a re-split
+would give the pod (:func:`placer.mig_plans.plan_relayout`; ``placer explain --format
+mig-parted`` writes them as an ``nvidia-mig-parted`` configuration).
+
 ``detail`` says what is short and by how much (GPUs, CPU, memory, GPU memory). Each
 explanation lists the nodes per reason (kube-scheduler style), the nodes nearest to
 fitting with what they lack and which pods hold their GPUs, and, for gangs with a level,
@@ -32,8 +41,28 @@ import numpy as np
 
 from placer import gangs, sharing
 from placer.cluster import Cluster
+from placer.kernel.mig import MigState
+from placer.mig_plans import (
+    GpuRelayout,
+    MigUsage,
+    RelayoutPlan,
+    free_slice_count,
+    idle_static_rows,
+    mig_usage,
+    node_rows,
+    plan_relayout,
+)
+from placer.mig_profiles import MigProfile, table_for
 from placer.reasons import kube_reason
-from placer.model import ClusterSnapshot, GangSpec, PlacementRequest, PlacementResult, PodRequest, load_request
+from placer.model import (
+    ClusterSnapshot,
+    GangSpec,
+    MigRequest,
+    PlacementRequest,
+    PlacementResult,
+    PodRequest,
+    load_request,
+)
 from placer.report import gpu_count_findings, offered_resources
 
 __all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
@@ -44,6 +73,8 @@ CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "
 NEAREST = 3
 """Nodes listed as nearest to fitting, per pending pod or gang."""
 
+NEAREST_MIG_GPUS = 6
+"""MIG GPUs noted as nearest to fitting, per pending MIG pod."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +115,8 @@ class Pending:
     node_reasons: Mapping[str, int]
     nearest: tuple[NearNode, ...] = ()
     levels: tuple[LevelFit, ...] = ()
+    mig_gpus: tuple[str, ...] = ()  # per MIG GPU nearest to fitting, what it lacks
+    relayout: tuple[GpuRelayout, ...] = ()  # idle static GPUs a re-split would place it on
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +129,8 @@ class Pending:
             "nodeReasons": dict(self.node_reasons),
             "nearest": [n.to_dict() for n in self.nearest],
             "levels": [lv.to_dict() for lv in self.levels],
+            "migGpus": list(self.mig_gpus),
+            "relayout": [g.to_dict() for g in self.relayout],
         }
 
     def to_text(self) -> str:
@@ -105,6 +140,8 @@ class Pending:
             lines.append(f"  nearest: {n.node} lacks {', '.join(n.lacks)}{held}")
         for lv in self.levels:
             lines.append(f"  level {lv.level}: at most {lv.fits} of {lv.needed} pod(s) fit in one domain ({lv.domain})")
+        lines += [f"  mig: {note}" for note in self.mig_gpus]
+        lines += [f"  re-split: {g.to_text()}" for g in self.relayout]
         return "\n".join(lines)
 
 
@@ -119,6 +156,7 @@ class Explanation:
     result: PlacementResult
     pending: tuple[Pending, ...] = field(default_factory=tuple)
     stacked: tuple[str, ...] = ()
+    relayout: RelayoutPlan = field(default_factory=RelayoutPlan)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +164,7 @@ class Explanation:
             "unschedulable": len(self.result.unschedulable),
             "pending": [p.to_dict() for p in self.pending],
             "stackedSlots": list(self.stacked),
+            "relayout": self.relayout.to_dict(),
         }
 
     def to_text(self) -> str:
@@ -151,13 +190,15 @@ def explain(
     Returns
     -------
     Explanation
-        The placement result and one :class:`Pending` per unplaced pod or gang (gangs
-        once, not per pod), in request order.
+        The placement result, one :class:`Pending` per unplaced pod or gang (gangs
+        once, not per pod), in request order, and the re-splits of idle static MIG GPUs
+        that would place the pending MIG pods.
     """
     cluster = Cluster(snapshot)
     request = load_request(request)
     result = cluster.schedule(request)  # binds what it places: the state pending pods face
     reasons = {u.pod: u.reason for u in result.unschedulable}
+    plan = plan_relayout(cluster.session, [pod for pod in request.pods if pod.name in reasons])
     out: list[Pending] = []
     seen_gangs: set[str] = set()
     for pod in request.pods:
@@ -166,14 +207,14 @@ def explain(
         if pod.gpu_slots:
             out.append(_explain_slots(cluster, pod, reasons[pod.name]))
         elif pod.gang is None:
-            out.append(_explain_group(cluster, pod.name, "pod", [pod], None, reasons[pod.name]))
+            out.append(_explain_group(cluster, pod.name, "pod", [pod], None, reasons[pod.name], plan))
         elif pod.gang not in seen_gangs:
             seen_gangs.add(pod.gang)
             members = [p for p in request.pods if p.gang == pod.gang]
             spec = request.gangs.get(pod.gang) or GangSpec(pod.gang)
-            out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name]))
+            out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name], plan))
     stacked = tuple(_stacked_text(cluster, a) for a in result.assignments if a.stacked_slots)
-    return Explanation(result, tuple(out), stacked)
+    return Explanation(result, tuple(out), stacked, plan)
 
 
 def _stacked_text(cluster: Cluster, a: Any) -> str:
@@ -244,8 +285,11 @@ def _explain_slots(cluster: Cluster, pod: PodRequest, reason: str) -> Pending:
 
 
 def _explain_group(
-    cluster: Cluster, name: str, kind: str, pods: Sequence[PodRequest], spec: GangSpec | None, reason: str
+    cluster: Cluster, name: str, kind: str, pods: Sequence[PodRequest], spec: GangSpec | None, reason: str,
+    plan: RelayoutPlan,
 ) -> Pending:
+    if pods[0].mig is not None:
+        return _explain_mig(cluster, name, kind, pods, reason, plan)
     session = cluster.session
     shapes = gangs.split_shapes(session, pods)
     main = shapes[0]
@@ -500,3 +544,217 @@ def _level_fits(cluster: Cluster, spec: GangSpec, cap: np.ndarray, needed: int) 
         if level == spec.level:
             break
     return tuple(out)
+
+
+# ----------------------------------------------------------------------------- MIG pods
+
+
+def _explain_mig(
+    cluster: Cluster, name: str, kind: str, pods: Sequence[PodRequest], reason: str, plan: RelayoutPlan
+) -> Pending:
+    """Why a MIG pod (a gang: its pods asking what its first asks) is not placed, in MIG terms."""
+    session = cluster.session
+    state = session.mig
+    pod = pods[0]
+    request = pod.mig
+    assert request is not None
+    count = sum(p.mig.count for p in pods if p.mig == request)
+    allowed, counts = session.mig_allowed(pod)
+    short_of = dict(counts)
+    counts.update(session.mig_shortfall(request, allowed))
+    relayout = tuple(dict.fromkeys(g for p in pods for g in plan.for_pod(p.name)))
+    profiles = state.profiles_for(request)
+    room_empty = _mig_room_empty(state, profiles)
+    fits_hw = _fits_empty(cluster.snapshot, pod)
+    eligible, model_mask = session.eligibility(pod)
+    free = session.free
+    eligible = eligible & ((model_mask >> free.model_id.astype(np.uint64)) & 1).astype(bool)
+    hold_empty = (room_empty >= count) & fits_hw
+    asked = f"{count} x {_mig_asked(request)}"
+    notes: tuple[str, ...] = ()
+    registration = _registration_gap(cluster, pod) or _mig_registration_gap(cluster, state, request, profiles)
+    if registration:
+        cause, detail = "registration", registration
+    elif not (room_empty >= count).any():
+        cause, detail = "too large", _mig_too_large(cluster, state, request, profiles, room_empty, count)
+    elif not hold_empty.any():
+        cause, detail = "too large", _too_large(cluster.snapshot, pod)
+    elif not (hold_empty & eligible).any():
+        cause = "filters"
+        detail = (
+            f"{int(hold_empty.sum())} node(s) could hold {asked} with their MIG GPUs empty, and every one is "
+            f"ruled out before resources: {_listing(session.static_reasons(pod))}"
+        )
+    else:
+        nodes = hold_empty & eligible
+        usage = mig_usage(state)
+        rows = [r for n in np.flatnonzero(nodes).tolist() for r in node_rows(state, n)
+                if profiles[int(state.table_of[r])] is not None]
+        idle = idle_static_rows(state)
+        nearest = sorted(rows, key=lambda r: (-_unheld_slices(state, usage, r), r))[:NEAREST_MIG_GPUS]
+        notes = tuple(
+            _mig_gpu_note(cluster, state, usage, idle, r, profiles[int(state.table_of[r])]) for r in nearest
+        )
+        if not (nodes & allowed).any():
+            cause = "capacity"
+            detail = (f"the {int(nodes.sum())} node(s) whose MIG GPUs could hold {asked} lack free CPU, memory "
+                      f"or a pod slot: {_listing(short_of)}")
+        else:
+            cause, detail = _mig_shortage(cluster, state, usage, rows, profiles, count, int(nodes.sum()), relayout,
+                                          notes)
+    return Pending(
+        name=name,
+        kind=kind,
+        pods=len(pods),
+        reason=reason,
+        cause=cause,
+        detail=detail,
+        node_reasons=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        mig_gpus=notes,
+        relayout=relayout,
+    )
+
+
+def _mig_asked(request: MigRequest) -> str:
+    return request.profile if request.profile is not None else f"a MIG profile of {request.memory_mib} MiB"
+
+
+def _mig_room_empty(state: MigState, profiles: Sequence[MigProfile | None]) -> np.ndarray:
+    """Per node, instances of the asked profile its MIG GPUs would hold empty."""
+    room = np.zeros(state.n_nodes, dtype=np.int64)
+    for t, profile in enumerate(profiles):
+        if profile is not None:
+            rows = state.table_of == t
+            per_gpu = int(state.tables[t].copies[profile.index, 0])
+            room += np.bincount(state.node_of[rows], minlength=state.n_nodes).astype(np.int64) * per_gpu
+    return room
+
+
+def _mig_registration_gap(
+    cluster: Cluster, state: MigState, request: MigRequest, profiles: Sequence[MigProfile | None]
+) -> str:
+    """A sentence when no GPU is in MIG mode, or no model in MIG mode has the profile asked."""
+    if not state.n_rows:
+        models: dict[str, int] = {}
+        for node in cluster.snapshot.nodes:
+            hw = node.hardware
+            if hw.gpus:
+                model = hw.gpu_model or "a GPU of unknown model"
+                models[model] = models.get(model, 0) + hw.gpus
+        if not models:
+            return "no node has GPUs, none in MIG mode"
+        seen = []
+        for model, n in models.items():
+            if table_for(model) is None:
+                seen.append(f"{n} x {model} (GPU model {model} has no MIG profile table)")
+            else:
+                seen.append(f"{n} x {model} (MIG-capable; not in MIG mode or unhealthy)")
+        return "no node has a GPU in MIG mode; the cluster's GPUs: " + ", ".join(seen)
+    if request.profile is not None and all(p is None for p in profiles):
+        have = "; ".join(f"{t.table.model} has {', '.join(t.table.names())}" for t in state.tables)
+        return f"no GPU model in MIG mode has profile {request.profile}: {have}"
+    return ""
+
+
+def _mig_too_large(
+    cluster: Cluster, state: MigState, request: MigRequest, profiles: Sequence[MigProfile | None],
+    room_empty: np.ndarray, count: int,
+) -> str:
+    """Why no node could hold the MIG instances asked even with its MIG GPUs empty."""
+    if all(p is None for p in profiles):
+        sized = [(p, t.table.model) for t in state.tables for p in t.table.profiles if p.memory_mib is not None]
+        largest = max(sized, key=lambda pm: pm[0].memory_mib or 0)
+        return (f"no MIG profile holds {request.memory_mib} MiB: the largest is {largest[0].name} "
+                f"({largest[0].memory_mib} MiB) on {largest[1]}")
+    best = int(np.argmax(room_empty))
+    return (f"{count} x {_mig_asked(request)} asked on one node; the most one node's MIG GPUs hold even empty is "
+            f"{int(room_empty[best])} ({cluster.node_names[best]})")
+
+
+def _unheld_slices(state: MigState, usage: MigUsage, row: int) -> int:
+    """Slices of a MIG GPU no instance in use holds."""
+    return free_slice_count(state.tables[int(state.table_of[row])].table, int(usage.held[row]))
+
+
+def _mig_gpu_note(
+    cluster: Cluster, state: MigState, usage: MigUsage, idle: np.ndarray, row: int, profile: MigProfile | None
+) -> str:
+    """What one MIG GPU offers the asked profile, or why it offers none."""
+    assert profile is not None
+    node = int(state.node_of[row])
+    tables = state.tables[int(state.table_of[row])]
+    table = tables.table
+    where = f"node {cluster.node_names[node]} GPU {int(state.gpu_of[row])}"
+    free_now = int(state.free_of[row, profile.index])
+    if not state.dynamic[row]:
+        if free_now:
+            return f"{where} (static): {free_now} free {profile.name} instance(s)"
+        mine = [i for i in state.node_instances(node) if i.row == row]
+        spare = {i.profile.name: 0 for i in mine if i.holder is None}
+        for i in mine:
+            if i.holder is None:
+                spare[i.profile.name] += 1
+        text = f"{where} (static): no free {profile.name} instance"
+        if spare:
+            text += " (free: " + ", ".join(f"{n} x {p}" for p, n in spare.items()) + ")"
+        if idle[row]:
+            return text + f"; idle: a re-split would hold {int(tables.copies[profile.index, 0])} x {profile.name}"
+        holders = sorted({i.holder for i in mine if i.holder is not None})
+        return text + f"; in use by {', '.join(holders)}: never re-split"
+    slices = free_slice_count(table, int(state.busy[row]))
+    compute = table.compute_slices - int(usage.compute[row])
+    creatable = int(tables.capacity(profile, state.busy[row:row + 1], state.media_used[row:row + 1])[0])
+    if free_now or creatable:
+        return f"{where}: room for {free_now + creatable} x {profile.name}"
+    if profile.media and state.media_used[row]:
+        return f"{where}: its media unit is taken (one +me instance per GPU), {profile.name} needs it"
+    if slices >= profile.memory_slices and compute >= profile.compute_slices:
+        return (f"{where}: {slices} free slices and {compute} free compute units, but no valid start for "
+                f"{profile.name}")
+    return (f"{where}: {slices} free slice(s) and {compute} free compute unit(s), {profile.name} needs "
+            f"{profile.memory_slices} and {profile.compute_slices}")
+
+
+def _mig_shortage(
+    cluster: Cluster, state: MigState, usage: MigUsage, rows: Sequence[int], profiles: Sequence[MigProfile | None],
+    count: int, n_nodes: int, relayout: Sequence[GpuRelayout], notes: Sequence[str],
+) -> tuple[str, str]:
+    """Fragmentation (enough free slices and compute slices on the eligible MIG GPUs, in
+    the wrong places) or capacity (not enough), with the detail."""
+    per_table: dict[int, list[int]] = {}
+    for r in rows:
+        per_table.setdefault(int(state.table_of[r]), []).append(r)
+    sums = []
+    for t, members in per_table.items():
+        profile = profiles[t]
+        assert profile is not None
+        compute_total = state.tables[t].table.compute_slices
+        free_s = sum(_unheld_slices(state, usage, r) for r in members)
+        free_c = sum(compute_total - int(usage.held_compute[r]) for r in members)
+        need_s, need_c = count * profile.memory_slices, count * profile.compute_slices
+        sums.append((min(free_s - need_s, free_c - need_c), profile, len(members), free_s, free_c, need_s, need_c))
+    margin, profile, n_gpus, free_s, free_c, need_s, need_c = max(sums, key=lambda s: s[0])
+    where = f"on {n_gpus} MIG GPU(s) of {n_nodes} eligible node(s)"
+    if margin < 0 and not relayout:
+        short = []
+        if free_s < need_s:
+            short.append(f"{need_s - free_s} slice(s) ({free_s} free of {need_s})")
+        if free_c < need_c:
+            short.append(f"{need_c - free_c} compute unit(s) ({free_c} free of {need_c})")
+        return "capacity", f"not enough free {where}: short " + ", ".join(short)
+    head = (f"{free_s} free slice(s) and {free_c} free compute unit(s) {where}, {count} x {profile.name} "
+            f"needs {need_s} and {need_c}")
+    static = any(not state.dynamic[r] for r in rows)
+    no_start = next((n for n in notes if "no valid start" in n), None)
+    if relayout:
+        gpus = ", ".join(f"{g.node}/{g.gpu}" for g in relayout)
+        layouts = ", ".join(g.after.to_text() for g in relayout)
+        idle = "an idle GPU" if len(relayout) == 1 else "idle GPUs"
+        tail = f"static GPU(s): no free {profile.name} instance; {idle} {gpus} could be re-split to {layouts}"
+    elif no_start is not None:
+        tail = no_start
+    elif static:
+        tail = f"static GPU(s): no free {profile.name} instance, and no idle GPU a re-split would give it"
+    else:
+        tail = f"no GPU has a valid start for {profile.name}"
+    return "fragmentation", f"{head}; {tail}"

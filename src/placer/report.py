@@ -11,6 +11,10 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   tolerate it) and are listed among the findings.
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
   the workload.
+* **MIG** — per GPU model with GPUs in MIG mode and per profile, how many more instances
+  fit now (free instances on static GPUs; free and creatable ones on dynamic GPUs) and if
+  every idle static GPU were re-split, beside the free slices
+  (:func:`placer.mig_plans.mig_capacity`); tables whose starts are inferred say so.
 * **Findings** — registration gaps (``nvidia.com/gpu`` capacity, allocatable and the
   GPUs the node hardware or the ``nvidia.com/gpu.count`` label says it has, disagreeing;
   a node labelled as a GPU node that offers no GPUs at all, as a node copy cut before its
@@ -30,6 +34,7 @@ from placer import gangs, sharing
 from placer.kernel import KernelSession
 from placer.cluster import Cluster
 from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
+from placer.mig_plans import ModelCapacity, mig_capacity
 from placer.model import ClusterSnapshot, PodRequest, Toleration
 from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL, gpu_node_label
 
@@ -211,6 +216,7 @@ class ClusterReport:
     workload_source: str
     findings: tuple[Finding, ...]
     sharing: SharingSummary | None = None
+    mig: tuple[ModelCapacity, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         frag = self.fragment
@@ -229,6 +235,7 @@ class ClusterReport:
                 "fragmentRate": round(frag.rate, 4),
                 "classes": {c: round(frag.classes[c] / 1000, 3) for c in CLASSES},
             },
+            "mig": [m.to_dict() for m in self.mig],
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -258,12 +265,37 @@ class ClusterReport:
             f"{frag.total / 1000:.2f} GPU(s), {frag.amount_pct:.2f} % of capacity, "
             f"{100 * frag.rate:.1f} % of the free GPUs",
         ]
+        lines += _mig_lines(self.mig)
         if self.findings:
             lines += ["", "Findings:"]
             lines += [f"  {f.kind}: {f.node + ': ' if f.node else ''}{f.detail}" for f in self.findings]
         else:
             lines += ["", "Findings: none"]
         return "\n".join(lines) + "\n"
+
+
+def _mig_lines(models: Sequence[ModelCapacity]) -> list[str]:
+    """The MIG section of the text report (no lines without MIG GPUs)."""
+    if not models:
+        return []
+    lines = ["", "MIG instances that still fit, per GPU model and profile (each profile on its own):"]
+    for m in models:
+        largest = m.largest_fitting()
+        usable = (f"{largest.now * largest.memory_slices} usable by the largest profile that fits ({largest.profile})"
+                  if largest is not None else "no profile fits")
+        lines += [
+            "",
+            f"  {m.model}: {m.gpus} MIG GPU(s) ({m.static_gpus} static, {m.idle_static_gpus} of them idle; "
+            f"{m.gpus - m.static_gpus} dynamic)",
+            f"  {m.free_slices} of {m.slices} slices free (no instance in use), {usable}",
+        ]
+        if not m.placements_confirmed:
+            lines.append("  starts inferred, not read from nvidia-smi")
+        lines.append(f"  {'profile':<12} {'now':>5} {'static':>7} {'dynamic':>8} {'re-split':>9} {'slices':>7}")
+        for p in m.profiles:
+            lines.append(f"  {p.profile:<12} {p.now:>5} {p.static:>7} {p.dynamic:>8} {p.if_resplit:>9} "
+                         f"{p.now * p.memory_slices:>7}")
+    return lines
 
 
 def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> list[Finding]:
@@ -423,6 +455,7 @@ def cluster_report(
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
         sharing=_sharing_summary(session),
+        mig=mig_capacity(session.mig),
     )
 
 
