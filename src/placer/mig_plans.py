@@ -27,7 +27,8 @@ is the first by:
    (``nvidia-mig-parted`` applies counts, not starts): the inventory others rely on;
 3. covering the most slices (none left without an instance: a static GPU cannot use them);
 4. the most copies of the pending pod's profile, then the most compute slices used;
-5. the earliest starts.
+5. the first found by a walk over the slices from 0 that leaves a slice empty before it
+   starts an instance there (deterministic).
 
 Each pending pod (in request order) goes to the node that needs the fewest re-split GPUs
 for it, counting the free instances of its profile there, the ones earlier plans left over
