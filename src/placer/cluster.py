@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from placer import gangs, order, policies, preemption, schema, sharing
+from placer import gangs, order, policies, preemption, preemption_exact, schema, sharing
 from placer.domains import Domains
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
@@ -302,7 +302,7 @@ class Cluster:
                 self._collect_run(step.pods, run, placed, assignments, unschedulable)
                 if preempt and len(unschedulable) > failed_from:
                     self._preempt_for(step.pods, policy, rng, failed_from, placed, assignments, unschedulable,
-                                      preempted, evicted)
+                                      preempted, evicted, request.preemption)
         return placed, assignments, unschedulable, gang_results, preempted, evicted
 
     def _preempt_gang(
@@ -334,20 +334,28 @@ class Cluster:
             model_ok = ((shape.model_mask >> session.free.model_id.astype(np.uint64)) & 1).astype(bool)
             allowed = shape.eligible & (model_ok if shape.pod.gpus else True)
             shapes.append((shape.pod, shape.count, allowed))
+        exact_first = request.preemption == "exact" or (request.preemption == "auto" and len(pods) > 1)
         for level in levels:
             found, ranks, _ = preemption.gang_candidates(session, self._snapshot, h, pods, level, shapes)
-            for cand in found:
-                gone = preemption.evict(session, cand.victims)
+            plans = [(c.victims, c.nodes, "greedy", "feasible") for c in found]
+            if exact_first and found:
+                best = preemption_exact.solve_preemption(
+                    session, self._snapshot, h, pods, level, shapes, request.time_limit_s
+                )
+                if best is not None and best.status in ("optimal", "feasible"):
+                    scope = np.ones(session.n_nodes, dtype=bool) if level < 0 else (h.ids[level] == best.domain)
+                    plans.insert(0, (best.victims, scope, "cp-sat", best.status))
+            for victims, scope, solver, status in plans:
+                gone = preemption.evict(session, victims)
                 tried, tried_result = gangs.place_gang_step(
                     session, self._domains, pods, spec, policy, rng, request.solver, request.time_limit_s, 0.0
                 )
-                inside = tried_result.placed and all(cand.nodes[o[1]] for o in tried)
-                if inside:
+                if tried_result.placed and all(scope[o[1]] for o in tried):
                     evicted.extend(gone)
-                    victims = [name for unit in cand.victims for name in unit.names]
-                    nodes = sorted({session.node_names[n] for unit in cand.victims for n, _ in unit.pods})
-                    pods_gone = [p for unit in cand.victims for _, p in unit.pods]
-                    preempted.append(Preemption(spec.name, tuple(victims), tuple(nodes), ranks.overdraft(pods_gone)))
+                    names = [name for unit in victims for name in unit.names]
+                    nodes = sorted({session.node_names[n] for unit in victims for n, _ in unit.pods})
+                    overdraft = ranks.overdraft([p for unit in victims for _, p in unit.pods])
+                    preempted.append(Preemption(spec.name, tuple(names), tuple(nodes), overdraft, solver, status))
                     return tried, tried_result
                 if tried_result.placed:
                     gangs.release(session, pods, [o[1] for o in tried], [o[2] for o in tried])
@@ -366,16 +374,22 @@ class Cluster:
         unschedulable: list[Unschedulable],
         preempted: list[Preemption],
         evicted: list[Evicted],
+        mode: str,
     ) -> None:
         """Each pod of a run that did not fit, in order, evicts the victims
-        :func:`placer.preemption.choose` picks and is placed on their node (``nominated``);
-        a pod no preemption helps keeps its reason."""
+        :func:`placer.preemption.choose` picks (kube's rules; ``exact``: CP-SAT's) and is
+        placed on their node (``nominated``); a pod no preemption helps keeps its reason."""
         session = self._session
         by_name = {pod.name: pod for pod in pods}
         still: list[Unschedulable] = []
         for u in unschedulable[failed_from:]:
             pod = by_name[u.pod]
+            solver, status = "greedy", "feasible"
             best, _ = preemption.choose(session, self._snapshot, pod)
+            if best is not None and mode == "exact":
+                exact = self._exact_for_pod(pod)
+                if exact is not None:
+                    best, status, solver = exact[0], exact[1], "cp-sat"
             if best is None:
                 still.append(u)
                 continue
@@ -392,9 +406,28 @@ class Cluster:
             assignments.append(replace(self._assignment(pod, best.node, masks[0], nics[0]), nominated=True))
             victims = [name for unit in best.victims for name in unit.names]
             nodes = sorted({session.node_names[n] for unit in best.victims for n, _ in unit.pods})
-            preempted.append(Preemption(pod.name, tuple(victims), tuple(nodes), best.pdb_violations))
+            preempted.append(Preemption(pod.name, tuple(victims), tuple(nodes), best.pdb_violations, solver, status))
         del unschedulable[failed_from:]
         unschedulable.extend(still)
+
+    def _exact_for_pod(self, pod: PodRequest) -> tuple[preemption.Candidate, str] | None:
+        """CP-SAT's node and victims for one pod (the node level is its domain), or None
+        when CP-SAT does not model the pod or found nothing."""
+        session = self._session
+        h = self._domains.hierarchy()
+        allowed, model_mask = session.eligibility(pod)
+        if pod.gpus:
+            model_ok = ((model_mask >> session.free.model_id.astype(np.uint64)) & 1).astype(bool)
+            allowed = allowed & model_ok & (session.free.gpu_memory_capacity >= pod.gpu_memory_mib)
+        found = preemption_exact.solve_preemption(
+            session, self._snapshot, h, [pod], h.levels.index("node"), [(pod, 1, allowed)]
+        )
+        if found is None or found.status not in ("optimal", "feasible") or found.domain < 0:
+            return None
+        node = int(np.flatnonzero(h.ids[-1] == found.domain)[0])
+        pods = [p for unit in found.victims for _, p in unit.pods]
+        violations = preemption.Ranks.of(self._snapshot, list(session.running()), found.victims).overdraft(pods)
+        return preemption.Candidate(node, found.victims, violations), found.status
 
     def _place_slots(
         self,

@@ -26,7 +26,10 @@ from placer.kernel import KernelSession
 from placer.kernel.session import Evicted, NodeFree
 from placer.model import ClusterSnapshot, PodDisruptionBudget, PodRequest, RunningPod
 
-__all__ = ["Unit", "Candidate", "eligible", "candidates", "pick", "choose", "evict", "KUBE_PRIORITY_OFFSET"]
+__all__ = [
+    "Unit", "Candidate", "GangCandidate", "Ranks", "units", "start_of", "room", "eligible", "candidates", "pick",
+    "choose", "gang_candidates", "evict", "KUBE_PRIORITY_OFFSET",
+]
 
 KUBE_PRIORITY_OFFSET = 2**31  # kube sums priority + MaxInt32 + 1, so every term is positive
 _NOW = math.inf  # a pod without a start time started "now": the newest of all
@@ -68,7 +71,7 @@ class Candidate:
         if not pods:
             return (self.pdb_violations, -math.inf, 0, 0, 0.0, self.node)
         highest = max(p.priority for p in pods)
-        earliest = min(_start(p) for p in pods if p.priority == highest)
+        earliest = min(start_of(p) for p in pods if p.priority == highest)
         return (
             self.pdb_violations,
             highest,
@@ -79,7 +82,8 @@ class Candidate:
         )
 
 
-def _start(pod: RunningPod) -> float:
+def start_of(pod: RunningPod) -> float:
+    """A pod's start in epoch seconds; inf when unknown (kube reads it as now: the newest)."""
     started = pod.started_at
     return _NOW if started is None else started
 
@@ -98,9 +102,9 @@ def units(running: Iterable[tuple[int, RunningPod]]) -> list[Unit]:
             unit = by_gang[pod.gang]
             unit.pods.append((node, pod))
             unit.priority = max(unit.priority, pod.priority)
-            unit.start = min(unit.start, _start(pod))
+            unit.start = min(unit.start, start_of(pod))
             continue
-        unit = Unit([(node, pod)], pod.priority, _start(pod), pod.gang or pod.name)
+        unit = Unit([(node, pod)], pod.priority, start_of(pod), pod.gang or pod.name)
         if pod.gang is not None:
             by_gang[pod.gang] = unit
         out.append(unit)
@@ -287,7 +291,7 @@ class Ranks:
            ) -> "Ranks":
         pods = [p for u in evictable for _, p in u.pods]
         priorities = sorted({p.priority for p in pods})
-        starts = sorted({_start(p) for p in pods}, reverse=True)
+        starts = sorted({start_of(p) for p in pods}, reverse=True)
         budgets = _Budgets.of(snapshot, running)
         return cls({v: i for i, v in enumerate(priorities)}, {v: i for i, v in enumerate(starts)},
                    budgets.budgets, budgets.allowed)
@@ -301,15 +305,16 @@ class Ranks:
         return total
 
     def key(self, victims: Sequence[Unit]) -> tuple[int, int, int, int, int]:
+        """(overdraft, highest priority rank + 1 (0: no victim), Σ ranks, victims, Σ age ranks)."""
         pods = [p for u in victims for _, p in u.pods]
         if not pods:
-            return (0, -1, 0, 0, 0)
+            return (0, 0, 0, 0, 0)
         return (
             self.overdraft(pods),
-            max(self.priority_rank[p.priority] for p in pods),
+            max(self.priority_rank[p.priority] for p in pods) + 1,
             sum(self.priority_rank[p.priority] for p in pods),
             len(pods),
-            sum(self.age_rank[_start(p)] for p in pods),
+            sum(self.age_rank[start_of(p)] for p in pods),
         )
 
 
@@ -368,7 +373,9 @@ def gang_candidates(
     units are evicted, with greedy victims there (kube's reprieve, PDB-violating units
     first), best first by :class:`Ranks`. ``shapes``: (pod, count, allowed nodes) per shape.
 
-    Domains that cannot hold the gang even with every evictable unit gone are pruned first.
+    Victims lie inside the domain: a unit with a pod outside it (a running gang that spans
+    domains) is not evicted for it. Domains that cannot hold the gang even with every
+    evictable unit gone are pruned first.
     """
     priority = max(p.priority for p in pods)
     running = list(session.running())
@@ -404,8 +411,17 @@ def gang_candidates(
             continue  # pruned: not even with every evictable unit gone
         members = sorted({id(u): u for node in np.flatnonzero(nodes).tolist() for u in on_node.get(node, ())}.values(),
                          key=_important_first)
+        kept: set[int] = {id(u) for u in members if not all(nodes[m] for m, _ in u.pods)}  # never evicted here
+        members = [u for u in members if id(u) not in kept]
         current = everything.copy()
-        kept: set[int] = set()
+        if kept:
+            for m in {m for u in members for m, _ in u.pods} | {
+                m for node in np.flatnonzero(nodes).tolist() for u in on_node.get(node, ()) if id(u) in kept
+                for m, _ in u.pods if nodes[m]
+            }:
+                current[m] = rooms(m, [p for u in on_node.get(m, ()) if id(u) not in kept for p in u.on(m)])
+            if any(current[nodes].sum(axis=0)[k] < count for k, (_, count, _) in enumerate(shapes)):
+                continue
         victims: list[Unit] = []
         violating, fine = budgets.split(members)
 
