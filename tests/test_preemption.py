@@ -218,3 +218,23 @@ def test_bad_preemption_inputs():
                                            "preemption": "always", "pods": []})
     assert math.isinf(preemption.start_of(placer.model.RunningPod(name="x")))
     assert np.isfinite(preemption.start_of(placer.model.RunningPod(name="x", start_time=3.0)))
+
+
+def test_explain_says_what_preemption_would_do_when_it_is_off():
+    from placer.explain import explain
+
+    snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"], "nodes": [
+        {"name": f"n{i}", "gpus": 2, "topology": {"rack": f"r{i // 2}"},
+         "pods": [{"name": f"low{i}", "gpus": [0, 1], "priority": i}]} for i in range(4)]}
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [
+        {"name": "x", "gpus": 2, "priority": 5},
+        {"name": "g", "replicas": 2, "gang": "g", "gpus": 2, "priority": 9}],
+        "gangs": {"g": {"topology": {"mode": "required", "level": "rack"}}}}
+    pending = {p.name: p for p in explain(snapshot, request).pending}
+    assert pending["x"].preemption.startswith("would fit on n0 after preempting 1 pod(s) of priority <= 0: low0")
+    assert "rack r0 after preempting 2 pod(s)" in pending["g"].preemption
+    single = {k: v for k, v in request.items() if k != "gangs"}
+    never = {**single, "pods": [{**request["pods"][0], "preemptionPolicy": "Never"}]}
+    assert explain(snapshot, never).pending[0].preemption == ""
+    on = {**single, "preemption": "greedy", "pods": [{"name": "y", "gpus": 2, "priority": 0}]}
+    assert explain(snapshot, on).pending[0].preemption == ""  # nothing of lower priority to evict

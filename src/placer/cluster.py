@@ -324,16 +324,7 @@ class Cluster:
         if any(pod.preemption_policy == "Never" for pod in pods):
             return outcome, result
         h = self._domains.hierarchy()
-        levels: list[int] = []
-        if spec.mode != "unconstrained" and spec.level is not None:
-            levels.append(h.levels.index(spec.level))
-        if spec.mode != "required":
-            levels.append(-1)
-        shapes = []
-        for shape in gangs.split_shapes(session, pods):
-            model_ok = ((shape.model_mask >> session.free.model_id.astype(np.uint64)) & 1).astype(bool)
-            allowed = shape.eligible & (model_ok if shape.pod.gpus else True)
-            shapes.append((shape.pod, shape.count, allowed))
+        levels, shapes = self._preemption_problem(pods, spec)
         exact_first = request.preemption == "exact" or (request.preemption == "auto" and len(pods) > 1)
         for level in levels:
             found, ranks, _ = preemption.gang_candidates(session, self._snapshot, h, pods, level, shapes)
@@ -409,6 +400,58 @@ class Cluster:
             preempted.append(Preemption(pod.name, tuple(victims), tuple(nodes), best.pdb_violations, solver, status))
         del unschedulable[failed_from:]
         unschedulable.extend(still)
+
+    def _preemption_problem(
+        self, pods: Sequence[PodRequest], spec: GangSpec
+    ) -> tuple[list[int], list[tuple[PodRequest, int, np.ndarray]]]:
+        """The levels a gang's victims are sought at (-1: the whole cluster), and its shapes
+        as (pod, count, allowed nodes)."""
+        session = self._session
+        h = self._domains.hierarchy()
+        levels: list[int] = []
+        if spec.mode != "unconstrained" and spec.level is not None:
+            levels.append(h.levels.index(spec.level))
+        if spec.mode != "required":
+            levels.append(-1)
+        shapes = []
+        for shape in gangs.split_shapes(session, pods):
+            model_ok = ((shape.model_mask >> session.free.model_id.astype(np.uint64)) & 1).astype(bool)
+            allowed = shape.eligible & (model_ok if shape.pod.gpus else True)
+            shapes.append((shape.pod, shape.count, allowed))
+        return levels, shapes
+
+    def preemption_hint(self, pods: Sequence[PodRequest], spec: GangSpec | None = None) -> str:
+        """What preemption would do for a pending pod (or gang ``spec``) now, in words:
+        "would fit after preempting …", or "" when no preemption helps. Nothing changes."""
+        session = self._session
+        if any(pod.preemption_policy == "Never" for pod in pods):
+            return ""
+        if spec is None:
+            best, _ = preemption.choose(session, self._snapshot, pods[0])
+            if best is None:
+                return ""
+            where, victims, violations = session.node_names[best.node], best.victims, best.pdb_violations
+        else:
+            levels, shapes = self._preemption_problem(pods, spec)
+            h = self._domains.hierarchy()
+            found: list[preemption.GangCandidate] = []
+            for level in levels:
+                found, ranks, _ = preemption.gang_candidates(session, self._snapshot, h, pods, level, shapes)
+                if found:
+                    break
+            if not found:
+                return ""
+            best_gang = found[0]
+            victims = best_gang.victims
+            violations = ranks.overdraft([p for u in victims for _, p in u.pods])
+            where = "the cluster" if level < 0 else f"{h.levels[level]} {h.names[level][best_gang.domain]}"
+        names = [name for unit in victims for name in unit.names]
+        top = max((p.priority for unit in victims for _, p in unit.pods), default=0)
+        broken = f", breaking {violations} PodDisruptionBudget disruption(s)" if violations else ""
+        return (
+            f"would fit on {where} after preempting {len(names)} pod(s) of priority <= {top}: "
+            f"{', '.join(names)}{broken} (preemption is off; placer preempt would do it)"
+        )
 
     def _exact_for_pod(self, pod: PodRequest) -> tuple[preemption.Candidate, str] | None:
         """CP-SAT's node and victims for one pod (the node level is its domain), or None

@@ -34,7 +34,7 @@ the most pods one domain of each level can take.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -117,6 +117,7 @@ class Pending:
     levels: tuple[LevelFit, ...] = ()
     mig_gpus: tuple[str, ...] = ()  # per MIG GPU nearest to fitting, what it lacks
     relayout: tuple[GpuRelayout, ...] = ()  # idle static GPUs a re-split would place it on
+    preemption: str = ""  # what preemption would do, when the request has it off
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +132,7 @@ class Pending:
             "levels": [lv.to_dict() for lv in self.levels],
             "migGpus": list(self.mig_gpus),
             "relayout": [g.to_dict() for g in self.relayout],
+            "preemption": self.preemption,
         }
 
     def to_text(self) -> str:
@@ -142,6 +144,8 @@ class Pending:
             lines.append(f"  level {lv.level}: at most {lv.fits} of {lv.needed} pod(s) fit in one domain ({lv.domain})")
         lines += [f"  mig: {note}" for note in self.mig_gpus]
         lines += [f"  re-split: {g.to_text()}" for g in self.relayout]
+        if self.preemption:
+            lines.append(f"  preemption: {self.preemption}")
         return "\n".join(lines)
 
 
@@ -213,8 +217,21 @@ def explain(
             members = [p for p in request.pods if p.gang == pod.gang]
             spec = request.gangs.get(pod.gang) or GangSpec(pod.gang)
             out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name], plan))
+    if request.preemption == "none":
+        out = [_with_preemption(cluster, request, p) for p in out]
     stacked = tuple(_stacked_text(cluster, a) for a in result.assignments if a.stacked_slots)
     return Explanation(result, tuple(out), stacked, plan)
+
+
+def _with_preemption(cluster: Cluster, request: PlacementRequest, pending: Pending) -> Pending:
+    """``pending`` with what preemption would do for it (priority permitting)."""
+    if pending.kind == "gang":
+        pods = [p for p in request.pods if p.gang == pending.name]
+        hint = cluster.preemption_hint(pods, request.gangs.get(pending.name) or GangSpec(pending.name))
+    else:
+        pods = [p for p in request.pods if p.name == pending.name]
+        hint = cluster.preemption_hint(pods) if not (pods[0].mig or pods[0].gpu_slots) else ""
+    return replace(pending, preemption=hint) if hint else pending
 
 
 def _stacked_text(cluster: Cluster, a: Any) -> str:
