@@ -238,3 +238,17 @@ def test_explain_says_what_preemption_would_do_when_it_is_off():
     assert explain(snapshot, never).pending[0].preemption == ""
     on = {**single, "preemption": "greedy", "pods": [{"name": "y", "gpus": 2, "priority": 0}]}
     assert explain(snapshot, on).pending[0].preemption == ""  # nothing of lower priority to evict
+
+
+@given(cases())
+def test_pruned_search_picks_what_the_full_search_picks(case):
+    snapshot, request = case
+    cluster = placer.Cluster(snapshot)
+    pod = placer.PlacementRequest.from_dict({**request, "gangs": {}, "pods": [
+        {k: v for k, v in request["pods"][0].items() if k not in ("replicas", "gang")}]}).pods[0]
+    full = preemption.pick(preemption.candidates(cluster.session, cluster.snapshot, pod))
+    pruned = preemption.pick(preemption.candidates(cluster.session, cluster.snapshot, pod, prune=True))
+    assert (full is None) == (pruned is None)
+    if full is not None:
+        assert full.key() == pruned.key()
+        assert [p.name for p in full.victim_pods] == [p.name for p in pruned.victim_pods]

@@ -16,6 +16,7 @@ preemptible and of lower priority than the preemptor.
 from __future__ import annotations
 
 import math
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -28,7 +29,7 @@ from placer.model import ClusterSnapshot, PodDisruptionBudget, PodRequest, Runni
 
 __all__ = [
     "Unit", "Candidate", "GangCandidate", "Ranks", "units", "start_of", "room", "eligible", "candidates", "pick",
-    "choose", "gang_candidates", "evict", "KUBE_PRIORITY_OFFSET",
+    "choose", "gang_candidates", "lowest_levels", "fewest_victims", "evict", "KUBE_PRIORITY_OFFSET",
 ]
 
 KUBE_PRIORITY_OFFSET = 2**31  # kube sums priority + MaxInt32 + 1, so every term is positive
@@ -60,6 +61,7 @@ class Candidate:
     node: int
     victims: list[Unit]
     pdb_violations: int
+    _key: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def victim_pods(self) -> list[RunningPod]:
@@ -67,6 +69,11 @@ class Candidate:
 
     def key(self) -> tuple:
         """kube's pickOneNodeForPreemption keys, smaller first."""
+        if self._key is None:
+            self._key = self._keys()
+        return self._key
+
+    def _keys(self) -> tuple:
         pods = self.victim_pods
         if not pods:
             return (self.pdb_violations, -math.inf, 0, 0, 0.0, self.node)
@@ -157,94 +164,292 @@ class _Budgets:
         return violating, fine
 
 
-class _Fit:
-    """Does a pod fit on a node once some pods are gone: the kernel's free state plus what
-    the removed pods hold."""
+class _Room:
+    """What a node offers a pod while units are taken away and given back: free CPU,
+    memory, pod slots, extended resources and per-GPU milli, updated in place."""
 
-    def __init__(self, session: KernelSession, pod: PodRequest) -> None:
-        self.session = session
+    def __init__(self, session: KernelSession, pod: PodRequest, node: int, free: NodeFree) -> None:
         self.pod = pod
+        self.cpu = free.cpu_milli
+        self.mem = free.memory_mib
+        self.slots = free.pods
+        self.milli = list(free.gpu_milli)
+        self.gpu_mem = list(free.gpu_memory_mib)
+        self.extended = {name: session.extended_free(name, node) for name in pod.resources}
 
-    def __call__(self, node: int, free: NodeFree, gone: Sequence[RunningPod]) -> bool:
+    def change(self, gone: Sequence[RunningPod], sign: int) -> None:
+        """Take ``gone`` away (``sign`` 1: what they hold is free) or give them back (-1)."""
+        for p in gone:
+            if self.cpu is not None:
+                self.cpu += sign * p.cpu_milli
+            if self.mem is not None:
+                self.mem += sign * p.memory_mib
+            if self.slots is not None:
+                self.slots += sign
+            for name in self.extended:
+                self.extended[name] += sign * p.resources.get(name, 0)
+            for g in p.gpus:
+                self.milli[g] += sign * 1000
+            for g, m in p.gpu_shares.items():
+                self.milli[g] += sign * m
+            for g, m in p.gpu_memory_mib.items():
+                if self.gpu_mem[g] is not None:
+                    self.gpu_mem[g] += sign * m
+
+    def fits(self) -> bool:
         pod = self.pod
-        if free.pods is not None and free.pods + len(gone) < 1:
+        if self.slots is not None and self.slots < 1:
             return False
-        if free.cpu_milli is not None and free.cpu_milli + sum(p.cpu_milli for p in gone) < pod.cpu_milli:
+        if self.cpu is not None and self.cpu < pod.cpu_milli:
             return False
-        if free.memory_mib is not None and free.memory_mib + sum(p.memory_mib for p in gone) < pod.memory_mib:
+        if self.mem is not None and self.mem < pod.memory_mib:
             return False
-        for name, count in pod.resources.items():
-            if self.session.extended_free(name, node) + sum(p.resources.get(name, 0) for p in gone) < count:
-                return False
+        if any(self.extended[name] < count for name, count in pod.resources.items()):
+            return False
         if not pod.gpus:
             return True
-        milli = list(free.gpu_milli)
-        memory = list(free.gpu_memory_mib)
-        for p in gone:
-            for g in p.gpus:
-                milli[g] = 1000
-            for g, m in p.gpu_shares.items():
-                milli[g] += m
-            for g, m in p.gpu_memory_mib.items():
-                if memory[g] is not None:
-                    memory[g] += m
         if pod.shared:
-            return any(
-                milli[g] >= pod.gpu_milli and (memory[g] is None or memory[g] >= pod.gpu_memory_mib)
-                for g in range(len(milli))
-            )
-        return sum(1 for m in milli if m == 1000) >= pod.gpus
+            return any(m >= pod.gpu_milli and (mib is None or mib >= pod.gpu_memory_mib)
+                       for m, mib in zip(self.milli, self.gpu_mem))
+        return sum(1 for m in self.milli if m == 1000) >= pod.gpus
+
+
+@dataclass
+class Running:
+    """Every running or bound pod as columns, and the budgets' counts; built once per change
+    of who holds what (``KernelSession.held_version``). Eviction units are numbered
+    (a running gang is one unit) and made into :class:`Unit` objects only when asked for."""
+
+    pods: list[RunningPod]
+    node: np.ndarray  # per pod (the columns below too)
+    unit_of: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    gpu_pod: np.ndarray  # one row per GPU a pod holds: the pod, the GPU, the milli it frees
+    gpu_index: np.ndarray
+    gpu_milli: np.ndarray
+    unit_priority: np.ndarray  # per unit
+    unit_preemptible: np.ndarray  # per unit: every pod of it may be evicted
+    by_unit: np.ndarray  # pods sorted by unit
+    unit_start: np.ndarray  # by_unit[unit_start[k]:unit_start[k + 1]] are unit k's pods
+    by_node: np.ndarray  # pods sorted by node
+    node_start: np.ndarray  # by_node[node_start[n]:node_start[n + 1]] are node n's pods
+    budgets: "_Budgets"
+    _units: dict[int, Unit] = field(default_factory=dict)
+
+    def unit(self, k: int) -> Unit:
+        """Unit ``k`` as a :class:`Unit`."""
+        found = self._units.get(k)
+        if found is None:
+            members = [(int(self.node[i]), self.pods[i])
+                       for i in self.by_unit[self.unit_start[k]:self.unit_start[k + 1]].tolist()]
+            first = members[0][1]
+            found = Unit(members, int(self.unit_priority[k]), min(start_of(p) for _, p in members),
+                         first.gang or first.name)
+            self._units[k] = found
+        return found
+
+    def units_on(self, node: int) -> np.ndarray:
+        """The units with a pod on ``node``."""
+        return np.unique(self.unit_of[self.by_node[self.node_start[node]:self.node_start[node + 1]]])
+
+
+def running_view(session: KernelSession, snapshot: ClusterSnapshot) -> Running:
+    """The session's :class:`Running` view, cached until the next change of holdings."""
+    cached = session.views.get("preemption")
+    if cached is not None and cached[0] == session.held_version:
+        return cached[1]
+    running = list(session.running())
+    n_pods = len(running)
+    pods = [p for _, p in running]
+    node = np.fromiter((n for n, _ in running), dtype=np.int64, count=n_pods)
+    gang_names = [p.gang for p in pods]
+    if gang_names.count(None) == n_pods:
+        unit_of = np.arange(n_pods, dtype=np.int64)
+    else:
+        first: dict[str, int] = {}
+        unit_of = np.fromiter((i if g is None else first.setdefault(g, i) for i, g in enumerate(gang_names)),
+                              dtype=np.int64, count=n_pods)
+    _, unit_of = np.unique(unit_of, return_inverse=True)
+    n_units = int(unit_of.max()) + 1 if n_pods else 0
+    priority = np.fromiter((p.priority for p in pods), dtype=np.int64, count=n_pods)
+    unit_priority = np.full(n_units, np.iinfo(np.int64).min)
+    np.maximum.at(unit_priority, unit_of, priority)
+    unit_preemptible = np.ones(n_units, dtype=bool)
+    np.logical_and.at(unit_preemptible, unit_of, np.fromiter((p.preemptible for p in pods), dtype=bool, count=n_pods))
+    held = np.fromiter((len(p.gpus) for p in pods), dtype=np.int64, count=n_pods)
+    shared = np.fromiter((len(p.gpu_shares) for p in pods), dtype=np.int64, count=n_pods)
+    gpu_pod = np.concatenate((np.repeat(np.arange(n_pods), held), np.repeat(np.arange(n_pods), shared)))
+    gpu_index = np.concatenate((
+        np.fromiter(chain.from_iterable(p.gpus for p in pods), dtype=np.int64, count=int(held.sum())),
+        np.fromiter(chain.from_iterable(p.gpu_shares for p in pods), dtype=np.int64, count=int(shared.sum())),
+    ))
+    gpu_milli = np.concatenate((
+        np.full(int(held.sum()), 1000, dtype=np.int64),
+        np.fromiter(chain.from_iterable(p.gpu_shares.values() for p in pods), dtype=np.int64,
+                    count=int(shared.sum())),
+    ))
+    by_node = np.argsort(node, kind="stable")
+    by_unit = np.argsort(unit_of, kind="stable")
+    view = Running(
+        pods=pods, node=node, unit_of=unit_of,
+        cpu=np.fromiter((p.cpu_milli for p in pods), dtype=np.int64, count=n_pods),
+        mem=np.fromiter((p.memory_mib for p in pods), dtype=np.int64, count=n_pods),
+        gpu_pod=gpu_pod, gpu_index=gpu_index, gpu_milli=gpu_milli,
+        unit_priority=unit_priority, unit_preemptible=unit_preemptible,
+        by_unit=by_unit, unit_start=np.searchsorted(unit_of[by_unit], np.arange(n_units + 1)),
+        by_node=by_node, node_start=np.searchsorted(node[by_node], np.arange(session.n_nodes + 1)),
+        budgets=_Budgets.of(snapshot, running),
+    )
+    session.views["preemption"] = (session.held_version, view)
+    return view
+
+
+def lowest_levels(session: KernelSession, pod: PodRequest, view: Running, evictable: np.ndarray) -> np.ndarray:
+    """Per node, the lowest priority ``p`` such that evicting every evictable unit
+    (``evictable``: bool per unit) of priority <= ``p`` there lets ``pod`` fit (by CPU,
+    memory, pod slots and GPUs), or +inf.
+
+    Any victims that make the pod fit on a node include a unit of at least this priority,
+    so it bounds kube's second key from below; counted for every node at once, one pass per
+    priority level.
+    """
+    free = session.free
+    n = session.n_nodes
+    out = np.full(n, np.inf)
+    mine = evictable[view.unit_of]
+    at = view.node[mine]
+    level = view.unit_priority[view.unit_of][mine]
+    cpu, mem = view.cpu[mine], view.mem[mine]
+    rows = mine[view.gpu_pod]
+    g_node, g_index, g_milli = view.node[view.gpu_pod[rows]], view.gpu_index[rows], view.gpu_milli[rows]
+    g_level = view.unit_priority[view.unit_of[view.gpu_pod[rows]]]
+    for p in np.unique(level).tolist():
+        gone = level <= p
+        ok = free.pod_slots.astype(np.int64) + np.bincount(at[gone], minlength=n) >= 1
+        if pod.cpu_milli:
+            ok &= free.cpu_milli + np.bincount(at[gone], weights=cpu[gone], minlength=n).astype(np.int64) >= pod.cpu_milli
+        if pod.memory_mib:
+            ok &= free.memory_mib + np.bincount(at[gone], weights=mem[gone], minlength=n).astype(np.int64) >= pod.memory_mib
+        if pod.gpus:
+            milli = free.gpu_milli.astype(np.int64).copy()
+            sel = g_level <= p
+            np.add.at(milli, (g_node[sel], g_index[sel]), g_milli[sel])
+            if pod.shared:
+                ok &= (milli >= pod.gpu_milli).any(axis=1)
+            else:
+                ok &= (milli == 1000).sum(axis=1) >= pod.gpus
+        out[ok & np.isinf(out)] = p
+    return out
+
+
+def fewest_victims(session: KernelSession, pod: PodRequest, view: Running, evictable: np.ndarray) -> np.ndarray:
+    """Per node, a lower bound on the victims (pods) any eviction that fits a whole-GPU
+    ``pod`` there needs: the fewest evictable pods whose whole GPUs, with the free ones,
+    reach its GPU count (shares never free a whole GPU alone, so they are left out). Zeros
+    for a pod without whole GPUs."""
+    n = session.n_nodes
+    out = np.zeros(n, dtype=np.int64)
+    if not pod.gpus or pod.shared:
+        return out
+    short = pod.gpus - session.free.whole_gpus.astype(np.int64)
+    whole = view.gpu_milli == 1000
+    rows = whole & evictable[view.unit_of[view.gpu_pod]]
+    holder = view.gpu_pod[rows]
+    sizes = np.bincount(holder, minlength=len(view.node))  # whole GPUs per evictable pod
+    pods = np.flatnonzero(sizes)
+    at = view.node[pods]
+    order = np.lexsort((-sizes[pods], at))
+    at, size = at[order], sizes[pods][order]
+    starts = np.searchsorted(at, np.arange(n))
+    running = np.cumsum(size) - np.concatenate(([0], np.cumsum(size)))[starts[at]]
+    rank = np.arange(len(at)) - starts[at] + 1  # 1 for a node's largest pod
+    need = np.where(running >= short[at], rank, np.iinfo(np.int64).max)
+    best = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(best, at, need)
+    out = np.where(short > 0, best, 0)
+    return out
+
+
+def _victims_on(node: int, movable: list[Unit], room: _Room, budgets: "_Budgets") -> Candidate | None:
+    """kube's SelectVictimsOnNode: with every unit of ``movable`` gone the pod must fit;
+    then units come back most important first, PDB-violating ones first, while it fits."""
+    movable = sorted(movable, key=_important_first)
+    for unit in movable:
+        room.change(unit.on(node), 1)
+    if not room.fits():
+        return None
+    violating, fine = budgets.split(movable)
+    victims: list[Unit] = []
+    violations = 0
+    for unit in violating:
+        room.change(unit.on(node), -1)
+        if not room.fits():
+            room.change(unit.on(node), 1)
+            victims.append(unit)
+            violations += 1
+    for unit in fine:
+        room.change(unit.on(node), -1)
+        if not room.fits():
+            room.change(unit.on(node), 1)
+            victims.append(unit)
+    if violating and fine:
+        victims.sort(key=_important_first)
+    return Candidate(node, victims, violations)
 
 
 def candidates(
-    session: KernelSession, snapshot: ClusterSnapshot, pod: PodRequest, allowed: np.ndarray | None = None
+    session: KernelSession, snapshot: ClusterSnapshot, pod: PodRequest, allowed: np.ndarray | None = None,
+    prune: bool = False,
 ) -> list[Candidate]:
     """Every node where ``pod`` fits after evicting lower-priority units, with kube's
     victims there (SelectVictimsOnNode), in node order. ``allowed``: a bool mask of the
-    nodes to consider (default: those the pod's static filters allow)."""
-    running = list(session.running())
-    all_units = units(running)
+    nodes to consider (default: those the pod's static filters allow).
+
+    ``prune``: only what :func:`pick` needs. Nodes are visited by the bound of
+    :func:`lowest_levels`; once a candidate without PDB violations is found, nodes whose
+    bound exceeds its highest victim priority cannot rank first and are skipped.
+    """
+    view = running_view(session, snapshot)
     if allowed is None:
         allowed, _ = session.eligibility(pod)
         if pod.gpus and not pod.shared:
             allowed = allowed & (session.free.gpu_memory_capacity >= pod.gpu_memory_mib)
-    evictable = [u for u in all_units if u.priority < pod.priority and all(p.preemptible for _, p in u.pods)]
-    on_node: dict[int, list[Unit]] = {}
-    for unit in evictable:
-        for node in {n for n, _ in unit.pods}:
-            if allowed[node]:
-                on_node.setdefault(node, []).append(unit)
-    budgets = _Budgets.of(snapshot, running)
-    fit = _Fit(session, pod)
+    evictable = (view.unit_priority < pod.priority) & view.unit_preemptible
+    low = int(view.unit_priority[evictable].min()) if evictable.any() else 0
+    has = np.zeros(session.n_nodes, dtype=bool)
+    has[view.node[evictable[view.unit_of]]] = True
+    has &= allowed
+    bound = None
+    fewest = None
+    if prune:
+        bound = lowest_levels(session, pod, view, evictable)
+        fewest = fewest_victims(session, pod, view, evictable)
+        has &= np.isfinite(bound)
+        at = np.flatnonzero(has)
+        visit = at[np.lexsort((at, fewest[at], bound[at]))].tolist()
+    else:
+        visit = np.flatnonzero(has).tolist()
     out: list[Candidate] = []
-    for node in sorted(on_node):
-        free = session.node_free(node)
-        movable = sorted(on_node[node], key=_important_first)
-        if not fit(node, free, [p for u in movable for p in u.on(node)]):
+    best: tuple | None = None
+    for node in visit:
+        if bound is not None and fewest is not None and best is not None and best[0] == 0:
+            # kube's keys from (PDB violations, highest priority, sum of priority + 2**31):
+            # the sum is at least the fewest victims times the least such term
+            least = (fewest[node], bound[node])
+            if least[1] > best[1] or (least[1] == best[1] and least[0] * (KUBE_PRIORITY_OFFSET + low) > best[2]):
+                if least[1] > best[1]:
+                    break
+                continue
+        movable = [view.unit(k) for k in view.units_on(node).tolist() if evictable[k]]
+        found = _victims_on(node, movable, _Room(session, pod, node, session.node_free(node)), view.budgets)
+        if found is None:
             continue
-        violating, fine = budgets.split(movable)
-        kept: set[int] = set()  # ids of the units given back
-        victims: list[Unit] = []
-        violations = 0
-
-        def gone() -> list[RunningPod]:
-            return [p for u in movable if id(u) not in kept for p in u.on(node)]
-
-        for unit in violating:
-            kept.add(id(unit))
-            if not fit(node, free, gone()):
-                kept.discard(id(unit))
-                victims.append(unit)
-                violations += 1
-        for unit in fine:
-            kept.add(id(unit))
-            if not fit(node, free, gone()):
-                kept.discard(id(unit))
-                victims.append(unit)
-        if violating and fine:
-            victims.sort(key=_important_first)
-        out.append(Candidate(node, victims, violations))
-    return out
+        out.append(found)
+        key = found.key()
+        if best is None or key < best:
+            best = key
+    return sorted(out, key=lambda c: c.node)
 
 
 def pick(found: Sequence[Candidate]) -> Candidate | None:
@@ -257,7 +462,7 @@ def choose(session: KernelSession, snapshot: ClusterSnapshot, pod: PodRequest) -
     why = eligible(pod, session.running(), session.node_index)
     if why:
         return None, why
-    best = pick(candidates(session, snapshot, pod))
+    best = pick(candidates(session, snapshot, pod, prune=True))
     if best is None:
         return None, "preemption: no node fits the pod even with every pod of lower priority evicted"
     return best, ""

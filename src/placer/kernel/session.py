@@ -185,6 +185,8 @@ class KernelSession:
         self._rank: np.ndarray | None = None
         self._node_frag = np.zeros(0, dtype=np.float64)
         self.mig = MigState(snapshot)
+        self.held_version = 0  # counts changes of who holds what (a cache key for views of it)
+        self.views: dict[str, tuple[int, Any]] = {}  # name -> (held_version, view) of derived views
         self._mig_values: dict[int, np.ndarray] | None = None
         a = p.arrays
         self.free = FreeState(
@@ -704,10 +706,12 @@ class KernelSession:
     def hold(self, pod: PodRequest, node: int, mask: int) -> None:
         """Record that ``pod`` (already taken) now holds ``mask`` on ``node``."""
         self._held[pod.name] = (node, (pod, mask))
+        self.held_version += 1
 
     def hold_all(self, placed: Iterable[tuple[PodRequest, int, int]]) -> None:
         """:meth:`hold` each (pod, node, GPU mask)."""
         self._held.update([(pod.name, (node, (pod, mask))) for pod, node, mask in placed])
+        self.held_version += 1
 
     def held_among(self, names: Iterable[str]) -> set[str]:
         """Which of ``names`` are pods that are bound or running now."""
@@ -797,6 +801,7 @@ class KernelSession:
     def release(self, name: str) -> None:
         """Give back everything a bound or running pod holds."""
         found = self._held.pop(name, None)
+        self.held_version += 1
         if found is None:
             raise InvalidInputError(name, "no bound or running pod of this name")
         node, what = found
@@ -838,6 +843,7 @@ class KernelSession:
                 self._kernel.bind(node, count * slot, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, 1, 0, True)
             self.mig.take(node, evicted.mig, evicted.name)
             self._held[evicted.name] = (node, what)
+            self.held_version += 1
             return
         pod, mask = what
         if pod.mig is not None:
