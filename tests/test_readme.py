@@ -66,3 +66,14 @@ def test_readme_sharing_example_prints_its_comments():
     assert printed[1] == (
         "0/1 nodes are available: 1 node(s) share their GPUs (time-slicing or MPS): they offer gpuSlots only."
     )
+
+
+def test_readme_preemption_example_prints_its_comment():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if "placer.preempt(" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), {})
+    commented = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    assert out.getvalue().splitlines() == commented
