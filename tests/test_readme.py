@@ -45,23 +45,23 @@ def test_readme_replay_example_follows_the_study_protocol():
     assert (unallocated, fragment) == (curve.at(100), curve.frag_at(100)) and 0 < unallocated < 10
 
 
+def run_block(marker: str) -> tuple[str, list[str]]:
+    """The README's Python block containing ``marker``, and the lines it prints."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    block = next(b for b in blocks if marker in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), {})
+    return block, out.getvalue().splitlines()
+
+
 def test_readme_mig_example_prints_its_comments():
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    block = next(b for b in blocks if '"mig"' in b)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, str(README), "exec"), {})
-    commented = [line[2:].split("  ")[0] for line in block.splitlines() if line.startswith("# ")]
-    assert out.getvalue().splitlines() == commented
+    block, printed = run_block('"mig"')
+    assert printed == [line[2:].split("  ")[0] for line in block.splitlines() if line.startswith("# ")]
+
+
 def test_readme_sharing_example_prints_its_comments():
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    block = next(b for b in blocks if "gpuSharing" in b)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, str(README), "exec"), {})
-    printed = out.getvalue().splitlines()
+    _, printed = run_block("gpuSharing")
     assert printed[0] == "(6, 7) {6: 2, 7: 1} True"
     assert printed[1] == (
         "0/1 nodes are available: 1 node(s) share their GPUs (time-slicing or MPS): they offer gpuSlots only."
@@ -69,11 +69,5 @@ def test_readme_sharing_example_prints_its_comments():
 
 
 def test_readme_preemption_example_prints_its_comment():
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    block = next(b for b in blocks if "placer.preempt(" in b)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, str(README), "exec"), {})
-    commented = [line[2:] for line in block.splitlines() if line.startswith("# ")]
-    assert out.getvalue().splitlines() == commented
+    block, printed = run_block("placer.preempt(")
+    assert printed == [line[2:] for line in block.splitlines() if line.startswith("# ")]

@@ -44,7 +44,7 @@ import yaml
 
 from placer.kernel import KernelSession
 from placer.kernel.mig import MigState
-from placer.mig_profiles import MigProfile, MigTable
+from placer.mig_profiles import MigProfile, MigTable, per_model
 from placer.model import ClusterSnapshot, MigInstance, PodRequest, replace
 
 __all__ = [
@@ -180,15 +180,8 @@ class LayoutTable:
         return int(ok[np.lexsort(keys)[0]])
 
 
-_LAYOUTS: dict[str, LayoutTable] = {}
-
-
-def layout_table(table: MigTable) -> LayoutTable:
-    """The (cached) layouts of a GPU model."""
-    found = _LAYOUTS.get(table.model)
-    if found is None:
-        found = _LAYOUTS[table.model] = LayoutTable(table)
-    return found
+layout_table = per_model(LayoutTable)
+"""The (cached) layouts of a GPU model."""
 
 
 # ----------------------------------------------------------------------------- per-GPU facts

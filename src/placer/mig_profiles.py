@@ -20,9 +20,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
+
+T = TypeVar("T")
 
 __all__ = [
+    "per_model",
     "MigProfile",
     "MigTable",
     "PROFILE_NAME",
@@ -213,6 +216,21 @@ def model_key(model: str) -> str | None:
     if has("A30"):
         return "A30-24GB"
     return None
+
+
+def per_model(build: Callable[[MigTable], T]) -> Callable[[MigTable], T]:
+    """``build`` cached per GPU model: what is worked out once from a table (lookups,
+    layouts) is shared by every node of the model."""
+    cache: dict[str, T] = {}
+
+    def cached(table: MigTable) -> T:
+        found = cache.get(table.model)
+        if found is None:
+            found = cache[table.model] = build(table)
+        return found
+
+    cached.__doc__ = build.__doc__
+    return cached
 
 
 def table_for(model: str | None) -> MigTable | None:

@@ -29,7 +29,7 @@ from placer.model import ClusterSnapshot, PodDisruptionBudget, PodRequest, Runni
 
 __all__ = [
     "Unit", "Candidate", "GangCandidate", "Ranks", "units", "start_of", "room", "eligible", "candidates", "pick",
-    "choose", "gang_candidates", "lowest_levels", "fewest_victims", "evict", "KUBE_PRIORITY_OFFSET",
+    "choose", "gang_candidates", "level_domains", "lowest_levels", "fewest_victims", "evict", "KUBE_PRIORITY_OFFSET",
 ]
 
 KUBE_PRIORITY_OFFSET = 2**31  # kube sums priority + MaxInt32 + 1, so every term is positive
@@ -556,6 +556,15 @@ def room(fit_pod: PodRequest, free: NodeFree, gone: Sequence[RunningPod], limit:
     return max(count, 0)
 
 
+def level_domains(h: Hierarchy, level: int, n_nodes: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """Per node its domain of ``level`` (-1: the whole cluster, one domain), the number of
+    domains, and which nodes lie in one."""
+    if level < 0:
+        return np.zeros(n_nodes, dtype=np.int64), 1, np.ones(n_nodes, dtype=bool)
+    domain_of = h.ids[level]
+    return domain_of, len(h.names[level]), (domain_of >= 0) & h.complete
+
+
 @dataclass
 class GangCandidate:
     """A domain where the gang fits once ``victims`` are gone (by count of each shape)."""
@@ -600,14 +609,7 @@ def gang_candidates(
 
     everything = np.array([rooms(node, [p for u in on_node.get(node, ()) for p in u.on(node)])
                            for node in range(n)], dtype=np.int64).reshape(n, len(shapes))
-    if level < 0:
-        domain_of = np.zeros(n, dtype=np.int64)
-        n_domains = 1
-        inside = np.ones(n, dtype=bool)
-    else:
-        domain_of = h.ids[level]
-        n_domains = len(h.names[level])
-        inside = (domain_of >= 0) & h.complete
+    domain_of, n_domains, inside = level_domains(h, level, n)
     out: list[GangCandidate] = []
     for d in range(n_domains):
         nodes = inside & (domain_of == d)

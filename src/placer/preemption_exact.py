@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from placer.domains import Hierarchy
 from placer.kernel import KernelSession
 from placer.model import ClusterSnapshot, PodRequest
-from placer.preemption import Ranks, Unit, start_of, units
+from placer.preemption import Ranks, Unit, level_domains, start_of, units
 
 __all__ = ["ExactPreemption", "solve_preemption"]
 
@@ -74,14 +74,7 @@ def solve_preemption(
     for node, pod in running:
         if pod.name not in evict_of:
             blocked.update((node, int(g)) for g in (*pod.gpus, *pod.gpu_shares))
-    if level < 0:
-        domain_of = np.zeros(n_nodes, dtype=np.int64)
-        n_domains = 1
-        inside = np.ones(n_nodes, dtype=bool)
-    else:
-        domain_of = h.ids[level]
-        n_domains = len(h.names[level])
-        inside = (domain_of >= 0) & h.complete
+    domain_of, n_domains, inside = level_domains(h, level, n_nodes)
     z = [model.new_bool_var(f"domain{d}") for d in range(n_domains)]
     model.add_exactly_one(z)
     for k, unit in enumerate(evictable):  # victims lie inside the chosen domain

@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from placer.mig_profiles import MigProfile, MigTable, table_for
+from placer.mig_profiles import MigProfile, MigTable, per_model, table_for
 from placer.model import ClusterSnapshot, MigInstance, MigRequest, MigUse
 
 __all__ = ["SliceTables", "MigState", "MIG_CHOICES", "slice_tables"]
@@ -91,15 +91,8 @@ class SliceTables:
         return cap
 
 
-_TABLES: dict[str, SliceTables] = {}
-
-
-def slice_tables(table: MigTable) -> SliceTables:
-    """The (cached) lookup tables of a GPU model."""
-    found = _TABLES.get(table.model)
-    if found is None:
-        found = _TABLES[table.model] = SliceTables(table)
-    return found
+slice_tables = per_model(SliceTables)
+"""The (cached) lookup tables of a GPU model."""
 
 
 @dataclass

@@ -88,13 +88,7 @@ def _mig_config(config: MigConfig | None, gpus: int, model: str | None) -> MigCo
     if config is None:
         return None
     if config.gpus != "all":
-        seen: set[int] = set()
-        for k, g in enumerate(config.gpus):
-            if not 0 <= g < gpus:
-                _out_of_range(g, gpus, f"mig.gpus[{k}]")
-            if g in seen:
-                raise InvalidInputError(f"mig.gpus[{k}]", f"GPU {g} listed twice")
-            seen.add(g)
+        _gpu_list(config.gpus, gpus, "mig.gpus")
     if gpus and table_for(model) is None:
         known = ", ".join(sorted(tables()))
         raise InvalidInputError(
@@ -182,14 +176,7 @@ class _Exact:
                 )
             if has_control(v):
                 raise control_error(f"topology.{k}", v)
-        ngpus = hw.gpus
-        seen: set[int] = set()
-        for k, x in enumerate(n.unhealthy_gpus):
-            if not 0 <= x < ngpus:
-                _out_of_range(x, ngpus, f"unhealthyGpus[{k}]")
-            if x in seen:
-                raise InvalidInputError(f"unhealthyGpus[{k}]", f"GPU {x} listed twice")
-            seen.add(x)
+        _gpu_list(n.unhealthy_gpus, hw.gpus, "unhealthyGpus")
         if hw.mig is None:
             if n.mig_instances:
                 raise InvalidInputError("migInstances", "the node has no GPU in MIG mode (no `mig`)")
@@ -543,6 +530,17 @@ def _spread_unknown_slots(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...
     for g, count in got.items():
         slots[g] = slots.get(g, 0) + count
     force_setattr(p, "gpu_slots", dict(sorted(got.items())))
+
+
+def _gpu_list(indices: tuple[int, ...], ngpus: int, where: str) -> None:
+    """GPU indices of a node's list: each in range and listed once."""
+    seen: set[int] = set()
+    for k, x in enumerate(indices):
+        if not 0 <= x < ngpus:
+            _out_of_range(x, ngpus, f"{where}[{k}]")
+        if x in seen:
+            raise InvalidInputError(f"{where}[{k}]", f"GPU {x} listed twice")
+        seen.add(x)
 
 
 def _out_of_range(v: int, ngpus: int, where: str) -> NoReturn:
