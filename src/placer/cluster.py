@@ -8,6 +8,7 @@ it implements are in ``docs/placement-rules.md``.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
@@ -60,9 +61,12 @@ class _Step:
     gang: GangSpec | None = None
 
 
+_OWN_STEP = attrgetter("resources", "mig", "gpu_slots")  # a pod with any of these is a step of its own
+
+
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
-    if not gang_specs and not any(pod.resources or pod.mig or pod.gpu_slots for pod in pods):
+    if not gang_specs and not any(map(any, map(_OWN_STEP, pods))):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:

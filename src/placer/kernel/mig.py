@@ -118,9 +118,11 @@ class MigState:
     ----------
     snapshot : ClusterSnapshot
         A decoded snapshot (its MIG instances are valid: the schema checked them).
+    with_mig : sequence of int, optional
+        The nodes with GPUs in MIG mode, when the caller knows them (default: found here).
     """
 
-    def __init__(self, snapshot: ClusterSnapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, with_mig: Sequence[int] | None = None) -> None:
         nodes = snapshot.nodes
         self.n_nodes = len(nodes)
         self.tables: list[SliceTables] = []
@@ -131,9 +133,12 @@ class MigState:
         dynamic: list[bool] = []
         self.node_table = np.full(self.n_nodes, -1, dtype=np.int16)
         self.rows: dict[tuple[int, int], int] = {}
-        for i, node in enumerate(nodes):
+        if with_mig is None:
+            with_mig = [i for i, n in enumerate(nodes) if n.hardware is not None and n.hardware.mig is not None]
+        for i in with_mig:
+            node = nodes[i]
             hw = node.hardware
-            if hw is None or hw.mig is None or not hw.gpus:
+            if not hw.gpus:
                 continue
             table = table_for(hw.gpu_model)
             if table is None:
@@ -164,7 +169,8 @@ class MigState:
         self.in_use = np.zeros(n_rows, dtype=np.int16)  # instances in use per GPU
         self.instances: dict[int, list[Instance]] = {}  # node -> instances
         self.used_by: dict[str, list[Instance]] = {}
-        for i, node in enumerate(nodes):
+        for i in with_mig:
+            node = nodes[i]
             if self.node_table[i] < 0:
                 continue
             for m in node.mig_instances:

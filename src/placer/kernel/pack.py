@@ -118,6 +118,7 @@ class PackedCluster:
     _taint_set_of: np.ndarray | None = None
     running: list[RunningPod] = field(default_factory=list)  # the snapshot's pods, node by node
     running_node: list[int] = field(default_factory=list)  # the node of each
+    mig_nodes: list[int] = field(default_factory=list)  # nodes with GPUs in MIG mode
     # GPU sharing (time-slicing, MPS) per node: slots per GPU (0: the node does not share),
     # the milli one slot holds, and whether the strategy is MPS
     slot_replicas: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=INT))
@@ -319,11 +320,11 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         if any(map(attrgetter("unhealthy_gpus"), nodes)) else []
     )
     # a GPU in MIG mode serves only MIG instances (placer.kernel.mig), never whole or shared pods
-    mig_at = (
-        [(i, g) for i in np.flatnonzero(np.array([hw.mig is not None for hw in distinct])[hw_of]).tolist()
-         for g in hardware[i].mig_gpus]
+    mig_nodes = (
+        np.flatnonzero(np.array([hw.mig is not None for hw in distinct])[hw_of]).tolist()
         if any(hw.mig is not None for hw in distinct) else []
     )
+    mig_at = [(i, g) for i in mig_nodes for g in hardware[i].mig_gpus]
     for off in (unhealthy_at, mig_at):
         if off:
             rows, cols = np.array(off, dtype=np.intp).T
@@ -411,6 +412,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         kinds=kinds,
         running=running,
         running_node=at.tolist(),
+        mig_nodes=mig_nodes,
         slot_replicas=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.replicas for hw in distinct], INT),
         slot_milli=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.slot_milli for hw in distinct], INT),
         slot_mps=per_hw([hw.gpu_sharing is not None and hw.gpu_sharing.strategy == "mps" for hw in distinct], bool),

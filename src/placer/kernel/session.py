@@ -184,7 +184,7 @@ class KernelSession:
         self._seen: set[str] = set()  # pods the learner has counted, by name
         self._rank: np.ndarray | None = None
         self._node_frag = np.zeros(0, dtype=np.float64)
-        self.mig = MigState(snapshot)
+        self.mig = MigState(snapshot, p.mig_nodes)
         self.held_version = 0  # counts changes of who holds what (a cache key for views of it)
         self.views: dict[str, tuple[int, Any]] = {}  # name -> (held_version, view) of derived views
         self._mig_values: dict[int, np.ndarray] | None = None

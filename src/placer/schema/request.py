@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any, Sequence
 
 from placer import policies
@@ -33,6 +34,11 @@ class SnapshotFacts:
 def snapshot_facts(snapshot: ClusterSnapshot) -> SnapshotFacts:
     """What requests are checked against: the snapshot's levels."""
     return SnapshotFacts(snapshot.topology_levels)
+
+
+_POLICY = attrgetter("preemption_policy")
+# an entry with any of these (each falsy when absent) needs more than the common path
+_SPECIAL_FIELDS = attrgetter("replicas", "tolerations", "gang", "nics", "mig", "gpu_slots", "nominated_node_name")
 
 
 def _toleration(t: Toleration) -> None:
@@ -218,11 +224,10 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     pods: list[PodRequest] = []
     origin: Sequence[int]
     gang_size = dict.fromkeys(gangs, 0)
-    if not any(
-        d.replicas is not None or d.tolerations or d.gang is not None or d.nics or (d.gpu_milli < MILLI and d.gpus != 1)
-        or d.mig is not None or d.gpu_slots or d.preemption_policy != "PreemptLowerPriority"
-        or d.nominated_node_name is not None
-        for d in entries
+    if not (
+        any(map(any, map(_SPECIAL_FIELDS, entries)))
+        or any(d.gpus != 1 for d in entries if d.gpu_milli < MILLI)
+        or set(map(_POLICY, entries)) - {"PreemptLowerPriority"}
     ):  # the common request: one pod per entry, nothing to cross-check
         pods = [
             PodRequest(d.name, d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib,
