@@ -193,12 +193,14 @@ def test_handmade_nodes_hardware(snap_doc):
     assert rdma == {"capacity": 1000, "allocatable": 1000}  # "1k"
     assert nodes["dgx-h100-2"]["unschedulable"] is True  # Ready is Unknown
     mig = nodes["a100-mig-0"]
-    assert "gpus" not in mig and mig["gpuModel"] == "A100-PCIE-40GB" and mig["gpuMemoryMiB"] == 40536
-    assert mig["resources"] == {
-        "nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
-        "nvidia.com/mig-1g.5gb": {"capacity": 4, "allocatable": 4},
-        "nvidia.com/mig-2g.10gb": {"capacity": 1, "allocatable": 1},
-    }
+    assert mig["gpus"] == 1 and mig["gpuModel"] == "A100-PCIE-40GB" and mig["gpuMemoryMiB"] == 40536
+    # The MIG resources became instances (laid out largest first); nvidia.com/gpu stays.
+    assert mig["resources"] == {"nvidia.com/gpu": {"capacity": 0, "allocatable": 0}}
+    assert mig["mig"] == {"gpus": "all", "mode": "static"}
+    assert mig["migInstances"] == [
+        {"gpu": 0, "profile": "2g.10gb", "start": 0},
+        *({"gpu": 0, "profile": "1g.5gb", "start": s} for s in (2, 3, 4, 5)),
+    ]
     assert mig["cpuMilli"] == 63500 and mig["memoryMiB"] == 527385544 // 1024
     cpu = nodes["cpu-0"]
     assert cpu["unschedulable"] is True and "gpus" not in cpu and "topology" not in cpu
@@ -224,7 +226,8 @@ def test_handmade_running_pods(snap_doc):
     }
     assert pods["team-e/rdma-0"]["unknownGpus"] == 8
     assert pods["team-e/rdma-0"]["resources"] == {"rdma/rdma_shared_device_a": 1}
-    assert pods["team-c/mig-infer-0"]["resources"] == {"nvidia.com/mig-1g.5gb": 1}
+    assert pods["team-c/mig-infer-0"]["mig"] == [{"gpu": 0, "profile": "1g.5gb", "start": 2}]
+    assert "resources" not in pods["team-c/mig-infer-0"]
     assert "gpus" not in pods["team-c/mig-infer-0"] and "unknownGpus" not in pods["team-c/mig-infer-0"]
     first = nodes["dgx-h100-0"]["pods"][0]
     assert first == {
@@ -308,20 +311,23 @@ def test_mig_fragments_fail_and_their_values_import(tmp_path):
     labels = yaml.safe_load(_text(MIG_LABELS))
     status = {"capacity": dict(mig, cpu="64", memory="1056276132Ki"), "allocatable": dict(mig, cpu="63")}
     path = _write_json(tmp_path / "mig.json", _node_manifest("h100-mig", labels=labels, status=status))
+    # The H100 NVL profiles of the capacity fragment are not A100 profiles: refused at the resource.
+    with pytest.raises(InvalidInputError, match=r"mig-2g\.24gb: no MIG profile '2g\.24gb' on A100-SXM4-40GB"):
+        snapshot_from_kubernetes(path)
+    labels = {k: v for k, v in labels.items() if not k.startswith("nvidia.com/mig-")}
+    labels["nvidia.com/gpu.product"] = "NVIDIA-H100-NVL"
+    path = _write_json(tmp_path / "mig.json", _node_manifest("h100-mig", labels=labels, status=status))
     node = snapshot_from_kubernetes(path).to_dict()["nodes"][0]
-    assert "gpus" not in node  # nvidia.com/gpu is 0 under the mixed strategy
-    assert node["resources"] == {
-        "nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
-        "nvidia.com/mig-1g.12gb": {"capacity": 2, "allocatable": 2},
-        "nvidia.com/mig-2g.24gb": {"capacity": 1, "allocatable": 1},
-        "nvidia.com/mig-3g.47gb": {"capacity": 1, "allocatable": 1},
-    }
-    assert node["gpuModel"] == "A100-PCIE-40GB" and node["gpuMemoryMiB"] == 40536
-    assert node["labels"]["nvidia.com/mig-1g.5gb.memory"] == "4864"
+    assert node["gpus"] == 1  # derived: the fewest GPUs the instances fit on
+    assert node["resources"] == {"nvidia.com/gpu": {"capacity": 0, "allocatable": 0}}
+    assert node["migInstances"] == [
+        {"gpu": 0, "profile": "2g.24gb", "start": 0},
+        {"gpu": 0, "profile": "1g.12gb", "start": 2},
+        {"gpu": 0, "profile": "1g.12gb", "start": 3},
+        {"gpu": 0, "profile": "3g.47gb", "start": 4},
+    ]
+    assert node["gpuModel"] == "NVIDIA-H100-NVL" and node["gpuMemoryMiB"] == 40536
     assert node["cpuMilli"] == 63000 and node["memoryMiB"] == 1056276132 // 1024  # memory from capacity
-    assert placer.ClusterSnapshot.from_dict(snapshot_from_kubernetes(path).to_dict()).nodes[0].resources[
-        "nvidia.com/mig-1g.12gb"
-    ].allocatable == 2
 
 
 def test_describe_label_fragment_fails_and_its_labels_import(tmp_path):

@@ -222,6 +222,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     iw.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     iw.set_defaults(handler=_cmd_import_kubernetes_request)
+    ins = isub.add_parser(
+        "nvidia-smi", help="nvidia-smi mig -lgi (and -L, -lgip, -lgipp) of one node to a ClusterSnapshot with its MIG instances",
+    )
+    ins.add_argument("--node", metavar="NAME", required=True, help="the node's name")
+    ins.add_argument("--lgi", metavar="FILE", required=True, help="nvidia-smi mig -lgi output: the instances")
+    ins.add_argument("--list", metavar="FILE", help="nvidia-smi -L output: GPU count and model, MIG device UUIDs")
+    ins.add_argument("--lgip", metavar="FILE", help="nvidia-smi mig -lgip output, compared with the bundled table")
+    ins.add_argument("--lgipp", metavar="FILE", help="nvidia-smi mig -lgipp output, compared with the bundled table")
+    ins.add_argument("--gpu-model", metavar="MODEL", help="the GPU model (else from --list)")
+    ins.add_argument("--mode", choices=("static", "dynamic"), default="static", help="the node's MIG mode (default static)")
+    ins.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    ins.set_defaults(handler=_cmd_import_nvidia_smi)
     isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
     isl.add_argument("--nodes", metavar="FILE", required=True, help="scontrol -d show node output")
     isl.add_argument("--gres", metavar="FILE", help="gres.conf (Links= give GPU topology)")
@@ -308,7 +320,7 @@ def _cmd_place(args: argparse.Namespace) -> int:
     policy = policies.get(args.policy, "--policy") if args.policy is not None else None
     seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
     result = place(args.snapshot, args.request, policy=policy, seed=seed)
-    _emit(render(result, args.format), args.output)
+    _emit(render(result, args.format, args.snapshot), args.output)
     return EXIT_OK
 
 
@@ -346,11 +358,19 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
-    from placer.adapters.kubernetes import parse_levels, snapshot_from_kubernetes
+    from placer.adapters.kubernetes import import_kubernetes, parse_levels
 
-    snapshot = snapshot_from_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
-    _emit(dump_json(snapshot.to_dict()), args.output)
+    imported = import_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
+    _emit(dump_json(imported.snapshot.to_dict()), args.output)
+    _notes("import kubernetes", imported.notes)
     return EXIT_OK
+
+
+def _notes(command: str, notes: Sequence[str]) -> None:
+    """Print what an importer read but did not carry over, one line each, on stderr."""
+    for note in notes:
+        sys.stderr.write(f"placer: {command}: note: {note}\n")
+    sys.stderr.flush()
 
 
 def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
@@ -372,6 +392,31 @@ def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
             f"not waiting to be scheduled: {counts} (--all-phases imports them)\n"
         )
         sys.stderr.flush()
+    return EXIT_OK
+
+
+def _cmd_import_nvidia_smi(args: argparse.Namespace) -> int:
+    from placer.adapters.nvidia_smi_list import parse_gpu_instances_file, parse_gpu_list_file, parse_mig_profiles_file
+    from placer.adapters.nvidia_smi_mig import mig_node_from_nvidia_smi, parse_gpu_placements_file
+    from placer.schema import snapshot_from_dict
+
+    try:
+        imported = mig_node_from_nvidia_smi(
+            args.node,
+            parse_gpu_instances_file(args.lgi),
+            parse_gpu_list_file(args.list) if args.list else None,
+            parse_mig_profiles_file(args.lgip) if args.lgip else None,
+            parse_gpu_placements_file(args.lgipp) if args.lgipp else None,
+            gpu_model=args.gpu_model,
+            mode=args.mode,
+        )
+    except InvalidInputError as e:
+        if e.where != "gpu_model":
+            raise
+        raise InvalidInputError("--gpu-model", e.what) from None
+    document = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [imported.node]}
+    _emit(dump_json(snapshot_from_dict(document).to_dict()), args.output)
+    _notes("import nvidia-smi", imported.findings)
     return EXIT_OK
 
 

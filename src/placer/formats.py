@@ -15,6 +15,14 @@ up there.
 Unschedulable pods are left out of the bindings and listed as comment lines
 ``# unschedulable: <pod>: <reason>`` after the lines of ``env`` and ``slurm``.
 
+MIG assignments name their instances as ``<gpu>/<profile>/<start>`` (``+`` appended when
+the instance must be created first) and, where the snapshot's ``migInstances`` carry the
+instance's ``device`` (``MIG-<uuid>`` or ``MIG-GPU-<uuid>/<gi>/<ci>``, as ``placer import
+nvidia-smi`` and ``placer import slurm`` know them), the device names: writers take the
+snapshot as ``snapshot=`` for that. Without a device name for every instance of a pod,
+its ``NVIDIA_VISIBLE_DEVICES`` is ``unknown`` (which the NVIDIA container runtime refuses,
+rather than starting the pod on no or on another GPU).
+
 The text formats are made of shell words: every word that needs it is quoted with
 :func:`shlex.quote`, so ``eval "set -- $line"`` (or Python's :func:`shlex.split`) gives
 the words back exactly; a word made only of letters, digits and ``@%+=:,./-`` stays as is.
@@ -32,7 +40,7 @@ from placer._io import dump_json
 from placer.exceptions import InvalidInputError
 from placer.hostlist import compress_hostlist
 from placer.hostlist import expand_hostlist as _expand_hostlist
-from placer.model import Assignment, PlacementResult, load_result
+from placer.model import Assignment, ClusterSnapshot, PlacementResult, load_result, load_snapshot
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -40,6 +48,8 @@ __all__ = [
     "GPUS_ANNOTATION",
     "GPU_MILLI_ANNOTATION",
     "GANG_ANNOTATION",
+    "MIG_ANNOTATION",
+    "MIG_DEVICES_ANNOTATION",
     "to_k8s_bindings",
     "render_k8s_bindings",
     "to_env",
@@ -51,19 +61,25 @@ __all__ = [
 ]
 
 ResultLike = Union[PlacementResult, Mapping[str, Any], str]
-Writer = Callable[[ResultLike], str]
+SnapshotLike = Union[ClusterSnapshot, Mapping[str, Any], str, None]
+Writer = Callable[..., str]
 
 GPUS_ANNOTATION = "placer.io/gpus"
 GPU_MILLI_ANNOTATION = "placer.io/gpu-milli"
 GANG_ANNOTATION = "placer.io/gang"
 NICS_ANNOTATION = "placer.io/nics"
+MIG_ANNOTATION = "placer.io/mig"
+"""The MIG instances of a pod: ``<gpu>/<profile>/<start>`` comma-separated (``+`` when created)."""
+MIG_DEVICES_ANNOTATION = "placer.io/mig-devices"
+"""The MIG device names of a pod's instances, when every one is known."""
+UNKNOWN_DEVICES = "unknown"
 DEFAULT_NAMESPACE = "default"
 
 
 # ----------------------------------------------------------------------------- Kubernetes
 
 
-def to_k8s_bindings(result: ResultLike) -> list[dict[str, Any]]:
+def to_k8s_bindings(result: ResultLike, snapshot: SnapshotLike = None) -> list[dict[str, Any]]:
     """One Kubernetes ``v1`` ``Binding`` per assignment, in result order.
 
     For ``{"pod": "team-a/train-0", "node": "node-07", "gpus": [0, 1], "gang": "team-a/t"}``::
@@ -77,13 +93,17 @@ def to_k8s_bindings(result: ResultLike) -> list[dict[str, Any]]:
     ``default``). Annotations (all string values): ``placer.io/gpus`` = the GPU indices,
     comma-separated (left out for a pod without GPUs); ``placer.io/gpu-milli`` = the
     share of a shared GPU; ``placer.io/gang`` for a gang member; ``placer.io/nics`` = the
-    NICs, comma-separated, when the assignment names any. A pod without annotations has
-    no ``annotations`` key. Unschedulable pods get no binding.
+    NICs, comma-separated, when the assignment names any; ``placer.io/mig`` = its MIG
+    instances and ``placer.io/mig-devices`` = their device names when ``snapshot`` gives
+    every one (module docs). A pod without annotations has no ``annotations`` key.
+    Unschedulable pods get no binding.
 
     Parameters
     ----------
     result : PlacementResult, dict or path
         The placement.
+    snapshot : ClusterSnapshot, dict or path, optional
+        The snapshot placed on, for MIG device names.
 
     Returns
     -------
@@ -96,10 +116,11 @@ def to_k8s_bindings(result: ResultLike) -> list[dict[str, Any]]:
         (``/x``, ``ns/``) or more than one slash.
     """
     res = load_result(result)
-    return [_binding(a, f"assignments[{i}].pod") for i, a in enumerate(res.assignments)]
+    devices = _mig_devices(snapshot) if any(a.mig for a in res.assignments) else {}
+    return [_binding(a, f"assignments[{i}].pod", devices) for i, a in enumerate(res.assignments)]
 
 
-def render_k8s_bindings(result: ResultLike, fmt: str = "yaml") -> str:
+def render_k8s_bindings(result: ResultLike, fmt: str = "yaml", snapshot: SnapshotLike = None) -> str:
     """The bindings of :func:`to_k8s_bindings` as text for ``kubectl create -f -``.
 
     Parameters
@@ -110,6 +131,8 @@ def render_k8s_bindings(result: ResultLike, fmt: str = "yaml") -> str:
         ``yaml``: a multi-document stream, each document starting with ``---`` (empty
         text when nothing is assigned). ``json``: one ``{"apiVersion": "v1", "kind":
         "List", "items": [...]}`` indented by 2. Both end with a newline.
+    snapshot : ClusterSnapshot, dict or path, optional
+        As for :func:`to_k8s_bindings`.
 
     Returns
     -------
@@ -122,7 +145,7 @@ def render_k8s_bindings(result: ResultLike, fmt: str = "yaml") -> str:
     """
     if fmt not in ("yaml", "json"):
         _fail("fmt", f"expected 'yaml' or 'json', got {fmt!r}")
-    docs = to_k8s_bindings(result)
+    docs = to_k8s_bindings(result, snapshot)
     if fmt == "json":
         return dump_json({"apiVersion": "v1", "kind": "List", "items": docs})
     if not docs:
@@ -132,7 +155,7 @@ def render_k8s_bindings(result: ResultLike, fmt: str = "yaml") -> str:
     )
 
 
-def _binding(a: Assignment, where: str) -> dict[str, Any]:
+def _binding(a: Assignment, where: str, devices: Mapping[tuple[str, int, int], str]) -> dict[str, Any]:
     namespace, name = _split_pod_name(a.pod, where)
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     annotations: dict[str, str] = {}
@@ -144,6 +167,11 @@ def _binding(a: Assignment, where: str) -> dict[str, Any]:
         annotations[GANG_ANNOTATION] = a.gang
     if a.nics:
         annotations[NICS_ANNOTATION] = ",".join(a.nics)
+    if a.mig:
+        annotations[MIG_ANNOTATION] = ",".join(_mig_names(a))
+        named = _device_names(a, devices)
+        if named != UNKNOWN_DEVICES:
+            annotations[MIG_DEVICES_ANNOTATION] = named
     if annotations:
         metadata["annotations"] = annotations
     return {
@@ -166,12 +194,14 @@ def _split_pod_name(pod: str, where: str) -> tuple[str, str]:
 # ----------------------------------------------------------------------------- env
 
 
-def to_env(result: ResultLike) -> str:
+def to_env(result: ResultLike, snapshot: SnapshotLike = None) -> str:
     """One line per assigned pod: ``<pod> <node> NVIDIA_VISIBLE_DEVICES=<ids>``.
 
     ``<ids>`` are the GPU indices comma-separated (``NVIDIA_VISIBLE_DEVICES=0,1``; for a
     shared GPU its index), or ``none`` for a pod without GPUs (the NVIDIA container
-    runtime's value for "no GPU"). Lines follow the result's order; then one line
+    runtime's value for "no GPU"). A MIG pod gets its device names
+    (``NVIDIA_VISIBLE_DEVICES=MIG-...``) when ``snapshot`` gives each, else ``unknown``,
+    and a fourth word ``PLACER_MIG=<gpu>/<profile>/<start>[+],...`` (module docs). Lines follow the result's order; then one line
     ``# unschedulable: <pod>: <reason>`` per unschedulable pod (line breaks in a reason
     become spaces). Words are shell-quoted where needed (module docstring); the text
     ends with a newline, or is empty when the result has no pods.
@@ -180,23 +210,29 @@ def to_env(result: ResultLike) -> str:
     ----------
     result : PlacementResult, dict or path
         The placement.
+    snapshot : ClusterSnapshot, dict or path, optional
+        The snapshot placed on, for MIG device names.
 
     Returns
     -------
     str
     """
     res = load_result(result)
-    lines = [
-        _words(a.pod, a.node, f"NVIDIA_VISIBLE_DEVICES={_join(a.gpus) if a.gpus else 'none'}")
-        for a in res.assignments
-    ]
+    devices = _mig_devices(snapshot) if any(a.mig for a in res.assignments) else {}
+    lines = []
+    for a in res.assignments:
+        if a.mig:
+            lines.append(_words(a.pod, a.node, f"NVIDIA_VISIBLE_DEVICES={_device_names(a, devices)}",
+                                f"PLACER_MIG={','.join(_mig_names(a))}"))
+        else:
+            lines.append(_words(a.pod, a.node, f"NVIDIA_VISIBLE_DEVICES={_join(a.gpus) if a.gpus else 'none'}"))
     return _text(lines + _unschedulable_comments(res))
 
 
 # ----------------------------------------------------------------------------- Slurm
 
 
-def to_slurm(result: ResultLike) -> str:
+def to_slurm(result: ResultLike, snapshot: SnapshotLike = None) -> str:
     """One line per gang and per assigned pod outside a gang, for a Slurm launcher.
 
     Line format (single spaces between words)::
@@ -227,6 +263,8 @@ def to_slurm(result: ResultLike) -> str:
     ----------
     result : PlacementResult, dict or path
         The placement.
+    snapshot : optional
+        Not used (the writers of :data:`OUTPUT_FORMATS` all take it).
 
     Returns
     -------
@@ -267,7 +305,7 @@ def expand_hostlist(hostlist: str) -> list[str]:
 # ----------------------------------------------------------------------------- the registry
 
 
-def to_json(result: ResultLike) -> str:
+def to_json(result: ResultLike, snapshot: SnapshotLike = None) -> str:
     """The PlacementResult document as JSON text indented by 2, ending in a newline
     (``placer place``'s default output).
 
@@ -275,6 +313,8 @@ def to_json(result: ResultLike) -> str:
     ----------
     result : PlacementResult, dict or path
         The placement.
+    snapshot : optional
+        Not used.
 
     Returns
     -------
@@ -283,12 +323,12 @@ def to_json(result: ResultLike) -> str:
     return dump_json(load_result(result).to_dict())
 
 
-def _k8s_binding_yaml(result: ResultLike) -> str:
-    return render_k8s_bindings(result, "yaml")
+def _k8s_binding_yaml(result: ResultLike, snapshot: SnapshotLike = None) -> str:
+    return render_k8s_bindings(result, "yaml", snapshot)
 
 
-def _k8s_binding_json(result: ResultLike) -> str:
-    return render_k8s_bindings(result, "json")
+def _k8s_binding_json(result: ResultLike, snapshot: SnapshotLike = None) -> str:
+    return render_k8s_bindings(result, "json", snapshot)
 
 
 OUTPUT_FORMATS: Mapping[str, Writer] = MappingProxyType(
@@ -311,7 +351,7 @@ FORMATS = tuple(OUTPUT_FORMATS)
 """The names of :data:`OUTPUT_FORMATS`, ``json`` first."""
 
 
-def render(result: ResultLike, fmt: str) -> str:
+def render(result: ResultLike, fmt: str, snapshot: SnapshotLike = None) -> str:
     """The text of ``placer place --format FMT``: the writer :data:`OUTPUT_FORMATS` has
     for ``fmt`` applied to ``result``.
 
@@ -321,6 +361,8 @@ def render(result: ResultLike, fmt: str) -> str:
         The placement.
     fmt : str
         A name of :data:`OUTPUT_FORMATS`.
+    snapshot : ClusterSnapshot, dict or path, optional
+        The snapshot placed on, for MIG device names.
 
     Returns
     -------
@@ -334,7 +376,7 @@ def render(result: ResultLike, fmt: str) -> str:
     writer = OUTPUT_FORMATS.get(fmt)
     if writer is None:
         _fail("--format", f"expected one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
-    return writer(result)
+    return writer(result, snapshot=snapshot)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -342,6 +384,30 @@ def render(result: ResultLike, fmt: str) -> str:
 
 def _fail(where: str, what: str) -> NoReturn:
     raise InvalidInputError(where, what)
+
+
+def _mig_devices(snapshot: SnapshotLike) -> dict[tuple[str, int, int], str]:
+    """(node, GPU, start) -> device name of every instance whose device is known."""
+    if snapshot is None:
+        return {}
+    snap = load_snapshot(snapshot)
+    out: dict[tuple[str, int, int], str] = {}
+    for n in snap.nodes:
+        for m in (*n.mig_instances, *(m for p in n.pods for m in p.mig)):
+            if m.device is not None:
+                out[(n.name, m.gpu, m.start)] = m.device
+    return out
+
+
+def _mig_names(a: Assignment) -> list[str]:
+    return [f"{m.gpu}/{m.profile}/{m.start}{'+' if m.create else ''}" for m in a.mig]
+
+
+def _device_names(a: Assignment, devices: Mapping[tuple[str, int, int], str]) -> str:
+    """The device names of ``a``'s instances, or ``unknown`` unless every one is known
+    (a created instance never is)."""
+    names = [None if m.create else devices.get((a.node, m.gpu, m.start)) for m in a.mig]
+    return UNKNOWN_DEVICES if None in names else ",".join(n for n in names if n is not None)
 
 
 def _join(gpus: Iterable[int]) -> str:

@@ -197,14 +197,22 @@ class MigConfig(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
 
 
 class MigInstance(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
-    """A MIG instance on a node: its GPU, profile name (``3g.40gb``) and start slice."""
+    """A MIG instance on a node: its GPU, profile name (``3g.40gb``) and start slice.
+
+    ``device``: the name ``NVIDIA_VISIBLE_DEVICES`` takes for it (``MIG-<uuid>``, or
+    ``MIG-GPU-<uuid>/<gi>/<ci>``) when the importer knew it.
+    """
 
     gpu: GpuIndexValue
     profile: Name
     start: MigStart
+    device: Optional[Name] = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gpu": self.gpu, "profile": self.profile, "start": self.start}
+        d: dict[str, Any] = {"gpu": self.gpu, "profile": self.profile, "start": self.start}
+        if self.device is not None:
+            d["device"] = self.device
+        return d
 
 
 class MigRequest(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence, Union
 
@@ -38,6 +39,7 @@ from placer.limits import MAX_GPUS
 from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters import kubernetes_sharing
+from placer.adapters.kubernetes_mig import apply_node_mig, hold_instances, take_mig_request
 from placer.adapters.kubernetes_documents import (
     Document,
     document_objects,
@@ -71,6 +73,8 @@ __all__ = [
     "extended_resources",
     "cpu_memory",
     "snapshot_from_kubernetes",
+    "KubernetesImport",
+    "import_kubernetes",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -488,8 +492,8 @@ def _gpu_indices(doc: Document, path: tuple[Any, ...], v: Any, gpus: int) -> lis
 
 
 def _node_entry(
-    doc: Document, path: tuple[Any, ...], obj: Any, levels: Sequence[tuple[str, str]]
-) -> dict[str, Any]:
+    doc: Document, path: tuple[Any, ...], obj: Any, levels: Sequence[tuple[str, str]], notes: list[str]
+) -> tuple[dict[str, Any], str | None]:
     if not isinstance(obj, dict):
         doc.fail(path, f"expected a Node object (a mapping), got {show(obj)}")
     kind = obj.get("kind")
@@ -605,10 +609,12 @@ def _node_entry(
                 resources.setdefault(k, {"capacity": 0, "allocatable": 0})[side] = n
     if resources:
         node["resources"] = resources
-    return node
+    return node, apply_node_mig(doc, path, node, labels, notes)
 
 
-def _running_pod(doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> dict[str, Any]:
+def _running_pod(
+    doc: Document, path: tuple[Any, ...], obj: dict[str, Any], single_profile: str | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     mpath = (*path, "metadata")
     meta = field_map(doc, mpath, obj.get("metadata"), required=True)
     name = field_string(doc, (*mpath, "name"), meta.get("name"), required=True)
@@ -618,7 +624,12 @@ def _running_pod(doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> d
     spec = field_map(doc, spath, obj.get("spec"), required=True)
     amounts = pod_amounts(doc, spath, spec)
     pod: dict[str, Any] = {"name": f"{namespace}/{name}"}
+    mig = take_mig_request(doc, spath, amounts)
     gpus = gpu_count(doc, spath, amounts)
+    if single_profile is not None and gpus:  # nvidia.com/gpu counts MIG devices
+        if mig is not None:
+            doc.fail(spath, f"asks for nvidia.com/gpu (MIG {single_profile} devices here) and {mig['profile']}")
+        mig, gpus = {"profile": single_profile, "count": gpus}, 0
     if GPUS_ANNOTATION in annotations:
         apath = (*mpath, "annotations", GPUS_ANNOTATION)
         pod["gpus"] = _gpu_indices(doc, apath, annotations[GPUS_ANNOTATION], gpus)
@@ -631,7 +642,7 @@ def _running_pod(doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> d
     res = extended_resources(amounts)
     if res:
         pod["resources"] = res
-    return pod
+    return pod, mig
 
 
 _NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\])?")
@@ -657,8 +668,14 @@ def snapshot_from_kubernetes(
       :data:`placer.node_labels.GPU_NODE_LABELS` marks as a GPU node is refused (its copy
       was cut short).
     * ``resources``: every extended resource (a name with ``/``: ``nvidia.com/gpu``,
-      ``nvidia.com/mig-1g.10gb``, ``rdma/...``) of capacity or allocatable, as
-      ``{"capacity": n, "allocatable": n}`` (a side missing is 0).
+      ``rdma/...``) of capacity or allocatable, as ``{"capacity": n, "allocatable": n}``
+      (a side missing is 0).
+    * MIG (:func:`placer.adapters.kubernetes_mig.apply_node_mig`): a node with
+      ``nvidia.com/mig-<profile>`` resources (mixed strategy) or label
+      ``nvidia.com/mig.strategy=single`` and a ``-MIG-<profile>`` product gets ``gpus``
+      (its physical GPUs), ``mig`` (static) and ``migInstances`` laid out on valid starts,
+      and its MIG resources leave ``resources``; when its model has no bundled MIG table
+      they stay there and :func:`import_kubernetes` notes it.
     * ``labels`` (all), ``taints`` (key, value, effect); ``unschedulable: true`` when
       ``spec.unschedulable`` is true, or ``status.conditions`` is given and its ``Ready``
       condition is missing or not ``"True"`` (a node without ``status.conditions`` is
@@ -674,9 +691,11 @@ def snapshot_from_kubernetes(
     restartable init containers counted as sidecars, plus ``spec.overhead``; a container's
     cpu/memory request defaults to its limit); ``unknownGpus`` = its ``nvidia.com/gpu``
     (limits, else requests), or ``gpus`` = the indices of annotation ``placer.io/gpus``;
-    other extended resources -> ``resources``; ``priority`` = ``spec.priority``. On a
-    node that shares its GPUs the pod's ``nvidia.com/gpu`` counts slots:
-    ``unknownGpuSlots``, or ``gpuSlots`` from the annotation's indices (one per slot).
+    ``nvidia.com/mig-<profile>: n`` (or, on a single-strategy node, ``nvidia.com/gpu``)
+    -> ``mig``: the first n instances of that profile on its node that no pod listed
+    before it holds; other extended resources -> ``resources``; ``priority`` =
+    ``spec.priority``. On a node that shares its GPUs the pod's ``nvidia.com/gpu`` counts
+    slots: ``unknownGpuSlots``, or ``gpuSlots`` from the annotation's indices (one per slot).
 
     Parameters
     ----------
@@ -702,23 +721,62 @@ def snapshot_from_kubernetes(
         bad quantity or field, no nodes, a node name given twice, a GPU-labelled node
         without ``status.capacity`` and ``status.allocatable`` (at ``items[i].status``), a
         pod bound to a node not in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
-        more than it has (at the pod). A fault the schema finds in the document is
+        more than it has (at the pod), MIG counts that cannot be laid out on the node's
+        GPUs or a profile its model lacks (at the resource), a pod asking for two MIG
+        profiles or more instances than are free (at the pod). A fault the schema finds in the document is
         reported at the node or pod object it came from, its placer/v1 path in
         parentheses after the message (``... (placer/v1 nodes[0].pods[1].unknownGpus)``).
+    """
+    return import_kubernetes(nodes, pods, levels).snapshot
+
+
+@dataclass(frozen=True)
+class KubernetesImport:
+    """What :func:`import_kubernetes` made of ``kubectl`` output.
+
+    Attributes
+    ----------
+    snapshot : ClusterSnapshot
+        The snapshot, decoded once from :attr:`document`.
+    document : dict
+        The placer/v1 ClusterSnapshot document.
+    notes : tuple of str
+        What was read but not carried over, one line each starting with the object's
+        location: a node with MIG resources whose GPU model has no bundled MIG table.
+    """
+
+    snapshot: ClusterSnapshot
+    document: dict[str, Any]
+    notes: tuple[str, ...] = ()
+
+
+def import_kubernetes(
+    nodes: PathLike, pods: PathLike | None = None, levels: Iterable[LevelSpec] = ()
+) -> KubernetesImport:
+    """The snapshot of :func:`snapshot_from_kubernetes`, with its document and the notes of
+    what could not be carried over (``placer import kubernetes`` prints them on stderr).
+
+    Parameters and errors are those of :func:`snapshot_from_kubernetes`.
+
+    Returns
+    -------
+    KubernetesImport
     """
     level_list = parse_levels(levels)
     with gc_paused():  # large acyclic structures: the cyclic GC only costs time here
         return _snapshot(nodes, pods, level_list)
 
 
-def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> ClusterSnapshot:
+def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> KubernetesImport:
     node_docs = read_documents(nodes)
+    notes: list[str] = []
+    single: list[str | None] = []
     entries: list[dict[str, Any]] = []
     node_src: list[tuple[Document, tuple[Any, ...]]] = []
     index: dict[str, int] = {}
     for doc in node_docs:
         for path, obj in document_objects(doc):
-            entry = _node_entry(doc, path, obj, level_list)
+            entry, single_profile = _node_entry(doc, path, obj, level_list, notes)
             if entry["name"] in index:
                 first = node_src[index[entry["name"]]]
                 doc.fail(
@@ -727,6 +785,7 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
                 )
             index[entry["name"]] = len(entries)
             entries.append(entry)
+            single.append(single_profile)
             node_src.append((doc, path))
     if not entries:
         raise InvalidInputError(f"{os.fspath(nodes)}:1", "no Node objects in the file")
@@ -763,7 +822,9 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
                     )
                 node_pods = entries[i].setdefault("pods", [])
                 pod_src[(i, len(node_pods))] = (doc, path)
-                pod = _running_pod(doc, path, obj)
+                pod, mig = _running_pod(doc, path, obj, single[i])
+                if mig is not None:
+                    hold_instances(doc, path, entries[i], pod, mig)
                 node_pods.append(kubernetes_sharing.slot_holder(pod) if "gpuSharing" in entries[i] else pod)
 
     document: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot"}
@@ -771,7 +832,7 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
         document["topologyLevels"] = level_names
     document["nodes"] = entries
     try:
-        return snapshot_from_dict(document)
+        return KubernetesImport(snapshot_from_dict(document), document, tuple(notes))
     except InvalidInputError as e:
         m = _NESTED.match(e.where)
         if m is None:

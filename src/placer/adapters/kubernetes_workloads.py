@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from placer.schema import request_from_dict
 from placer.schema.files import gc_paused
+from placer.adapters.kubernetes_mig import take_mig_request
 from placer.adapters.kubernetes import (
     HOSTNAME_LABEL,
     LevelSpec,
@@ -544,6 +545,9 @@ class _Workloads:
     ) -> dict[str, Any]:
         amounts = pod_amounts(doc, spath, spec)
         entry: dict[str, Any] = {"name": name}
+        mig = take_mig_request(doc, spath, amounts)
+        if mig is not None:
+            entry["mig"] = mig
         gpus = gpu_count(doc, spath, amounts)
         if gpus:
             entry["gpus"] = gpus
@@ -728,8 +732,9 @@ def import_workloads(
     Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
     ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
     up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
-    ``priority`` (``spec.priority``, else the priority class), other extended
-    resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` (of a pod
+    ``priority`` (``spec.priority``, else the priority class),
+    ``nvidia.com/mig-<profile>: n`` -> ``mig: {"profile": ..., "count": n}`` (one
+    profile per pod), other extended resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` (of a pod
     taken with ``all_phases``) and ``topologySpreadConstraints`` are not carried over (a
     note each).
 

@@ -1,0 +1,267 @@
+"""Importing MIG: Kubernetes mixed/single strategy, nvidia-smi mig tables, Slurm typed GRES.
+
+Real fixtures are in tests/data (each with its ``.src``); nodes around the Kubernetes
+fragments are built in the tests, since the fragments are not whole objects.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import placer
+from placer.adapters.kubernetes import import_kubernetes, snapshot_from_kubernetes
+from placer.adapters.kubernetes_workloads import request_from_kubernetes
+from placer.cli import main
+from placer.exceptions import InvalidInputError
+from placer.mig_layout import fewest_gpus, layout_instances
+from placer.mig_profiles import table_for
+
+DATA = Path(__file__).parent / "data"
+MIG_CAPACITY = DATA / "k8s" / "kubectl-describe-node-capacity_h100-mig-mixed_kubectl-view-allocations-258_fragment.txt"
+MIG_LABELS = DATA / "k8s" / "node-labels-gfd-mig-mixed_a100-pcie-40gb_network-operator-211_fragment.yaml"
+
+
+def _node(name: str, labels: dict, allocatable: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": "64", "memory": "512Gi", **allocatable}}}
+
+
+def _pod(name: str, node: str | None, limits: dict) -> dict:
+    spec: dict = {"containers": [{"name": "c", "resources": {"limits": limits}}]}
+    if node is not None:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": spec,
+            "status": {"phase": "Running" if node else "Pending"}}
+
+
+def _write(path: Path, items: list) -> Path:
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+    return path
+
+
+def _gfd_labels() -> dict:
+    """The real GFD mixed-strategy labels of an A100-PCIE-40GB node (fragment), made whole."""
+    return dict(yaml.safe_load(MIG_LABELS.read_text(encoding="utf-8")), **{"nvidia.com/mig.strategy": "mixed"})
+
+
+# ----------------------------------------------------------------------------- layout
+
+
+def test_layout_is_largest_first_lowest_start_and_backtracks():
+    table = table_for("A100-PCIE-40GB")
+    one, two = table.profile("1g.5gb"), table.profile("2g.10gb")
+    assert layout_instances(table, {one: 4, two: 2}, [0]) is None  # 8 compute slices > 7
+    laid = layout_instances(table, {one: 4, two: 2}, [0, 1])
+    assert [(g, p.name, s) for g, p, s in laid] == [
+        (0, "2g.10gb", 0), (0, "2g.10gb", 2), (0, "1g.5gb", 4), (0, "1g.5gb", 5), (0, "1g.5gb", 6),
+        (1, "1g.5gb", 0),
+    ]
+    assert fewest_gpus(table, {one: 4, two: 2}, 8) == 2
+    nvl = table_for("NVIDIA-H100-NVL")
+    # 3g at 0 would leave 4-7, where 2g + two 1g do not fit (a 1g cannot start at 7): 3g goes to 4.
+    laid = layout_instances(nvl, {nvl.profile("1g.12gb"): 2, nvl.profile("2g.24gb"): 1, nvl.profile("3g.47gb"): 1}, [0])
+    assert [(p.name, s) for _, p, s in laid] == [("2g.24gb", 0), ("1g.12gb", 2), ("1g.12gb", 3), ("3g.47gb", 4)]
+    # An impossible count is found out quickly (56 x 1g fill 8 GPUs; one more 2-slice instance cannot fit).
+    assert layout_instances(nvl, {nvl.profile("1g.12gb"): 56, nvl.profile("1g.24gb"): 1}, range(8)) is None
+    media = table.profile("1g.5gb+me")
+    assert layout_instances(table, {media: 2}, [0]) is None
+    assert [g for g, _, _ in layout_instances(table, {media: 2}, [0, 1])] == [0, 1]
+
+
+# ----------------------------------------------------------------------------- Kubernetes
+
+
+def test_mixed_strategy_node_gfd_labels_and_pods(tmp_path):
+    labels = dict(_gfd_labels(), **{"nvidia.com/gpu.count": "2", "nvidia.com/mig.config": "all-balanced"})
+    node = _node("a100-mig", labels, {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.5gb": "4", "nvidia.com/mig-2g.10gb": "2"})
+    nodes = _write(tmp_path / "nodes.json", [node])
+    pods = _write(tmp_path / "pods.json", [
+        _pod("a", "a100-mig", {"nvidia.com/mig-2g.10gb": "1"}),
+        _pod("b", "a100-mig", {"nvidia.com/mig-1g.5gb": "2"}),
+    ])
+    doc = snapshot_from_kubernetes(nodes, pods).to_dict()["nodes"][0]
+    assert doc["gpus"] == 2 and doc["mig"] == {"gpus": "all", "mode": "static"}
+    assert doc["labels"]["nvidia.com/mig.config"] == "all-balanced"
+    assert [(m["gpu"], m["profile"], m["start"]) for m in doc["migInstances"]] == [
+        (0, "2g.10gb", 0), (0, "2g.10gb", 2), (0, "1g.5gb", 4), (0, "1g.5gb", 5), (0, "1g.5gb", 6),
+        (1, "1g.5gb", 0),
+    ]
+    held = {p["name"]: p["mig"] for p in doc["pods"]}
+    assert held == {"ml/a": [{"gpu": 0, "profile": "2g.10gb", "start": 0}],
+                    "ml/b": [{"gpu": 0, "profile": "1g.5gb", "start": 4}, {"gpu": 0, "profile": "1g.5gb", "start": 5}]}
+
+    # A pending pod asking for nvidia.com/mig-2g.10gb gets the one free 2g.10gb.
+    request = request_from_kubernetes([_write(tmp_path / "w.json", [_pod("c", None, {"nvidia.com/mig-2g.10gb": "1"})])])
+    assert request.pods[0].mig.profile == "2g.10gb" and request.pods[0].mig.count == 1
+    assert not request.pods[0].resources
+    snapshot = snapshot_from_kubernetes(nodes, pods)
+    result = placer.place(snapshot, request)
+    assert [(m.gpu, m.profile, m.start, m.create) for m in result.assignments[0].mig] == [(0, "2g.10gb", 2, False)]
+    assert placer.check_placement(snapshot, request, result) == []
+
+
+def test_whole_gpus_beside_mig_gpus_and_counts_that_do_not_fit(tmp_path):
+    labels = dict(_gfd_labels(), **{"nvidia.com/gpu.count": "3"})
+    node = _node("n", labels, {"nvidia.com/gpu": "1", "nvidia.com/mig-1g.5gb": "4", "nvidia.com/mig-2g.10gb": "2"})
+    doc = snapshot_from_kubernetes(_write(tmp_path / "n.json", [node])).to_dict()["nodes"][0]
+    assert doc["gpus"] == 3 and doc["mig"] == {"gpus": [0, 1], "mode": "static"}
+    labels["nvidia.com/gpu.count"] = "2"  # one MIG GPU: 4 x 1g + 2 x 2g do not fit
+    path = _write(tmp_path / "n.json", [_node("n", labels, node["status"]["allocatable"])])
+    with pytest.raises(InvalidInputError) as err:
+        snapshot_from_kubernetes(path)
+    assert err.value.where == f"{path}: items[0].status.allocatable.nvidia.com/mig-1g.5gb"
+    assert "4 x 1g.5gb, 2 x 2g.10gb cannot be laid out on the 1 GPU(s) in MIG mode" in err.value.what
+    assert main(["import", "kubernetes", "--nodes", str(path)]) == 2
+
+
+def test_single_strategy_node(tmp_path):
+    labels = {"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+              "nvidia.com/gpu.count": "14", "nvidia.com/gpu.memory": "4864"}
+    nodes = _write(tmp_path / "n.json", [_node("s", labels, {"nvidia.com/gpu": "14"})])
+    pods = _write(tmp_path / "p.json", [_pod("a", "s", {"nvidia.com/gpu": "3"})])
+    doc = snapshot_from_kubernetes(nodes, pods).to_dict()["nodes"][0]
+    assert doc["gpus"] == 2 and doc["gpuModel"] == "NVIDIA-A100-SXM4-40GB" and "gpuMemoryMiB" not in doc
+    assert "resources" not in doc
+    assert [(m["gpu"], m["start"]) for m in doc["migInstances"]] == [(g, s) for g in (0, 1) for s in range(7)]
+    assert doc["pods"][0]["mig"] == [{"gpu": 0, "profile": "1g.5gb", "start": s} for s in (0, 1, 2)]
+    assert "unknownGpus" not in doc["pods"][0]
+
+
+def test_model_without_mig_table_keeps_resources_with_a_note(tmp_path, capsys):
+    labels = {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/mig.strategy": "mixed"}
+    path = _write(tmp_path / "n.json", [_node("l40s", labels, {"nvidia.com/mig-1g.10gb": "2"})])
+    imported = import_kubernetes(path)
+    node = imported.document["nodes"][0]
+    assert "mig" not in node and node["resources"]["nvidia.com/mig-1g.10gb"]["allocatable"] == 2
+    assert len(imported.notes) == 1 and "'NVIDIA-L40S' has no bundled MIG table" in imported.notes[0]
+    assert imported.notes[0].startswith(f"{path}: items[0].metadata.labels: ")
+    assert main(["import", "kubernetes", "--nodes", str(path), "-o", str(tmp_path / "out.json")]) == 0
+    assert capsys.readouterr().err.startswith("placer: import kubernetes: note: ")
+
+
+def test_bad_mig_pods(tmp_path):
+    nodes = _write(tmp_path / "n.json", [_node("m", _gfd_labels(), {"nvidia.com/mig-1g.5gb": "1"})])
+    pods = _write(tmp_path / "p.json", [_pod("a", "m", {"nvidia.com/mig-1g.5gb": "2"})])
+    with pytest.raises(InvalidInputError) as err:
+        snapshot_from_kubernetes(nodes, pods)
+    assert err.value.where == f"{pods}: items[0]"
+    assert "holds 2 nvidia.com/mig-1g.5gb on node 'm', which has 1 such instance(s)" in err.value.what
+    two = _write(tmp_path / "w.json", [_pod("b", None, {"nvidia.com/mig-1g.5gb": "1", "nvidia.com/mig-2g.10gb": "1"})])
+    with pytest.raises(InvalidInputError, match="placer takes one profile per pod") as err:
+        request_from_kubernetes([two])
+    assert err.value.where == f"{two}: items[0].spec"
+
+
+# ----------------------------------------------------------------------------- nvidia-smi
+
+from placer.adapters.nvidia_smi_list import parse_gpu_instances_file, parse_gpu_list, parse_mig_profiles_file  # noqa: E402
+from placer.adapters.nvidia_smi_mig import (  # noqa: E402
+    mig_node_from_nvidia_smi,
+    parse_gpu_placements,
+    parse_gpu_placements_file,
+)
+from placer.formats import render  # noqa: E402
+
+LGI = DATA / "nvidia-smi" / "nvidia-smi-mig-lgi_a100-80gb-mixed-profiles_dcgm-138_partial.txt"
+LGIP = DATA / "nvidia-smi" / "nvidia-smi-mig-lgip_a100-80gb-no-free_mig-parted-97_partial.txt"
+LGIPP = DATA / "nvidia-smi" / "handmade-mig-lgipp_a100-80gb.txt"
+UUID0 = "GPU-513536b6-7d19-9063-b049-1e69664bb298"
+UUID1 = "GPU-d8594bd4-0fc3-8595-e355-7c98138f3b95"
+# -L of a driver before 470 on the dcgm-138 node: legacy MIG-GPU-<uuid>/<gi>/<ci> names on GPU 0;
+# new-style UUIDs on GPU 1, where only the 3g.40gb (one of its profile) can be tied.
+LIST = f"""GPU 0: NVIDIA A100-SXM4-80GB (UUID: {UUID0})
+  MIG 3g.40gb     Device  0: (UUID: MIG-{UUID0}/2/0)
+  MIG 2g.20gb     Device  1: (UUID: MIG-{UUID0}/3/0)
+  MIG 1g.10gb     Device  2: (UUID: MIG-{UUID0}/9/0)
+  MIG 1g.10gb     Device  3: (UUID: MIG-{UUID0}/10/0)
+GPU 1: NVIDIA A100-SXM4-80GB (UUID: {UUID1})
+  MIG 3g.40gb     Device  0: (UUID: MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a)
+  MIG 2g.20gb     Device  1: (UUID: MIG-a45882f0-9215-5733-a0c1-49286ab31cb5)
+  MIG 1g.10gb     Device  2: (UUID: MIG-f00d722c-f4e1-52c9-aa31-750441ae1bfe)
+  MIG 1g.10gb     Device  3: (UUID: MIG-930574a9-d43a-5d2b-95da-3e68384c8d6b)
+"""
+
+
+def test_lgi_builds_the_node_and_checks_it_against_the_table():
+    imported = mig_node_from_nvidia_smi("dcgm", parse_gpu_instances_file(LGI), gpu_model="A100-SXM4-80GB")
+    node = imported.node
+    assert node["gpus"] == 2 and node["mig"] == {"gpus": "all", "mode": "static"} and imported.findings == ()
+    assert [(m["gpu"], m["profile"], m["start"]) for m in node["migInstances"]] == [
+        (g, p, s) for g in (0, 1) for p, s in (("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3), ("3g.40gb", 4))
+    ]
+    placer.ClusterSnapshot.from_dict({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [node]})
+    # An A100-40GB has no 1-slice 1g.10gb (its 1g.10gb covers 2 slices): refused at the first row.
+    with pytest.raises(InvalidInputError) as err:
+        mig_node_from_nvidia_smi("x", parse_gpu_instances_file(LGI), gpu_model="A100-SXM4-40GB")
+    assert err.value.where == f"{LGI.name}:7" and "no MIG profile 1g.10gb of 1 slice(s) on A100-SXM4-40GB" in err.value.what
+    with pytest.raises(InvalidInputError, match="no bundled MIG table"):
+        mig_node_from_nvidia_smi("x", parse_gpu_instances_file(LGI), gpu_model="Tesla-T4")
+
+
+def test_lgipp_parses_and_a_driver_that_refuses_a_start_makes_the_node_static():
+    lines = parse_gpu_placements_file(LGIPP)
+    assert len(lines) == 14 and lines[5].profile_id == 5 and lines[5].starts == (0,) and lines[5].size == 4
+    assert lines[4].starts == (0, 4) and lines[4].where == f"{LGIPP.name}:6"
+    instances = parse_gpu_instances_file(LGI)
+    same = mig_node_from_nvidia_smi("n", instances, gpu_model="A100-80GB", placements=lines, mode="dynamic")
+    assert same.findings == () and same.node["mig"]["mode"] == "dynamic"
+    text = LGIPP.read_text(encoding="utf-8").replace("GPU  1 Profile ID 15 Placements: {0,2,4,6}:2",
+                                                     "GPU  1 Profile ID 15 Placements: {0,2,4}:2")
+    fewer = mig_node_from_nvidia_smi("n", instances, gpu_model="A100-80GB", mode="dynamic",
+                                     placements=parse_gpu_placements(text, "lgipp.txt"))
+    assert fewer.node["mig"]["mode"] == "static"
+    assert fewer.findings[0] == "lgipp.txt:11: 1g.20gb may not start at [6] per the driver; the bundled table allows it"
+    with pytest.raises(InvalidInputError) as err:
+        parse_gpu_placements(text.replace("{0,4}:4", "{0,4}"), "lgipp.txt")
+    assert err.value.where == "lgipp.txt:6"
+
+
+def test_lgip_differences_are_findings():
+    profiles = parse_mig_profiles_file(LGIP, allow_cut=True)  # a partial copy: its first 4 profiles
+    imported = mig_node_from_nvidia_smi("n", parse_gpu_instances_file(LGI), gpu_model="A100-80GB", profiles=profiles)
+    assert imported.findings == (
+        f"{LGIP.name}:7: the driver does not list 1g.20gb, 4g.40gb, 7g.80gb of the bundled table",
+    )
+
+
+def test_device_names_from_nvidia_smi_L_reach_the_env_output(tmp_path):
+    listed = parse_gpu_list(LIST, "L.txt")
+    imported = mig_node_from_nvidia_smi("dgx", parse_gpu_instances_file(LGI), gpu_list=listed)
+    devices = {(m["gpu"], m["start"]): m.get("device") for m in imported.node["migInstances"]}
+    assert devices[(0, 3)] == f"MIG-{UUID0}/10/0" and devices[(0, 4)] == f"MIG-{UUID0}/2/0"
+    assert devices[(1, 4)] == "MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a"  # the one 3g.40gb of GPU 1
+    assert devices[(1, 2)] is None and devices[(1, 3)] is None  # two 1g.10gb: cannot be told apart
+    assert devices[(1, 0)] == "MIG-a45882f0-9215-5733-a0c1-49286ab31cb5"  # the one 2g.20gb
+    assert imported.findings == ("L.txt:6: 2 MIG device(s) of GPU 1 not tied to an instance (nvidia-smi -L does not "
+                                 "print the GPU instance id; several instances of one profile cannot be told apart)",)
+    snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [imported.node]}
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "policy": "first-fit", "pods": [
+        {"name": "a", "mig": {"profile": "3g.40gb"}}, {"name": "b", "mig": {"profile": "3g.40gb"}},
+        {"name": "c", "mig": {"profile": "1g.10gb"}, "gpuModels": []}]}
+    result = placer.place(snapshot, request)
+    env = render(result, "env", snapshot).splitlines()
+    assert env[0] == f"a dgx NVIDIA_VISIBLE_DEVICES=MIG-{UUID0}/2/0 PLACER_MIG=0/3g.40gb/4"
+    assert env[1] == "b dgx NVIDIA_VISIBLE_DEVICES=MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a PLACER_MIG=1/3g.40gb/4"
+    assert env[2] == f"c dgx NVIDIA_VISIBLE_DEVICES=MIG-{UUID0}/9/0 PLACER_MIG=0/1g.10gb/2"
+    assert render(result, "env").splitlines()[0] == "a dgx NVIDIA_VISIBLE_DEVICES=unknown PLACER_MIG=0/3g.40gb/4"
+    binding = yaml.safe_load_all(render(result, "k8s-binding", snapshot))
+    annotations = next(iter(binding))["metadata"]["annotations"]
+    assert annotations == {"placer.io/mig": "0/3g.40gb/4", "placer.io/mig-devices": f"MIG-{UUID0}/2/0"}
+
+
+def test_import_nvidia_smi_cli(tmp_path, capsys):
+    out = tmp_path / "snap.json"
+    argv = ["import", "nvidia-smi", "--node", "dcgm", "--lgi", str(LGI), "--gpu-model", "A100-SXM4-80GB",
+            "--lgipp", str(LGIPP), "-o", str(out)]
+    assert main(argv) == 0
+    node = json.loads(out.read_text(encoding="utf-8"))["nodes"][0]
+    assert node["gpus"] == 2 and len(node["migInstances"]) == 8
+    assert main(["import", "nvidia-smi", "--node", "x", "--lgi", str(LGI)]) == 2
+    assert capsys.readouterr().err == (
+        "placer: error: --gpu-model: no GPU model: give the nvidia-smi -L output or the GPU model\n"
+    )
+    assert main(["import", "nvidia-smi", "--node", "x", "--lgi", str(LGIPP), "--gpu-model", "A100-80GB"]) == 2
+    assert capsys.readouterr().err.startswith(f"placer: error: {LGIPP.name}:2: ")
