@@ -265,3 +265,48 @@ def test_import_nvidia_smi_cli(tmp_path, capsys):
     )
     assert main(["import", "nvidia-smi", "--node", "x", "--lgi", str(LGIPP), "--gpu-model", "A100-80GB"]) == 2
     assert capsys.readouterr().err.startswith(f"placer: error: {LGIPP.name}:2: ")
+
+
+# ----------------------------------------------------------------------------- Slurm
+
+from placer.adapters.slurm import import_slurm  # noqa: E402
+
+SLURM_MIG = DATA / "slurm" / "handmade-scontrol-d-show-node-mig.txt"
+
+
+def test_slurm_mig_gres_types_import_as_instances():
+    # 1g.10gb and 3g.40gb are A100-80GB and H100-80GB names; feature "a100" does not say which A100.
+    with pytest.raises(InvalidInputError) as err:
+        import_slurm(SLURM_MIG)
+    assert err.value.where == f"{SLURM_MIG.name}:1"
+    assert "MIG GRES types 1g.10gb, 3g.40gb fit A100-80GB, H100-80GB: give the GPU model (--mig-model)" in err.value.what
+    nodes = {n["name"]: n for n in import_slurm(SLURM_MIG, mig_model="A100-SXM4-80GB").document["nodes"]}
+    a100 = nodes["mig-a100-0"]
+    assert a100["gpus"] == 3 and a100["gpuModel"] == "A100-80GB"
+    assert a100["mig"] == {"gpus": [0, 1], "mode": "static"}  # the whole A100 is GPU 2
+    assert [(m["gpu"], m["profile"], m["start"]) for m in a100["migInstances"]] == [
+        (0, "3g.40gb", 0), (0, "3g.40gb", 4), *((1, "1g.10gb", s) for s in range(7))]
+    assert a100["pods"][0]["mig"] == [{"gpu": 1, "profile": "1g.10gb", "start": 0},
+                                      {"gpu": 1, "profile": "1g.10gb", "start": 1},
+                                      {"gpu": 0, "profile": "3g.40gb", "start": 0}]
+    assert "gpus" not in a100["pods"][0] and "unknownGpus" not in a100["pods"][0]
+    h100 = nodes["mig-h100-0"]  # the model from the feature h100; held instances from AllocTRES
+    assert h100["gpuModel"] == "H100-80GB"  # its features tell: --mig-model is not needed there
+    assert h100["gpus"] == 1 and h100["pods"][0]["mig"] == [{"gpu": 0, "profile": "1g.10gb", "start": 0}]
+    assert main(["import", "slurm", "--nodes", str(SLURM_MIG)]) == 2
+    with pytest.raises(InvalidInputError) as err:
+        import_slurm(SLURM_MIG, mig_model="Tesla-T4")
+    assert err.value.where == "--mig-model" and "'Tesla-T4' has no bundled MIG table" in err.value.what
+
+
+def test_slurm_mig_model_from_features(tmp_path):
+    text = SLURM_MIG.read_text(encoding="utf-8").replace("ActiveFeatures=a100,mig", "ActiveFeatures=a100-80gb,mig")
+    path = tmp_path / "nodes.txt"
+    path.write_text(text, encoding="utf-8")
+    nodes = {n["name"]: n for n in import_slurm(path).document["nodes"]}
+    assert nodes["mig-a100-0"]["gpuModel"] == "A100-80GB" and nodes["mig-h100-0"]["gpuModel"] == "H100-80GB"
+    over = text.replace("GresUsed=gpu:1g.10gb:2(IDX:0-1)", "GresUsed=gpu:1g.10gb:8(IDX:0-7)")
+    path.write_text(over, encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="GresUsed holds 8 gpu:1g.10gb, Gres= has 7") as err:
+        import_slurm(path)
+    assert err.value.where == "nodes.txt:1"

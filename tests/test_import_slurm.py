@@ -377,8 +377,8 @@ def test_gres_value_forms() -> None:
     assert (one("Gres=gpu:4").gpus, one("Gres=gpu:4").gpu_model) == (4, None)
     node = one("Gres=gpu:a100:2(S:0),gpu:2,mps:400(S:0-1),bandwidth:lustre:4G")
     assert (node.gpus, node.gpu_model, node.gpu_types) == (4, None, ("a100",))
-    node = one("Gres=gpu:1g.10gb:7(S:0)")
-    assert (node.gpus, node.gpu_model) == (7, "1g.10gb")
+    node = one("Gres=gpu:1g.10gb:7(S:0)")  # a MIG profile as type: 7 instances, no GPU model
+    assert (node.gpus, node.gpu_model, node.mig, node.gpu_types) == (7, None, (("1g.10gb", 7),), ())
     node = one("Gres=gpu:nvidia_h100_80gb_hbm3:8(S:0-1)\nGresUsed=gpu:(null):0(IDX:N/A)")
     assert (node.gpus, node.gpu_model, node.used_gpus) == (8, "nvidia_h100_80gb_hbm3", ())
     node = one("Gres=gpu:h100:8\nGresUsed=gpu:h100:2(IDX:6-7),shard:h100:3(0/8,3/8)")

@@ -37,6 +37,8 @@ from placer.model import ClusterSnapshot
 from placer.schema import snapshot_from_dict
 from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, whole
 from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
+from placer.mig_layout import fewest_gpus, layout_instances
+from placer.mig_profiles import PROFILE_NAME, MigTable, model_key, tables
 from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL
 from placer.textlines import clip, split_outside
 
@@ -376,6 +378,13 @@ class SlurmNode:
         ``ActiveFeatures=`` (else ``AvailableFeatures=``) as written.
     reason : str or None
         ``Reason=`` as written (why the node was drained or set down), ``None`` without one.
+    mig : tuple of (str, int)
+        The ``gpu`` entries of ``Gres=`` whose type is a MIG profile (``gpu:1g.10gb:4``):
+        (profile, count), in order; their count is part of ``gpus``.
+    mig_used : tuple of (str, int)
+        MIG instances held by jobs: the MIG-typed entries of ``GresUsed=`` (else the
+        ``gres/gpu:<profile>`` of ``AllocTRES=``), (profile, count); their ``IDX:`` are
+        Slurm's device indices, not GPUs, and are not in ``used_gpus``.
     """
 
     name: str
@@ -394,6 +403,8 @@ class SlurmNode:
     partitions: str | None = None
     features: str | None = None
     reason: str | None = None
+    mig: tuple[tuple[str, int], ...] = ()
+    mig_used: tuple[tuple[str, int], ...] = ()
 
 
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
@@ -592,13 +603,18 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
 
     gpus = 0
     types: list[str | None] = []
+    mig: dict[str, int] = {}
     gres = get("Gres")
     if gres is not None:
         for gname, gtype, count, _ in _gres_items(gres, at("Gres"), "Gres="):
             if gname != "gpu":
                 continue
-            gpus += whole(count, at("Gres"), "a GPU count in Gres=")
-            types.append(gtype)
+            n = whole(count, at("Gres"), "a GPU count in Gres=")
+            gpus += n
+            if _is_mig_type(gtype):
+                mig[gtype] = mig.get(gtype, 0) + n  # type: ignore[index]
+            else:
+                types.append(gtype)
         if gpus > MAX_GPUS:
             _fail(at("Gres"), f"expected at most {MAX_GPUS} GPUs on a node, got {gpus}")
     distinct = tuple(dict.fromkeys(t for t in types if t is not None))
@@ -606,31 +622,44 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
 
     used: list[int] = []
     unknown = 0
+    mig_used: dict[str, int] = {}
     alloc = _tres(get("AllocTRES") or "", at("AllocTRES") if "AllocTRES" in record else "",
                   "AllocTRES")
     used_text = get("GresUsed")
     if used_text is not None:
         where = at("GresUsed")
-        for gname, _, count_text, inner in _gres_items(used_text, where, "GresUsed="):
+        for gname, gtype, count_text, inner in _gres_items(used_text, where, "GresUsed="):
             if gname != "gpu":
                 continue
             count = whole(count_text, where, "a GPU count in GresUsed=")
+            if _is_mig_type(gtype):
+                if inner is not None and inner.startswith("IDX:"):
+                    _take_idx(inner[4:], count, where, gpus, "GresUsed=", [])  # device indices: checked only
+                if count:
+                    mig_used[gtype] = mig_used.get(gtype, 0) + count  # type: ignore[index]
+                continue
             if inner is None:
                 unknown += count
                 continue
             if not inner.startswith("IDX:"):
                 _fail(where, f"expected (IDX:...) after a GPU count in GresUsed=, got ({inner})")
             _take_idx(inner[4:], count, where, gpus, "GresUsed=", used)
-        if len(used) + unknown > gpus:
+        if len(used) + unknown + sum(mig_used.values()) > gpus:
             _fail(where, f"expected at most the node's {gpus} GPUs in use, "
-                         f"got {len(used) + unknown}")
+                         f"got {len(used) + unknown + sum(mig_used.values())}")
     elif alloc:
         count = _tres_gpus(alloc, at("AllocTRES"), "AllocTRES")
         if count:
             if count > gpus:
                 _fail(at("AllocTRES"),
                       f"expected at most the node's {gpus} GPUs allocated, got {count}")
-            unknown = count
+            for tres_name, amount in alloc.items():
+                gtype = tres_name[len("gres/gpu:"):] if tres_name.startswith("gres/gpu:") else None
+                if _is_mig_type(gtype):
+                    n = whole(amount, at("AllocTRES"), f"{tres_name} of AllocTRES=")
+                    if n:
+                        mig_used[gtype] = n  # type: ignore[index]
+            unknown = max(0, count - sum(mig_used.values()))
 
     def allocated(
         key: str, tres: str, parse: Callable[[str, str, str], int], total: int | None, of: str
@@ -683,7 +712,14 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
         partitions=None if partitions in NO_VALUE else partitions,
         features=None if features in NO_VALUE else features,
         reason=None if reason in NO_VALUE else reason,
+        mig=tuple(mig.items()),
+        mig_used=tuple(mig_used.items()),
     )
+
+
+def _is_mig_type(gres_type: str | None) -> bool:
+    """A GRES type that names a MIG profile (``1g.10gb``), as Slurm's MIG GRES are typed."""
+    return gres_type is not None and PROFILE_NAME.match(gres_type.lower()) is not None
 
 
 # ---------------------------------------------------------------------- topology.conf
@@ -1059,6 +1095,7 @@ def build_snapshot(
     gres: list[GresGpu] | None = None,
     topology: SlurmTopology | None = None,
     gres_source: str = "gres.conf",
+    mig_model: str | None = None,
 ) -> dict[str, Any]:
     """Make a placer/v1 ClusterSnapshot document out of parsed Slurm descriptions.
 
@@ -1078,6 +1115,16 @@ def build_snapshot(
     ``topology``: ``topologyLevels`` and each listed node's ``topology``; nodes the file
     does not list get none, and names that are not among ``nodes`` are ignored.
 
+    MIG (GPU types that are MIG profiles, ``Gres=gpu:1g.10gb:4,gpu:3g.40gb:1``): Slurm
+    counts instances, not GPUs, and does not say where they are. The node gets the
+    whole GPUs of its other types plus the fewest GPUs the instances can be laid out on
+    (the MIG GPUs first), ``mig`` static, ``migInstances`` laid out by
+    :func:`placer.mig_layout.layout_instances`, and its ``gpuModel``: the one bundled
+    table that has every profile, else the one of those a word of its features names
+    (``h100``, ``a100-80gb``), else ``mig_model``. The running pod holds the first instances of each profile of
+    ``mig_used``; whole GPUs in use become ``unknownGpus`` (Slurm's ``IDX:`` numbers all
+    GRES devices, MIG ones included). gres.conf gives no ``Links=`` matrix to a MIG node.
+
     Parameters
     ----------
     nodes : list of SlurmNode
@@ -1088,6 +1135,9 @@ def build_snapshot(
         From :func:`parse_topology_conf`.
     gres_source : str
         Name of the gres.conf file in error locations.
+    mig_model : str, optional
+        The GPU model of the nodes with MIG types, when their profiles and features do
+        not tell it.
 
     Returns
     -------
@@ -1099,7 +1149,8 @@ def build_snapshot(
     InvalidInputError
         With ``where`` = ``"<gres_source>:<line>"`` for a bad ``NodeName=`` hostlist, a
         ``Links=`` matrix :func:`gres_links_matrix` rejects, or one whose size is not the
-        node's GPU count.
+        node's GPU count; ``nodes[i]`` for a MIG node whose model is not known or whose
+        instances cannot be laid out.
     """
     applies: list[tuple[GresGpu, set[str] | None]] = []
     expanded: dict[str, set[str]] = {}
@@ -1118,15 +1169,17 @@ def build_snapshot(
     levels = topology.levels if topology is not None else ()
     placed = topology.nodes if topology is not None else {}
     doc_nodes: list[dict[str, Any]] = []
-    for node in nodes:
+    for i, node in enumerate(nodes):
         doc: dict[str, Any] = {"name": node.name, "gpus": node.gpus}
         if node.gpu_model is not None:
             doc["gpuModel"] = node.gpu_model
+        if node.mig:
+            _mig_node(doc, node, mig_model, f"nodes[{i}]")
         if node.cpus is not None:
             doc["cpuMilli"] = node.cpus * 1000
         if node.memory_mib is not None:
             doc["memoryMiB"] = node.memory_mib
-        if node.gpus and applies:
+        if node.gpus and applies and not node.mig:
             mine = tuple(i for i, (_, names) in enumerate(applies)
                          if names is None or node.name in names)
             if mine not in matrices:
@@ -1153,10 +1206,13 @@ def build_snapshot(
             doc["labels"] = labels
         doc["unschedulable"] = node.unschedulable
         pod: dict[str, Any] = {"name": f"slurm/{node.name}/gres-used"}
-        if node.used_gpus:
+        if node.used_gpus and not node.mig:
             pod["gpus"] = sorted(node.used_gpus)
-        if node.used_unknown_gpus:
-            pod["unknownGpus"] = node.used_unknown_gpus
+        unknown = node.used_unknown_gpus + (len(node.used_gpus) if node.mig else 0)
+        if unknown:
+            pod["unknownGpus"] = unknown
+        if node.mig_used:
+            pod["mig"] = _held(doc, node, f"nodes[{i}]")
         if node.alloc_cpus:
             pod["cpuMilli"] = node.alloc_cpus * 1000
         if node.alloc_memory_mib:
@@ -1168,6 +1224,59 @@ def build_snapshot(
     if levels:
         out["topologyLevels"] = list(levels)
     out["nodes"] = doc_nodes
+    return out
+
+
+def _mig_node(doc: dict[str, Any], node: SlurmNode, mig_model: str | None, where: str) -> None:
+    """Make ``doc`` the MIG node of ``node`` (see :func:`build_snapshot`)."""
+    table = _mig_table(node, mig_model, where)
+    wanted: dict[Any, int] = {}
+    for name, count in node.mig:
+        profile = table.profile(name)
+        if profile is None:
+            _fail(where, f"node {node.name}: no MIG profile {name} on {table.model}; it has: {', '.join(table.names())}")
+        wanted[profile] = wanted.get(profile, 0) + count
+    whole = node.gpus - sum(wanted.values())
+    mig_gpus = fewest_gpus(table, wanted, MAX_GPUS - whole)
+    if mig_gpus is None:
+        _fail(where, f"node {node.name}: its MIG GRES cannot be laid out on {MAX_GPUS - whole} {table.model} GPUs")
+    laid = layout_instances(table, wanted, range(mig_gpus))
+    assert laid is not None
+    doc["gpus"] = whole + mig_gpus
+    doc["gpuModel"] = table.model
+    doc["mig"] = {"gpus": "all" if not whole else list(range(mig_gpus)), "mode": "static"}
+    doc["migInstances"] = [{"gpu": g, "profile": p.name, "start": s} for g, p, s in laid]
+
+
+def _mig_table(node: SlurmNode, mig_model: str | None, where: str) -> MigTable:
+    """The MIG table of a node with MIG GRES types (see :func:`build_snapshot`)."""
+    known = tables()
+    names = {name for name, _ in node.mig}
+    fits = [t for t in known.values() if names <= set(t.names())]
+    if len(fits) > 1:
+        named = {model_key(w) for w in re.split(r"[\s,]+", node.features or "") if w}
+        fits = [t for t in fits if t.model in named] or fits
+    if len(fits) == 1:
+        return fits[0]
+    if mig_model is not None:
+        key = model_key(mig_model)
+        if key is None:
+            _fail("--mig-model", f"GPU model {mig_model!r} has no bundled MIG table; placer knows MIG on: "
+                                 f"{', '.join(sorted(known))}")
+        return known[key]
+    which = ", ".join(t.model for t in fits) if fits else "no bundled table"
+    _fail(where, f"node {node.name}: MIG GRES types {', '.join(sorted(names))} fit {which}: give the GPU "
+                 "model (--mig-model)")
+
+
+def _held(doc: dict[str, Any], node: SlurmNode, where: str) -> list[dict[str, Any]]:
+    """The first instances of each profile of ``node.mig_used`` in ``doc``'s layout."""
+    out = []
+    for name, count in node.mig_used:
+        free = [m for m in doc["migInstances"] if m["profile"] == name and m not in out]
+        if len(free) < count:
+            _fail(where, f"node {node.name}: GresUsed holds {count} gpu:{name}, Gres= has {len(free)}")
+        out.extend(free[:count])
     return out
 
 
@@ -1212,6 +1321,7 @@ def import_slurm(
     nodes: PathLike,
     gres: PathLike | None = None,
     topology: PathLike | None = None,
+    mig_model: str | None = None,
 ) -> SlurmImport:
     """Read Slurm's view of a cluster from files into a ClusterSnapshot and its document.
 
@@ -1229,6 +1339,8 @@ def import_slurm(
         ``gres.conf``, for the NVLink matrices of its ``Links=``.
     topology : str or os.PathLike, optional
         ``topology.conf`` (tree or block), or ``scontrol show topology`` output (tree).
+    mig_model : str, optional
+        The GPU model of nodes with MIG GRES types (see :func:`build_snapshot`).
 
     Returns
     -------
@@ -1257,8 +1369,8 @@ def import_slurm(
         parsed_topology = parse_topology_conf(
             read_text(topology, source=topology_name), topology_name
         )
-    document = build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name)
     try:
+        document = build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name, mig_model)
         snapshot = snapshot_from_dict(document)
     except InvalidInputError as e:
         m = _NODE_PATH.match(e.where)
