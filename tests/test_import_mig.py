@@ -14,13 +14,16 @@ import yaml
 import placer
 from placer.adapters.kubernetes import import_kubernetes, snapshot_from_kubernetes
 from placer.adapters.kubernetes_workloads import request_from_kubernetes
+from placer.adapters.nvidia_smi_list import parse_gpu_instances_file, parse_gpu_list, parse_mig_profiles_file
+from placer.adapters.nvidia_smi_mig import mig_node_from_nvidia_smi, parse_gpu_placements, parse_gpu_placements_file
+from placer.adapters.slurm import import_slurm
 from placer.cli import main
 from placer.exceptions import InvalidInputError
+from placer.formats import render
 from placer.mig_layout import fewest_gpus, layout_instances
 from placer.mig_profiles import table_for
 
 DATA = Path(__file__).parent / "data"
-MIG_CAPACITY = DATA / "k8s" / "kubectl-describe-node-capacity_h100-mig-mixed_kubectl-view-allocations-258_fragment.txt"
 MIG_LABELS = DATA / "k8s" / "node-labels-gfd-mig-mixed_a100-pcie-40gb_network-operator-211_fragment.yaml"
 
 
@@ -157,14 +160,6 @@ def test_bad_mig_pods(tmp_path):
 
 # ----------------------------------------------------------------------------- nvidia-smi
 
-from placer.adapters.nvidia_smi_list import parse_gpu_instances_file, parse_gpu_list, parse_mig_profiles_file  # noqa: E402
-from placer.adapters.nvidia_smi_mig import (  # noqa: E402
-    mig_node_from_nvidia_smi,
-    parse_gpu_placements,
-    parse_gpu_placements_file,
-)
-from placer.formats import render  # noqa: E402
-
 LGI = DATA / "nvidia-smi" / "nvidia-smi-mig-lgi_a100-80gb-mixed-profiles_dcgm-138_partial.txt"
 LGIP = DATA / "nvidia-smi" / "nvidia-smi-mig-lgip_a100-80gb-no-free_mig-parted-97_partial.txt"
 LGIPP = DATA / "nvidia-smi" / "handmade-mig-lgipp_a100-80gb.txt"
@@ -268,8 +263,6 @@ def test_import_nvidia_smi_cli(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- Slurm
-
-from placer.adapters.slurm import import_slurm  # noqa: E402
 
 SLURM_MIG = DATA / "slurm" / "handmade-scontrol-d-show-node-mig.txt"
 

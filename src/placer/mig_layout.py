@@ -19,7 +19,7 @@ from placer.mig_profiles import MigProfile, MigTable
 
 __all__ = ["LaidOut", "layout_instances", "fewest_gpus"]
 
-LaidOut = tuple[int, MigProfile, int]  # noqa: UP006
+LaidOut = tuple[int, MigProfile, int]
 """One instance of a layout: (GPU index, profile, start slice)."""
 
 
