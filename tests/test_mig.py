@@ -479,3 +479,12 @@ def test_replay_refuses_mig_pods_rather_than_place_them_as_cpu_pods():
     pods = placer.PlacementRequest.from_dict(request(mig_pod("a", "1g.5gb"))).pods
     with pytest.raises(InvalidInputError, match="schedule"):
         cluster.replay(pods)
+
+
+def test_device_names_survive_a_cluster_round_trip():
+    snap = snapshot({**node("n", "A100-SXM4-40GB", mode="static"),
+                     "migInstances": [{"gpu": 0, "profile": "3g.20gb", "start": 4, "device": "MIG-abc"}]})
+    cluster = placer.Cluster(snap)
+    cluster.bind(cluster.place(mig_pod("a", "3g.20gb")))
+    (inst,) = cluster.to_snapshot().nodes[0].mig_instances
+    assert inst.device == "MIG-abc"

@@ -105,6 +105,7 @@ class Instance:
     start: int
     holder: str | None = None
     created: bool = False  # created by placer (a dynamic GPU's instance goes when released)
+    device: str | None = None  # the name NVIDIA_VISIBLE_DEVICES takes, when the source gave it
 
     @property
     def mask(self) -> int:
@@ -197,7 +198,7 @@ class MigState:
         table = self.tables[int(self.table_of[row])].table
         profile = table.profile(m.profile)
         assert profile is not None
-        inst = Instance(row, m.gpu, profile, m.start, created=created)
+        inst = Instance(row, m.gpu, profile, m.start, created=created, device=getattr(m, "device", None))
         self.instances.setdefault(node, []).append(inst)
         self.busy[row] |= inst.mask
         if profile.media:

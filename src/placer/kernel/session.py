@@ -653,7 +653,7 @@ class KernelSession:
     def mig_instances(self, node: int) -> tuple[MigInstance, ...]:
         """The instances that exist on a node now, free or in use, by GPU and start."""
         return tuple(
-            MigInstance(gpu=i.gpu, profile=i.profile.name, start=i.start)
+            MigInstance(gpu=i.gpu, profile=i.profile.name, start=i.start, device=i.device)
             for i in sorted(self.mig.node_instances(node), key=lambda i: (i.gpu, i.start))
         )
 
