@@ -82,6 +82,23 @@ def test_inflation_stops_at_the_bound_with_the_total_test(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 42, 7])
+def test_inflation_in_a_demand_of_the_callers(seed: int) -> None:
+    """MIG slices instead of GPU milli: the same stream, the bound in the caller's unit."""
+    slices = {"p-cpu": 0, "p-share": 4, "p-one": 8, "p-two": 16, "p-eight": 64}
+
+    def demand(pod: PodRequest) -> int:
+        return slices[pod.name.split("-tuned-")[0]]
+
+    pods = mixed_pods()
+    order = arrival_order(pods, seed, 128, stop="total", demand=demand)
+    clones = order[len(pods):]
+    total = sum(map(demand, order))
+    assert total <= 1.3 * 128 < total + demand(next_draw(pods, seed, len(clones)))
+    with pytest.raises(InvalidInputError, match="stop='total'"):
+        arrival_order(pods, seed, 128, demand=demand)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42, 7])
 def test_inflation_stop_test_uses_the_per_gpu_milli_by_default(seed: int) -> None:
     """The simulator's quirk: total + per-GPU milli of the drawn pod against the bound."""
     pods = mixed_pods()

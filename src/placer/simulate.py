@@ -50,7 +50,7 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -181,6 +181,7 @@ def arrival_order(
     capacity_milli: int,
     ratio: float = TUNE_RATIO,
     stop: str = "per-gpu",
+    demand: Callable[[PodRequest], int] | None = None,
 ) -> list[PodRequest]:
     """The arrival order of one seed: sorted by name, shuffled, inflated to ``ratio``.
 
@@ -193,12 +194,16 @@ def arrival_order(
         ``randrange(len(pods))`` per drawn clone (Go's ``math/rand`` stream of the study
         is not reproduced; see the module notes).
     capacity_milli : int
-        The cluster's GPU capacity in milli-GPUs.
+        The cluster's GPU capacity in milli-GPUs (with ``demand``: in its unit).
     ratio : float
         Target total GPU request as a multiple of the capacity (the study: 1.3).
     stop : ``"per-gpu"`` or ``"total"``
         The stop test: the simulator's (the drawn pod's per-GPU milli, default) or the
         drawn pod's total GPU request.
+    demand : callable, optional
+        A pod's request in the unit of ``capacity_milli`` (default: its GPU milli,
+        :func:`pod_gpu_milli`), e.g. the MIG slices it asks for. With it the stop test
+        compares the drawn pod's whole demand, so ``stop`` must be ``"total"``.
 
     Returns
     -------
@@ -209,17 +214,21 @@ def arrival_order(
     ------
     InvalidInputError
         For an empty pod list, no GPU capacity, no pod requesting a GPU (the inflation
-        would never stop), a ratio that is not a positive number, or an unknown ``stop``.
+        would never stop), a ratio that is not a positive number, an unknown ``stop``, or
+        ``stop="per-gpu"`` with a ``demand`` of the caller's.
     """
     if stop not in STOP_TESTS:
         raise InvalidInputError("stop", f"expected per-gpu or total, got {stop!r}")
+    if demand is not None and stop != "total":
+        raise InvalidInputError("stop", "a demand of the caller's is compared whole: use stop='total'")
+    request = pod_gpu_milli if demand is None else demand
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio > 0 or math.isinf(ratio):
         raise InvalidInputError("ratio", f"expected a positive number, got {ratio!r}")
     if not pods:
         raise InvalidInputError("pods", "the pod list is empty")
     if capacity_milli <= 0:
         raise InvalidInputError("nodes", "the cluster has no GPU: nothing to replay against")
-    total = sum(pod_gpu_milli(p) for p in pods)
+    total = sum(request(p) for p in pods)
     if total <= 0:
         raise InvalidInputError("pods", "no pod requests a GPU: the arrival cannot be inflated")
     rng = random.Random(seed)
@@ -230,7 +239,7 @@ def arrival_order(
     if total > bound:
         while total > bound:  # the simulator's tuneDownPods
             gone = order.pop(rng.randrange(len(order)))
-            total -= pod_gpu_milli(gone)
+            total -= request(gone)
         return order
     if total == bound:
         return order
@@ -238,9 +247,9 @@ def arrival_order(
     i = 0
     while True:
         drawn = original[rng.randrange(n)]
-        if total + _stop_milli(drawn, stop) > bound:
+        if total + (_stop_milli(drawn, stop) if demand is None else request(drawn)) > bound:
             break
-        total += pod_gpu_milli(drawn)
+        total += request(drawn)
         order.append(replace(drawn, name=f"{drawn.name}-tuned-{i}"))
         i += 1
     return order

@@ -341,8 +341,11 @@ class MigState:
                 dyn = dyn & ~self.media_used[rows]
             if not dyn.any():
                 continue
-            r = rows[dyn]
-            b = busy[dyn]
+            # A created instance's keys depend on the GPU's busy mask alone, and rows run in
+            # (node, GPU) order, the last tie-break of every choice: of the GPUs that share
+            # a mask only the first can win, so only it is a candidate.
+            b, first = np.unique(busy[dyn], return_index=True)
+            r = rows[dyn][first]
             value = None if values is None else values.get(t)
             for k, start in enumerate(profile.starts):
                 mask = profile.masks[k]
