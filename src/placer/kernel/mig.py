@@ -162,6 +162,7 @@ class MigState:
         self.gpu_of = np.array(gpu_of, dtype=np.int64)
         self.table_of = np.array(table_of, dtype=np.int64)
         self.dynamic = np.array(dynamic, dtype=bool)
+        self.table_rows = [np.flatnonzero(self.table_of == t) for t in range(len(self.tables))]  # per table
         n_rows = len(node_of)
         self.busy = np.zeros(n_rows, dtype=np.int64)
         self.media_used = np.zeros(n_rows, dtype=bool)
@@ -249,18 +250,14 @@ class MigState:
     def node_capacity(self, request: MigRequest) -> np.ndarray:
         """Per node, how many instances of the request's profile it could give now:
         free instances of it, plus, on dynamic GPUs, copies that can still be created."""
-        cap = np.zeros(self.n_nodes, dtype=np.int64)
+        per_row = np.zeros(self.n_rows, dtype=np.int64)
         for t, profile in enumerate(self.profiles_for(request)):
-            if profile is None:
+            rows = self.table_rows[t]
+            if profile is None or not len(rows):
                 continue
-            rows = np.flatnonzero(self.table_of == t)
-            if not len(rows):
-                continue
-            per_row = self.free_of[rows, profile.index].astype(np.int64)
-            dyn = self.dynamic[rows]
             created = self.tables[t].capacity(profile, self.busy[rows], self.media_used[rows])
-            per_row += np.where(dyn, created, 0)
-            cap += np.bincount(self.node_of[rows], weights=per_row, minlength=self.n_nodes).astype(np.int64)
+            per_row[rows] = self.free_of[rows, profile.index] + np.where(self.dynamic[rows], created, 0)
+        cap = np.bincount(self.node_of, weights=per_row, minlength=self.n_nodes).astype(np.int64)
         return cap
 
     # ------------------------------------------------------------------ choosing
@@ -318,7 +315,8 @@ class MigState:
             if profile is None:
                 continue
             st = self.tables[t]
-            rows = np.flatnonzero((self.table_of == t) & allowed[self.node_of])
+            rows = self.table_rows[t]
+            rows = rows[allowed[self.node_of[rows]]]
             if not len(rows):
                 continue
             busy = self.busy[rows]
