@@ -20,7 +20,13 @@ instances, all or nothing; CPU, memory and pod slots of each node hold the pods 
 :func:`add_mig_pods` builds these variables and constraints for a set of pods over a set
 of allowed nodes and returns them (:class:`MigModel`), with no objective: a caller can tie
 pods together (a gang: ``placed`` all equal) or add its own objective. :func:`solve_mig`
-adds one — the allocated slices (default) or the pods placed — and solves.
+adds one — the allocated slices (default) or the pods placed — and solves it with the
+full linear relaxation (``linearization_level`` 2; at the default level the CPU and memory
+rows leave the bound far above the optimum, and an 8-GPU instance of 20 pods was not
+proved optimal in a minute). Pods that compete for the same GPUs must be added in one call:
+the slice rows are per call. For a gang of identical pods, one Boolean per (pod, GPU,
+start) is symmetric; a gang model may instead count instances per (GPU, profile, start) and
+keep :func:`_one_gpu`'s rules over those.
 """
 from __future__ import annotations
 
