@@ -71,3 +71,13 @@ def test_readme_sharing_example_prints_its_comments():
 def test_readme_preemption_example_prints_its_comment():
     block, printed = run_block("placer.preempt(")
     assert printed == [line[2:] for line in block.splitlines() if line.startswith("# ")]
+
+
+def test_readme_preempt_command_prints_its_output(capsys):
+    from placer.cli import main
+
+    match = re.search(r"```bash\n(placer preempt (\S+) (\S+))\n```\n\n```json\n(.*?)```", README.read_text(), re.S)
+    assert match is not None
+    data = README.parent / "tests" / "data" / "preemption"
+    assert main(["preempt", str(data / match.group(2)), str(data / match.group(3))]) == 0
+    assert capsys.readouterr().out == match.group(4)

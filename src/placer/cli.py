@@ -14,14 +14,16 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Collection, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, NoReturn, Sequence
 
 from placer import __version__, policies
 from placer._io import dump_json, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import OUTPUT_FORMATS
+from placer.model import PREEMPTION_MODES
 
 if TYPE_CHECKING:
+    from placer.model import PlacementResult
     from placer.topo_report import LoadedTopology
 
 __all__ = ["main"]
@@ -81,17 +83,26 @@ def _build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
-    p.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
-    p.add_argument("-o", "--output", metavar="RESULT", help="write the result here instead of stdout")
-    p.add_argument("--policy", metavar="P", help=f"override the request's policy: {_POLICY_CHOICES}")
-    p.add_argument("--seed", metavar="N", help="override the request's seed")
+    _placement_arguments(p)
     p.add_argument(
-        "--format", metavar="FMT", default="json", choices=tuple(OUTPUT_FORMATS),
-        help="json (a PlacementResult, default), k8s-binding (YAML Binding objects), k8s-binding-json, "
-        "env (NVIDIA_VISIBLE_DEVICES per pod) or slurm (nodelist and CUDA_VISIBLE_DEVICES per job)",
+        "--preemption", metavar="MODE", choices=PREEMPTION_MODES,
+        help="override the request's preemption mode: none, greedy, exact or auto",
     )
     p.set_defaults(handler=_cmd_place)
+
+    pr = sub.add_parser(
+        "preempt", help="place with preemption on: evict lower-priority pods where that makes room",
+        description=(
+            "Place REQUEST on SNAPSHOT as 'placer place' does, but a pod or gang that does not fit\n"
+            "evicts running pods of lower priority when that makes it fit (the request's preemption\n"
+            "mode, auto when it says none): PodDisruptionBudgets are honoured where they can be,\n"
+            "running gangs go whole. The result lists the preemptions (victims, nodes, PDB\n"
+            "violations) and marks the preemptors' assignments nominated."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _placement_arguments(pr)
+    pr.set_defaults(handler=_cmd_preempt)
 
     c = sub.add_parser(
         "check", help="verify a PlacementResult independently; exit 1 on violations",
@@ -305,6 +316,20 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _placement_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments ``place`` and ``preempt`` share: the two files, output, overrides."""
+    parser.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
+    parser.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
+    parser.add_argument("-o", "--output", metavar="RESULT", help="write the result here instead of stdout")
+    parser.add_argument("--policy", metavar="P", help=f"override the request's policy: {_POLICY_CHOICES}")
+    parser.add_argument("--seed", metavar="N", help="override the request's seed")
+    parser.add_argument(
+        "--format", metavar="FMT", default="json", choices=tuple(OUTPUT_FORMATS),
+        help="json (a PlacementResult, default), k8s-binding (YAML Binding objects), k8s-binding-json, "
+        "env (NVIDIA_VISIBLE_DEVICES per pod) or slurm (nodelist and CUDA_VISIBLE_DEVICES per job)",
+    )
+
+
 def _emit(text: str, output: str | None) -> None:
     if output is None or output == "-":
         sys.stdout.write(text)
@@ -317,13 +342,29 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def _cmd_place(args: argparse.Namespace) -> int:
+    from placer.model import load_request, replace
+    from placer.place import place
+
+    request = args.request
+    if args.preemption is not None:
+        request = replace(load_request(request), preemption=args.preemption)
+    return _placement(args, place, request)
+
+
+def _cmd_preempt(args: argparse.Namespace) -> int:
+    from placer.place import preempt
+
+    return _placement(args, preempt, args.request)
+
+
+def _placement(args: argparse.Namespace, run: Callable[..., PlacementResult], request: Any) -> int:
+    """Run ``place`` or ``preempt`` on the command's files and write the result as asked."""
     from placer import schema
     from placer.formats import render
-    from placer.place import place
 
     policy = policies.get(args.policy, "--policy") if args.policy is not None else None
     seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
-    result = place(args.snapshot, args.request, policy=policy, seed=seed)
+    result = run(args.snapshot, request, policy=policy, seed=seed)
     _emit(render(result, args.format, args.snapshot), args.output)
     return EXIT_OK
 
