@@ -219,10 +219,12 @@ def test_handmade_running_pods(snap_doc):
     }  # Succeeded and unbound pods are not running
     assert pods["team-a/train-0"] == {
         "name": "team-a/train-0", "gpus": [0, 1, 2, 3], "cpuMilli": 16000, "memoryMiB": 131072, "priority": 1000,
+        "startTime": 1749546002.0,  # 2025-06-10T09:00:02Z: the document gives epoch seconds
     }
     # max(4 + 0.5 sidecar, 0.5 + 20 init) + 0.25 overhead; memory 16Gi + 128Mi + 120Mi
     assert pods["team-b/infer-1"] == {
         "name": "team-b/infer-1", "unknownGpus": 2, "cpuMilli": 20750, "memoryMiB": 16632,
+        "startTime": 1749546002.0,
     }
     assert pods["team-e/rdma-0"]["unknownGpus"] == 8
     assert pods["team-e/rdma-0"]["resources"] == {"rdma/rdma_shared_device_a": 1}
@@ -232,7 +234,7 @@ def test_handmade_running_pods(snap_doc):
     first = nodes["dgx-h100-0"]["pods"][0]
     assert first == {
         "name": "kube-system/nvidia-device-plugin-daemonset-7xk2p", "cpuMilli": 50, "memoryMiB": 64,
-        "priority": 2000001000,
+        "priority": 2000001000, "startTime": 1749546002.0, "preemptible": False,
     }
 
 
@@ -255,6 +257,7 @@ def test_handmade_snapshot_loads_and_places(snap_doc):
     again = snap.to_dict()
     assert _by_name(again)["dgx-h100-0"]["pods"][2] == {
         "name": "team-b/infer-1", "unknownGpus": 2, "cpuMilli": 20750, "memoryMiB": 16632,
+        "startTime": 1749546002.0,  # 2025-06-10T09:00:02Z
     }
 
 

@@ -209,6 +209,11 @@ def _build_parser() -> argparse.ArgumentParser:
     ik.add_argument("--nodes", metavar="FILE", required=True, help="kubectl get nodes -o json")
     ik.add_argument("--pods", metavar="FILE", help="kubectl get pods -A -o json (running pods)")
     ik.add_argument(
+        "--priority-classes", metavar="FILE",
+        help="kubectl get priorityclasses -o json: priorities of pods that name a class only",
+    )
+    ik.add_argument("--pdbs", metavar="FILE", help="kubectl get pdb -A -o json: PodDisruptionBudgets")
+    ik.add_argument(
         "--level", metavar="NAME=LABEL", action="append", default=[],
         help="a topology level and the node label giving it, outermost first (repeat)",
     )
@@ -405,7 +410,10 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes import import_kubernetes, parse_levels
 
-    imported = import_kubernetes(args.nodes, args.pods, parse_levels(args.level, "--level"))
+    imported = import_kubernetes(
+        args.nodes, args.pods, parse_levels(args.level, "--level"),
+        priority_classes=args.priority_classes, pdbs=args.pdbs,
+    )
     _emit(dump_json(imported.snapshot.to_dict()), args.output)
     _notes("import kubernetes", imported.notes)
     return EXIT_OK

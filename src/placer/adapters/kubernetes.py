@@ -28,6 +28,7 @@ gives ``"<file>:<line>"``. Other locations: ``levels[i]`` for a bad level, ``pol
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import re
@@ -40,10 +41,16 @@ from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters import kubernetes_sharing
 from placer.adapters.kubernetes_mig import apply_node_mig, hold_instances, take_mig_request
+from placer.adapters.kubernetes_scheduling import (
+    PriorityClasses,
+    disruption_budgets,
+    jobset_group,
+    kueue_group,
+    named_group,
+)
 from placer.adapters.kubernetes_documents import (
     Document,
     document_objects,
-    field_integer,
     field_list,
     field_map,
     field_str_map,
@@ -613,13 +620,19 @@ def _node_entry(
 
 
 def _running_pod(
-    doc: Document, path: tuple[Any, ...], obj: dict[str, Any], single_profile: str | None
+    doc: Document,
+    path: tuple[Any, ...],
+    obj: dict[str, Any],
+    single_profile: str | None,
+    classes: PriorityClasses,
+    notes: list[str],
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     mpath = (*path, "metadata")
     meta = field_map(doc, mpath, obj.get("metadata"), required=True)
     name = field_string(doc, (*mpath, "name"), meta.get("name"), required=True)
     namespace = field_string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
     annotations = field_str_map(doc, (*mpath, "annotations"), meta.get("annotations"), "annotations")
+    labels = field_str_map(doc, (*mpath, "labels"), meta.get("labels"), "labels")
     spath = (*path, "spec")
     spec = field_map(doc, spath, obj.get("spec"), required=True)
     amounts = pod_amounts(doc, spath, spec)
@@ -636,20 +649,71 @@ def _running_pod(
     elif gpus:
         pod["unknownGpus"] = gpus
     pod.update(cpu_memory(amounts, round_up=False))
-    prio = field_integer(doc, (*spath, "priority"), spec.get("priority"))
+    prio = classes.priority(doc, spath, spec, notes)
     if prio:
         pod["priority"] = prio
     res = extended_resources(amounts)
     if res:
         pod["resources"] = res
+    pod.update(_disruption_facts(doc, path, obj, namespace, labels, annotations))
+    if not classes.preemptible(doc, spath, spec, prio):
+        pod["preemptible"] = False
     return pod, mig
 
 
+def _disruption_facts(
+    doc: Document,
+    path: tuple[Any, ...],
+    obj: Mapping[str, Any],
+    namespace: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+) -> dict[str, Any]:
+    """What preemption reads of a running pod besides its priority: ``startTime``,
+    ``labels``, ``gang``, ``terminating`` and ``disruptionTarget`` (each only when known)."""
+    facts: dict[str, Any] = {}
+    status = field_map(doc, (*path, "status"), obj.get("status"))
+    started = status.get("startTime")
+    if started is not None:
+        facts["startTime"] = _rfc3339(doc, (*path, "status", "startTime"), started)
+    if labels:
+        facts["labels"] = dict(labels)
+    group = named_group(namespace, labels, annotations) or jobset_group(namespace, labels) or kueue_group(
+        namespace, labels
+    )
+    if group is not None:
+        facts["gang"] = group.name
+    if obj["metadata"].get("deletionTimestamp") is not None:
+        facts["terminating"] = True
+    cpath = (*path, "status", "conditions")
+    for j, condition in enumerate(field_list(doc, cpath, status.get("conditions"))):
+        condition = field_map(doc, (*cpath, j), condition)
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            reason = field_string(doc, (*cpath, j, "reason"), condition.get("reason"))
+            facts["disruptionTarget"] = reason or "DisruptionTarget"
+    return facts
+
+
+def _rfc3339(doc: Document, path: tuple[Any, ...], value: Any) -> str:
+    """A time as RFC 3339 text: as written, or the timestamp YAML made of an unquoted one."""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    text = field_string(doc, path, value)
+    assert text is not None
+    return text
+
+
 _NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\])?")
+_BUDGET = re.compile(r"podDisruptionBudgets\[(\d+)\]")
 
 
 def snapshot_from_kubernetes(
-    nodes: PathLike, pods: PathLike | None = None, levels: Iterable[LevelSpec] = ()
+    nodes: PathLike,
+    pods: PathLike | None = None,
+    levels: Iterable[LevelSpec] = (),
+    *,
+    priority_classes: PathLike | None = None,
+    pdbs: PathLike | None = None,
 ) -> ClusterSnapshot:
     """A ClusterSnapshot from ``kubectl get nodes`` / ``get pods`` output.
 
@@ -693,9 +757,25 @@ def snapshot_from_kubernetes(
     (limits, else requests), or ``gpus`` = the indices of annotation ``placer.io/gpus``;
     ``nvidia.com/mig-<profile>: n`` (or, on a single-strategy node, ``nvidia.com/gpu``)
     -> ``mig``: the first n instances of that profile on its node that no pod listed
-    before it holds; other extended resources -> ``resources``; ``priority`` =
-    ``spec.priority``. On a node that shares its GPUs the pod's ``nvidia.com/gpu`` counts
-    slots: ``unknownGpuSlots``, or ``gpuSlots`` from the annotation's indices (one per slot).
+    before it holds; other extended resources -> ``resources``. On a node that shares its
+    GPUs the pod's ``nvidia.com/gpu`` counts slots: ``unknownGpuSlots``, or ``gpuSlots``
+    from the annotation's indices (one per slot).
+
+    What preemption reads of a running pod: ``priority`` = ``spec.priority``, else the
+    value of its ``spec.priorityClassName`` in ``priority_classes`` (the system classes
+    are built in), else of the ``globalDefault`` class there, else 0 (a class not found:
+    0 and a note); ``preemptible: false`` for a pod of a system class or of priority
+    2000000000 or more (kube's ``SystemCriticalPriority``: DNS, device plugins, CNI);
+    ``startTime`` = ``status.startTime``; ``labels`` = ``metadata.labels``; ``gang`` =
+    the PodGroup of label ``scheduling.x-k8s.io/pod-group`` (or the older
+    ``pod-group.scheduling.sigs.k8s.io``) or of the Volcano annotation
+    ``scheduling.k8s.io/group-name``, else the JobSet of label
+    ``jobset.sigs.k8s.io/jobset-name``, else the Kueue pod group of label
+    ``kueue.x-k8s.io/pod-group-name``, as ``<namespace>/<name>`` (the names
+    :func:`placer.adapters.kubernetes_workloads.import_workloads` gives them);
+    ``terminating: true`` with ``metadata.deletionTimestamp``; ``disruptionTarget`` = the
+    reason of a true ``DisruptionTarget`` condition. ``podDisruptionBudgets`` come from
+    ``pdbs`` (:func:`placer.adapters.kubernetes_scheduling.disruption_budgets`).
 
     Parameters
     ----------
@@ -706,6 +786,10 @@ def snapshot_from_kubernetes(
         ``kubectl get pods -A -o json`` output, in the same shapes.
     levels : iterable of (name, label) or "name=label"
         Topology levels, outermost first (see :func:`parse_levels`).
+    priority_classes : str or os.PathLike, optional
+        ``kubectl get priorityclasses -o json`` output (PriorityClass objects only).
+    pdbs : str or os.PathLike, optional
+        ``kubectl get pdb -A -o json`` output (PodDisruptionBudget objects only).
 
     Returns
     -------
@@ -723,11 +807,13 @@ def snapshot_from_kubernetes(
         pod bound to a node not in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
         more than it has (at the pod), MIG counts that cannot be laid out on the node's
         GPUs or a profile its model lacks (at the resource), a pod asking for two MIG
-        profiles or more instances than are free (at the pod). A fault the schema finds in the document is
-        reported at the node or pod object it came from, its placer/v1 path in
-        parentheses after the message (``... (placer/v1 nodes[0].pods[1].unknownGpus)``).
+        profiles or more instances than are free (at the pod), an object of another kind
+        in ``priority_classes`` or ``pdbs`` (at its ``kind``), a budget selecting by an
+        expression other than ``In`` with one value. A fault the schema finds in the
+        document is reported at the node, pod or budget object it came from, its placer/v1
+        path in parentheses after the message (``... (placer/v1 nodes[0].pods[1].unknownGpus)``).
     """
-    return import_kubernetes(nodes, pods, levels).snapshot
+    return import_kubernetes(nodes, pods, levels, priority_classes=priority_classes, pdbs=pdbs).snapshot
 
 
 @dataclass(frozen=True)
@@ -742,7 +828,8 @@ class KubernetesImport:
         The placer/v1 ClusterSnapshot document.
     notes : tuple of str
         What was read but not carried over, one line each starting with the object's
-        location: a node with MIG resources whose GPU model has no bundled MIG table.
+        location: a node with MIG resources whose GPU model has no bundled MIG table, a
+        pod whose priority class is not among the inputs, a budget that selects no pod.
     """
 
     snapshot: ClusterSnapshot
@@ -751,7 +838,12 @@ class KubernetesImport:
 
 
 def import_kubernetes(
-    nodes: PathLike, pods: PathLike | None = None, levels: Iterable[LevelSpec] = ()
+    nodes: PathLike,
+    pods: PathLike | None = None,
+    levels: Iterable[LevelSpec] = (),
+    *,
+    priority_classes: PathLike | None = None,
+    pdbs: PathLike | None = None,
 ) -> KubernetesImport:
     """The snapshot of :func:`snapshot_from_kubernetes`, with its document and the notes of
     what could not be carried over (``placer import kubernetes`` prints them on stderr).
@@ -764,12 +856,21 @@ def import_kubernetes(
     """
     level_list = parse_levels(levels)
     with gc_paused():  # large acyclic structures: the cyclic GC only costs time here
-        return _snapshot(nodes, pods, level_list)
+        return _snapshot(nodes, pods, level_list, priority_classes, pdbs)
 
 
-def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str, str]]) -> KubernetesImport:
+def _snapshot(
+    nodes: PathLike,
+    pods: PathLike | None,
+    level_list: list[tuple[str, str]],
+    priority_classes: PathLike | None,
+    pdbs: PathLike | None,
+) -> KubernetesImport:
     node_docs = read_documents(nodes)
     notes: list[str] = []
+    classes = PriorityClasses()
+    for doc in read_documents(priority_classes) if priority_classes is not None else ():
+        classes.read(doc)
     single: list[str | None] = []
     entries: list[dict[str, Any]] = []
     node_src: list[tuple[Document, tuple[Any, ...]]] = []
@@ -822,7 +923,7 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
                     )
                 node_pods = entries[i].setdefault("pods", [])
                 pod_src[(i, len(node_pods))] = (doc, path)
-                pod, mig = _running_pod(doc, path, obj, single[i])
+                pod, mig = _running_pod(doc, path, obj, single[i], classes, notes)
                 if mig is not None:
                     hold_instances(doc, path, entries[i], pod, mig)
                 node_pods.append(kubernetes_sharing.slot_holder(pod) if "gpuSharing" in entries[i] else pod)
@@ -831,9 +932,18 @@ def _snapshot(nodes: PathLike, pods: PathLike | None, level_list: list[tuple[str
     if level_names:
         document["topologyLevels"] = level_names
     document["nodes"] = entries
+    budget_src: list[tuple[Document, tuple[Any, ...]]] = []
+    for doc in read_documents(pdbs) if pdbs is not None else ():
+        for path, budget in disruption_budgets(doc, notes):
+            document.setdefault("podDisruptionBudgets", []).append(budget)
+            budget_src.append((doc, path))
     try:
         return KubernetesImport(snapshot_from_dict(document), document, tuple(notes))
     except InvalidInputError as e:
+        budget = _BUDGET.match(e.where)
+        if budget is not None:
+            doc, path = budget_src[int(budget.group(1))]
+            raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
         m = _NESTED.match(e.where)
         if m is None:
             raise

@@ -33,6 +33,7 @@ from placer.adapters.kubernetes import (
     parse_levels,
     pod_amounts,
 )
+from placer.adapters.kubernetes_scheduling import PriorityClasses, kueue_group, named_group
 from placer.adapters.kubernetes_documents import (
     Document,
     document_objects,
@@ -69,9 +70,6 @@ KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
 KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
-POD_GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io")
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
 _REPLICATED = (
@@ -155,8 +153,7 @@ class _Workloads:
         self.gangs: dict[str, _Gang] = {}
         self.skipped: dict[str, int] = {}
         self.notes: list[str] = []
-        self.priority_classes: dict[str, int] = {}
-        self.default_priority: int | None = None
+        self.classes = PriorityClasses()
 
     # -------------------------------------------------------------- helpers
 
@@ -228,19 +225,8 @@ class _Workloads:
 
     def collect(self, doc: Document, path: tuple[Any, ...], obj: Any) -> None:
         """First pass: PriorityClasses and PodGroups (they may come after their users)."""
-        if not isinstance(obj, dict):
-            return
-        group, kind = obj.get("apiVersion"), obj.get("kind")
-        if kind == "PriorityClass" and isinstance(group, str) and group.startswith("scheduling.k8s.io/"):
-            meta = field_map(doc, (*path, "metadata"), obj.get("metadata"), required=True)
-            name = field_string(doc, (*path, "metadata", "name"), meta.get("name"), required=True)
-            value = field_integer(doc, (*path, "value"), obj.get("value"), -(2**31), 2**31 - 1)
-            if value is None:
-                doc.fail((*path, "value"), "expected an integer, got nothing")
-            assert name is not None
-            self.priority_classes[name] = value
-            if obj.get("globalDefault") is True:
-                self.default_priority = value
+        if PriorityClasses.is_priority_class(obj):
+            self.classes.add(doc, path, obj)
 
     def add(self, doc: Document, path: tuple[Any, ...], obj: Any) -> bool:
         """Import one object; False when it is of a kind placer does not read (skipped)."""
@@ -293,7 +279,9 @@ class _Workloads:
             if reason is not None:
                 self.skipped_pods[reason] = self.skipped_pods.get(reason, 0) + 1
                 return
-        self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None)
+        status = field_map(doc, (*path, "status"), obj.get("status"))
+        nominated = field_string(doc, (*path, "status", "nominatedNodeName"), status.get("nominatedNodeName"))
+        self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None, nominated_node=nominated)
 
     @staticmethod
     def not_pending(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> str | None:
@@ -448,8 +436,10 @@ class _Workloads:
         name: str,
         replicas: int | None,
         own_gang: tuple[str, str, tuple[Document, tuple[Any, ...]]] | None,
+        nominated_node: str | None = None,
     ) -> None:
-        """One request pod entry (``replicas`` pods; a bare pod when None)."""
+        """One request pod entry (``replicas`` pods; a bare pod when None), nominated to
+        ``nominated_node`` when a preemption already chose it one."""
         template = field_map(doc, path, template, required=True)
         mpath = (*path, "metadata")
         meta = field_map(doc, mpath, template.get("metadata"))
@@ -458,6 +448,8 @@ class _Workloads:
         spath = (*path, "spec")
         spec = field_map(doc, spath, template.get("spec"), required=True)
         entry = self.pod_fields(doc, spath, spec, name)
+        if nominated_node is not None:
+            entry["nominatedNodeName"] = nominated_node
         if replicas is not None:
             if replicas == 0:
                 self.notes.append(doc.note(path, f"no pods for {name} (0 replicas)"))
@@ -467,22 +459,16 @@ class _Workloads:
 
         who = f"pod {name}" if replicas is None else f"workload {name}"
         gang: _Gang | None = None
-        for key in POD_GROUP_LABELS:
-            if key in labels:
-                gname = f"{namespace}/{labels[key]}"
-                gang = self.gang(gname, f"PodGroup {gname}")
-                gang.named_by = gang.named_by or (doc, (*mpath, "labels", key), who)
-                break
-        if gang is None and VOLCANO_GROUP_ANNOTATION in annotations:
-            gname = f"{namespace}/{annotations[VOLCANO_GROUP_ANNOTATION]}"
-            gang = self.gang(gname, f"Volcano PodGroup {gname}")
-            gang.named_by = gang.named_by or (doc, (*mpath, "annotations", VOLCANO_GROUP_ANNOTATION), who)
+        ref = named_group(namespace, labels, annotations)
+        if ref is not None:
+            gang = self.gang(ref.name, ref.label)
+            gang.named_by = gang.named_by or (doc, (*mpath, ref.field, ref.key), who)
         if gang is None and own_gang is not None:
             gang = self.gang(own_gang[0], own_gang[1])
             gang.origin = gang.origin or own_gang[2]
-        if gang is None and labels.get(KUEUE_POD_GROUP):
-            gname = f"{namespace}/{labels[KUEUE_POD_GROUP]}"
-            gang = self.gang(gname, f"Kueue pod group {gname}")
+        ref = kueue_group(namespace, labels) if gang is None else None
+        if ref is not None:
+            gang = self.gang(ref.name, ref.label)
             gang.origin = gang.origin or (doc, path)
         kueue = self.kueue_topology(doc, (*mpath, "annotations"), annotations)
         if gang is None and kueue is not None:
@@ -558,24 +544,11 @@ class _Workloads:
         tolerations = self.tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
         if tolerations:
             entry["tolerations"] = tolerations
-        prio = field_integer(doc, (*spath, "priority"), spec.get("priority"), -(2**31), 2**31 - 1)
-        if prio is None:
-            pc = field_string(doc, (*spath, "priorityClassName"), spec.get("priorityClassName"))
-            if pc is not None:
-                prio = self.priority_classes.get(pc)
-                if prio is None and pc not in ("system-cluster-critical", "system-node-critical"):
-                    self.notes.append(
-                        doc.note(
-                            (*spath, "priorityClassName"),
-                            f"priority class {pc!r} is not among the inputs; priority left at 0",
-                        )
-                    )
-                elif prio is None:
-                    prio = 2000000000 if pc == "system-cluster-critical" else 2000001000
-            else:
-                prio = self.default_priority
+        prio = self.classes.priority(doc, spath, spec, self.notes)
         if prio:
             entry["priority"] = prio
+        if self.classes.preemption_policy(doc, spath, spec) == "Never":
+            entry["preemptionPolicy"] = "Never"
         res = extended_resources(amounts)
         if res:
             entry["resources"] = res
@@ -732,7 +705,11 @@ def import_workloads(
     Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
     ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
     up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
-    ``priority`` (``spec.priority``, else the priority class),
+    ``priority`` (``spec.priority``, else the priority class, else the ``globalDefault``
+    class; :class:`placer.adapters.kubernetes_scheduling.PriorityClasses`),
+    ``preemptionPolicy: Never`` (``spec.preemptionPolicy``, else the class's),
+    ``nominatedNodeName`` (a pending Pod's ``status.nominatedNodeName``: a preemption
+    already made room there),
     ``nvidia.com/mig-<profile>: n`` -> ``mig: {"profile": ..., "count": n}`` (one
     profile per pod), other extended resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` (of a pod
     taken with ``all_phases``) and ``topologySpreadConstraints`` are not carried over (a
