@@ -258,6 +258,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="topology.conf (tree or block) or scontrol show topology output (tree)",
     )
     isl.add_argument(
+        "--jobs", metavar="FILE",
+        help="scontrol show job output: running jobs as pods with their priority and start time (for preemption)",
+    )
+    isl.add_argument(
         "--mig-model", metavar="MODEL",
         help="GPU model of nodes whose GRES types are MIG profiles (gpu:1g.10gb), when not told by them",
     )
@@ -476,7 +480,7 @@ def _cmd_import_nvidia_smi(args: argparse.Namespace) -> int:
 def _cmd_import_slurm(args: argparse.Namespace) -> int:
     from placer.adapters.slurm import import_slurm
 
-    imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model)
+    imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
     # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
     _emit(dump_json(imported.document), args.output)
     return EXIT_OK

@@ -35,7 +35,8 @@ from placer.limits import MAX_GPUS
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot
 from placer.schema import snapshot_from_dict
-from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, whole
+from placer.adapters.slurm_jobs import SlurmJob, job_pods, parse_scontrol_jobs
+from placer.adapters.slurm_values import NO_VALUE, mem_mib, number_list, tres, tres_gpus, whole
 from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
 from placer.mig_layout import fewest_gpus, layout_instances
 from placer.mig_profiles import PROFILE_NAME, MigTable, model_key, tables
@@ -514,31 +515,6 @@ def _line_pairs(line: str, where: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _tres(value: str, where: str, key: str) -> dict[str, str]:
-    """``cpu=11,mem=240G,gres/gpu=1`` as a mapping (empty for an empty value)."""
-    if value in NO_VALUE:
-        return {}
-    out: dict[str, str] = {}
-    for item in value.split(","):
-        name, sep, amount = item.partition("=")
-        if not sep or not name or not amount:
-            _fail(where, f"expected {key}= as name=count,... , got {value!r} (cut short?)")
-        if name in out:
-            _fail(where, f"expected each TRES once in {key}=, got {name} again")
-        out[name] = amount
-    return out
-
-
-def _tres_gpus(tres: dict[str, str], where: str, key: str) -> int | None:
-    """GPUs of a TRES list: ``gres/gpu``, else the sum of ``gres/gpu:<type>``."""
-    if "gres/gpu" in tres:
-        return whole(tres["gres/gpu"], where, f"gres/gpu of {key}=")
-    typed = [name for name in tres if name.startswith("gres/gpu:")]
-    if not typed:
-        return None
-    return sum(whole(tres[name], where, f"{name} of {key}=") for name in typed)
-
-
 def _gres_items(value: str, where: str, key: str) -> list[tuple[str, str | None, str, str | None]]:
     """Split ``gpu:a100:2(S:0-1),mps:200`` into (name, type, count, parenthesised part)."""
     if value in NO_VALUE:
@@ -588,7 +564,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
     if not _NODE_NAME.fullmatch(name):
         _fail(at("NodeName"), f"expected a node name (letters, digits, _ . -), got {name!r}")
 
-    cfg = _tres(get("CfgTRES") or "", at("CfgTRES") if "CfgTRES" in record else "", "CfgTRES")
+    cfg = tres(get("CfgTRES") or "", at("CfgTRES") if "CfgTRES" in record else "", "CfgTRES")
     cpus: int | None = None
     for key in ("CPUEfctv", "CPUTot"):
         value = get(key)
@@ -623,7 +599,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
     used: list[int] = []
     unknown = 0
     mig_used: dict[str, int] = {}
-    alloc = _tres(get("AllocTRES") or "", at("AllocTRES") if "AllocTRES" in record else "",
+    alloc = tres(get("AllocTRES") or "", at("AllocTRES") if "AllocTRES" in record else "",
                   "AllocTRES")
     used_text = get("GresUsed")
     if used_text is not None:
@@ -648,7 +624,7 @@ def _scontrol_node(record: dict[str, tuple[str, int]], line: int, source: str) -
             _fail(where, f"expected at most the node's {gpus} GPUs in use, "
                          f"got {len(used) + unknown + sum(mig_used.values())}")
     elif alloc:
-        count = _tres_gpus(alloc, at("AllocTRES"), "AllocTRES")
+        count = tres_gpus(alloc, at("AllocTRES"), "AllocTRES")
         if count:
             if count > gpus:
                 _fail(at("AllocTRES"),
@@ -1096,6 +1072,7 @@ def build_snapshot(
     topology: SlurmTopology | None = None,
     gres_source: str = "gres.conf",
     mig_model: str | None = None,
+    jobs: list[SlurmJob] | None = None,
 ) -> dict[str, Any]:
     """Make a placer/v1 ClusterSnapshot document out of parsed Slurm descriptions.
 
@@ -1138,6 +1115,11 @@ def build_snapshot(
     mig_model : str, optional
         The GPU model of the nodes with MIG types, when their profiles and features do
         not tell it.
+    jobs : list of SlurmJob, optional
+        Running jobs (:func:`placer.adapters.slurm_jobs.parse_scontrol_jobs`): a node
+        they run on gets one pod per job with its priority and start time, a job on
+        several nodes being a running gang, and ``slurm/<node>/gres-used`` keeps only
+        what they do not account for (:func:`placer.adapters.slurm_jobs.job_pods`).
 
     Returns
     -------
@@ -1150,8 +1132,11 @@ def build_snapshot(
         With ``where`` = ``"<gres_source>:<line>"`` for a bad ``NodeName=`` hostlist, a
         ``Links=`` matrix :func:`gres_links_matrix` rejects, or one whose size is not the
         node's GPU count; ``nodes[i]`` for a MIG node whose model is not known or whose
-        instances cannot be laid out.
+        instances cannot be laid out, whose jobs hold more than Slurm allocated on it,
+        or that is a MIG node running a job of ``jobs``; ``jobs`` for a job on a node not
+        among ``nodes`` (at the job's ``JobId=`` line).
     """
+    on_node = _jobs_by_node(jobs or [], {node.name for node in nodes})
     applies: list[tuple[GresGpu, set[str] | None]] = []
     expanded: dict[str, set[str]] = {}
     for record in gres or ():
@@ -1217,7 +1202,11 @@ def build_snapshot(
             pod["cpuMilli"] = node.alloc_cpus * 1000
         if node.alloc_memory_mib:
             pod["memoryMiB"] = node.alloc_memory_mib
-        if len(pod) > 1:
+        if node.name in on_node:
+            if node.mig:
+                _fail(f"nodes[{i}]", f"node {node.name} is a MIG node: placer does not split its MIG GRES by job")
+            doc["pods"] = job_pods(node.name, pod, on_node[node.name], f"nodes[{i}]")
+        elif len(pod) > 1:
             doc["pods"] = [pod]
         doc_nodes.append(doc)
     out: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot"}
@@ -1225,6 +1214,18 @@ def build_snapshot(
         out["topologyLevels"] = list(levels)
     out["nodes"] = doc_nodes
     return out
+
+
+def _jobs_by_node(jobs: list[SlurmJob], names: set[str]) -> dict[str, list[SlurmJob]]:
+    """The jobs running on each node; a node not in ``names`` is an error at the job."""
+    on_node: dict[str, list[SlurmJob]] = {}
+    for job in jobs:
+        for name in job.nodes:
+            if name not in names:
+                _fail(job.where, f"job {job.job_id} runs on node {name}, which scontrol show node does "
+                                          "not list")
+            on_node.setdefault(name, []).append(job)
+    return on_node
 
 
 def _mig_node(doc: dict[str, Any], node: SlurmNode, mig_model: str | None, where: str) -> None:
@@ -1322,6 +1323,7 @@ def import_slurm(
     gres: PathLike | None = None,
     topology: PathLike | None = None,
     mig_model: str | None = None,
+    jobs: PathLike | None = None,
 ) -> SlurmImport:
     """Read Slurm's view of a cluster from files into a ClusterSnapshot and its document.
 
@@ -1341,6 +1343,9 @@ def import_slurm(
         ``topology.conf`` (tree or block), or ``scontrol show topology`` output (tree).
     mig_model : str, optional
         The GPU model of nodes with MIG GRES types (see :func:`build_snapshot`).
+    jobs : str or os.PathLike, optional
+        ``scontrol show job`` output: the running jobs as pods with their priority and
+        start time (see :func:`build_snapshot`).
 
     Returns
     -------
@@ -1369,8 +1374,12 @@ def import_slurm(
         parsed_topology = parse_topology_conf(
             read_text(topology, source=topology_name), topology_name
         )
+    parsed_jobs = None
+    if jobs is not None:
+        jobs_name = os.path.basename(os.fspath(jobs))
+        parsed_jobs = parse_scontrol_jobs(read_text(jobs, source=jobs_name), jobs_name)
     try:
-        document = build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name, mig_model)
+        document = build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name, mig_model, parsed_jobs)
         snapshot = snapshot_from_dict(document)
     except InvalidInputError as e:
         m = _NODE_PATH.match(e.where)

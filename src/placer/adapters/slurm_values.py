@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["NO_VALUE", "MEM_UNITS", "NUMBER_RANGE", "whole", "mem_mib", "number_list"]
+__all__ = ["NO_VALUE", "MEM_UNITS", "NUMBER_RANGE", "whole", "mem_mib", "number_list", "tres", "tres_gpus"]
 
 NO_VALUE = frozenset(("", "(null)", "N/A", "n/a"))
 """What Slurm prints for a field without a value."""
@@ -140,3 +140,49 @@ def number_list(
             raise InvalidInputError(where, beyond(hi))
         numbers.extend(range(lo, hi + 1))
     return numbers
+
+
+def tres(value: str, where: str, key: str) -> dict[str, str]:
+    """A TRES list (``cpu=11,mem=240G,gres/gpu=1``) as a mapping; empty for no value.
+
+    Parameters
+    ----------
+    value : str
+        The list as printed.
+    where : str
+        Location for errors (``file:line``).
+    key : str
+        The field it came from, for errors (``AllocTRES``).
+
+    Returns
+    -------
+    dict of str to str
+
+    Raises
+    ------
+    InvalidInputError
+        At ``where`` for an item without ``name=amount`` (a list cut short) or a name
+        given twice.
+    """
+    if value in NO_VALUE:
+        return {}
+    out: dict[str, str] = {}
+    for item in value.split(","):
+        name, sep, amount = item.partition("=")
+        if not sep or not name or not amount:
+            raise InvalidInputError(where, f"expected {key}= as name=count,... , got {value!r} (cut short?)")
+        if name in out:
+            raise InvalidInputError(where, f"expected each TRES once in {key}=, got {name} again")
+        out[name] = amount
+    return out
+
+
+def tres_gpus(listed: Mapping[str, str], where: str, key: str) -> int | None:
+    """The GPUs of a TRES mapping: ``gres/gpu``, else the sum of ``gres/gpu:<type>`` (the
+    typed entries repeat the untyped one); None when it names no GPU."""
+    if "gres/gpu" in listed:
+        return whole(listed["gres/gpu"], where, f"gres/gpu of {key}=")
+    typed = [name for name in listed if name.startswith("gres/gpu:")]
+    if not typed:
+        return None
+    return sum(whole(listed[name], where, f"{name} of {key}=") for name in typed)
