@@ -9,25 +9,28 @@ from placer import kernel  # noqa: F401 - the compiled kernel, checked at import
 from placer import schema  # noqa: F401 - registers the document decoders with the model
 from placer.cluster import Cluster, NodeFree
 from placer.diagnostics import check_placement
+from placer.moves import check_moves
 from placer.exceptions import InvalidInputError, PlacerError, SolverError
 from placer.model import (
     Assignment,
     ClusterSnapshot,
     GangResult,
     GangSpec,
+    Move,
     NodeType,
     PlacementRequest,
     PlacementResult,
     PodDisruptionBudget,
     PodRequest,
     Preemption,
+    RoomMade,
     Unschedulable,
     load_request,
     load_result,
     load_snapshot,
 )
 from placer.gpusets import select_gpus
-from placer.place import place, preempt
+from placer.place import defrag, place, preempt
 from placer.topology import GpuTopology, Nic
 
 __version__ = "0.1.0"
@@ -40,6 +43,7 @@ __all__ = [
     "GangSpec",
     "GpuTopology",
     "InvalidInputError",
+    "Move",
     "Nic",
     "NodeType",
     "PlacementRequest",
@@ -48,6 +52,7 @@ __all__ = [
     "PodDisruptionBudget",
     "PodRequest",
     "Preemption",
+    "RoomMade",
     "SolverError",
     "Unschedulable",
     "__version__",
@@ -55,7 +60,9 @@ __all__ = [
     "load_result",
     "load_snapshot",
     "NodeFree",
+    "check_moves",
     "check_placement",
+    "defrag",
     "place",
     "preempt",
     "select_gpus",

@@ -322,6 +322,7 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--no-plot", action="store_true", help="skip curves.png (and importing matplotlib)")
     s.set_defaults(handler=_cmd_simulate)
+    _add_defrag_parser(sub)
     return parser
 
 
@@ -337,6 +338,27 @@ def _placement_arguments(parser: argparse.ArgumentParser) -> None:
         help="json (a PlacementResult, default), k8s-binding (YAML Binding objects), k8s-binding-json, "
         "env (NVIDIA_VISIBLE_DEVICES per pod) or slurm (nodelist and CUDA_VISIBLE_DEVICES per job)",
     )
+
+
+def _add_defrag_parser(sub: Any) -> None:
+    df = sub.add_parser(
+        "defrag", help="make room by moving movable running pods; write a PlacementResult with moves",
+        description=(
+            "Place the pods of REQUEST on SNAPSHOT as 'place' does; for a pod that does not fit, find\n"
+            "the fewest moves of running pods marked movable (then the least GPU moved) after which it\n"
+            "fits. Writes a PlacementResult with \"moves\" ({pod, from, to, gpus}, in the order to make\n"
+            "them) and \"rooms\" (per such pod: moves, gpuMilliMoved, status). The snapshot does not\n"
+            "change; 'placer check' verifies the moves and the placement."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    df.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
+    df.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
+    df.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
+    df.add_argument("--max-moves", metavar="K", help="moves allowed for the whole request (default: no limit)")
+    df.add_argument("--policy", metavar="P", help=f"override the request's policy: {_POLICY_CHOICES}")
+    df.add_argument("--seed", metavar="N", help="override the request's seed")
+    df.set_defaults(handler=_cmd_defrag)
 
 
 def _emit(text: str, output: str | None) -> None:
@@ -378,14 +400,28 @@ def _placement(args: argparse.Namespace, run: Callable[..., PlacementResult], re
     return EXIT_OK
 
 
+def _cmd_defrag(args: argparse.Namespace) -> int:
+    from placer import schema
+    from placer.place import defrag
+
+    policy = policies.get(args.policy, "--policy") if args.policy is not None else None
+    seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
+    max_moves = _count(args.max_moves, "--max-moves") if args.max_moves is not None else None
+    result = defrag(args.snapshot, args.request, max_moves=max_moves, policy=policy, seed=seed)
+    _emit(dump_json(result.to_dict()), args.output)
+    return EXIT_OK
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from placer.diagnostics import check_placement
     from placer.model import load_request, load_result, load_snapshot
+    from placer.moves import check_moves
 
     snapshot = load_snapshot(args.snapshot)
     request = load_request(args.request)
     result = load_result(args.result)
-    violations = check_placement(snapshot, request, result)
+    check = check_moves if result.moves or result.rooms else check_placement
+    violations = check(snapshot, request, result)
     if violations:
         sys.stdout.write("".join(f"{v}\n" for v in violations))
         return EXIT_VIOLATIONS
@@ -673,9 +709,14 @@ def _index_list(text: str | None, option: str) -> list[int]:
 
 
 def _positive_int(text: str, option: str) -> int:
+    return _count(text, option, least=1)
+
+
+def _count(text: str, option: str, least: int = 0) -> int:
+    """An option's integer value, at least ``least`` (digits only, no sign)."""
     s = text.strip()
-    if not (s.isascii() and s.isdigit()) or int(s) < 1:
-        raise InvalidInputError(option, f"expected an integer >= 1, got {text!r}")
+    if not (s.isascii() and s.isdigit()) or int(s) < least:
+        raise InvalidInputError(option, f"expected an integer >= {least}, got {text!r}")
     return int(s)
 
 

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import gangs, order, policies, preemption, preemption_exact, schema, sharing
+from placer.defrag import RoomFinder
 from placer.domains import Domains
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
@@ -29,16 +30,19 @@ from placer.model import (
     GangResult,
     GangSpec,
     MigUse,
+    Move,
     Node,
     PlacementRequest,
     PlacementResult,
     PodRequest,
     Preemption,
+    RoomMade,
     RunningPod,
     Unschedulable,
     load_snapshot,
     replace,
 )
+from placer.moves import mover_request, relocated, why_not_movable
 from placer.packing import PackingGuide, packing_guide
 from placer.policies import Policy
 from placer.reasons import kube_reason
@@ -169,6 +173,15 @@ class Cluster:
         This is what :func:`placer.place` does; the state keeps the placed pods.
         ``policy`` and ``seed``, when given, override the request's.
         """
+        request = self._request(request, policy, seed)
+        # a PlacementRequest built in Python has not been through the decoder: get() is the
+        # one check of its name (a decoded request's name is a plain hit)
+        return self._run(request, policies.get(request.policy), keep=True)
+
+    def _request(
+        self, request: PlacementRequest | Mapping[str, Any] | str, policy: str | Policy | None, seed: int | None
+    ) -> PlacementRequest:
+        """The request checked against the snapshot, with ``policy`` and ``seed`` overriding."""
         if isinstance(request, PlacementRequest):
             schema.check_request_against_snapshot(request, self._facts)
         else:
@@ -178,11 +191,7 @@ class Cluster:
             changes["policy"] = (policy if isinstance(policy, Policy) else policies.get(policy, "policy")).name
         if seed is not None:
             changes["seed"] = schema.check_seed(seed, "seed")
-        if changes:
-            request = replace(request, **changes)
-        # a PlacementRequest built in Python has not been through the decoder: get() is the
-        # one check of its name (a decoded request's name is a plain hit)
-        return self._run(request, policies.get(request.policy), keep=True)
+        return replace(request, **changes) if changes else request
 
     def preempt(
         self,
@@ -230,10 +239,7 @@ class Cluster:
 
     def _run(self, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
         session = self._session
-        taken = session.held_among(pod.name for pod in request.pods)
-        if taken:
-            i = next(i for i, pod in enumerate(request.pods) if pod.name in taken)
-            raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
+        self._refuse_bound(request)
         session.prepare(policy, request.pods, request.seed)
         budget_ends = time.perf_counter() + request.time_budget_s
         pods = order.by_priority(request.pods)
@@ -250,6 +256,135 @@ class Cluster:
             for gone in reversed(evicted):
                 session.restore(gone)
         return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results), tuple(preempted))
+
+    def _refuse_bound(self, request: PlacementRequest) -> None:
+        """Raise InvalidInputError at the first requested pod that is bound or running."""
+        taken = self._session.held_among(pod.name for pod in request.pods)
+        if taken:
+            i = next(i for i, pod in enumerate(request.pods) if pod.name in taken)
+            raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
+
+    # ------------------------------------------------------------------ making room by moving
+
+    def defrag(
+        self,
+        request: PlacementRequest | Mapping[str, Any] | str,
+        *,
+        max_moves: int | None = None,
+        policy: str | Policy | None = None,
+        seed: int | None = None,
+    ) -> PlacementResult:
+        """Place a request's pods in order, moving ``movable`` running pods where that makes
+        a pod fit (:mod:`placer.defrag`); the state does not change.
+
+        Each pod that fits is placed as :meth:`place` would. A pod that does not gets the
+        fewest moves (then the least GPU milli moved) after which it fits, within what is
+        left of ``max_moves``; its assignment is ``nominated``, the moves are listed in
+        order in ``moves`` and the search's outcome in ``rooms`` (also for a pod no moves
+        helped). A running pod moves at most once per call.
+
+        Parameters
+        ----------
+        request : PlacementRequest, dict or path
+            Single pods of whole or shared GPUs, or of none (no gang, MIG or GPU slots).
+        max_moves : int, optional
+            Moves allowed for the whole request (default: no limit).
+        policy, seed : optional
+            Override the request's, as in :meth:`schedule`.
+
+        Returns
+        -------
+        PlacementResult
+            Make it real with :meth:`move` (``result.moves``), then :meth:`bind`.
+        """
+        request = self._request(request, policy, seed)
+        if max_moves is not None and (isinstance(max_moves, bool) or not isinstance(max_moves, int) or max_moves < 0):
+            raise bad("max_moves", "a count of moves (an integer >= 0)", max_moves)
+        odd = next((i for i, p in enumerate(request.pods) if p.gang is not None or p.mig is not None or p.gpu_slots), None)
+        if odd is not None:
+            raise InvalidInputError(
+                f"pods[{odd}]", "defrag places single pods of whole or shared GPUs: no gang, MIG or GPU slots"
+            )
+        self._refuse_bound(request)
+        record = policies.get(request.policy)
+        session = self._session
+        session.prepare(record, request.pods, request.seed)
+        rng = np.array([request.seed], dtype=np.uint64)
+        rank = fgd_rank(session.n_nodes, request.seed) if record.ranked else np.arange(session.n_nodes)
+        finder = RoomFinder(session, self._snapshot.nodes, record, rng, rank.tolist())
+        budget = max_moves if max_moves is not None else sum(1 for _, p in session.running() if p.movable)
+        placed: list[tuple[PodRequest, int, int]] = []
+        fitted: list[tuple[PodRequest, int, int]] = []  # placed without moves (the finder undoes the others)
+        assignments: list[Assignment] = []
+        unschedulable: list[Unschedulable] = []
+        moves: list[Move] = []
+        rooms: list[RoomMade] = []
+        try:
+            for pod in order.by_priority(request.pods):
+                run = session.place([pod], record, rng)
+                if run.nodes[0] >= 0:
+                    fitted.append((pod, run.nodes[0], run.masks[0]))
+                    placed.append(fitted[-1])
+                    assignments.append(self._assignment(pod, run.nodes[0], run.masks[0], run.nics[0]))
+                    continue
+                room = finder.make_room(pod, budget - len(moves))
+                rooms.append(RoomMade(pod.name, len(room.moves), room.milli_moved, room.status or "feasible"))
+                if room.node < 0:
+                    unschedulable.extend(gangs.run_failures(session, [pod], run))
+                    continue
+                moves.extend(
+                    Move(m.name, session.node_names[m.source], session.node_names[m.target], m.gpus,
+                         next(iter(m.record.gpu_shares.values()), None), pod.name)
+                    for m in room.moves
+                )
+                placed.append((pod, room.node, room.mask))
+                assignments.append(replace(self._assignment(pod, room.node, room.mask, room.nic_mask), nominated=True))
+        finally:
+            finder.undo()
+            self._give_back(fitted)
+        self._remember(placed, assignments)
+        return PlacementResult(tuple(assignments), tuple(unschedulable), (), (), tuple(moves), tuple(rooms))
+
+    def move(self, moves: Sequence[Move]) -> None:
+        """Make moves real, in order, all or nothing: each pod leaves ``from`` and holds
+        what it held on ``to``, on GPUs ``gpus``.
+
+        Raises :class:`InvalidInputError` (at ``moves[k]``) when a pod does not run on
+        ``from``, may not move (:func:`placer.moves.why_not_movable`), or does not fit on
+        ``to`` at its turn (its GPU model, the taints it tolerates, room); then nothing
+        moved.
+        """
+        session = self._session
+        where = {record.name: (node, record) for node, record in session.running()}
+        done: list[tuple[str, Evicted]] = []
+        try:
+            for k, m in enumerate(moves):
+                found = where.get(m.pod)
+                source, target = session.node_index.get(m.from_), session.node_index.get(m.to)
+                if found is None or found[0] != source:
+                    raise InvalidInputError(f"moves[{k}]", f"pod {m.pod!r} does not run on {m.from_!r}")
+                if target is None:
+                    raise InvalidInputError(f"moves[{k}]", f"unknown node {m.to!r}")
+                record = found[1]
+                why = why_not_movable(record)
+                if why:
+                    raise InvalidInputError(f"moves[{k}]", f"pod {m.pod!r} may not move: {why}")
+                mover = mover_request(record, self._snapshot.nodes[source])
+                gone = session.evict(m.pod)
+                done.append((m.pod, gone))
+                problem = "" if session.eligibility(mover)[0][target] else "its node's GPU model or taints"
+                problem = problem or session.misfit(mover, target, m.gpus)
+                if problem:
+                    raise InvalidInputError(f"moves[{k}]", f"pod {m.pod!r} does not fit on {m.to}: {problem}")
+                moved = relocated(record, m.gpus) if m.gpus else record
+                session.restore(Evicted(m.pod, target, moved))
+                where[m.pod] = (target, moved)
+        except InvalidInputError:
+            for name, gone in reversed(done):
+                if session.holds(name):
+                    session.release(name)
+                session.restore(gone)
+            raise
 
     def _place_in_order(
         self, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest], budget_ends: float | None,

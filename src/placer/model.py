@@ -59,6 +59,8 @@ __all__ = [
     "PREEMPTION_POLICIES",
     "PodDisruptionBudget",
     "Preemption",
+    "Move",
+    "RoomMade",
     "NodeType",
     "RunningPod",
     "ResourceAmount",
@@ -870,14 +872,56 @@ class Preemption(Struct, frozen=True, gc=False):
         }
 
 
+class Move(Struct, frozen=True, gc=False):
+    """One move of a running pod (``movable``) from node ``from_`` (JSON ``from``) to node
+    ``to``, onto the GPU indices ``gpus`` there (a shared pod: its one GPU, with its share
+    ``gpu_milli``). Moves happen in the order listed, each into room free at its turn;
+    ``for_`` (JSON ``for``) names the requested pod the move makes room for."""
+
+    pod: str
+    from_: str
+    to: str
+    gpus: tuple[int, ...] = ()
+    gpu_milli: Optional[int] = None
+    for_: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"pod": self.pod, "from": self.from_, "to": self.to, "gpus": list(self.gpus)}
+        if self.gpu_milli is not None:
+            d["gpuMilli"] = self.gpu_milli
+        if self.for_ is not None:
+            d["for"] = self.for_
+        return d
+
+
+class RoomMade(Struct, frozen=True, gc=False):
+    """How room was made by moving for one requested pod (``for_``, JSON ``for``): the
+    number of moves, the GPU milli they moved, and the search's ``status`` — ``optimal``
+    (no set of moves is smaller, nor as small and moving less GPU), ``feasible`` (found,
+    not proven fewest), ``infeasible`` (proven: no moves of movable pods make it fit) or
+    ``unknown`` (none found, none ruled out)."""
+
+    for_: str
+    moves: int = 0
+    gpu_milli_moved: int = 0
+    status: str = "feasible"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"for": self.for_, "moves": self.moves, "gpuMilliMoved": self.gpu_milli_moved, "status": self.status}
+
+
 class PlacementResult(Struct, frozen=True):
-    """Every requested pod, either assigned or unschedulable, plus gang outcomes and the
-    preemptions that make room (assignments of preemptors are ``nominated``)."""
+    """Every requested pod, either assigned or unschedulable, plus gang outcomes, the
+    preemptions that make room (assignments of preemptors are ``nominated``), and the
+    moves that make room (``placer defrag``: ``moves`` in order, one :class:`RoomMade` per
+    pod that needed them, whose assignment is ``nominated``)."""
 
     assignments: tuple[Assignment, ...] = ()
     unschedulable: tuple[Unschedulable, ...] = ()
     gangs: tuple[GangResult, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
+    moves: tuple[Move, ...] = ()
+    rooms: tuple[RoomMade, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementResult":
@@ -895,6 +939,10 @@ class PlacementResult(Struct, frozen=True):
             d["gangs"] = [g.to_dict() for g in self.gangs]
         if self.preemptions:
             d["preemptions"] = [p.to_dict() for p in self.preemptions]
+        if self.moves:
+            d["moves"] = [m.to_dict() for m in self.moves]
+        if self.rooms:
+            d["rooms"] = [r.to_dict() for r in self.rooms]
         return d
 
 

@@ -9,7 +9,7 @@ from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult
 from placer.policies import Policy
 from placer.schema.files import gc_paused
 
-__all__ = ["place", "preempt"]
+__all__ = ["place", "preempt", "defrag"]
 
 SnapshotLike = Union[ClusterSnapshot, Mapping[str, Any], str, Path]
 RequestLike = Union[PlacementRequest, Mapping[str, Any], str, Path]
@@ -59,3 +59,21 @@ def preempt(
     """
     with gc_paused():
         return Cluster(snapshot).preempt(request, policy=policy, seed=seed)
+
+
+def defrag(
+    snapshot: SnapshotLike,
+    request: RequestLike,
+    *,
+    max_moves: int | None = None,
+    policy: str | Policy | None = None,
+    seed: int | None = None,
+) -> PlacementResult:
+    """:func:`place`, moving ``movable`` running pods where that makes a pod fit: the
+    fewest moves, then the least GPU milli moved (:meth:`Cluster.defrag`). The result lists
+    the ``moves`` in the order they are made and a ``rooms`` entry per pod that needed
+    them; such a pod's assignment is ``nominated``. ``max_moves`` bounds the moves of the
+    whole request (default: no limit).
+    """
+    with gc_paused():
+        return Cluster(snapshot).defrag(request, max_moves=max_moves, policy=policy, seed=seed)

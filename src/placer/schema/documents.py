@@ -56,6 +56,8 @@ __all__ = [
     "UnschedulableDoc",
     "GangResultDoc",
     "PreemptionDoc",
+    "MoveDoc",
+    "RoomMadeDoc",
     "ResultDoc",
     "LABELS",
 ]
@@ -171,6 +173,22 @@ class PreemptionDoc(_Doc):
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
 
 
+class MoveDoc(_Doc):
+    pod: Name
+    from_: Name = field(name="from")
+    to: Name
+    gpus: list[Annotated[int, Meta(ge=0)]] = []
+    gpu_milli: Optional[Share] = None
+    for_: Optional[Name] = field(default=None, name="for")
+
+
+class RoomMadeDoc(_Doc):
+    for_: Name = field(name="for")
+    moves: Quantity = 0
+    gpu_milli_moved: Quantity = 0
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
+
+
 class ResultDoc(_Doc):
     api_version: API
     kind: Literal["PlacementResult"]
@@ -178,6 +196,8 @@ class ResultDoc(_Doc):
     unschedulable: list[UnschedulableDoc] = []
     gangs: list[GangResultDoc] = []
     preemptions: list[PreemptionDoc] = []
+    moves: list[MoveDoc] = []
+    rooms: list[RoomMadeDoc] = []
 
 
 choices_in_order(
@@ -266,6 +286,10 @@ LABELS: dict[tuple[Any, ...], str] = {
     (RunningPod, "labels"): STRING_MAP,
     (RunningPod, "startTime"): "epoch seconds or an RFC 3339 time",
     (ResultDoc, "preemptions"): "a list of preemptions",
+    (ResultDoc, "moves"): "a list of moves",
+    (ResultDoc, "rooms"): "a list of rooms made by moving",
+    (MoveDoc, "gpus"): GPU_INDICES,
+    (MoveDoc, "gpus", "item"): "a GPU index (an integer >= 0)",
     (RunningPod, "mig"): "a list of MIG instances",
     (AssignmentDoc, "mig"): "a list of MIG instances",
     (NodeType,): "a mapping",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from placer.model import EMPTY, Assignment, GangResult, PlacementResult, Preemption, Unschedulable
+from placer.model import EMPTY, Assignment, GangResult, Move, PlacementResult, Preemption, RoomMade, Unschedulable
 from placer.schema.documents import ResultDoc
 from placer.exceptions import InvalidInputError
 from placer.schema.errors import bad
@@ -55,5 +55,7 @@ def result_from_doc(doc: ResultDoc) -> PlacementResult:
             Preemption(p.for_, tuple(p.victims), tuple(p.nodes), p.pdb_violations, p.solver, p.status)
             for p in doc.preemptions
         ),
+        moves=tuple(Move(m.pod, m.from_, m.to, tuple(m.gpus), m.gpu_milli, m.for_) for m in doc.moves),
+        rooms=tuple(RoomMade(r.for_, r.moves, r.gpu_milli_moved, r.status) for r in doc.rooms),
     )
 
