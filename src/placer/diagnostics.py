@@ -475,9 +475,12 @@ class _Checker:
                             f"{what}: victim {victim} belongs to running gang {pod.gang}, whose "
                             f"{', '.join(sorted(left))} would keep running (a gang is evicted whole)"
                         )
+        if not self.result.preemptions:
+            return  # a pod placed after moves is nominated too (placer.moves checks those)
+        moved_for = {r.for_ for r in self.result.rooms if r.moves} | {m.for_ for m in self.result.moves}
         for a in self.assigned.values():
-            if a.nominated and a.pod not in preemptors:
-                self.out.append(f"pod {a.pod} on node {a.node}: nominated, but nothing is preempted for it")
+            if a.nominated and a.pod not in preemptors and a.pod not in moved_for:
+                self.out.append(f"pod {a.pod} on node {a.node}: nominated, but nothing is preempted or moved for it")
 
     # -- gangs ----------------------------------------------------------------------
 
