@@ -1,0 +1,36 @@
+"""Queues and quotas: Kueue's objects, one admission cycle, and replay over time."""
+from __future__ import annotations
+
+from placer.queues.model import (
+    Admission,
+    ClusterQueue,
+    ClusterQueuePreemption,
+    Cohort,
+    FlavorFungibility,
+    FlavorQuotas,
+    LocalQueue,
+    PodSet,
+    QueueConfig,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceQuota,
+    Workload,
+    pod_for_requests,
+)
+
+__all__ = [
+    "Admission",
+    "ClusterQueue",
+    "ClusterQueuePreemption",
+    "Cohort",
+    "FlavorFungibility",
+    "FlavorQuotas",
+    "LocalQueue",
+    "PodSet",
+    "QueueConfig",
+    "ResourceFlavor",
+    "ResourceGroup",
+    "ResourceQuota",
+    "Workload",
+    "pod_for_requests",
+]
