@@ -9,8 +9,10 @@ Two kinds of file:
   scheduled_time`` (the ``multigpu`` variants have only the first five), read by
   :func:`read_pods` into :class:`~placer.model.PodRequest` objects.
 
-The FGD study's simulator uses only CPU, memory and the GPU fields of a pod; so does this
-reader (``qos``, ``pod_phase`` and the time columns are not read, not even checked).
+The FGD study's simulator uses only CPU, memory and the GPU fields of a pod; so does
+:func:`read_pods` (``qos``, ``pod_phase`` and the time columns are not read, not even
+checked). :func:`read_timed_pods` reads them too, for the replay over time (SPEC §9): each
+pod with its ``qos``, ``pod_phase`` and the three times, as a :class:`TimedPod`.
 The default trace (the 1213 GPU nodes and the default pod list) is bundled with the
 package: :func:`load_default`.
 
@@ -32,7 +34,9 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, NoReturn, Sequence, Union
+from typing import Any, Mapping, NoReturn, Optional, Sequence, Union
+
+from msgspec import Struct
 
 from placer._io import bundled_file, read_text
 from placer.exceptions import InvalidInputError
@@ -47,8 +51,11 @@ __all__ = [
     "MAX_PODS",
     "DEFAULT_NODES",
     "DEFAULT_PODS",
+    "QOS_CLASSES",
+    "TimedPod",
     "read_nodes",
     "read_pods",
+    "read_timed_pods",
     "load_default",
     "data_path",
     "node_type_name",
@@ -75,6 +82,14 @@ POD_COLUMNS_SHORT = POD_COLUMNS[:5]
 
 MAX_PODS = 1001
 """Allocatable pods per node in the study's simulator (its node YAML says ``pods: 1001``)."""
+
+QOS_CLASSES = ("LS", "Guaranteed", "Burstable", "BE")
+"""The ``qos`` values of the openb pod lists (latency-sensitive, Kubernetes' Guaranteed and
+Burstable, best-effort)."""
+
+_TIME_COLUMNS = POD_COLUMNS[6:]
+"""``qos, pod_phase, creation_time, deletion_time, scheduled_time``: what the 11-column
+lists add to the five of the ``multigpu`` lists."""
 
 DEFAULT_NODES = "openb_node_list_gpu_node.csv"
 DEFAULT_PODS = "openb_pod_list_default.csv"
@@ -116,6 +131,30 @@ def node_type_name(cpu_milli: int, memory_mib: int, gpus: int, model: str | None
     return f"{prefix}-{cpu_milli}m-{memory_mib}Mi"
 
 
+class TimedPod(Struct, frozen=True, gc=False):
+    """A pod of an 11-column openb pod list with its class and its times (seconds from the
+    trace's origin).
+
+    ``scheduled_time`` is ``None`` for a pod that never ran (``pod_phase`` Pending leaves it
+    empty); ``deletion_time`` is ``None`` when the field is empty.
+    """
+
+    pod: PodRequest
+    qos: str
+    phase: str
+    creation_time: int
+    deletion_time: Optional[int]
+    scheduled_time: Optional[int]
+
+    @property
+    def lifetime(self) -> Optional[int]:
+        """``deletion_time − scheduled_time`` in seconds, ``None`` when either is missing
+        (may be zero or negative: the caller decides what such a pod means)."""
+        if self.deletion_time is None or self.scheduled_time is None:
+            return None
+        return self.deletion_time - self.scheduled_time
+
+
 def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnapshot:
     """Read an openb node list into a snapshot of empty nodes.
 
@@ -152,7 +191,7 @@ def read_nodes(path_or_text: PathLike, source: str | None = None) -> ClusterSnap
         ``"no such file"`` when a file is missing.
     """
     text, src = _text_and_source(path_or_text, source)
-    rows = _rows(text, src, (NODE_COLUMNS,), "node list")
+    _, rows = _rows(text, src, (NODE_COLUMNS,), "node list")
     types: dict[str, dict[str, Any]] = {}
     type_lines: dict[str, int] = {}
     nodes: list[dict[str, Any]] = []
@@ -226,9 +265,76 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
         GPUs, a quantity over placer's limit, a control character in a name).
     """
     text, src = _text_and_source(path_or_text, source)
-    rows = _rows(text, src, (POD_COLUMNS, POD_COLUMNS_SHORT), "pod list")
+    _, rows = _rows(text, src, (POD_COLUMNS, POD_COLUMNS_SHORT), "pod list")
+    return _decode_pods(src, rows, _pod_documents(src, rows))
+
+
+def read_timed_pods(path_or_text: PathLike, source: str | None = None) -> list[TimedPod]:
+    """Read an 11-column openb pod list with each pod's ``qos``, phase and times.
+
+    The pod of each :class:`TimedPod` is the one :func:`read_pods` returns for the row (same
+    rules, same errors). Besides:
+
+    * ``qos`` must be one of :data:`QOS_CLASSES`;
+    * ``creation_time`` must be a non-negative integer (seconds);
+    * ``deletion_time`` and ``scheduled_time`` must be non-negative integers or empty
+      (``None``); a pod that never ran has no ``scheduled_time``;
+    * ``pod_phase`` is kept as written, not checked.
+
+    Parameters
+    ----------
+    path_or_text : str or os.PathLike
+        A file path or the CSV text (as in :func:`read_nodes`).
+    source : str, optional
+        Name used in error locations; defaults to the file's base name, or ``<text>``.
+
+    Returns
+    -------
+    list of TimedPod
+        In file order; empty when the file has a header and no rows.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`read_pods`; and ``"<source>:<line>"`` for a ``qos`` outside
+        :data:`QOS_CLASSES` or a time that is not a non-negative integer (an empty
+        ``creation_time`` included), or, at the header, for a 5-column (``multigpu``) list,
+        naming the columns it lacks.
+    """
+    text, src = _text_and_source(path_or_text, source)
+    header, rows = _rows(text, src, (POD_COLUMNS, POD_COLUMNS_SHORT), "pod list")
+    if header != POD_COLUMNS:
+        _fail(
+            f"{src}:{_header_line(text)}",
+            f"the pod list lacks the columns {', '.join(_TIME_COLUMNS)} (it is a 5-column multigpu list); "
+            "a replay over time needs the 11-column openb pod list",
+        )
+    times: list[tuple[str, str, int, Optional[int], Optional[int]]] = []
+    documents = _pod_documents(src, rows, times)
+    pods = _decode_pods(src, rows, documents)
+    return [
+        TimedPod(pod=pod, qos=qos, phase=phase, creation_time=created, deletion_time=deleted, scheduled_time=scheduled)
+        for pod, (qos, phase, created, deleted, scheduled) in zip(pods, times)
+    ]
+
+
+def _header_line(text: str) -> int:
+    """The 1-based line of the first non-blank line of ``text`` (the CSV header)."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip(" \t,"):
+            return number
+    return 1
+
+
+def _pod_documents(
+    src: str,
+    rows: list[tuple[int, list[str]]],
+    times: list[tuple[str, str, int, Optional[int], Optional[int]]] | None = None,
+) -> list[dict[str, Any]]:
+    """The placer/v1 pod of each row, checked as :func:`read_pods` documents; with
+    ``times``, also each row's (qos, phase, creation, deletion, scheduled), appended there
+    and checked on the row's own turn so that the first bad row is the one reported."""
     pods: list[dict[str, Any]] = []
-    pod_lines: list[int] = []
     seen: dict[str, int] = {}
     for line, fields in rows:
         where = f"{src}:{line}"
@@ -237,42 +343,61 @@ def read_pods(path_or_text: PathLike, source: str | None = None) -> list[PodRequ
         mem = _nonneg_int(fields[2], where, "memory_mib")
         num_gpu = _nonneg_int(fields[3], where, "num_gpu")
         milli = _nonneg_int(fields[4], where, "gpu_milli")
-        pod_lines.append(line)
         if num_gpu == 0:
             if milli != 0:
                 _fail(where, f"gpu_milli is {milli} for a pod without GPUs (num_gpu is 0); expected 0")
             pods.append({"name": name, "cpuMilli": cpu, "memoryMiB": mem})
-            continue
-        if not 1 <= milli <= 1000:
-            _fail(where, f"gpu_milli must be 1..1000 for a pod with GPUs, got {milli}")
-        if milli < 1000 and num_gpu != 1:
-            _fail(
-                where,
-                f"gpu_milli {milli} (a GPU share) with num_gpu {num_gpu}; a share below 1000 "
-                "needs num_gpu 1",
-            )
-        models: tuple[str, ...] = ()
-        if len(fields) > 5:
-            spec = fields[5].strip()
-            if spec not in _NO_SPEC:
-                models = tuple(m.strip() for m in spec.split("|"))
-                if not all(models):
-                    _fail(where, f"gpu_spec {spec!r} has an empty GPU model name")
-        pods.append(
-            {
-                "name": name,
-                "gpus": num_gpu,
-                "gpuMilli": milli,
-                "gpuModels": models,
-                "cpuMilli": cpu,
-                "memoryMiB": mem,
-            }
+        else:
+            pods.append(_gpu_pod(name, cpu, mem, num_gpu, milli, fields, where))
+        if times is not None:
+            times.append(_times(fields, where))
+    return pods
+
+
+def _gpu_pod(name: str, cpu: int, mem: int, num_gpu: int, milli: int, fields: list[str], where: str) -> dict[str, Any]:
+    if not 1 <= milli <= 1000:
+        _fail(where, f"gpu_milli must be 1..1000 for a pod with GPUs, got {milli}")
+    if milli < 1000 and num_gpu != 1:
+        _fail(
+            where,
+            f"gpu_milli {milli} (a GPU share) with num_gpu {num_gpu}; a share below 1000 "
+            "needs num_gpu 1",
         )
+    models: tuple[str, ...] = ()
+    if len(fields) > 5:
+        spec = fields[5].strip()
+        if spec not in _NO_SPEC:
+            models = tuple(m.strip() for m in spec.split("|"))
+            if not all(models):
+                _fail(where, f"gpu_spec {spec!r} has an empty GPU model name")
+    return {
+        "name": name,
+        "gpus": num_gpu,
+        "gpuMilli": milli,
+        "gpuModels": models,
+        "cpuMilli": cpu,
+        "memoryMiB": mem,
+    }
+
+
+def _times(fields: list[str], where: str) -> tuple[str, str, int, Optional[int], Optional[int]]:
+    """(qos, phase, creation_time, deletion_time, scheduled_time) of an 11-column row."""
+    qos = fields[6].strip()
+    if qos not in QOS_CLASSES:
+        _fail(where, f"qos must be one of {', '.join(QOS_CLASSES)}, got {qos!r}")
+    phase = fields[7].strip()
+    created = _nonneg_int(fields[8], where, "creation_time")
+    deleted = _optional_nonneg_int(fields[9], where, "deletion_time")
+    scheduled = _optional_nonneg_int(fields[10], where, "scheduled_time")
+    return qos, phase, created, deleted, scheduled
+
+
+def _decode_pods(src: str, rows: list[tuple[int, list[str]]], pods: list[dict[str, Any]]) -> list[PodRequest]:
     document = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": pods}
     try:
         return list(request_from_dict(document).pods)
     except InvalidInputError as e:
-        raise _at_row(e, src, "pods", pod_lines) from None
+        raise _at_row(e, src, "pods", [line for line, _ in rows]) from None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -328,8 +453,8 @@ def _last_line(text: str) -> int:
 
 def _rows(
     text: str, src: str, headers: tuple[tuple[str, ...], ...], what: str
-) -> list[tuple[int, list[str]]]:
-    """The CSV records after a header that must be one of ``headers``, with the line each
+) -> tuple[tuple[str, ...], list[tuple[int, list[str]]]]:
+    """The header (one of ``headers``) and the CSV records after it, with the line each
     record ends on; blank lines are skipped."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     out: list[tuple[int, list[str]]] = []
@@ -357,7 +482,7 @@ def _rows(
     if expected is None:
         wanted = " or ".join(",".join(h) for h in headers)
         _fail(f"{src}:1", f"expected the openb {what} header {wanted}, got an empty file")
-    return out
+    return expected, out
 
 
 def _nonneg_int(value: str, where: str, column: str) -> int:
@@ -366,3 +491,8 @@ def _nonneg_int(value: str, where: str, column: str) -> int:
         shown = repr(value) if value else "an empty field"
         _fail(where, f"{column} must be a non-negative integer, got {shown}")
     return int(s)
+
+
+def _optional_nonneg_int(value: str, where: str, column: str) -> Optional[int]:
+    """``None`` for an empty field, else as :func:`_nonneg_int`."""
+    return None if not value.strip() else _nonneg_int(value, where, column)
