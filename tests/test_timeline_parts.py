@@ -482,6 +482,20 @@ def test_metrics_idle_before_the_first_sample():
     assert m.queue("B").unallocated_gpu_hours_while_waiting == pytest.approx(60 / 3600)
 
 
+def test_unmeasured_jobs_are_left_out_of_delays_only():
+    r = met.TimelineRecorder(["A"], 8)
+    r.submitted(0, "warm", "A", 4, measured=False)
+    r.submitted(0, "x", "A", 4)
+    r.admitted(0, "x")
+    r.sample(0)
+    r.admitted(30, "warm")  # it waited 30 s, but was running before the replay began
+    r.sample(30)
+    q = r.metrics(end=60).queue("A")
+    assert (q.delay_p50_s, q.delay_p99_s, q.delay_mean_s) == (0.0, 0.0, 0.0)
+    assert (q.submitted, q.admitted) == (2, 2)
+    assert q.mean_running_gpus == pytest.approx((4 * 30 + 8 * 30) / 60)
+
+
 def test_recorder_refuses_events_out_of_turn():
     r = met.TimelineRecorder(["A"], 8)
     r.submitted(5, "x", "A", 1)

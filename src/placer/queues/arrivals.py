@@ -128,10 +128,12 @@ class TimelineJob(Struct, frozen=True, gc=False):
 
     @property
     def cpu_milli(self) -> int:
+        """CPU in millicores."""
         return self.pod.cpu_milli
 
     @property
     def memory_mib(self) -> int:
+        """Memory in MiB."""
         return self.pod.memory_mib
 
     @property

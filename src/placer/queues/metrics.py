@@ -15,7 +15,7 @@ the last one until ``end``; before the first sample nothing runs and nothing wai
   summed over its waits — a preempted job waits again from its eviction and both waits
   count. Jobs pending at ``end`` have no delay yet; they are counted as *waiting at end*.
   p50 and p99 are numpy's linear-interpolation percentiles over the queue's jobs that have
-  a delay.
+  a delay (and were submitted ``measured``).
 * **mean GPUs allocated**: the time-weighted mean of the queue's running GPUs (a shared
   GPU counts ``gpu_milli / 1000``).
 * **GPU-hours unallocated while waiting**: the integral of the cluster's unallocated GPUs
@@ -70,10 +70,11 @@ _PENDING, _RUNNING, _FINISHED = 0, 1, 2
 
 
 class _Job:
-    __slots__ = ("queue", "milli", "pods", "state", "pending_since", "waited", "admissions")
+    __slots__ = ("queue", "milli", "pods", "measured", "state", "pending_since", "waited", "admissions")
 
-    def __init__(self, queue: str, milli: int, pods: int, t: float) -> None:
+    def __init__(self, queue: str, milli: int, pods: int, measured: bool, t: float) -> None:
         self.queue = queue
+        self.measured = measured
         self.milli = milli
         self.pods = pods
         self.state = _PENDING
@@ -188,9 +189,15 @@ class TimelineRecorder:
 
     # ------------------------------------------------------------------ events
 
-    def submitted(self, t: float, key: str, queue: str, gpus: float, pods: int = 1) -> None:
+    def submitted(
+        self, t: float, key: str, queue: str, gpus: float, pods: int = 1, measured: bool = True
+    ) -> None:
         """Workload ``key`` of ClusterQueue ``queue`` arrives, asking for ``gpus`` GPUs in
-        all (a shared GPU as its fraction) over ``pods`` pods, and waits."""
+        all (a shared GPU as its fraction) over ``pods`` pods, and waits.
+
+        ``measured=False`` leaves its delay out of the delay figures (for a job that was
+        already running when the replay started, whose admission at the start is no
+        queueing); it counts in everything else."""
         self._advance(t)
         if key in self._jobs:
             raise ValueError(f"{key} is submitted twice")
@@ -198,7 +205,7 @@ class TimelineRecorder:
             raise ValueError(f"{key}: unknown queue {queue!r}")
         if not gpus >= 0 or pods < 1:
             raise ValueError(f"{key}: expected gpus >= 0 and pods >= 1, got {gpus!r} and {pods!r}")
-        job = _Job(queue, round(gpus * 1000), pods, t)
+        job = _Job(queue, round(gpus * 1000), pods, measured, t)
         self._jobs[key] = job
         self._pending_pods[self._column[queue]] += pods
 
@@ -368,7 +375,9 @@ def _queue_row(
     suffered: int,
     caused: int,
 ) -> QueueMetrics:
-    delays = np.array([j.waited for j in jobs if j.admissions and j.state != _PENDING], dtype=np.float64)
+    delays = np.array(
+        [j.waited for j in jobs if j.measured and j.admissions and j.state != _PENDING], dtype=np.float64
+    )
     p50 = p99 = mean = None
     if len(delays):
         p50, p99 = (float(x) for x in np.percentile(delays, [50, 99]))
