@@ -471,6 +471,8 @@ def test_cluster_queue_limits_at_the_boundary_are_accepted() -> None:
     load_queues([cq(resourceGroups=groups_of(1, 1, 64))])
     load_queues([cq(resourceGroups=groups_of(4, 64, 1))])
     load_queues([cq(resourceGroups=groups_of(1, 64, 8))])
+    # The totals across groups are the ClusterQueue webhook's: a Cohort has none.
+    load_queues([cohort("c", resourceGroups=groups_of(5, 52, 1))])
     load_queues([cq(cohortName="c", resourceGroups=[{"coveredResources": ["cpu"], "flavors": [
         {"name": "x", "resources": [{"name": "cpu", "nominalQuota": 2, "lendingLimit": 2, "borrowingLimit": 0}]}]}])])
 
@@ -541,6 +543,27 @@ def test_configuration_strategies(strategies: list[str]) -> None:
     assert got.fair_sharing and got.preemption_strategies == tuple(strategies)
     got = load_queues([config("v1beta2", fairSharing={"preemptionStrategies": strategies})])
     assert got.fair_sharing and got.preemption_strategies == tuple(strategies)
+
+
+def test_configuration_inside_kueues_config_map(tmp_path: Path) -> None:
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kueue-manager-config\n  namespace: kueue-system\n"
+            "data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+            "    kind: Configuration\n    health:\n      healthProbeBindAddress: :8081\n"
+            "    fairSharing:\n      enable: true\n      preemptionStrategies: [STRATEGIES]\n")
+    good = tmp_path / "kueue-manager-config.yaml"
+    good.write_text(text.replace("STRATEGIES", "LessThanInitialShare"), encoding="utf-8")
+    got = load_queues(good)
+    assert got.fair_sharing and got.preemption_strategies == ("LessThanInitialShare",)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("STRATEGIES", "LessThanInitialShare, LessThanOrEqualToFinalShare"), encoding="utf-8")
+    with pytest.raises(InvalidInputError) as info:
+        load_queues(bad)
+    assert info.value.where == f"{bad}:7 (data.controller_manager_config.yaml): fairSharing.preemptionStrategies"
+    assert info.value.what.endswith("got [LessThanInitialShare, LessThanOrEqualToFinalShare]")
+    other = tmp_path / "other.yaml"
+    other.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="expected Kueue objects"):
+        load_queues(other)
 
 
 def test_configuration_off() -> None:

@@ -11,6 +11,10 @@ it finds names the manifest it came from. The document itself is
 :attr:`WorkloadImport.document`, the file ``placer import kubernetes-request`` writes (the
 request expands ``replicas``, so its ``to_dict()`` lists every pod). Files, quantities and
 errors are read as :mod:`placer.adapters.kubernetes` describes.
+
+The Kueue importer (:mod:`placer.adapters.kueue`) reads workload objects with this
+module's shared readers: :func:`pod_template_sets` (a workload's pod sets as Kueue makes
+them), :func:`object_name`, :func:`pod_tolerations`, :func:`pod_skip_reason`.
 """
 
 from __future__ import annotations

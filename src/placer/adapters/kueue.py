@@ -8,7 +8,8 @@ them into a :class:`placer.queues.QueueConfig` and a list of
 * ``kueue.x-k8s.io/v1beta1`` and ``v1beta2`` ResourceFlavor, ClusterQueue, Cohort (also
   ``v1alpha1``), LocalQueue (:mod:`placer.adapters.kueue_queues`), Workload and
   WorkloadPriorityClass (:mod:`placer.adapters.kueue_workloads`);
-* ``config.kueue.x-k8s.io`` ``Configuration``: ``fairSharing`` (enable, preemptionStrategies);
+* ``config.kueue.x-k8s.io`` ``Configuration``: ``fairSharing`` (enable, preemptionStrategies),
+  also inside the ConfigMap Kueue is installed with (``kueue-manager-config``);
 * Jobs, JobSets, Pods and other pod workloads labelled ``kueue.x-k8s.io/queue-name``, with
   ``scheduling.k8s.io`` PriorityClasses for their priority;
 * Kueue kinds placer does not need (AdmissionCheck, Topology, MultiKueue*,
@@ -28,6 +29,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence, Union
 
+import yaml
 from msgspec.structs import replace
 
 from placer.adapters.kubernetes_documents import Document, document_objects, read_documents, show
@@ -179,10 +181,12 @@ def read_kueue(sources: Source | Iterable[Source], *, config: QueueConfig | None
         if group == KUEUE_GROUP:
             _kueue_object(doc, path, obj, version, kind, read, reader, notes)
         elif group == CONFIG_GROUP:
-            fs = read_configuration(doc, path, obj, version, notes)
-            if read.fair_sharing is not None:
-                doc.fail((*path, "kind"), f"a second Kueue Configuration (first at {read.fair_sharing.where})")
-            read.fair_sharing = fs
+            _configuration(doc, path, obj, version, read, notes)
+        elif group == "" and kind == "ConfigMap" and (embedded := _embedded_configuration(doc, path, obj)):
+            inner_doc, inner = embedded
+            inner_group, inner_version, _ = api_of(inner_doc, (), inner)
+            _check_version(inner_doc, (), inner_group, inner_version, "Configuration")
+            _configuration(inner_doc, (), inner, inner_version, read, notes)
         elif group == "scheduling.k8s.io" and kind == "PriorityClass":
             pass  # read by reader.collect
         elif group == "" and kind == "Namespace":
@@ -195,6 +199,34 @@ def read_kueue(sources: Source | Iterable[Source], *, config: QueueConfig | None
     if config is not None or read.local_queues or read.cluster_queues:
         workloads = _resolve(workloads, resolver, reader, notes)
     return KueueObjects(queues, workloads, tuple(notes))
+
+
+def _configuration(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any], version: str, read: _Config,
+                   notes: list[str]) -> None:
+    fs = read_configuration(doc, path, obj, version, notes)
+    if read.fair_sharing is not None:
+        doc.fail((*path, "kind"), f"a second Kueue Configuration (first at {read.fair_sharing.where})")
+    read.fair_sharing = fs
+
+
+def _embedded_configuration(doc: Document, path: tuple[Any, ...],
+                            obj: Mapping[str, Any]) -> tuple[Document, dict[str, Any]] | None:
+    """The Kueue Configuration a ConfigMap holds (``kueue-manager-config``'s
+    ``controller_manager_config.yaml``), as a document named by its data key; None when
+    no value of ``data`` is one."""
+    data = obj.get("data")
+    for key, text in (data.items() if isinstance(data, dict) else ()):
+        if not isinstance(text, str) or CONFIG_GROUP not in text:
+            continue
+        where = doc.where((*path, "data", key))
+        try:
+            inner = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            doc.fail((*path, "data", key), f"invalid YAML in the embedded Kueue Configuration: {e}")
+        if isinstance(inner, dict) and inner.get("kind") == "Configuration":
+            source = where if doc.spans is None else f"{where} ({'.'.join(map(str, (*path, 'data', key)))})"
+            return _ObjectDocument(source, inner, None, 1), inner
+    return None
 
 
 def _check_version(doc: Document, path: tuple[Any, ...], group: str, version: str, kind: str) -> None:

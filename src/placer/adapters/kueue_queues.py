@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from placer.adapters.kubernetes_documents import Document, field_list, field_map, field_string, show
+from placer.adapters.kubernetes_documents import Document, field_list, field_map, show
 from placer.adapters.kueue_fields import (
     amount,
     enum_field,
@@ -131,12 +131,14 @@ def read_resource_flavor(doc: Document, path: Path, obj: Mapping[str, Any]) -> R
 # ----------------------------------------------------------------------------- resource groups
 
 
-def _resource_groups(doc: Document, spath: Path, spec: Mapping[str, Any], *, parent_word: str | None,
+def _resource_groups(doc: Document, spath: Path, spec: Mapping[str, Any], *, parent: str | None,
                      cohort: bool) -> tuple[ResourceGroup, ...]:
     """``spec.resourceGroups`` of a ClusterQueue (``cohort`` False) or a Cohort.
 
-    ``parent_word`` is None when the object has no cohort (no parent): then no limit may
+    ``parent`` is None when the object has no cohort (no parent): then no limit may
     be set. A Cohort's lendingLimit may exceed its nominal quota; a ClusterQueue's may not.
+    The totals across groups (256 flavors, 256 covered resources) are the ClusterQueue
+    webhook's; a Cohort has none.
     """
     rpath = (*spath, "resourceGroups")
     groups = field_list(doc, rpath, spec.get("resourceGroups"))
@@ -169,22 +171,22 @@ def _resource_groups(doc: Document, spath: Path, spec: Mapping[str, Any], *, par
         flavors: list[FlavorQuotas] = []
         for k, fq in enumerate(flavor_list):
             flavors.append(_flavor_quotas(doc, (*fpath, k), fq, covered, flavor_in, i,
-                                          parent_word=parent_word, cohort=cohort))
+                                          parent=parent, cohort=cohort))
         if len(flavors) * len(covered) > MAX_GROUP_COMBINATIONS:
             doc.fail(gpath, f"{len(flavors) * len(covered)} flavor-resource combinations; at most "
                             f"{MAX_GROUP_COMBINATIONS} in one resource group")
         total_flavors += len(flavors)
         total_covered += len(covered)
         out.append(ResourceGroup(covered_resources=tuple(covered), flavors=tuple(flavors)))
-    if total_flavors > MAX_TOTAL:
+    if not cohort and total_flavors > MAX_TOTAL:
         doc.fail(rpath, f"{total_flavors} flavors across all resource groups; at most {MAX_TOTAL}")
-    if total_covered > MAX_TOTAL:
+    if not cohort and total_covered > MAX_TOTAL:
         doc.fail(rpath, f"{total_covered} covered resources across all resource groups; at most {MAX_TOTAL}")
     return tuple(out)
 
 
 def _flavor_quotas(doc: Document, fp: Path, fq: Any, covered: list[str], flavor_in: dict[str, int], group: int,
-                   *, parent_word: str | None, cohort: bool) -> FlavorQuotas:
+                   *, parent: str | None, cohort: bool) -> FlavorQuotas:
     fq = field_map(doc, fp, fq, required=True)
     name = name_field(doc, (*fp, "name"), fq.get("name"), "a ResourceFlavor name")
     if name in flavor_in:
@@ -212,7 +214,7 @@ def _flavor_quotas(doc: Document, fp: Path, fq: Any, covered: list[str], flavor_
                 limits[key] = None
                 continue
             value = amount(doc, (*rp, key), rq[key], resource)
-            if parent_word is None:
+            if parent is None:
                 owner = "Cohort" if cohort else "ClusterQueue"
                 what = "parentName" if cohort else "cohort"
                 doc.fail((*rp, key), f"a {key} needs a {'parent' if cohort else 'cohort'}: this {owner} has no "
@@ -261,10 +263,10 @@ def read_cluster_queue(doc: Document, path: Path, obj: Mapping[str, Any], versio
     spath = (*path, "spec")
     spec = field_map(doc, spath, obj.get("spec"))
     cohort_key = _renamed_field(doc, spath, spec, version, {"v1beta1": "cohort", "v1beta2": "cohortName"})
-    cohort = None
+    cohort_name = None
     if spec.get(cohort_key) not in (None, ""):
-        cohort = name_field(doc, (*spath, cohort_key), spec[cohort_key], "a cohort name")
-    groups = _resource_groups(doc, spath, spec, parent_word=cohort, cohort=False)
+        cohort_name = name_field(doc, (*spath, cohort_key), spec[cohort_key], "a cohort name")
+    groups = _resource_groups(doc, spath, spec, parent=cohort_name, cohort=False)
     strategy = enum_field(doc, (*spath, "queueingStrategy"), spec.get("queueingStrategy"), QUEUEING_STRATEGIES,
                           "BestEffortFIFO")
     stop = enum_field(doc, (*spath, "stopPolicy"), spec.get("stopPolicy"), _STOP_POLICIES, "None")
@@ -283,7 +285,7 @@ def read_cluster_queue(doc: Document, path: Path, obj: Mapping[str, Any], versio
     ):
         if spec.get(key):
             notes.append(doc.note((*spath, key), what))
-    return ClusterQueue(name=name, resource_groups=groups, cohort=cohort, queueing_strategy=strategy,
+    return ClusterQueue(name=name, resource_groups=groups, cohort=cohort_name, queueing_strategy=strategy,
                         preemption=preemption, flavor_fungibility=fungibility, fair_weight=weight)
 
 
@@ -362,7 +364,7 @@ def read_cohort(doc: Document, path: Path, obj: Mapping[str, Any], version: str)
     parent = None
     if spec.get(parent_key) not in (None, ""):
         parent = name_field(doc, (*spath, parent_key), spec[parent_key], "a cohort name")
-    groups = _resource_groups(doc, spath, spec, parent_word=parent, cohort=True)
+    groups = _resource_groups(doc, spath, spec, parent=parent, cohort=True)
     weight = fair_weight(doc, (*spath, "fairSharing"), spec.get("fairSharing"))
     return Cohort(name=name, parent=parent, resource_groups=groups, fair_weight=weight)
 
@@ -427,7 +429,8 @@ def read_configuration(doc: Document, path: Path, obj: Mapping[str, Any], versio
         if given:
             if tuple(given) not in FAIR_SHARING_STRATEGIES:
                 lists = "; ".join(", ".join(s) for s in FAIR_SHARING_STRATEGIES)
-                doc.fail((*fpath, "preemptionStrategies"), f"expected one of the lists [{lists}], got {show(given)}")
+                doc.fail((*fpath, "preemptionStrategies"), f"expected one of the lists [{lists}], got "
+                                                           f"[{', '.join(map(str, given))}]")
             strategies = tuple(str(s) for s in given)
     if obj.get("admissionFairSharing") is not None:
         notes.append(doc.note((*path, "admissionFairSharing"), "admission fair sharing is not modelled"))
