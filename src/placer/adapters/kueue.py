@@ -46,7 +46,7 @@ from placer.adapters.kueue_queues import (
 from placer.adapters.kueue_workloads import WorkloadReader
 from placer.queues.model import ClusterQueue, Cohort, LocalQueue, QueueConfig, ResourceFlavor, Workload
 
-__all__ = ["KueueObjects", "Source", "read_kueue", "load_queues", "load_workloads"]
+__all__ = ["KueueObjects", "Source", "read_kueue"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Source = Union[PathLike, Mapping[str, Any]]
@@ -322,28 +322,3 @@ def _resolve(workloads: list[Workload], config: QueueConfig, reader: WorkloadRea
                 w = replace(w, cluster_queue=lq.cluster_queue)
         out.append(w)
     return out
-
-
-def load_queues(sources: Source | Iterable[Source]) -> QueueConfig:
-    """The queue configuration of Kueue objects (files or parsed dicts); workloads among
-    them are checked and left aside. See :func:`read_kueue`.
-
-    Raises
-    ------
-    InvalidInputError
-        As :func:`read_kueue`.
-    """
-    return read_kueue(sources).queues
-
-
-def load_workloads(sources: Source | Iterable[Source], config: QueueConfig | None = None) -> list[Workload]:
-    """The workloads of Kueue objects and labelled pod workloads (files or parsed dicts),
-    pending ones resolved to their ClusterQueue through ``config``'s LocalQueues (else
-    through LocalQueues among the sources). See :func:`read_kueue`.
-
-    Raises
-    ------
-    InvalidInputError
-        As :func:`read_kueue`.
-    """
-    return read_kueue(sources, config=config).workloads
