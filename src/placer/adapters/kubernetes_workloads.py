@@ -11,6 +11,10 @@ it finds names the manifest it came from. The document itself is
 :attr:`WorkloadImport.document`, the file ``placer import kubernetes-request`` writes (the
 request expands ``replicas``, so its ``to_dict()`` lists every pod). Files, quantities and
 errors are read as :mod:`placer.adapters.kubernetes` describes.
+
+The Kueue importer (:mod:`placer.adapters.kueue`) reads workload objects with this
+module's shared readers: :func:`pod_template_sets` (a workload's pod sets as Kueue makes
+them), :func:`object_name`, :func:`pod_tolerations`, :func:`pod_skip_reason`.
 """
 
 from __future__ import annotations
@@ -50,6 +54,13 @@ from placer.model import TAINT_EFFECTS, PlacementRequest
 
 __all__ = [
     "MAX_WORKLOAD_PODS",
+    "PodTemplateSet",
+    "object_name",
+    "replica_count",
+    "job_pod_count",
+    "pod_tolerations",
+    "pod_template_sets",
+    "pod_skip_reason",
     "MISSING_PODGROUP",
     "POD_PHASES",
     "WorkloadImport",
@@ -86,6 +97,222 @@ _EXPECTED_KINDS = (
     "workload with a pod template"
 )
 _NODES_HINT = " (nodes are read by 'placer import kubernetes --nodes')"
+
+# ----------------------------------------------------------------------------- shared readers
+
+
+def _has_pod_template(obj: Mapping[str, Any]) -> bool:
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    return isinstance(pod_spec, dict) and isinstance(pod_spec.get("containers"), list)
+
+
+def object_name(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, name)`` of an object; ``generateName`` (trailing ``-`` dropped) stands in
+    for a missing name, ``default`` for a missing namespace.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``metadata`` (or its field) when it is missing, or gives neither name nor
+        generateName.
+    """
+    mpath = (*path, "metadata")
+    meta = field_map(doc, mpath, obj.get("metadata"), required=True)
+    name = field_string(doc, (*mpath, "name"), meta.get("name"))
+    if name is None:
+        gen = field_string(doc, (*mpath, "generateName"), meta.get("generateName"))
+        if gen is None or not gen.rstrip("-"):
+            doc.fail((*mpath, "name"), "expected metadata.name or metadata.generateName")
+        name = gen.rstrip("-")
+    namespace = field_string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
+    return namespace, name
+
+
+def replica_count(doc: Document, path: tuple[Any, ...], v: Any, default: int = 1) -> int:
+    """A pod count (``replicas``, ``parallelism``): ``default`` when missing.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``path`` for a value that is no integer >= 0, or over :data:`MAX_WORKLOAD_PODS`.
+    """
+    n = field_integer(doc, path, v, 0)
+    if n is None:
+        return default
+    if n > MAX_WORKLOAD_PODS:
+        doc.fail(path, f"{n} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+    return n
+
+
+def job_pod_count(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> int:
+    """The pods a Job runs at once: ``min(parallelism, completions)``, parallelism 1 when
+    absent (as the Job controller, and Kueue, count them)."""
+    n = replica_count(doc, (*spath, "parallelism"), spec.get("parallelism"))
+    completions = field_integer(doc, (*spath, "completions"), spec.get("completions"), 0)
+    return n if completions is None else min(n, completions)
+
+
+def pod_tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
+    """A pod spec's ``tolerations`` as placer/v1 entries (key, operator, value, effect;
+    ``tolerationSeconds`` is dropped).
+
+    Raises
+    ------
+    InvalidInputError
+        At the toleration's field: an operator other than Equal or Exists, an unknown
+        effect, a value with Exists, an empty key with Equal.
+    """
+    out = []
+    for j, t in enumerate(field_list(doc, path, v)):
+        tp = (*path, j)
+        t = field_map(doc, tp, t)
+        key = field_string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
+        op = t.get("operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            doc.fail((*tp, "operator"), f"expected Equal or Exists, got {show(op)}")
+        value = field_string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
+        effect = t.get("effect") or ""
+        if effect and effect not in TAINT_EFFECTS:
+            doc.fail(
+                (*tp, "effect"),
+                f"expected one of {', '.join(TAINT_EFFECTS)} or nothing, got {show(effect)}",
+            )
+        if op == "Exists" and value:
+            doc.fail((*tp, "value"), f"operator Exists takes no value, got {value!r}")
+        if op == "Equal" and not key:
+            doc.fail((*tp, "key"), "an empty key (every taint) needs operator Exists")
+        tol: dict[str, str] = {}
+        if key:
+            tol["key"] = key
+        tol["operator"] = op
+        if value:
+            tol["value"] = value
+        if effect:
+            tol["effect"] = effect
+        out.append(tol)
+    return out
+
+
+def pod_skip_reason(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> str | None:
+    """Why a Pod object is no pod to place (its phase, bound, a DaemonSet's), or None.
+
+    A Pod without ``status`` (a manifest) is to be placed unless ``spec.nodeName`` binds it.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``status.phase`` for an unknown phase.
+    """
+    status = field_map(doc, (*path, "status"), obj.get("status"))
+    phase = status.get("phase")
+    if phase is not None and phase not in POD_PHASES:
+        doc.fail(
+            (*path, "status", "phase"),
+            f"expected {', '.join(POD_PHASES[:-1])} or {POD_PHASES[-1]}, got {show(phase)}",
+        )
+    if phase is not None and phase != "Pending":
+        return str(phase)
+    spec = field_map(doc, (*path, "spec"), obj.get("spec"))
+    if field_string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"), empty=True):
+        return "bound to a node"
+    meta = obj["metadata"]
+    opath = (*path, "metadata", "ownerReferences")
+    for j, owner in enumerate(field_list(doc, opath, meta.get("ownerReferences"))):
+        if field_map(doc, (*opath, j), owner).get("kind") == "DaemonSet":
+            return "owned by a DaemonSet"
+    return None
+
+
+@dataclass(frozen=True)
+class PodTemplateSet:
+    """A set of identical pods of a workload object, as Kueue makes a pod set of it.
+
+    Attributes
+    ----------
+    name : str
+        Kueue's pod set name: ``main`` for a Pod, a Job and a replicated workload, the
+        replicated job's name for a JobSet.
+    count : int
+        How many pods run at once (a Job's ``min(parallelism, completions)``, a JobSet's
+        ``replicas`` times that, a replicated workload's ``replicas``).
+    path : tuple
+        The pod template's place in its document (the Pod itself for a Pod).
+    template : dict
+        The pod template (``metadata`` and ``spec``); a Pod is its own template.
+    """
+
+    name: str
+    count: int
+    path: tuple[Any, ...]
+    template: dict[str, Any]
+
+
+def pod_template_sets(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> list[PodTemplateSet] | None:
+    """The pod sets of a workload object as Kueue's integrations make them, or None for an
+    object that runs no pods of its own (not a Pod, Job, JobSet, Deployment, StatefulSet,
+    ReplicaSet, ReplicationController or other kind with ``spec.template.spec.containers``).
+
+    Parameters
+    ----------
+    doc : Document
+        The document of ``obj``.
+    path : tuple
+        The place of ``obj`` in ``doc``.
+    obj : Mapping
+        The object (its ``apiVersion`` and ``kind`` already checked to be strings).
+
+    Returns
+    -------
+    list of PodTemplateSet or None
+
+    Raises
+    ------
+    InvalidInputError
+        At the field: a missing spec or template, a bad count, a JobSet without
+        replicated jobs or with a nameless one.
+    """
+    api, kind = obj.get("apiVersion"), obj.get("kind")
+    group = api.rsplit("/", 1)[0] if isinstance(api, str) and "/" in api else ""
+    if group == "" and kind == "Pod":
+        field_map(doc, (*path, "spec"), obj.get("spec"), required=True)
+        return [PodTemplateSet("main", 1, path, dict(obj))]
+    if (group, kind) in (("batch", "Job"), ("jobset.x-k8s.io", "JobSet")) or (group, kind) in _REPLICATED or (
+        kind not in ("DaemonSet", "CronJob") and _has_pod_template(obj)
+    ):
+        spath = (*path, "spec")
+        spec = field_map(doc, spath, obj.get("spec"), required=True)
+    else:
+        return None
+    if kind == "JobSet":
+        rpath = (*spath, "replicatedJobs")
+        jobs = field_list(doc, rpath, spec.get("replicatedJobs"))
+        if not jobs:
+            doc.fail(rpath, "expected a non-empty list of replicated jobs")
+        out = []
+        for j, rj in enumerate(jobs):
+            jpath = (*rpath, j)
+            rj = field_map(doc, jpath, rj)
+            rname = field_string(doc, (*jpath, "name"), rj.get("name"), required=True)
+            assert rname is not None
+            copies = replica_count(doc, (*jpath, "replicas"), rj.get("replicas"))
+            jt = field_map(doc, (*jpath, "template"), rj.get("template"), required=True)
+            jspath = (*jpath, "template", "spec")
+            jspec = field_map(doc, jspath, jt.get("spec"), required=True)
+            total = copies * job_pod_count(doc, jspath, jspec)
+            if total > MAX_WORKLOAD_PODS:
+                doc.fail(jpath, f"{total} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+            tpath = (*jspath, "template")
+            out.append(PodTemplateSet(rname, total, tpath, field_map(doc, tpath, jspec.get("template"), required=True)))
+        return out
+    if group == "batch" and kind == "Job":
+        n = job_pod_count(doc, spath, spec)
+    else:
+        n = replica_count(doc, (*spath, "replicas"), spec.get("replicas"))
+    tpath = (*spath, "template")
+    return [PodTemplateSet("main", n, tpath, field_map(doc, tpath, spec.get("template"), required=True))]
+
 
 # ----------------------------------------------------------------------------- request
 
@@ -210,19 +437,6 @@ class _Workloads:
         group = api.rsplit("/", 1)[0] if "/" in api else ""
         return group, kind
 
-    def meta(self, doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> tuple[str, str]:
-        """``(namespace, name)`` of an object; ``generateName`` stands in for a name."""
-        mpath = (*path, "metadata")
-        meta = field_map(doc, mpath, obj.get("metadata"), required=True)
-        name = field_string(doc, (*mpath, "name"), meta.get("name"))
-        if name is None:
-            gen = field_string(doc, (*mpath, "generateName"), meta.get("generateName"))
-            if gen is None or not gen.rstrip("-"):
-                doc.fail((*mpath, "name"), "expected metadata.name or metadata.generateName")
-            name = gen.rstrip("-")
-        namespace = field_string(doc, (*mpath, "namespace"), meta.get("namespace")) or "default"
-        return namespace, name
-
     def collect(self, doc: Document, path: tuple[Any, ...], obj: Any) -> None:
         """First pass: PriorityClasses and PodGroups (they may come after their users)."""
         if PriorityClasses.is_priority_class(obj):
@@ -250,32 +464,17 @@ class _Workloads:
         elif kind in ("DaemonSet", "CronJob"):
             self.notes.append(doc.note(path, f"{kind} not imported (no fixed pod count)"))
             self.skip(kind)
-        elif (group, kind) in _REPLICATED or self.has_pod_template(obj):
+        elif (group, kind) in _REPLICATED or _has_pod_template(obj):
             self.replicated(doc, path, obj)
         else:
             self.skip(kind)
             return False
         return True
 
-    @staticmethod
-    def has_pod_template(obj: Mapping[str, Any]) -> bool:
-        spec = obj.get("spec")
-        template = spec.get("template") if isinstance(spec, dict) else None
-        pod_spec = template.get("spec") if isinstance(template, dict) else None
-        return isinstance(pod_spec, dict) and isinstance(pod_spec.get("containers"), list)
-
-    def replicas(self, doc: Document, path: tuple[Any, ...], v: Any, default: int = 1) -> int:
-        n = field_integer(doc, path, v, 0)
-        if n is None:
-            return default
-        if n > MAX_WORKLOAD_PODS:
-            doc.fail(path, f"{n} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
-        return n
-
     def pod_object(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        namespace, name = self.meta(doc, path, obj)
+        namespace, name = object_name(doc, path, obj)
         if not self.all_phases:
-            reason = self.not_pending(doc, path, obj)
+            reason = pod_skip_reason(doc, path, obj)
             if reason is not None:
                 self.skipped_pods[reason] = self.skipped_pods.get(reason, 0) + 1
                 return
@@ -283,81 +482,26 @@ class _Workloads:
         nominated = field_string(doc, (*path, "status", "nominatedNodeName"), status.get("nominatedNodeName"))
         self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None, nominated_node=nominated)
 
-    @staticmethod
-    def not_pending(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) -> str | None:
-        """Why a Pod object is no pod to place (its phase, bound, a DaemonSet's), or None.
-
-        A Pod without ``status`` (a manifest) is to be placed unless ``spec.nodeName`` binds it.
-        """
-        status = field_map(doc, (*path, "status"), obj.get("status"))
-        phase = status.get("phase")
-        if phase is not None and phase not in POD_PHASES:
-            doc.fail(
-                (*path, "status", "phase"),
-                f"expected {', '.join(POD_PHASES[:-1])} or {POD_PHASES[-1]}, got {show(phase)}",
-            )
-        if phase is not None and phase != "Pending":
-            return str(phase)
-        spec = field_map(doc, (*path, "spec"), obj.get("spec"))
-        if field_string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"), empty=True):
-            return "bound to a node"
-        meta = obj["metadata"]
-        opath = (*path, "metadata", "ownerReferences")
-        for j, owner in enumerate(field_list(doc, opath, meta.get("ownerReferences"))):
-            if field_map(doc, (*opath, j), owner).get("kind") == "DaemonSet":
-                return "owned by a DaemonSet"
-        return None
-
     def job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        namespace, name = self.meta(doc, path, obj)
-        spath = (*path, "spec")
-        spec = field_map(doc, spath, obj.get("spec"), required=True)
-        n = self.job_pods(doc, spath, spec)
-        tpath = (*spath, "template")
-        self.template(doc, tpath, spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None)
-
-    def job_pods(self, doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> int:
-        n = self.replicas(doc, (*spath, "parallelism"), spec.get("parallelism"))
-        completions = field_integer(doc, (*spath, "completions"), spec.get("completions"), 0)
-        return n if completions is None else min(n, completions)
+        self.replicated(doc, path, obj)
 
     def jobset(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        namespace, name = self.meta(doc, path, obj)
-        spath = (*path, "spec")
-        spec = field_map(doc, spath, obj.get("spec"), required=True)
-        rpath = (*spath, "replicatedJobs")
-        jobs = field_list(doc, rpath, spec.get("replicatedJobs"))
-        if not jobs:
-            doc.fail(rpath, "expected a non-empty list of replicated jobs")
+        namespace, name = object_name(doc, path, obj)
         gang = f"{namespace}/{name}"
-        for j, rj in enumerate(jobs):
-            jpath = (*rpath, j)
-            rj = field_map(doc, jpath, rj)
-            rname = field_string(doc, (*jpath, "name"), rj.get("name"), required=True)
-            copies = self.replicas(doc, (*jpath, "replicas"), rj.get("replicas"))
-            jt = field_map(doc, (*jpath, "template"), rj.get("template"), required=True)
-            jspath = (*jpath, "template", "spec")
-            jspec = field_map(doc, jspath, jt.get("spec"), required=True)
-            per_job = self.job_pods(doc, jspath, jspec)
-            total = copies * per_job
-            if total > MAX_WORKLOAD_PODS:
-                doc.fail(jpath, f"{total} pods; placer imports at most {MAX_WORKLOAD_PODS} per workload")
+        for ps in pod_template_sets(doc, path, obj) or ():
             self.template(
-                doc, (*jspath, "template"), jspec.get("template"), namespace, f"{gang}-{rname}", total,
+                doc, ps.path, ps.template, namespace, f"{gang}-{ps.name}", ps.count,
                 own_gang=(gang, f"JobSet {gang}", (doc, path)),
             )
 
     def replicated(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        namespace, name = self.meta(doc, path, obj)
-        spath = (*path, "spec")
-        spec = field_map(doc, spath, obj.get("spec"), required=True)
-        n = self.replicas(doc, (*spath, "replicas"), spec.get("replicas"))
-        self.template(
-            doc, (*spath, "template"), spec.get("template"), namespace, f"{namespace}/{name}", n, own_gang=None
-        )
+        """A Job or a workload of ``replicas`` pods from one template: one entry."""
+        namespace, name = object_name(doc, path, obj)
+        (ps,) = pod_template_sets(doc, path, obj) or ()
+        self.template(doc, ps.path, ps.template, namespace, f"{namespace}/{name}", ps.count, own_gang=None)
 
     def volcano_job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        namespace, name = self.meta(doc, path, obj)
+        namespace, name = object_name(doc, path, obj)
         spath = (*path, "spec")
         spec = field_map(doc, spath, obj.get("spec"), required=True)
         gang_name = f"{namespace}/{name}"
@@ -371,7 +515,7 @@ class _Workloads:
         for j, task in enumerate(tasks):
             task = field_map(doc, (*tpath, j), task)
             tname = field_string(doc, (*tpath, j, "name"), task.get("name")) or f"task{j}"
-            n = self.replicas(doc, (*tpath, j, "replicas"), task.get("replicas"))
+            n = replica_count(doc, (*tpath, j, "replicas"), task.get("replicas"))
             total += n
             self.template(
                 doc, (*tpath, j, "template"), task.get("template"), namespace, f"{gang_name}-{tname}", n,
@@ -382,7 +526,7 @@ class _Workloads:
         self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
 
     def pod_group(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any], volcano: bool) -> None:
-        namespace, name = self.meta(doc, path, obj)
+        namespace, name = object_name(doc, path, obj)
         gang_name = f"{namespace}/{name}"
         spath = (*path, "spec")
         spec = field_map(doc, spath, obj.get("spec"))
@@ -541,7 +685,7 @@ class _Workloads:
         selector = field_str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         if selector:
             entry["nodeSelector"] = dict(selector)
-        tolerations = self.tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
+        tolerations = pod_tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
         if tolerations:
             entry["tolerations"] = tolerations
         prio = self.classes.priority(doc, spath, spec, self.notes)
@@ -561,38 +705,6 @@ class _Workloads:
             if spec.get(key):
                 self.notes.append(doc.note((*spath, key), what))
         return entry
-
-    @staticmethod
-    def tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
-        out = []
-        for j, t in enumerate(field_list(doc, path, v)):
-            tp = (*path, j)
-            t = field_map(doc, tp, t)
-            key = field_string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
-            op = t.get("operator", "Equal")
-            if op not in ("Equal", "Exists"):
-                doc.fail((*tp, "operator"), f"expected Equal or Exists, got {show(op)}")
-            value = field_string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
-            effect = t.get("effect") or ""
-            if effect and effect not in TAINT_EFFECTS:
-                doc.fail(
-                    (*tp, "effect"),
-                    f"expected one of {', '.join(TAINT_EFFECTS)} or nothing, got {show(effect)}",
-                )
-            if op == "Exists" and value:
-                doc.fail((*tp, "value"), f"operator Exists takes no value, got {value!r}")
-            if op == "Equal" and not key:
-                doc.fail((*tp, "key"), "an empty key (every taint) needs operator Exists")
-            tol: dict[str, str] = {}
-            if key:
-                tol["key"] = key
-            tol["operator"] = op
-            if value:
-                tol["value"] = value
-            if effect:
-                tol["effect"] = effect
-            out.append(tol)
-        return out
 
     # -------------------------------------------------------------- result
 

@@ -17,6 +17,7 @@ from placer.queues.model import (
     Workload,
     pod_for_requests,
 )
+from placer.queues.loaders import load_queues, load_workloads, read_kueue
 
 __all__ = [
     "Admission",
@@ -32,5 +33,8 @@ __all__ = [
     "ResourceGroup",
     "ResourceQuota",
     "Workload",
+    "load_queues",
+    "load_workloads",
     "pod_for_requests",
+    "read_kueue",
 ]

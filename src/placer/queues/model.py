@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 
 from msgspec import Struct
 
-from placer.model import EMPTY, MigRequest, PodRequest, Toleration
+from placer.model import EMPTY, MigRequest, PodRequest, Taint, Toleration
 
 __all__ = [
     "CPU",
@@ -104,12 +104,15 @@ class FlavorFungibility(Struct, frozen=True, gc=False):
 
 
 class ResourceFlavor(Struct, frozen=True, gc=False):
-    """A kind of node: the labels its nodes carry, and the taints its pods tolerate."""
+    """A kind of node: the labels its nodes carry, the taints its pods tolerate
+    (``tolerations``, added to the pods admitted on it), and the taints a pod set must
+    tolerate to be assigned it (``node_taints``, Kueue's ``spec.nodeTaints``)."""
 
     name: str
     node_labels: Mapping[str, str] = EMPTY
     tolerations: tuple[Toleration, ...] = ()
     topology_name: Optional[str] = None
+    node_taints: tuple[Taint, ...] = ()
 
 
 class ClusterQueue(Struct, frozen=True, gc=False):
