@@ -1,8 +1,5 @@
 """``placer admit SNAPSHOT QUEUES [WORKLOADS...]`` (SPEC §8): bad input is one line on stderr,
 exit 2 and no output file; a good cycle writes the AdmissionResult as JSON or text.
-
-The happy path needs the admission engine (``placer.queues.scheduler``), which is built on
-another branch: those tests skip until it is importable.
 """
 from __future__ import annotations
 
@@ -145,7 +142,6 @@ def test_missing_files_exit_2(files, tmp_path, capsys) -> None:
 
 
 def test_cycle_as_json(files, tmp_path, capsys) -> None:
-    pytest.importorskip("placer.queues.scheduler")
     snap, queues, jobs = files
     out = tmp_path / "cycle.json"
     assert main(["admit", str(snap), str(queues), str(jobs), "--format", "json", "-o", str(out)]) == 0
@@ -162,7 +158,6 @@ def test_cycle_as_json(files, tmp_path, capsys) -> None:
 
 
 def test_cycle_as_text(files, capsys) -> None:
-    pytest.importorskip("placer.queues.scheduler")
     snap, queues, jobs = files
     assert main(["admit", str(snap), str(queues), str(jobs)]) == 0
     text = capsys.readouterr().out

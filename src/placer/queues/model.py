@@ -179,6 +179,9 @@ class Admission(Struct, frozen=True, gc=False):
 
     cluster_queue: str
     flavors: Mapping[str, Mapping[str, str]]
+    reserved_at: Optional[float] = None
+    """When quota was reserved (seconds, as ``Workload.created``); preemption takes the
+    most recently admitted first. ``None``: the workload's creation time stands in."""
 
 
 class Workload(Struct, frozen=True, gc=False):
