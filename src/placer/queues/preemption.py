@@ -8,6 +8,12 @@ own ClusterQueue (``withinClusterQueue``); inside each, lower priority first, th
 recently admitted. Victims are taken in that order until the preemptor fits, then given
 back, last-but-one first, while it still fits. The first attempt allows the preemptor to
 borrow when ``borrowWithinCohort`` lets it, as Kueue's ``classicalPreemptions`` does.
+
+With fair sharing, :func:`find_fair_targets` follows Kueue's ``fairPreemptions``: target
+ClusterQueues are visited from the one with the highest dominant resource share down,
+and a workload is taken from another queue only when a strategy
+(``LessThanOrEqualToFinalShare``, ``LessThanInitialShare``) holds between the preemptor's
+and the target's shares at their almost-lowest common ancestors.
 """
 from __future__ import annotations
 
@@ -16,13 +22,23 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from placer.queues.entries import QueuedWorkload
 from placer.queues.model import ClusterQueue
-from placer.queues.quota import FlavorResource, QuotaNode, QuotaTree, available
+from placer.queues.quota import (
+    DominantShare,
+    FlavorResource,
+    QuotaNode,
+    QuotaTree,
+    available,
+    compare_shares,
+    dominant_share,
+)
 
-__all__ = ["Target", "satisfies_policy", "find_targets"]
+__all__ = ["Target", "satisfies_policy", "find_targets", "find_fair_targets"]
 
 WITHIN_QUEUE = "InClusterQueue"
 RECLAIM = "InCohortReclamation"
 RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+FAIR_SHARING = "InCohortFairSharing"
+NEGATIVE_SHARE = DominantShare(weight=1.0, ratio=-1.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,3 +251,190 @@ def find_targets(
     victims gone (placement on the cluster). The tree is left as it was found.
     """
     return _Search(tree, queues, admitted, preemptor, frs_need, usage, also_fits).run()
+
+
+def _order_key(preemptor_queue: str):
+    def key(w: QueuedWorkload) -> tuple:
+        return (w.cluster_queue == preemptor_queue, w.priority, -(w.reserved_at or 0.0), w.key)
+
+    return key
+
+
+class _FairOrdering:
+    """Kueue's TargetClusterQueueOrdering: the next ClusterQueue to take a victim from."""
+
+    def __init__(self, tree: QuotaTree, preemptor: QuotaNode, candidates: Sequence[QueuedWorkload]) -> None:
+        self.tree = tree
+        self.preemptor = preemptor
+        self.on_path = {id(a) for a in preemptor.ancestors()}
+        self.by_queue: dict[str, list[QueuedWorkload]] = {}
+        for c in candidates:
+            self.by_queue.setdefault(c.cluster_queue, []).append(c)
+        self.pruned: set[int] = set()
+        self.order = _order_key(preemptor.name)
+
+    def has_workload(self, node: QuotaNode) -> bool:
+        return bool(self.by_queue.get(node.name))
+
+    def pop(self, node: QuotaNode) -> QueuedWorkload:
+        return self.by_queue[node.name].pop(0)
+
+    def drop(self, node: QuotaNode) -> None:
+        self.pruned.add(id(node))
+
+    def __iter__(self):
+        if self.preemptor.parent is None:
+            while id(self.preemptor) not in self.pruned and self.has_workload(self.preemptor):
+                yield self.preemptor
+            return
+        root = self.preemptor.root()
+        while id(root) not in self.pruned:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def _next(self, cohort: QuotaNode) -> Optional[QuotaNode]:
+        best_queue, best_queue_share = None, NEGATIVE_SHARE
+        for cq in cohort.child_queues:
+            if id(cq) in self.pruned:
+                continue
+            share = dominant_share(cq)
+            if (not share.borrowing and cq is not self.preemptor) or not self.has_workload(cq):
+                self.pruned.add(id(cq))
+                continue
+            c = compare_shares(share, best_queue_share)
+            if c == 0 and best_queue is not None:
+                if self.order(self.by_queue[cq.name][0]) < self.order(self.by_queue[best_queue.name][0]):
+                    best_queue = cq
+            elif c > 0:
+                best_queue, best_queue_share = cq, share
+        best_cohort, best_cohort_share = None, NEGATIVE_SHARE
+        for child in cohort.child_cohorts:
+            if id(child) in self.pruned:
+                continue
+            share = dominant_share(child)
+            if not share.borrowing and id(child) not in self.on_path:
+                self.pruned.add(id(child))
+            elif compare_shares(share, best_cohort_share) >= 0:
+                best_cohort, best_cohort_share = child, share
+        if best_cohort is None and best_queue is None:
+            self.pruned.add(id(cohort))
+            return None
+        if best_cohort is not None and compare_shares(best_cohort_share, best_queue_share) >= 0:
+            return self._next(best_cohort)
+        return best_queue
+
+    def shares(self, target: QuotaNode) -> tuple[DominantShare, DominantShare]:
+        """The preemptor's and the target's shares at their almost-lowest common ancestors."""
+        lca = next(a for a in target.ancestors() if id(a) in self.on_path)
+        return dominant_share(_almost(self.preemptor, lca)), dominant_share(_almost(target, lca))
+
+
+def _almost(node: QuotaNode, lca: QuotaNode) -> QuotaNode:
+    below = node
+    for ancestor in node.ancestors():
+        if ancestor is lca:
+            return below
+        below = ancestor
+    raise AssertionError("no common ancestor")
+
+
+def _passes(strategy: str, preemptor_new: DominantShare, target_old: DominantShare, target_new: DominantShare) -> bool:
+    if strategy == "LessThanInitialShare":
+        return compare_shares(preemptor_new, target_old) < 0
+    return compare_shares(preemptor_new, target_new) <= 0
+
+
+def find_fair_targets(
+    tree: QuotaTree,
+    queues: Mapping[str, ClusterQueue],
+    admitted: Mapping[str, Sequence[QueuedWorkload]],
+    preemptor: QueuedWorkload,
+    frs_need: set[FlavorResource],
+    usage: Mapping[FlavorResource, int],
+    strategies: Sequence[str] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+    also_fits: Optional[Callable[[Sequence[QueuedWorkload]], bool]] = None,
+) -> list[Target]:
+    """:func:`find_targets` under fair sharing (Kueue's ``fairPreemptions``)."""
+    search = _Search(tree, queues, admitted, preemptor, frs_need, usage, also_fits)
+    queue, node = search.queue, search.node
+    candidates: list[QueuedWorkload] = []
+    if queue.preemption.within_cluster_queue != "Never":
+        candidates += [w for w in admitted.get(queue.name, ())
+                       if satisfies_policy(preemptor, w, queue.preemption.within_cluster_queue) and w.uses_any(frs_need)]
+    if node.parent is not None and queue.preemption.reclaim_within_cohort != "Never":
+        for other in node.root().subtree_queues():
+            if other is node or not any(other.borrowing_with(fr, 0) for fr in frs_need):
+                continue
+            candidates += [w for w in admitted.get(other.name, ())
+                           if satisfies_policy(preemptor, w, queue.preemption.reclaim_within_cohort)
+                           and w.uses_any(frs_need)]
+    if not candidates:
+        return []
+    candidates.sort(key=_order_key(queue.name))
+    taken: list[Target] = []
+
+    def take(w: QueuedWorkload, reason: str) -> bool:
+        """Evict ``w`` in the tree; whether the preemptor now fits (its own usage aside)."""
+        tree.remove(w.cluster_queue, w.usage)
+        taken.append(Target(w, reason))
+        tree.remove(queue.name, usage)
+        try:
+            return search.fits(True, [t.victim for t in taken])
+        finally:
+            tree.add(queue.name, usage)
+
+    tree.add(queue.name, usage)
+    within_nominal = all(not node.borrowing_with(fr, 0) for fr in frs_need)  # with its own usage, as Kueue
+    fits = False
+    retry: list[QueuedWorkload] = []
+    ordering = _FairOrdering(tree, node, candidates)
+    for target in ordering:
+        if target is node:
+            fits = take(ordering.pop(target), WITHIN_QUEUE)
+        elif within_nominal:
+            fits = take(ordering.pop(target), RECLAIM)
+        else:
+            preemptor_new, target_old = ordering.shares(target)
+            if preemptor_new.weight == 0 and preemptor_new.ratio != 0 and not target_old.zero_weight_borrows:
+                while ordering.has_workload(target):
+                    retry.append(ordering.pop(target))
+                continue
+            while ordering.has_workload(target):
+                w = ordering.pop(target)
+                tree.remove(w.cluster_queue, w.usage)
+                target_new = ordering.shares(target)[1]
+                tree.add(w.cluster_queue, w.usage)
+                if _passes(strategies[0], preemptor_new, target_old, target_new):
+                    fits = take(w, FAIR_SHARING)
+                    break
+                retry.append(w)
+        if fits:
+            break
+    if not fits and len(strategies) > 1:
+        second = _FairOrdering(tree, node, retry)
+        for target in second:
+            preemptor_new, target_old = second.shares(target)
+            w = second.pop(target)
+            if _passes("LessThanInitialShare", preemptor_new, target_old, target_old):
+                fits = take(w, FAIR_SHARING)
+                if fits:
+                    break
+            second.drop(target)
+    tree.remove(queue.name, usage)
+    if fits:
+        kept: list[Target] = []
+        for i in range(len(taken) - 2, -1, -1):
+            t = taken[i]
+            tree.add(t.victim.cluster_queue, t.victim.usage)
+            rest = taken[:i] + taken[i + 1:]
+            if search.fits(True, [r.victim for r in rest]):
+                taken = rest
+            else:
+                tree.remove(t.victim.cluster_queue, t.victim.usage)
+        kept = taken
+    else:
+        kept = []
+    for t in taken:
+        tree.add(t.victim.cluster_queue, t.victim.usage)
+    return kept

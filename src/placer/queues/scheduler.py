@@ -13,7 +13,7 @@ victims and is admitted in a later cycle; eviction takes effect when the cycle e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from msgspec.structs import replace
 
@@ -24,7 +24,7 @@ from placer.model import Assignment, ClusterSnapshot, GangSpec, PodRequest, load
 from placer.queues.entries import QueuedWorkload, podset_requests
 from placer.queues.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FlavorAssignment, assign_flavors
 from placer.queues.model import QueueConfig, ResourceFlavor, Workload
-from placer.queues.preemption import Target, find_targets
+from placer.queues.preemption import Target, find_fair_targets, find_targets
 from placer.queues.quota import DominantShare, FlavorResource, QuotaNode, QuotaTree, compare_shares, dominant_share
 from placer.queues.result import AdmissionResult, AdmittedWorkload, PendingWorkload, PreemptedWorkload
 
@@ -194,8 +194,15 @@ class QueueScheduler:
     def _admitted_lists(self) -> dict[str, list[QueuedWorkload]]:
         return {name: list(ws.values()) for name, ws in self._admitted.items()}
 
+    def _targets(self, wl: QueuedWorkload, frs: set[FlavorResource], usage: Mapping[FlavorResource, int],
+                 also_fits: Optional[Callable[[Sequence[QueuedWorkload]], bool]] = None) -> list[Target]:
+        if self.config.fair_sharing:
+            return find_fair_targets(self.tree, self.config.cluster_queues, self._admitted_lists(), wl, frs, usage,
+                                     self.config.preemption_strategies, also_fits)
+        return find_targets(self.tree, self.config.cluster_queues, self._admitted_lists(), wl, frs, usage, also_fits)
+
     def _oracle(self, wl: QueuedWorkload, fr: FlavorResource, amount: int) -> tuple[int, int]:
-        targets = find_targets(self.tree, self.config.cluster_queues, self._admitted_lists(), wl, {fr}, {fr: amount})
+        targets = self._targets(wl, {fr}, {fr: amount})
         if not targets:
             return NO_CANDIDATES, 0
         for t in targets:
@@ -218,8 +225,7 @@ class QueueScheduler:
         assignment = assign_flavors(self.config, self.tree, head, self._oracle, self.config.fair_sharing)
         entry = _Entry(head, assignment)
         if assignment.mode == "Preempt":
-            entry.targets = find_targets(self.tree, self.config.cluster_queues, self._admitted_lists(), head,
-                                         assignment.needs_preemption(), assignment.usage)
+            entry.targets = self._targets(head, assignment.needs_preemption(), assignment.usage)
         return entry
 
     def _classical_order(self, entries: list[_Entry]) -> list[_Entry]:
@@ -401,10 +407,8 @@ class QueueScheduler:
         if a.mode == "Fit":
             placed, why = self._try_place(queued, a.flavors)
             if placed is None:
-                entry.targets = find_targets(
-                    self.tree, self.config.cluster_queues, self._admitted_lists(), queued, set(a.usage), a.usage,
-                    also_fits=lambda removed: self._fits_without(queued, a.flavors, removed),
-                )
+                entry.targets = self._targets(queued, set(a.usage), a.usage,
+                                              lambda removed: self._fits_without(queued, a.flavors, removed))
                 entry.targets = [t for t in entry.targets if t.victim.key not in preempted]
                 if not entry.targets:
                     entry.outcome, entry.reason = "parked", f"does not fit on the cluster: {why}"
