@@ -134,3 +134,48 @@ def test_lending_limit_zero_makes_a_big_job_inadmissible() -> None:
     # with A lending everything the same job borrows 2 and is admitted
     result = admit(SNAPSHOT, config(queue("a", 4), queue("b", 4)), [job("big", "b", 6)])
     assert [(a.workload, a.borrowing) for a in result.admitted] == [("b/big", True)]
+
+
+def test_a_preemptor_keeps_the_head_until_it_is_admitted() -> None:
+    # A borrows 2 (a0..a2 running, 2 GPUs each); B holds an older 6-GPU job that is
+    # inadmissible, then a 4-GPU job that reclaims. The eviction unparks the old job, but the
+    # preemptor stays B's head and takes the room it freed before the victim, pending again
+    # in A, is admitted back (Kueue's sticky preemptor of a BestEffortFIFO queue).
+    s, a_keys = borrowing_a("Any")
+    s.submit(job("old", "b", 6, created=5))
+    first = s.cycle(now=50)
+    assert not first.admitted and not first.preempted
+    small = job("small", "b", 4, created=10)
+    s.submit(small)
+    second = s.cycle(now=100)
+    assert [p.by for p in second.preempted] == [small.key]
+    (victim,) = [p.workload for p in second.preempted]
+    third = s.cycle(now=100)
+    assert [a.workload for a in third.admitted] == [small.key] and not third.preempted
+    assert not s.is_admitted(victim)
+    fourth = s.cycle(now=100)
+    assert not fourth.admitted and not fourth.preempted
+    check_cluster(s, [k for k in a_keys if s.is_admitted(k)] + [small.key])
+
+
+def test_a_placement_that_failed_is_tried_again_once_pods_leave() -> None:
+    # Quota never binds (nominal 16 on one 8-GPU node): the two 8-GPU jobs fail placement
+    # while the 4-GPU job runs, and the first of them starts when it ends.
+    s = QueueScheduler(config(queue("q", 16, cohort=None)), SNAPSHOT)
+    running = job("running", "q", 4, created=0)
+    s.submit(running)
+    assert [a.workload for a in s.cycle(now=0).admitted] == [running.key]
+    first, second = job("x", "q", 8, created=1), job("y", "q", 8, created=2)
+    s.submit(first)
+    s.submit(second)
+    for head in (first, second):
+        r = s.cycle(now=10)
+        assert not r.admitted and not r.preempted
+        (tried,) = [p for p in r.pending if p.workload == head.key]
+        assert tried.inadmissible and tried.reason.startswith("does not fit on the cluster: 0/1 nodes")
+    assert s.active_count == 0
+    s.finish(running.key)
+    assert [a.workload for a in s.cycle(now=20).admitted] == [first.key]
+    check_cluster(s, [first.key])
+    s.finish(first.key)
+    assert [a.workload for a in s.cycle(now=30).admitted] == [second.key]

@@ -321,6 +321,21 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", metavar="N", help="worker processes (default: the CPU count)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--no-plot", action="store_true", help="skip curves.png (and importing matplotlib)")
+    t = s.add_argument_group(
+        "replay over time (--timeline)",
+        "jobs arrive and leave (openb creation time, lifetime = deletion - scheduled time), wait in Kueue "
+        "ClusterQueues and run where placer places them; writes DIR/timeline.csv, DIR/queues.md and a plot",
+    )
+    t.add_argument("--timeline", action="store_true", help="replay over time through queues instead of the FGD replay")
+    t.add_argument("--load", metavar="LIST", default="0.9",
+                   help="offered GPU load(s), e.g. 0.9 or 0.7,0.9,1.1 (default: 0.9)")
+    t.add_argument("--queues", metavar="SETUP", default="qos",
+                   help="qos (inference: LS+Guaranteed, training: BE+Burstable; default) or teams:N")
+    t.add_argument("--strategy", metavar="S", default="BestEffortFIFO",
+                   help="queueing strategy, a list allowed: BestEffortFIFO (default), StrictFIFO")
+    t.add_argument("--preemption", metavar="ON", default="on", help="on (default), off, or on,off")
+    t.add_argument("--horizon", metavar="T", default="6h", help="length of the replay: 3600, 90m, 6h, 1d (default: 6h)")
+    t.add_argument("--shrink", metavar="F", default="1", help="keep this fraction of the nodes (default: 1)")
     s.set_defaults(handler=_cmd_simulate)
     _add_defrag_parser(sub)
     _add_admit_parser(sub)
@@ -671,8 +686,91 @@ def _check_out_dir(path: str) -> None:
         raise InvalidInputError("--out", f"cannot create {path}: {parent} is not a writable directory")
 
 
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    from itertools import product
+
+    from placer.adapters import openb
+    from placer.queues.timeline import (
+        TimelineSpec,
+        parse_choices,
+        parse_duration,
+        parse_fractions,
+        parse_queue_setup,
+        run_spec,
+        write_timeline_outputs,
+    )
+    from placer.simulate import parse_seeds
+
+    loads = parse_fractions(args.load, "--load", 10.0)
+    (shrink,) = parse_fractions(args.shrink, "--shrink", 1.0)
+    horizon = parse_duration(args.horizon, "--horizon")
+    strategies = parse_choices(args.strategy, "--strategy", {"BestEffortFIFO": "BestEffortFIFO", "StrictFIFO": "StrictFIFO"})
+    preemption = parse_choices(args.preemption, "--preemption", {"on": True, "off": False})
+    placement = [policies.REGISTRY[policies.DEFAULT].name] if args.policy == "all" else [
+        policies.get(p.strip(), "--policy").name for p in args.policy.split(",")]
+    seeds = parse_seeds("42" if args.seeds == "42-51" else args.seeds, "--seeds")
+    parse_queue_setup(args.queues)
+    _check_out_dir(args.out)
+    nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
+    pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
+    snapshot = openb.read_nodes(nodes_path)
+    trace = openb.read_timed_pods(pods_path)
+    specs = [
+        TimelineSpec(load=load, seed=seed, policy=policy, queues=args.queues, strategy=strategy,
+                     preemption=preempt, horizon_s=horizon, shrink=shrink)
+        for policy, strategy, preempt, load, seed in product(placement, strategies, preemption, loads, seeds)
+    ]
+    runs = []
+    for i, spec in enumerate(specs, 1):
+        bar = None if args.quiet else _TimelineBar(spec, i, len(specs))
+        try:
+            runs.append(run_spec(snapshot, trace, spec, progress=None if bar is None else bar.advance))
+        finally:
+            if bar is not None:
+                bar.close()
+    paths = write_timeline_outputs(runs, args.out, plot=not args.no_plot)
+    lines = []
+    for run in runs:
+        m = run.outcome.metrics
+        lines.append(f"{run.spec.title}: {run.arrivals_summary}")
+        for q in (*m.queues, m.cluster):
+            p50 = "-" if q.delay_p50_s is None else f"{q.delay_p50_s:.0f} s"
+            p99 = "-" if q.delay_p99_s is None else f"{q.delay_p99_s:.0f} s"
+            lines.append(
+                f"  {q.queue:<10} delay p50 {p50:>8}, p99 {p99:>8}; mean GPUs {q.mean_running_gpus:8.1f}; "
+                f"unallocated while waiting {q.unallocated_gpu_hours_while_waiting:8.1f} GPU-h; "
+                f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}"
+            )
+    lines.append("wrote " + ", ".join(str(p) for p in paths))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+class _TimelineBar:
+    """A progress bar over simulated hours (tqdm on stderr)."""
+
+    def __init__(self, spec: Any, index: int, total: int) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=round(spec.horizon_s / 3600, 2), unit="h", file=sys.stderr, leave=False,
+                         desc=f"run {index}/{total} load {spec.load:g}", bar_format="{l_bar}{bar}| {n:.1f}/{total} h")
+        self._done = 0.0
+
+    def advance(self, now: float) -> None:
+        hours = round(now / 3600, 2)
+        if hours > self._done:
+            self._bar.update(hours - self._done)
+            self._done = hours
+
+    def close(self) -> None:
+        self._bar.close()
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     import math
+
+    if args.timeline:
+        return _cmd_timeline(args)
 
     from placer.adapters import openb
     from placer.simulate import parse_seeds, simulate, summary_rows, workload_name_from_path, write_outputs

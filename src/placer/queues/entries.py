@@ -37,25 +37,21 @@ class QueuedWorkload:
     reserved_at: Optional[float] = None
     placed: tuple[Assignment, ...] = ()
     parked: bool = False
+    key: str = field(init=False)
+    priority: int = field(init=False)
+    created: float = field(init=False)
 
-    @property
-    def key(self) -> str:
-        return self.workload.key
-
-    @property
-    def priority(self) -> int:
-        return self.workload.priority
-
-    @property
-    def created(self) -> float:
-        return self.workload.created
+    def __post_init__(self) -> None:
+        # Read on every comparison of the cycle and the preemption search: copied once from
+        # the (frozen) workload.
+        self.key, self.priority, self.created = self.workload.key, self.workload.priority, self.workload.created
 
     @property
     def admitted(self) -> bool:
         return self.reserved_at is not None
 
     def uses_any(self, frs: Mapping[FlavorResource, object] | set[FlavorResource]) -> bool:
-        return any(fr in frs for fr in self.usage)
+        return not self.usage.keys().isdisjoint(frs)
 
     def queue_order(self) -> tuple[int, float, str]:
         """Kueue's order in a ClusterQueue: higher priority, then older."""

@@ -49,6 +49,18 @@ class Target:
     reason: str
 
 
+def _may_satisfy(preemptor: QueuedWorkload, workloads: Sequence[QueuedWorkload], policy: str) -> Sequence[QueuedWorkload]:
+    """``workloads`` less those whose priority alone rules them out under ``policy``."""
+    if policy == "Any":
+        return workloads
+    if policy == "Never":
+        return ()
+    limit = preemptor.priority
+    if policy == "LowerPriority":
+        return [w for w in workloads if w.priority < limit]
+    return [w for w in workloads if w.priority <= limit]
+
+
 def satisfies_policy(preemptor: QueuedWorkload, candidate: QueuedWorkload, policy: str) -> bool:
     """Whether ``policy`` (``LowerPriority``, ``LowerOrNewerEqualPriority``, ``Any``) lets
     ``preemptor`` preempt ``candidate``."""
@@ -110,14 +122,10 @@ class _Search:
         self.borrow_forbidden = policy.borrow_within_cohort == "Never"
         self.threshold = policy.max_priority_threshold
 
-    def _variant(self, candidate: QueuedWorkload, advantage: bool) -> Optional[tuple[str, bool]]:
-        if not candidate.uses_any(self.frs_need):
+    def _variant(self, candidate: QueuedWorkload, advantage: bool, policy: str) -> Optional[tuple[str, bool]]:
+        if not satisfies_policy(self.preemptor, candidate, policy) or not candidate.uses_any(self.frs_need):
             return None
-        own = candidate.cluster_queue == self.preemptor.cluster_queue
-        policy = self.queue.preemption.within_cluster_queue if own else self.queue.preemption.reclaim_within_cohort
-        if not satisfies_policy(self.preemptor, candidate, policy):
-            return None
-        if own:
+        if candidate.cluster_queue == self.preemptor.cluster_queue:
             return WITHIN_QUEUE, True
         if advantage:
             return RECLAIM, True
@@ -131,8 +139,10 @@ class _Search:
 
     def _from_queue(self, name: str, lca: Optional[QuotaNode], advantage: bool) -> list[_Candidate]:
         found = []
-        for wl in self.admitted.get(name, ()):
-            variant = self._variant(wl, advantage)
+        own = name == self.preemptor.cluster_queue
+        policy = self.queue.preemption.within_cluster_queue if own else self.queue.preemption.reclaim_within_cohort
+        for wl in _may_satisfy(self.preemptor, self.admitted.get(name, ()), policy):
+            variant = self._variant(wl, advantage, policy)
             if variant is not None:
                 found.append(_Candidate(wl, lca, variant[0], variant[1]))
         return found
@@ -360,13 +370,15 @@ def find_fair_targets(
     queue, node = search.queue, search.node
     candidates: list[QueuedWorkload] = []
     if queue.preemption.within_cluster_queue != "Never":
-        candidates += [w for w in admitted.get(queue.name, ())
+        policy = queue.preemption.within_cluster_queue
+        candidates += [w for w in _may_satisfy(preemptor, admitted.get(queue.name, ()), policy)
                        if satisfies_policy(preemptor, w, queue.preemption.within_cluster_queue) and w.uses_any(frs_need)]
     if node.parent is not None and queue.preemption.reclaim_within_cohort != "Never":
         for other in node.root().subtree_queues():
             if other is node or not any(other.borrowing_with(fr, 0) for fr in frs_need):
                 continue
-            candidates += [w for w in admitted.get(other.name, ())
+            policy = queue.preemption.reclaim_within_cohort
+            candidates += [w for w in _may_satisfy(preemptor, admitted.get(other.name, ()), policy)
                            if satisfies_policy(preemptor, w, queue.preemption.reclaim_within_cohort)
                            and w.uses_any(frs_need)]
     if not candidates:

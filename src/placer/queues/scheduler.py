@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
+import msgspec
 from msgspec.structs import replace
 
 from placer import policies
@@ -31,6 +32,7 @@ from placer.queues.result import AdmissionResult, AdmittedWorkload, PendingWorkl
 __all__ = ["QueueScheduler", "admit"]
 
 WAITING = "waiting behind the head of its ClusterQueue"
+_SHAPE = msgspec.msgpack.Encoder(enc_hook=lambda obj: dict(obj) if isinstance(obj, Mapping) else str(obj))
 
 
 @dataclass(eq=False)
@@ -79,6 +81,18 @@ class QueueScheduler:
         self._pending: dict[str, dict[str, QueuedWorkload]] = {name: {} for name in config.cluster_queues}
         self._admitted: dict[str, dict[str, QueuedWorkload]] = {name: {} for name in config.cluster_queues}
         self._unqueued: dict[str, tuple[Workload, str]] = {}
+        self._candidates: dict[str, list[QueuedWorkload]] = {}
+        """Per ClusterQueue, the workloads admitted before the running cycle: preemption
+        candidates come from these only (Kueue's cycle adds what it admits to the snapshot's
+        usage, not to the workloads its preemption looks at); victims leave when it ends."""
+        self._cluster_version = 0
+        """Counts binds and releases: a placement that failed is not tried again for the
+        same pods before the cluster changes."""
+        self._failed: dict[bytes, tuple[int, str]] = {}
+        self._sticky: dict[str, str] = {}
+        """Per BestEffortFIFO ClusterQueue, the workload waiting for its victims: it stays the
+        head until admitted or gone, so a workload unparked by the eviction cannot take the
+        head and let the victim back in first (Kueue's sticky preemptor workload)."""
 
     # ------------------------------------------------------------------ workloads in and out
 
@@ -125,6 +139,7 @@ class QueueScheduler:
                 if flavor is not None and amount:
                     usage[(flavor, resource)] = usage.get((flavor, resource), 0) + amount
         queued.flavors, queued.usage, queued.reserved_at, queued.parked = flavors, usage, at, False
+        self._forget_sticky(queued)
         self.tree.add(queued.cluster_queue, usage)
         self._pending[queued.cluster_queue].pop(queued.key, None)
         self._admitted[queued.cluster_queue][queued.key] = queued
@@ -134,12 +149,18 @@ class QueueScheduler:
         if queued.admitted:
             self.tree.remove(queued.cluster_queue, queued.usage)
             del self._admitted[queued.cluster_queue][queued.key]
-            if self.cluster is not None:
+            if self.cluster is not None and queued.placed:
                 for a in queued.placed:
                     self.cluster.release(a.pod)
+                self._cluster_version += 1
             queued.placed, queued.usage, queued.flavors, queued.reserved_at = (), {}, {}, None
         else:
             self._pending[queued.cluster_queue].pop(queued.key, None)
+            self._forget_sticky(queued)
+
+    def _forget_sticky(self, queued: QueuedWorkload) -> None:
+        if self._sticky.get(queued.cluster_queue) == queued.key:
+            del self._sticky[queued.cluster_queue]
 
     def finish(self, key: str) -> None:
         """A workload leaves (finished or deleted): its quota and pods are freed and the
@@ -191,15 +212,12 @@ class QueueScheduler:
 
     # ------------------------------------------------------------------ one cycle
 
-    def _admitted_lists(self) -> dict[str, list[QueuedWorkload]]:
-        return {name: list(ws.values()) for name, ws in self._admitted.items()}
-
     def _targets(self, wl: QueuedWorkload, frs: set[FlavorResource], usage: Mapping[FlavorResource, int],
                  also_fits: Optional[Callable[[Sequence[QueuedWorkload]], bool]] = None) -> list[Target]:
         if self.config.fair_sharing:
-            return find_fair_targets(self.tree, self.config.cluster_queues, self._admitted_lists(), wl, frs, usage,
+            return find_fair_targets(self.tree, self.config.cluster_queues, self._candidates, wl, frs, usage,
                                      self.config.preemption_strategies, also_fits)
-        return find_targets(self.tree, self.config.cluster_queues, self._admitted_lists(), wl, frs, usage, also_fits)
+        return find_targets(self.tree, self.config.cluster_queues, self._candidates, wl, frs, usage, also_fits)
 
     def _oracle(self, wl: QueuedWorkload, fr: FlavorResource, amount: int) -> tuple[int, int]:
         targets = self._targets(wl, {fr}, {fr: amount})
@@ -216,6 +234,10 @@ class QueueScheduler:
     def _heads(self) -> list[QueuedWorkload]:
         heads = []
         for name in self.config.cluster_queues:
+            sticky = self._pending[name].get(self._sticky.get(name, ""))
+            if sticky is not None and not sticky.parked:
+                heads.append(sticky)
+                continue
             waiting = [w for w in self._pending[name].values() if not w.parked]
             if waiting:
                 heads.append(min(waiting, key=QueuedWorkload.queue_order))
@@ -303,18 +325,31 @@ class QueueScheduler:
             return pods, GangSpec(queued.key, mode="preferred", level=preferred)
         return pods, GangSpec(queued.key)
 
-    def _try_place(self, queued: QueuedWorkload, flavors: Mapping[str, Mapping[str, str]]
+    def _try_place(self, queued: QueuedWorkload, flavors: Mapping[str, Mapping[str, str]], *, remember: bool = True
                    ) -> tuple[Optional[tuple[Assignment, ...]], str]:
         """Where the workload's pods would go now (``()`` when it has none to place), or
-        None and the reason they do not fit."""
+        None and the reason they do not fit. A failure is remembered, for workloads of the
+        same pods, until the cluster changes."""
         if self.cluster is None:
             return (), ""
         pods, gang = self._pods(queued, flavors)
         if not pods:
             return (), ""
+        shape = b""
+        if remember:
+            shape = _SHAPE.encode(
+                ([(ps.count, ps.pod and replace(ps.pod, name=""), ps.required_level, ps.preferred_level)
+                  for ps in queued.workload.pod_sets], flavors, queued.priority))
+            failed = self._failed.get(shape)
+            if failed is not None and failed[0] == self._cluster_version:
+                return None, failed[1]
         result = self.cluster.place(pods, gang=gang, policy=self.policy)
         if result.unschedulable or len(result.assignments) != len(pods):
             reason = result.unschedulable[0].reason if result.unschedulable else "does not fit"
+            if remember:
+                if len(self._failed) > 4096:
+                    self._failed.clear()
+                self._failed[shape] = (self._cluster_version, reason)
             return None, reason
         return result.assignments, ""
 
@@ -325,7 +360,7 @@ class QueueScheduler:
         for a in released:
             self.cluster.release(a.pod)
         try:
-            placed, _ = self._try_place(queued, flavors)
+            placed, _ = self._try_place(queued, flavors, remember=False)
         finally:
             if released:
                 self.cluster.bind(released)
@@ -364,6 +399,7 @@ class QueueScheduler:
         """
         if now is not None:
             self.now = float(now)
+        self._candidates = {name: list(ws.values()) for name, ws in self._admitted.items()}
         entries = [self._nominate(head) for head in self._heads()]
         preempted: dict[str, tuple[QueuedWorkload, str, str]] = {}
         reserved: list[tuple[str, dict[FlavorResource, int]]] = []
@@ -417,6 +453,7 @@ class QueueScheduler:
                 self._hold(queued, a.flavors, self.now)
                 if placed and self.cluster is not None:
                     self.cluster.bind(placed)
+                    self._cluster_version += 1
                 queued.placed = placed
                 node = self.tree.queues[queued.cluster_queue]
                 borrows = any(node.usage.get(fr, 0) > node.quota(fr).nominal for fr in queued.usage)
@@ -428,6 +465,8 @@ class QueueScheduler:
         reserved.append((queued.cluster_queue, usage))
         for t in entry.targets:
             preempted[t.victim.key] = (t.victim, queued.key, t.reason)
+        if self.config.cluster_queues[queued.cluster_queue].queueing_strategy == "BestEffortFIFO":
+            self._sticky[queued.cluster_queue] = queued.key
         entry.outcome = "preempting"
         entry.reason = "waiting for " + ", ".join(t.victim.key for t in entry.targets) + " to be preempted"
 

@@ -1,0 +1,77 @@
+"""``placer simulate --timeline`` (SPEC §9) on the bundled openb data: the files it writes,
+the offered load it prints, and one error line for bad options."""
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+from placer.cli import main
+
+SMALL = ["simulate", "--timeline", "--horizon", "30m", "--shrink", "0.03", "--seeds", "7", "--policy", "best-fit",
+         "--quiet"]
+
+
+def test_timeline_writes_the_csv_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main([*SMALL, "--load", "0.9", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["queues.md", "timeline.csv", "timeline.png"]
+    printed = capsys.readouterr().out
+    assert printed.startswith("load 0.9, qos queues, best-fit, BestEffortFIFO, preemption on, seed 7, 30 min, "
+                              "3 % of the nodes: offered GPU load ")
+    assert re.search(r"offered GPU load \d\.\d{3} \(requested 0\.900\) over 0\.5 h on \d+ GPUs", printed)
+    assert printed.count("delay p50") == 3  # inference, training and all
+    assert printed.rstrip().endswith("timeline.png")
+    with open(out / "timeline.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0])[:4] == ["run", "time_s", "queue", "running_gpus"]
+    assert {r["run"] for r in rows} == {"load0.9-qos-best-fit-besteffortfifo-preempt-on-seed7"}
+    assert {r["queue"] for r in rows} == {"inference", "training"}
+    times = [float(r["time_s"]) for r in rows]
+    assert times == sorted(times) and 0 <= times[0] and times[-1] < 1800
+    text = (out / "queues.md").read_text()
+    assert "## load 0.9, qos queues, best-fit" in text
+    load = re.search(r"offered GPU load (\d\.\d{3})", printed).group(1)
+    assert f"Offered GPU load **{load}**" in text
+    assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_timeline_several_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    argv = [*SMALL, "--load", "0.7,1.1", "--preemption", "off", "--strategy", "StrictFIFO", "--queues", "teams:2",
+            "--out", str(out), "--no-plot"]
+    assert main(argv) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["queues.md", "timeline.csv"]
+    printed = capsys.readouterr().out
+    assert "requested 0.700" in printed and "requested 1.100" in printed
+    assert printed.count("team-1 ") == 2 and printed.count("preemption off") == 2
+    with open(out / "timeline.csv", newline="") as f:
+        runs = {r["run"] for r in csv.DictReader(f)}
+    assert runs == {"load0.7-teams-2-best-fit-strictfifo-preempt-off-seed7",
+                    "load1.1-teams-2-best-fit-strictfifo-preempt-off-seed7"}
+    assert (out / "queues.md").read_text().count("| team-2 |") == 2
+
+
+@pytest.mark.parametrize(
+    "extra, where",
+    [
+        (["--load", "0"], "--load"),
+        (["--load", "abc"], "--load"),
+        (["--load", "0.9,"], "--load"),
+        (["--horizon", "0"], "--horizon"),
+        (["--horizon", "6x"], "--horizon"),
+        (["--horizon=-1h"], "--horizon"),
+        (["--queues", "teams:0"], "--queues"),
+        (["--queues", "teams"], "--queues"),
+        (["--queues", "fair"], "--queues"),
+    ],
+)
+def test_timeline_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], where: str) -> None:
+    out = tmp_path / "out"
+    assert main([*SMALL, *extra, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith(f"placer: error: {where}: ")
+    assert "Traceback" not in captured.err and captured.out == ""
+    assert not out.exists()
