@@ -31,7 +31,7 @@ import time
 from typing import Optional, Sequence
 
 from placer.adapters import openb
-from placer.queues.metrics import QueueMetrics
+from placer.queues.metrics import QueueMetrics, format_duration
 from placer.queues.timeline import TimelineRunResult, TimelineSpec, run_spec
 
 LOADS = (0.7, 0.9, 1.1)
@@ -48,13 +48,7 @@ def configs(factorial: bool) -> list[tuple[str, str, bool]]:
 
 
 def duration(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "–"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.2f} h"
+    return format_duration(seconds, hour_digits=2)
 
 
 def row(run: TimelineRunResult) -> str:
@@ -78,13 +72,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--loads", default=",".join(f"{x:g}" for x in LOADS))
     parser.add_argument("--factorial", action="store_true", help="all eight combinations, not four")
+    parser.add_argument("--baseline-only", action="store_true", help="only the first configuration")
     args = parser.parse_args(argv)
     snapshot = openb.read_nodes(openb.data_path(openb.DEFAULT_NODES))
     trace = openb.read_timed_pods(openb.data_path(openb.DEFAULT_PODS))
     loads = [float(x) for x in args.loads.split(",")]
     runs: list[TimelineRunResult] = []
     started = time.perf_counter()
-    for policy, strategy, preemption in configs(args.factorial):
+    for policy, strategy, preemption in configs(args.factorial)[:1 if args.baseline_only else None]:
         for load in loads:
             spec = TimelineSpec(load=load, seed=args.seed, policy=policy, queues="qos", strategy=strategy,
                                 preemption=preemption, horizon_s=args.hours * 3600, shrink=args.shrink)

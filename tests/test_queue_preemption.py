@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from placer.queues import (
     Admission,
@@ -32,6 +34,8 @@ from placer.queues import (
     Workload,
 )
 from placer.queues.model import CPU, GPU, MEMORY, MIB
+from placer.queues.entries import QueuedWorkload
+from placer.queues.preemption import ByPriority, priority_prefilter, satisfies_policy
 from placer.queues.scheduler import QueueScheduler
 
 ALL_CASES: list[dict[str, Any]] = json.loads(
@@ -163,3 +167,20 @@ def test_a_workload_admitted_in_this_cycle_is_no_preemption_candidate() -> None:
     nxt = s.cycle(now=20)
     assert [a.workload for a in nxt.admitted] == ["q2/late"] and nxt.preempted == ()
     assert s.is_admitted("q0/early")
+
+
+@given(priorities=st.lists(st.integers(-3, 3), max_size=12), preemptor=st.integers(-3, 3),
+       policy=st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"]))
+def test_the_priority_prefilter_keeps_every_workload_the_policy_may_allow(
+        priorities: list[int], preemptor: int, policy: str) -> None:
+    def queued(name: str, priority: int, created: float) -> QueuedWorkload:
+        return QueuedWorkload(Workload(name, (PodSet("main", 1, {GPU: 1}),), priority=priority, created=created),
+                              "q", [{GPU: 1}])
+
+    admitted = [queued(f"w{i}", p, float(i)) for i, p in enumerate(priorities)]
+    by = queued("p", preemptor, 5.0)
+    allowed = {w.key for w in admitted if satisfies_policy(by, w, policy)}
+    for pool in (admitted, ByPriority(admitted)):
+        kept = list(priority_prefilter(by, pool, policy))
+        assert allowed <= {w.key for w in kept}
+        assert all(satisfies_policy(by, w, policy) or w.priority == preemptor for w in kept)

@@ -81,3 +81,35 @@ def test_readme_preempt_command_prints_its_output(capsys):
     data = README.parent / "tests" / "data" / "preemption"
     assert main(["preempt", str(data / match.group(2)), str(data / match.group(3))]) == 0
     assert capsys.readouterr().out == match.group(4)
+
+
+def queues_section() -> str:
+    text = README.read_text()
+    return text[text.index("## Queues and quotas (Kueue)"):text.index("## Layout")]
+
+
+def test_readme_admit_command_prints_its_output(tmp_path, monkeypatch, capsys):
+    from placer.cli import main
+
+    section = queues_section()
+    queues, jobs = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    (tmp_path / "queues.yaml").write_text(queues, encoding="utf-8")
+    (tmp_path / "jobs.yaml").write_text(jobs, encoding="utf-8")
+    match = re.search(r"```bash\nplacer (admit .*?)\n```\n\n```\n(.*?)```", section, re.S)
+    assert match is not None
+    argv = match.group(1).split()
+    argv[1] = str(README.parent / argv[1])  # the bundled example cluster, from the checkout
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == match.group(2)
+
+
+def test_readme_timeline_command_prints_its_output(tmp_path, monkeypatch, capsys):
+    from placer.cli import main
+
+    match = re.search(r"```bash\nplacer (simulate --timeline .*?)\n```\n\n```\n(.*?)```", queues_section(), re.S)
+    assert match is not None
+    monkeypatch.chdir(tmp_path)
+    assert main(match.group(1).split() + ["--quiet"]) == 0
+    assert capsys.readouterr().out == match.group(2)
+    assert {p.name for p in (tmp_path / "tl").iterdir()} == {"timeline.csv", "queues.md", "timeline.png"}

@@ -183,6 +183,7 @@ class KernelSession:
         self._learner: PackingLearner | None = None
         self._seen: set[str] = set()  # pods the learner has counted, by name
         self._rank: np.ndarray | None = None
+        self._ranks: dict[int, np.ndarray] = {}  # fgd_rank by seed: a loop over the nodes
         self._node_frag = np.zeros(0, dtype=np.float64)
         self.mig = MigState(snapshot, p.mig_nodes)
         self.held_version = 0  # counts changes of who holds what (a cache key for views of it)
@@ -302,7 +303,13 @@ class KernelSession:
             self.learn_packing(self._told)
         if policy.mig_choice == "aware" and self._mig_values is None and self.mig.n_rows:
             self.set_mig_demand(pods)
-        self._rank = fgd_rank(self.n_nodes, seed) if policy.ranked else None
+        self._rank = None
+        if policy.ranked:
+            self._rank = self._ranks.get(seed)
+            if self._rank is None:
+                if len(self._ranks) >= 64:
+                    self._ranks.clear()
+                self._rank = self._ranks[seed] = fgd_rank(self.n_nodes, seed)
 
     def fragmentation(self, workload: Workload, told: bool = True) -> Fragmentation:
         """The cluster's fragment F(M) now (FGD measure; ``placer.fragmentation``).

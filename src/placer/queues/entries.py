@@ -37,6 +37,8 @@ class QueuedWorkload:
     reserved_at: Optional[float] = None
     placed: tuple[Assignment, ...] = ()
     parked: bool = False
+    stamp: int = 0
+    """Which entry of its ClusterQueue's heap of waiting workloads is current."""
     key: str = field(init=False)
     priority: int = field(init=False)
     created: float = field(init=False)

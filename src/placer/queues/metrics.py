@@ -51,6 +51,7 @@ __all__ = [
     "write_queues_md",
     "timeline_figure",
     "write_timeline_plot",
+    "format_duration",
 ]
 
 ALL_QUEUES = "all"
@@ -453,8 +454,8 @@ def queues_markdown(runs: Sequence[TimelineRun]) -> str:
         for q in (*m.queues, m.cluster):
             name = "**all**" if q.queue == ALL_QUEUES else q.queue
             lines.append(
-                f"| {name} | {q.submitted} | {q.admitted} | {q.waiting_at_end} | {_duration(q.delay_p50_s)} "
-                f"| {_duration(q.delay_p99_s)} | {q.mean_running_gpus:.1f} "
+                f"| {name} | {q.submitted} | {q.admitted} | {q.waiting_at_end} | {format_duration(q.delay_p50_s)} "
+                f"| {format_duration(q.delay_p99_s)} | {q.mean_running_gpus:.1f} "
                 f"| {q.unallocated_gpu_hours_while_waiting:.1f} | {100 * q.borrowing_fraction:.1f} % "
                 f"| {q.preemptions_suffered} | {q.preemptions_caused} |"
             )
@@ -467,14 +468,15 @@ def write_queues_md(runs: Sequence[TimelineRun], path: PathLike) -> None:
     write_text_atomic(path, queues_markdown(runs))
 
 
-def _duration(seconds: Optional[float]) -> str:
+def format_duration(seconds: Optional[float], hour_digits: int = 1) -> str:
+    """``42 s``, ``7.5 min`` or ``1.6 h`` (``—`` for None)."""
     if seconds is None:
         return "—"
     if seconds < 60:
         return f"{seconds:.0f} s"
     if seconds < 3600:
         return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 3600:.{hour_digits}f} h"
 
 
 def _gpus(x: float) -> str:

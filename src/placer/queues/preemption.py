@@ -17,8 +17,9 @@ and the target's shares at their almost-lowest common ancestors.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from placer.queues.entries import QueuedWorkload
 from placer.queues.model import ClusterQueue
@@ -32,7 +33,7 @@ from placer.queues.quota import (
     dominant_share,
 )
 
-__all__ = ["Target", "satisfies_policy", "find_targets", "find_fair_targets"]
+__all__ = ["ByPriority", "Target", "priority_prefilter", "satisfies_policy", "find_targets", "find_fair_targets"]
 
 WITHIN_QUEUE = "InClusterQueue"
 RECLAIM = "InCohortReclamation"
@@ -49,16 +50,38 @@ class Target:
     reason: str
 
 
-def _may_satisfy(preemptor: QueuedWorkload, workloads: Sequence[QueuedWorkload], policy: str) -> Sequence[QueuedWorkload]:
+class ByPriority(Sequence[QueuedWorkload]):
+    """A ClusterQueue's admitted workloads, lowest priority first: the candidates of a
+    priority-limited policy are a prefix."""
+
+    def __init__(self, workloads: Iterable[QueuedWorkload]) -> None:
+        self._workloads = sorted(workloads, key=lambda w: w.priority)
+        self._priorities = [w.priority for w in self._workloads]
+
+    def __len__(self) -> int:
+        return len(self._workloads)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._workloads[index]
+
+    def below(self, priority: int, inclusive: bool) -> list[QueuedWorkload]:
+        """Those of a priority below ``priority`` (or equal, when ``inclusive``)."""
+        end = (bisect_right if inclusive else bisect_left)(self._priorities, priority)
+        return self._workloads[:end]
+
+
+def priority_prefilter(preemptor: QueuedWorkload, workloads: Sequence[QueuedWorkload], policy: str
+                       ) -> Sequence[QueuedWorkload]:
     """``workloads`` less those whose priority alone rules them out under ``policy``."""
     if policy == "Any":
         return workloads
     if policy == "Never":
         return ()
+    inclusive = policy != "LowerPriority"
+    if isinstance(workloads, ByPriority):
+        return workloads.below(preemptor.priority, inclusive)
     limit = preemptor.priority
-    if policy == "LowerPriority":
-        return [w for w in workloads if w.priority < limit]
-    return [w for w in workloads if w.priority <= limit]
+    return [w for w in workloads if w.priority < limit or (inclusive and w.priority == limit)]
 
 
 def satisfies_policy(preemptor: QueuedWorkload, candidate: QueuedWorkload, policy: str) -> bool:
@@ -141,7 +164,7 @@ class _Search:
         found = []
         own = name == self.preemptor.cluster_queue
         policy = self.queue.preemption.within_cluster_queue if own else self.queue.preemption.reclaim_within_cohort
-        for wl in _may_satisfy(self.preemptor, self.admitted.get(name, ()), policy):
+        for wl in priority_prefilter(self.preemptor, self.admitted.get(name, ()), policy):
             variant = self._variant(wl, advantage, policy)
             if variant is not None:
                 found.append(_Candidate(wl, lca, variant[0], variant[1]))
@@ -371,14 +394,14 @@ def find_fair_targets(
     candidates: list[QueuedWorkload] = []
     if queue.preemption.within_cluster_queue != "Never":
         policy = queue.preemption.within_cluster_queue
-        candidates += [w for w in _may_satisfy(preemptor, admitted.get(queue.name, ()), policy)
+        candidates += [w for w in priority_prefilter(preemptor, admitted.get(queue.name, ()), policy)
                        if satisfies_policy(preemptor, w, queue.preemption.within_cluster_queue) and w.uses_any(frs_need)]
     if node.parent is not None and queue.preemption.reclaim_within_cohort != "Never":
         for other in node.root().subtree_queues():
             if other is node or not any(other.borrowing_with(fr, 0) for fr in frs_need):
                 continue
             policy = queue.preemption.reclaim_within_cohort
-            candidates += [w for w in _may_satisfy(preemptor, admitted.get(other.name, ()), policy)
+            candidates += [w for w in priority_prefilter(preemptor, admitted.get(other.name, ()), policy)
                            if satisfies_policy(preemptor, w, queue.preemption.reclaim_within_cohort)
                            and w.uses_any(frs_need)]
     if not candidates:

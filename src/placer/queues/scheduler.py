@@ -12,6 +12,7 @@ victims and is admitted in a later cycle; eviction takes effect when the cycle e
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
@@ -25,7 +26,7 @@ from placer.model import Assignment, ClusterSnapshot, GangSpec, PodRequest, load
 from placer.queues.entries import QueuedWorkload, podset_requests
 from placer.queues.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FlavorAssignment, assign_flavors
 from placer.queues.model import QueueConfig, ResourceFlavor, Workload
-from placer.queues.preemption import Target, find_fair_targets, find_targets
+from placer.queues.preemption import ByPriority, Target, find_fair_targets, find_targets
 from placer.queues.quota import DominantShare, FlavorResource, QuotaNode, QuotaTree, compare_shares, dominant_share
 from placer.queues.result import AdmissionResult, AdmittedWorkload, PendingWorkload, PreemptedWorkload
 
@@ -79,12 +80,19 @@ class QueueScheduler:
         self.now = 0.0
         self._all: dict[str, QueuedWorkload] = {}
         self._pending: dict[str, dict[str, QueuedWorkload]] = {name: {} for name in config.cluster_queues}
+        self._parked: dict[str, dict[str, QueuedWorkload]] = {name: {} for name in config.cluster_queues}
+        self._waiting: dict[str, list[tuple[int, float, str, int]]] = {name: [] for name in config.cluster_queues}
+        """Per ClusterQueue, a heap in queue order of the pending workloads not parked (an
+        entry whose stamp is not the workload's is stale and skipped)."""
+        self._stamps = 0
         self._admitted: dict[str, dict[str, QueuedWorkload]] = {name: {} for name in config.cluster_queues}
         self._unqueued: dict[str, tuple[Workload, str]] = {}
-        self._candidates: dict[str, list[QueuedWorkload]] = {}
+        self._candidates: dict[str, ByPriority] = {}
         """Per ClusterQueue, the workloads admitted before the running cycle: preemption
         candidates come from these only (Kueue's cycle adds what it admits to the snapshot's
         usage, not to the workloads its preemption looks at); victims leave when it ends."""
+        self._changed: set[str] = set(config.cluster_queues)
+        """ClusterQueues whose admitted workloads changed since ``_candidates`` was built."""
         self._cluster_version = 0
         """Counts binds and releases: a placement that failed is not tried again for the
         same pods before the cluster changes."""
@@ -125,7 +133,7 @@ class QueueScheduler:
         queued = QueuedWorkload(workload, name, podset_requests(workload, self.config.cluster_queues[name]))
         self._all[key] = queued
         if workload.admission is None:
-            self._pending[name][key] = queued
+            self._enqueue(queued)
             return
         self._hold(queued, {ps: dict(m) for ps, m in workload.admission.flavors.items()},
                    workload.admission.reserved_at if workload.admission.reserved_at is not None else workload.created)
@@ -138,10 +146,11 @@ class QueueScheduler:
                 flavor = by_resource.get(resource)
                 if flavor is not None and amount:
                     usage[(flavor, resource)] = usage.get((flavor, resource), 0) + amount
-        queued.flavors, queued.usage, queued.reserved_at, queued.parked = flavors, usage, at, False
+        queued.flavors, queued.usage, queued.reserved_at = flavors, usage, at
         self._forget_sticky(queued)
         self.tree.add(queued.cluster_queue, usage)
-        self._pending[queued.cluster_queue].pop(queued.key, None)
+        self._changed.add(queued.cluster_queue)
+        self._leave_queue(queued)
         self._admitted[queued.cluster_queue][queued.key] = queued
 
     def _release(self, queued: QueuedWorkload) -> None:
@@ -149,14 +158,33 @@ class QueueScheduler:
         if queued.admitted:
             self.tree.remove(queued.cluster_queue, queued.usage)
             del self._admitted[queued.cluster_queue][queued.key]
+            self._changed.add(queued.cluster_queue)
             if self.cluster is not None and queued.placed:
                 for a in queued.placed:
                     self.cluster.release(a.pod)
                 self._cluster_version += 1
             queued.placed, queued.usage, queued.flavors, queued.reserved_at = (), {}, {}, None
         else:
-            self._pending[queued.cluster_queue].pop(queued.key, None)
+            self._leave_queue(queued)
             self._forget_sticky(queued)
+
+    def _enqueue(self, queued: QueuedWorkload) -> None:
+        """The workload is pending and the next cycle may try it."""
+        self._pending[queued.cluster_queue][queued.key] = queued
+        self._parked[queued.cluster_queue].pop(queued.key, None)
+        self._stamps += 1
+        queued.parked, queued.stamp = False, self._stamps
+        heapq.heappush(self._waiting[queued.cluster_queue], (*queued.queue_order(), queued.stamp))
+
+    def _park(self, queued: QueuedWorkload) -> None:
+        """The workload waits for quota to be freed in its cohort tree."""
+        queued.parked = True
+        self._parked[queued.cluster_queue][queued.key] = queued
+
+    def _leave_queue(self, queued: QueuedWorkload) -> None:
+        self._pending[queued.cluster_queue].pop(queued.key, None)
+        self._parked[queued.cluster_queue].pop(queued.key, None)
+        queued.parked = False
 
     def _forget_sticky(self, queued: QueuedWorkload) -> None:
         if self._sticky.get(queued.cluster_queue) == queued.key:
@@ -180,15 +208,15 @@ class QueueScheduler:
         root = self.tree.queues[queue].root()
         names = [n.name for n in root.subtree_queues()] if not root.is_queue else [queue]
         for name in names:
-            for queued in self._pending[name].values():
-                queued.parked = False
+            for queued in list(self._parked[name].values()):
+                self._enqueue(queued)
 
     # ------------------------------------------------------------------ views
 
     @property
     def active_count(self) -> int:
         """Pending workloads the next cycle may still try (parked ones wait for an event)."""
-        return sum(1 for q in self._pending.values() for w in q.values() if not w.parked)
+        return sum(len(pending) - len(self._parked[name]) for name, pending in self._pending.items())
 
     @property
     def pending_count(self) -> int:
@@ -238,9 +266,13 @@ class QueueScheduler:
             if sticky is not None and not sticky.parked:
                 heads.append(sticky)
                 continue
-            waiting = [w for w in self._pending[name].values() if not w.parked]
-            if waiting:
-                heads.append(min(waiting, key=QueuedWorkload.queue_order))
+            waiting, pending = self._waiting[name], self._pending[name]
+            while waiting:
+                queued = pending.get(waiting[0][2])
+                if queued is not None and queued.stamp == waiting[0][3] and not queued.parked:
+                    heads.append(queued)
+                    break
+                heapq.heappop(waiting)
         return heads
 
     def _nominate(self, head: QueuedWorkload) -> _Entry:
@@ -399,7 +431,9 @@ class QueueScheduler:
         """
         if now is not None:
             self.now = float(now)
-        self._candidates = {name: list(ws.values()) for name, ws in self._admitted.items()}
+        for name in self._changed:
+            self._candidates[name] = ByPriority(self._admitted[name].values())
+        self._changed = set()
         entries = [self._nominate(head) for head in self._heads()]
         preempted: dict[str, tuple[QueuedWorkload, str, str]] = {}
         reserved: list[tuple[str, dict[FlavorResource, int]]] = []
@@ -414,13 +448,13 @@ class QueueScheduler:
         evicted: list[PreemptedWorkload] = []
         for victim, by, reason in preempted.values():
             self._release(victim)
-            self._pending[victim.cluster_queue][victim.key] = victim
+            self._enqueue(victim)
             evicted.append(PreemptedWorkload(victim.key, by, reason))
         for victim, _, _ in preempted.values():
             self._unpark(victim.cluster_queue)
         for entry in entries:
             if entry.outcome == "parked" and self.config.cluster_queues[entry.queued.cluster_queue].queueing_strategy == "BestEffortFIFO":
-                entry.queued.parked = True
+                self._park(entry.queued)
         return AdmissionResult(tuple(admitted), self._pending_results(entries, report_waiting), tuple(evicted))
 
     def _process(self, entry: _Entry, preempted: dict[str, tuple[QueuedWorkload, str, str]],
