@@ -15,12 +15,13 @@ first:
 (``--factorial`` runs all eight combinations.) It prints a markdown table — per
 configuration and load: the offered load achieved, queueing delay p50, p99 and mean (jobs
 admitted in the window; those in progress at the start are left out) and the inference
-queue's p99, jobs waiting at the end, mean GPUs allocated, GPU-hours left unallocated while
+queue's p99, jobs waiting at the end (of them inference jobs), mean GPUs allocated, GPU-hours left unallocated while
 work waits, preemptions (and the event times that ended on a repeated eviction) and the
 wall time — and then the wall time of the baseline run at load 0.9.
 
-Run: ``python bench/bench_timeline.py [--shrink 0.1] [--hours 3] [--seed 42]`` (about three minutes
-on one core; ``--shrink 0.1 --hours 6`` takes about seven).
+Run: ``python bench/bench_timeline.py [--shrink 0.25] [--hours 3] [--seed 42]`` (about two and a
+half minutes on one core, most of it at load 1.1); ``--shrink 1 --loads 0.9 --baseline-only``
+times the baseline on the whole cluster.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def row(run: TimelineRunResult) -> str:
     return (
         f"| {spec.policy} | {spec.strategy} | {'on' if spec.preemption else 'off'} | {spec.load:g} "
         f"| {run.arrivals.offered_load:.3f} | {duration(c.delay_p50_s)} | {duration(c.delay_p99_s)} "
-        f"| {duration(c.delay_mean_s)} | {duration(inference.delay_p99_s)} | {c.waiting_at_end} "
+        f"| {duration(c.delay_mean_s)} | {duration(inference.delay_p99_s)} | {c.waiting_at_end} ({inference.waiting_at_end}) "
         f"| {c.mean_running_gpus:.1f} ({100 * c.mean_running_gpus / gpus:.1f} %) "
         f"| {c.unallocated_gpu_hours_while_waiting:.1f} | {c.preemptions_suffered} ({o.stalls}) | {o.wall_s:.1f} s |"
     )
@@ -67,7 +68,7 @@ def row(run: TimelineRunResult) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shrink", type=float, default=0.1, help="fraction of the nodes kept (default 0.1)")
+    parser.add_argument("--shrink", type=float, default=0.25, help="fraction of the nodes kept (default 0.25)")
     parser.add_argument("--hours", type=float, default=3.0, help="length of each replay (default 3)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--loads", default=",".join(f"{x:g}" for x in LOADS))
@@ -92,7 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
           f"--shrink {args.shrink:g}), qos queues, {args.hours:g} h per replay, seed {args.seed}; jobs in "
           "progress at the start (stationary start) are left out of the delays.\n")
     print("| placement | queueing | preemption | load | offered load | delay p50 | delay p99 | delay mean "
-          "| inference p99 | waiting at end | mean GPUs allocated | GPU-h unallocated while work waits "
+          "| inference p99 | waiting at end (inference) | mean GPUs allocated | GPU-h unallocated while work waits "
           "| preemptions (stalls) | wall |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for run in runs:

@@ -10,6 +10,7 @@ Amounts are Kueue's accounting units: cpu millicores, memory bytes, others count
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -166,7 +167,8 @@ def test_v1beta2_workloads() -> None:
     assert pod.tolerations == (GPU_TOLERATION,) and pod.priority == 100
 
     admitted = got["team-a/nightly-eval"]
-    assert admitted.admission == Admission("team-a", {"main": {"cpu": "h100", "memory": "h100", GPU: "h100"}})
+    assert admitted.admission == Admission("team-a", {"main": {"cpu": "h100", "memory": "h100", GPU: "h100"}},
+                                           reserved_at=utc(2025, 3, 1, 7, 30, 5))  # QuotaReserved's time
     assert admitted.cluster_queue == "team-a" and admitted.priority == 50
     assert dict(admitted.pod_sets[0].requests) == {"cpu": 4000, "memory": 32 * GI, GPU: 2}
 
@@ -185,7 +187,7 @@ def test_v1beta1_workloads_json_list() -> None:
     # containers 1 cpu + sidecar 100m = 1.1 < init peak 2; memory 16Gi + 128Mi > init 8Gi.
     assert dict(canary.pod_sets[0].requests) == {"cpu": 2000, "memory": 16 * GI + 128 * MI, GPU: 1}
     assert canary.priority == 1000 and canary.admission == Admission(
-        "team-b", {"main": {GPU: "a100", "cpu": "cpu-only", "memory": "cpu-only"}})
+        "team-b", {"main": {GPU: "a100", "cpu": "cpu-only", "memory": "cpu-only"}}, reserved_at=utc(2025, 3, 1, 10, 0, 2))
     embeddings = got["team-b/job-embeddings-2b9d0"]
     # priorityClassName batch-low from scheduling.k8s.io (value 10), no spec.priority.
     assert (embeddings.priority, embeddings.cluster_queue) == (10, "team-b")
@@ -651,7 +653,27 @@ WORKLOAD_CASES = [
      "must be set while the QuotaReserved condition is true"),
     ("creation time", mutate(workload(), lambda o: o["metadata"].update(creationTimestamp="yesterday")),
      "metadata.creationTimestamp", "expected an RFC 3339 time"),
+    ("quota reservation time", mutate(admitted(workload()), lambda o: o["status"].update(conditions=[
+        {"type": "Admitted", "status": "True"},
+        {"type": "QuotaReserved", "status": "True", "lastTransitionTime": "soon"}])),
+     "status.conditions[1].lastTransitionTime", "expected an RFC 3339 time"),
 ]
+
+
+def utc(*fields: int) -> float:
+    return datetime.datetime(*fields, tzinfo=datetime.timezone.utc).timestamp()
+
+
+def test_the_quota_reservation_time_orders_victims() -> None:
+    obj = admitted(workload())
+    obj["metadata"]["creationTimestamp"] = "2025-03-01T12:00:00Z"
+    obj["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True",
+                                    "lastTransitionTime": "2025-03-01T13:30:00Z"}]
+    _, (w,), _ = read_kueue([rf(), cq(), obj])
+    assert w.admission is not None and w.admission.reserved_at - w.created == 5400
+    del obj["status"]["conditions"]
+    _, (w,), _ = read_kueue([rf(), cq(), obj])
+    assert w.admission is not None and w.admission.reserved_at is None
 
 
 @pytest.mark.parametrize("obj,path,what", [c[1:] for c in WORKLOAD_CASES], ids=[c[0] for c in WORKLOAD_CASES])

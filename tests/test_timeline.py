@@ -389,7 +389,7 @@ class _PingPong:
 
     fresh_preemptor = False
 
-    def __init__(self, config, snapshot=None, policy="best-fit") -> None:
+    def __init__(self, config, snapshot=None, policy="best-fit", target=None) -> None:
         self.pending: set[str] = set()
         self.n = 0
 
@@ -519,3 +519,23 @@ def test_write_timeline_outputs(tmp_path: Path) -> None:
     assert text.count("Offered GPU load **0.625**") == 2 and "## load 0.5, qos queues" in text
     with pytest.raises(ValueError):
         tl.write_timeline_outputs([], tmp_path / "none")
+
+
+def test_the_fgd_policies_measure_fragments_against_the_jobs_mix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from placer.fragmentation import target_workload
+
+    engines: list[engine.QueueScheduler] = []
+
+    class Kept(engine.QueueScheduler):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            engines.append(self)
+
+    monkeypatch.setattr(engine, "QueueScheduler", Kept)
+    jobs = [job("a", 0, 100, 1), job("b", 0, 100, 2), job("c", 10, 100, 2)]
+    queues = by_hand([cq("q", 8, cohort=None)], jobs, {j.name: "q" for j in jobs})
+    tl.run_timeline(cluster(), jobs, queues, policy="fgd-pack")
+    (used,) = engines
+    assert used.cluster is not None
+    assert used.cluster.session.workload == target_workload([j.pod for j in jobs])
+    assert used.cluster.packing is not None

@@ -42,6 +42,7 @@ __all__ = [
     "amount",
     "fair_weight",
     "creation_time",
+    "timestamp",
     "node_taints",
     "tolerations",
 ]
@@ -284,16 +285,27 @@ def creation_time(doc: Document, path: tuple[Any, ...], obj: Mapping[str, Any]) 
     v = meta.get("creationTimestamp")
     if v is None:
         return 0.0
-    tpath = (*path, "metadata", "creationTimestamp")
+    return timestamp(doc, (*path, "metadata", "creationTimestamp"), v)
+
+
+def timestamp(doc: Document, path: tuple[Any, ...], v: Any) -> float:
+    """An RFC 3339 time (a YAML timestamp too) in seconds since the epoch, UTC unless it
+    says otherwise.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``path`` for anything else.
+    """
     if isinstance(v, datetime.datetime):
         t = v
     elif isinstance(v, str):
         try:
             t = datetime.datetime.fromisoformat(v)
         except ValueError:
-            doc.fail(tpath, f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {show(v)}")
+            doc.fail(path, f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {show(v)}")
     else:
-        doc.fail(tpath, f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {show(v)}")
+        doc.fail(path, f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {show(v)}")
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
     return t.timestamp()

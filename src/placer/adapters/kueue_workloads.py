@@ -53,6 +53,7 @@ from placer.adapters.kueue_fields import (
     label_key_field,
     metadata_name,
     name_field,
+    timestamp,
     namespace_of,
     tolerations,
 )
@@ -158,6 +159,12 @@ class WorkloadReader:
         admission = None
         if status.get("admission") is not None:
             admission, pod_sets = self._admission(doc, (*path, "status", "admission"), status["admission"], pod_sets)
+            reserved = conditions.get("QuotaReserved")
+            if reserved is not None and reserved[1].get("lastTransitionTime") is not None:
+                # Kueue's preemption takes the most recently admitted first, by this time.
+                at = timestamp(doc, (*path, "status", "conditions", reserved[0], "lastTransitionTime"),
+                               reserved[1]["lastTransitionTime"])
+                admission = replace(admission, reserved_at=at)
         elif "QuotaReserved" in conditions:
             doc.fail((*path, "status", "admission"), "must be set while the QuotaReserved condition is true")
         active = spec.get("active", True)
@@ -552,12 +559,12 @@ def _units(resource: str, q: Fraction) -> int:
     return math.ceil(q * 1000) if resource == "cpu" else math.ceil(q)
 
 
-def _true_conditions(doc: Document, path: Path, v: Any) -> set[str]:
-    """The types of the conditions whose status is ``True``."""
-    out = set()
+def _true_conditions(doc: Document, path: Path, v: Any) -> dict[str, tuple[int, Mapping[str, Any]]]:
+    """The conditions whose status is ``True``, by type: their index and fields."""
+    out = {}
     for j, c in enumerate(field_list(doc, path, v)):
         c = field_map(doc, (*path, j), c)
         kind = field_string(doc, (*path, j, "type"), c.get("type"), required=True)
         if c.get("status") == "True":
-            out.add(str(kind))
+            out[str(kind)] = (j, c)
     return out

@@ -22,6 +22,7 @@ from msgspec.structs import replace
 from placer import policies
 from placer.cluster import Cluster
 from placer.exceptions import InvalidInputError
+from placer.fragmentation import Workload as TargetWorkload
 from placer.model import Assignment, ClusterSnapshot, GangSpec, PodRequest, load_snapshot
 from placer.queues.entries import QueuedWorkload, podset_requests
 from placer.queues.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FlavorAssignment, assign_flavors
@@ -59,6 +60,10 @@ class QueueScheduler:
         The cluster; without it workloads are admitted on quota only.
     policy : str
         The placement policy of admitted pods (:data:`placer.policies.REGISTRY`).
+    target : placer.fragmentation.Workload, optional
+        The typical pods (the fragment measure's target workload) of the policies that
+        need one (``fgd``, ``fgd-pack``: :meth:`Cluster.fragmentation` and
+        :meth:`Cluster.learn_packing`); without it they take it from the first pods placed.
 
     Examples
     --------
@@ -72,11 +77,18 @@ class QueueScheduler:
         snapshot: ClusterSnapshot | Mapping | str | None = None,
         *,
         policy: str = policies.DEFAULT,
+        target: Optional[TargetWorkload] = None,
     ) -> None:
         self.config = config
         self.tree = QuotaTree(config)
-        self.policy = policies.get(policy, "policy").name
+        record = policies.get(policy, "policy")
+        self.policy = record.name
         self.cluster = Cluster(load_snapshot(snapshot)) if snapshot is not None else None
+        if self.cluster is not None and target is not None:
+            if record.needs_workload:
+                self.cluster.fragmentation(target)
+            if record.needs_packing_guide:
+                self.cluster.learn_packing(target)
         self.now = 0.0
         self._all: dict[str, QueuedWorkload] = {}
         self._pending: dict[str, dict[str, QueuedWorkload]] = {name: {} for name in config.cluster_queues}

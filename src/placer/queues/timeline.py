@@ -44,6 +44,7 @@ from placer import policies
 from placer._io import PathLike, write_text_atomic
 from placer.cluster import Cluster
 from placer.exceptions import InvalidInputError
+from placer.fragmentation import target_workload
 from placer.model import Assignment, ClusterSnapshot, load_snapshot
 from placer.queues.arrivals import Arrivals, TimelineJob, TracePod, jobs_at_load, offered_load, shrink_cluster
 from placer.queues.metrics import (
@@ -195,7 +196,10 @@ class _Loop:
     ) -> None:
         from placer.queues.scheduler import QueueScheduler  # the engine; imported when a replay runs
 
-        self.scheduler = QueueScheduler(config, snapshot=snapshot, policy=policy)
+        # The fragment measure's typical pods are the jobs' mix, as the FGD replay takes its
+        # trace's (the mix, not the order of arrivals).
+        self.scheduler = QueueScheduler(config, snapshot=snapshot, policy=policy,
+                                        target=target_workload([job.pod for job in jobs]))
         self.queue_names = tuple(config.cluster_queues)
         gpus = float(sum(node.hardware.gpus for node in snapshot.nodes))
         self.recorder = TimelineRecorder(self.queue_names, gpus, start=start)
