@@ -347,6 +347,8 @@ def test_cli_end_to_end_on_a_subsample(tmp_path: Path, capsys: pytest.CaptureFix
         (["--policy", "no-such"], "--policy"),
         (["--policy", "fgd,fgd"], "--policy"),
         (["--jobs", "0"], "--jobs"),
+        (["--executor", "spark"], "--executor"),
+        (["--address", "auto"], "--address"),
     ],
 )
 def test_cli_bad_input_writes_nothing(
@@ -414,3 +416,27 @@ def test_cli_no_plot_writes_the_table_and_csv_only(tmp_path: Path) -> None:
             "--jobs", "1", "--out", str(out), "--quiet", "--no-plot"]
     assert main(argv) == 0
     assert sorted(x.name for x in out.iterdir()) == ["curves.csv", "table.md"]
+
+
+def test_cli_a_failed_run_is_named_and_the_others_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import placer.simulate as module
+
+    real = module.run_replay
+
+    def breaks_on_seed_2(snapshot, pods, policy, seed, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if seed == 2:
+            raise MemoryError("out of memory")
+        return real(snapshot, pods, policy, seed, *args, **kwargs)
+
+    monkeypatch.setattr(module, "run_replay", breaks_on_seed_2)
+    nodes, pods = write_subsample(tmp_path)
+    out = tmp_path / "out"
+    argv = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--out", str(out), "--quiet", "--no-plot",
+            "--policy", "best-fit", "--seeds", "1-3", "--jobs", "1"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "run " in err and " best-fit seed 2 failed twice: MemoryError: out of memory" in err
+    seeds = {row["seed"] for row in csv.DictReader(io.StringIO((out / "curves.csv").read_text()))}
+    assert seeds == {"1", "3"}

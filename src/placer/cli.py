@@ -318,7 +318,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--seeds", metavar="LIST", default="42-51", help="42-51 (default) or 1,2,3")
     s.add_argument("--out", metavar="DIR", default="simulate-out", help="output directory (default: ./simulate-out)")
-    s.add_argument("--jobs", metavar="N", help="worker processes (default: the CPU count)")
+    s.add_argument("--jobs", metavar="N", help="worker processes (default: the CPU count; with --executor ray and "
+                   "no --address, the CPUs of the local Ray)")
+    s.add_argument("--executor", metavar="E", default="local",
+                   help="local (default: processes on this machine) or ray (pip install 'placer[ray]')")
+    s.add_argument("--address", metavar="ADDR",
+                   help="the Ray cluster for --executor ray (e.g. ray://head:10001; default: a local Ray)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--no-plot", action="store_true", help="skip curves.png (and importing matplotlib)")
     t = s.add_argument_group(
@@ -778,6 +783,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds, "--seeds")
     policies, skipped = _simulate_policies(args.policy)
     jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
+    executor = _executor(args)
     _check_out_dir(args.out)
     nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
     pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
@@ -789,7 +795,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if skipped:
         sys.stderr.write(f"placer: simulate: skipped {', '.join(skipped)} (not available yet)\n")
         sys.stderr.flush()
-    curves = simulate(snapshot, pods, policies, seeds, jobs=jobs, progress=not args.quiet, name=name)
+    failed: list[Any] = []
+    curves = simulate(snapshot, pods, policies, seeds, jobs=jobs, progress=not args.quiet, name=name,
+                      executor=executor, address=args.address, on_failure=failed.append)
+    for failure in failed:
+        workload, policy, seed = failure.key
+        sys.stderr.write(f"placer: simulate: run {workload} {policy} seed {seed} failed twice: {failure.error}\n")
+    if not curves:
+        sys.stderr.write("placer: simulate: every run failed; nothing written\n")
+        return EXIT_VIOLATIONS
     paths = write_outputs(curves, args.out, plot=not args.no_plot)
 
     def cell(x: float) -> str:
@@ -810,7 +824,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     lines += ["  " + line for line in _table(rows, right=frozenset((1, 2, 3, 4, 5)))]
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     sys.stdout.write("\n".join(lines) + "\n")
-    return EXIT_OK
+    return EXIT_VIOLATIONS if failed else EXIT_OK
+
+
+def _executor(args: argparse.Namespace) -> str:
+    """``--executor`` checked (Ray importable when asked for) with ``--address``."""
+    from placer.executors import EXECUTORS, require_ray
+
+    if args.executor not in EXECUTORS:
+        raise InvalidInputError("--executor", f"expected one of {', '.join(EXECUTORS)}, got {args.executor!r}")
+    if args.address is not None and args.executor != "ray":
+        raise InvalidInputError("--address", "is for --executor ray")
+    if args.executor == "ray":
+        require_ray()
+    return str(args.executor)
 
 
 # ------------------------------------------------------------------ gpus and topo

@@ -47,7 +47,6 @@ import random
 import sys
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
@@ -57,6 +56,7 @@ import numpy as np
 from placer import policies as _registry
 from placer._io import write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
+from placer.executors import TaskFailure, run_tasks
 from placer.fragmentation import Workload, target_workload
 from placer.model import ClusterSnapshot, PodRequest, replace
 
@@ -383,22 +383,10 @@ def run_replay(
 
 # ------------------------------------------------------------------- many replays
 
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(
-    snapshot: ClusterSnapshot, pods: list[PodRequest], workload: Workload, name: str, ratio: float, stop: str
-) -> None:
-    _WORKER.update(snapshot=snapshot, pods=pods, workload=workload, name=name, ratio=ratio, stop=stop)
-
-
-def _run_task(policy: str, seed: int) -> Curve:
-    """One replay in a worker; ``policy`` was checked by :func:`simulate`."""
-    w = _WORKER
-    return run_replay(
-        w["snapshot"], w["pods"], _registry.REGISTRY[policy], seed, w["workload"],
-        name=w["name"], ratio=w["ratio"], stop=w["stop"],
-    )
+def _replay_task(shared: tuple[Any, ...], policy: str, seed: int) -> Curve:
+    """One replay (:func:`placer.executors.run_tasks`); ``policy`` was checked by :func:`simulate`."""
+    snapshot, pods, workload, name, ratio, stop = shared
+    return run_replay(snapshot, pods, _registry.REGISTRY[policy], seed, workload, name=name, ratio=ratio, stop=stop)
 
 
 def _progress_bar(total: int, enabled: bool) -> Any:
@@ -420,8 +408,11 @@ def simulate(
     workload: Workload | None = None,
     ratio: float = TUNE_RATIO,
     stop: str = "per-gpu",
+    executor: str = "local",
+    address: str | None = None,
+    on_failure: Callable[[TaskFailure], None] | None = None,
 ) -> list[Curve]:
-    """Replay every (policy, seed) of one workload, in parallel processes.
+    """Replay every (policy, seed) of one workload, in parallel processes or on Ray.
 
     Parameters
     ----------
@@ -431,11 +422,20 @@ def simulate(
         Names in :data:`placer.policies.REGISTRY`.
     seeds : iterable of int
     jobs : int, optional
-        Worker processes (default: the CPU count; 1 runs in this process).
+        Worker processes (default: the CPU count; 1 runs in this process); with ``ray``
+        and no address, the CPUs of the local Ray instance.
     progress : bool
         Show a tqdm bar on stderr (only when stderr is a terminal).
     name, workload, ratio, stop
         As in :func:`run_replay`.
+    executor : {"local", "ray"}
+        Where the replays run (:func:`placer.executors.run_tasks`); the curves are the same.
+    address : str, optional
+        The Ray cluster to use (default: a local one, started and stopped here).
+    on_failure : callable, optional
+        Told of each replay that failed twice (its key is ``(name, policy, seed)``); the
+        others' curves are returned. Without it the first failure raises
+        :class:`RuntimeError` once every replay has ended.
 
     Returns
     -------
@@ -455,40 +455,23 @@ def simulate(
         workload = target_workload(pods)
     # Check the inputs once here rather than in every worker.
     arrival_order(pods, seeds[0], gpu_capacity_milli(snapshot), ratio=ratio, stop=stop)
-    tasks = [(p, s) for p in policies for s in seeds]
-    if jobs is None:
-        jobs = os.cpu_count() or 1
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise InvalidInputError("jobs", f"expected an integer >= 1, got {jobs!r}")
-    jobs = min(jobs, len(tasks))
-    done: dict[tuple[str, int], Curve] = {}
+    tasks = [((name, p, s), (p, s)) for p in policies for s in seeds]
+    shared = (snapshot, pods, workload, name, ratio, stop)
+    done: dict[Any, Curve] = {}
+    failures: list[TaskFailure] = []
     with _progress_bar(len(tasks), progress) as bar:
-        if jobs == 1:
-            _init_worker(snapshot, pods, workload, name, ratio, stop)
-            try:
-                for p, s in tasks:
-                    done[(p, s)] = _run_task(p, s)
-                    bar.update(1)
-            finally:
-                _WORKER.clear()
-        else:
-            with ProcessPoolExecutor(
-                max_workers=jobs,
-                initializer=_init_worker,
-                initargs=(snapshot, pods, workload, name, ratio, stop),
-            ) as pool:
-                pending: dict[Future[Curve], tuple[str, int]] = {pool.submit(_run_task, p, s): (p, s) for p, s in tasks}
-                try:
-                    while pending:
-                        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            done[pending.pop(fut)] = fut.result()
-                            bar.update(1)
-                except BaseException:
-                    for fut in pending:
-                        fut.cancel()
-                    raise
-    return [done[t] for t in tasks]
+        for result in run_tasks(_replay_task, shared, tasks, executor=executor, jobs=jobs, address=address):
+            if result.failure is not None:
+                failures.append(result.failure)
+                if on_failure is not None:
+                    on_failure(result.failure)
+            else:
+                done[result.key] = result.value
+            bar.update(1)
+    if failures and on_failure is None:
+        first = failures[0]
+        raise RuntimeError(f"{len(failures)} replay(s) failed; {first.key}: {first.error}")
+    return [done[key] for key, _ in tasks if key in done]
 
 
 # ------------------------------------------------------------------ published values

@@ -1,0 +1,106 @@
+"""Runs on local processes and on a local Ray instance: the same results, a failing run tried
+once more and then reported by its key while the others' results are kept, clear errors."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.adapters import openb
+from placer.cli import main
+from placer.exceptions import InvalidInputError
+from placer.executors import run_tasks
+from placer.model import PodRequest
+from placer.simulate import simulate
+from test_simulate import nodes_csv
+
+
+def square_unless_marked(shared: dict[str, Any], x: int) -> int:
+    """x² plus the shared offset; x = 3 fails every time, x = 4 fails on its first try only
+    (attempts are counted in files: the tries run in other processes)."""
+    folder = Path(shared["folder"])
+    tries = folder / f"tries-{x}"
+    tries.write_text(tries.read_text() + "x" if tries.exists() else "x")
+    if x == 3 or (x == 4 and tries.read_text() == "x"):
+        raise ValueError(f"task {x} broke")
+    return x * x + shared["offset"]
+
+
+def outcomes(results: Any) -> tuple[dict[Any, int], dict[Any, str]]:
+    values, failures = {}, {}
+    for r in results:
+        if r.failure is None:
+            values[r.key] = r.value
+        else:
+            failures[r.key] = r.failure.error
+    return values, failures
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_local_runs_retry_once_and_report_by_key(tmp_path: Path, jobs: int) -> None:
+    tasks = [(("w", x), (x,)) for x in range(6)]
+    values, failures = outcomes(run_tasks(square_unless_marked, {"folder": str(tmp_path), "offset": 10}, tasks,
+                                          jobs=jobs))
+    assert values == {("w", x): x * x + 10 for x in (0, 1, 2, 4, 5)}
+    assert failures == {("w", 3): "ValueError: task 3 broke"}
+    assert (tmp_path / "tries-3").read_text() == "xx" and (tmp_path / "tries-4").read_text() == "xx"
+    assert (tmp_path / "tries-0").read_text() == "x"
+
+
+@pytest.mark.parametrize("kwargs, where", [
+    ({"executor": "dask"}, "--executor"), ({"jobs": 0}, "--jobs"), ({"address": "auto"}, "--address"),
+])
+def test_bad_executor_settings_are_refused(kwargs: dict[str, Any], where: str) -> None:
+    with pytest.raises(InvalidInputError) as e:
+        run_tasks(square_unless_marked, {}, [(1, (1,))], **kwargs)
+    assert e.value.where == where
+
+
+def test_ray_missing_is_an_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(InvalidInputError, match=r"pip install 'placer\[ray\]'"):
+        run_tasks(square_unless_marked, {}, [(1, (1,))], executor="ray")
+    assert main(["simulate", "--executor", "ray", "--out", "never"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "placer[ray]" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------- on a local Ray
+
+ray = pytest.importorskip("ray", reason="Ray is the optional extra placer[ray]; CI installs it")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Any:
+    """A local Ray instance with 2 CPUs for this module, stopped at its end. Ray's workers do not
+    have tests/ on their path: this module's functions are sent by value."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+    assert not ray.is_initialized()
+
+
+def test_ray_runs_retry_once_and_report_by_key(tmp_path: Path, local_ray: Any) -> None:
+    tasks = [(("w", x), (x,)) for x in range(6)]
+    values, failures = outcomes(run_tasks(square_unless_marked, {"folder": str(tmp_path), "offset": 10}, tasks,
+                                          executor="ray"))
+    assert values == {("w", x): x * x + 10 for x in (0, 1, 2, 4, 5)}
+    assert list(failures) == [("w", 3)] and "task 3 broke" in failures[("w", 3)]
+    assert (tmp_path / "tries-3").read_text() == "xx" and (tmp_path / "tries-4").read_text() == "xx"
+    assert local_ray.is_initialized()  # a Ray it did not start is left running
+
+
+def test_simulate_on_ray_gives_the_local_curves(local_ray: Any) -> None:
+    snapshot = openb.read_nodes(nodes_csv(8, 8, 4, 2))
+    pods = [PodRequest(f"p{i:02d}", gpus=1 + i % 2, gpu_milli=1000, cpu_milli=1000) for i in range(12)]
+    pods += [PodRequest(f"s{i:02d}", gpus=1, gpu_milli=300 + 100 * i, cpu_milli=500) for i in range(5)]
+    here = simulate(snapshot, pods, ["fgd-pack", "best-fit"], [1, 2], jobs=1, progress=False, name="w")
+    there = simulate(snapshot, pods, ["fgd-pack", "best-fit"], [1, 2], progress=False, name="w", executor="ray")
+    assert [(c.policy, c.seed) for c in there] == [(c.policy, c.seed) for c in here]
+    for x, y in zip(here, there):
+        assert x.unallocated_pct.tolist() == y.unallocated_pct.tolist()
+        assert x.frag_pct.tolist() == y.frag_pct.tolist()
+        assert x.placed_pods == y.placed_pods
