@@ -104,3 +104,16 @@ def test_simulate_on_ray_gives_the_local_curves(local_ray: Any) -> None:
         assert x.unallocated_pct.tolist() == y.unallocated_pct.tolist()
         assert x.frag_pct.tolist() == y.frag_pct.tolist()
         assert x.placed_pods == y.placed_pods
+
+
+def test_a_sweep_on_ray_writes_the_local_results(tmp_path: Path, local_ray: Any) -> None:
+    import placer.sweep as sweep
+    from test_sweep import write_spec
+
+    spec = write_spec(tmp_path, policies=["fgd-pack", "random"], seeds="1-3")
+    sweep.run_sweep(spec, tmp_path / "local", jobs=2, progress=False, plot=False)
+    outcome = sweep.run_sweep(spec, tmp_path / "ray", executor="ray", progress=False, plot=False)
+    assert (outcome.ran, outcome.failures) == (6, [])
+    local = (tmp_path / "local" / "results.csv").read_text()
+    assert (tmp_path / "ray" / "results.csv").read_text() == local and local.count("\n") == 7
+    assert (tmp_path / "ray" / "summary.md").read_text() == (tmp_path / "local" / "summary.md").read_text()

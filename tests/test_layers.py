@@ -34,7 +34,10 @@ CORE = ("placer.topology", "placer.model", "placer.exceptions", "placer.formats"
 # Library entry points the SPEC fixes that read real systems' objects: SPEC §8 names
 # placer.queues.load_queues (and load_workloads, read_kueue), which read Kueue's objects
 # through the Kueue adapter, imported lazily when called.
-SPEC_ADAPTER_ENTRY_POINTS = frozenset({("placer.queues.loaders", "placer.adapters.kueue")})
+SPEC_ADAPTER_ENTRY_POINTS = frozenset({
+    ("placer.queues.loaders", "placer.adapters.kueue"),
+    ("placer.sweep", "placer.adapters.openb"),  # SPEC §10: a sweep names openb traces and node lists
+})
 # Private names still used across modules (none since the schema package replaced _validation).
 PENDING_PRIVATE_NAMES: frozenset[tuple[str, str]] = frozenset()
 # The compiled kernel: its private names are reached only inside placer.kernel.

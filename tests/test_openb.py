@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import gzip
 import hashlib
 import re
 from pathlib import Path
@@ -118,12 +119,14 @@ def test_bundled_files_match_readme_checksums():
     sums = dict((name, digest) for digest, name in re.findall(r"^([0-9a-f]{64})  (\S+)$", readme, re.M))
     assert set(sums) == {
         "openb_node_list_gpu_node.csv",
-        "openb_pod_list_default.csv",
         "fgd_expected_unalloc_summary.csv",
         "fgd_expected_frag_summary.csv",
-    }
+    } | {f"openb_pod_list_{w}.csv" for w in openb.STUDY_WORKLOADS}
     for name, digest in sums.items():
-        assert hashlib.sha256(openb.data_path(name).read_bytes()).hexdigest() == digest, name
+        path = openb.trace_path(name[len("openb_pod_list_"):-4]) if name.startswith("openb_pod_list_") else \
+            openb.data_path(name)
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        assert hashlib.sha256(raw).hexdigest() == digest, name
 
 
 def test_published_summaries_are_bundled():
@@ -319,3 +322,15 @@ def test_readers_give_what_the_schema_decodes(default):
     assert ClusterSnapshot.from_dict(snap.to_dict()) == snap
     document = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [p.to_dict() for p in pods]}
     assert list(PlacementRequest.from_dict(document).pods) == pods
+
+
+def test_a_gzip_trace_reads_as_its_text_and_a_broken_one_is_refused(tmp_path):
+    text = openb.data_path(openb.DEFAULT_PODS).read_text(encoding="utf-8")
+    packed = tmp_path / "openb_pod_list_x.csv.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    assert openb.read_pods(packed) == openb.read_pods(openb.data_path(openb.DEFAULT_PODS))
+    packed.write_bytes(gzip.compress(text.encode())[:-20])
+    with pytest.raises(InvalidInputError, match="not a complete gzip file"):
+        openb.read_pods(packed)
+    with pytest.raises(InvalidInputError, match="no bundled openb trace"):
+        openb.trace_path("gpushare200")

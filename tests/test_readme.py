@@ -113,3 +113,12 @@ def test_readme_timeline_command_prints_its_output(tmp_path, monkeypatch, capsys
     assert main(match.group(1).split() + ["--quiet"]) == 0
     assert capsys.readouterr().out == match.group(2)
     assert {p.name for p in (tmp_path / "tl").iterdir()} == {"timeline.csv", "queues.md", "timeline.png"}
+
+
+def test_readme_sweep_spec_is_a_valid_sweep(tmp_path):
+    from placer.sweep import load_sweep
+
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", README.read_text(), re.S) if "kind: Sweep" in b)
+    (tmp_path / "s.yaml").write_text(block, encoding="utf-8")
+    runs = load_sweep(tmp_path / "s.yaml").runs
+    assert len(runs) == 3 * (3 + 1 + 1) * 10  # workloads x (fgd-pack weights + fgd + best-fit) x seeds

@@ -440,3 +440,12 @@ def test_cli_a_failed_run_is_named_and_the_others_are_written(
     assert "run " in err and " best-fit seed 2 failed twice: MemoryError: out of memory" in err
     seeds = {row["seed"] for row in csv.DictReader(io.StringIO((out / "curves.csv").read_text()))}
     assert seeds == {"1", "3"}
+
+
+def test_fgd_pack_weights_reach_the_kernel() -> None:
+    snapshot, pods = openb.load_default()
+    default = run_replay(snapshot, pods, "fgd-pack", 42)
+    assert run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(30.0, 0.5)).at(100) == default.at(100)
+    assert run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(0.0, 0.0)).at(100) != default.at(100)
+    with pytest.raises(InvalidInputError, match="regretWeight"):
+        run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(-1.0, 0.5))

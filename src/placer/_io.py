@@ -2,9 +2,11 @@
 data files bundled with the package."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
+import zlib
 from importlib import resources
 from pathlib import Path
 from typing import Any, Union
@@ -27,18 +29,25 @@ def read_text(path: PathLike, source: str | None = None) -> str:
 
 
 def read_utf8(path: PathLike, source: str | None = None) -> bytes:
-    """The bytes of a file that holds UTF-8 text (a leading byte-order mark dropped).
+    """The bytes of a file that holds UTF-8 text (a leading byte-order mark dropped); a
+    name ending in ``.gz`` is read through gzip.
 
     Raises as :func:`read_text` does.
     """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
-            raw = f.read()
+        if name.endswith(".gz"):
+            with gzip.open(name, "rb") as f:
+                raw = f.read()
+        else:
+            with open(name, "rb") as f:
+                raw = f.read()
     except FileNotFoundError:
         raise InvalidInputError(name, "no such file") from None
     except IsADirectoryError:
         raise InvalidInputError(name, "expected a file, got a directory") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise InvalidInputError(name, f"not a complete gzip file: {e}") from None
     except OSError as e:
         raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
     if raw.startswith(b"\xef\xbb\xbf"):

@@ -43,7 +43,7 @@ from placer.model import (
     replace,
 )
 from placer.moves import mover_request, relocated, why_not_movable
-from placer.packing import PackingGuide, packing_guide
+from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, packing_guide
 from placer.policies import Policy
 from placer.reasons import kube_reason
 from placer.schema.errors import bad
@@ -835,6 +835,21 @@ class Cluster:
     def packing_guide(self, pods: Sequence[PodRequest]) -> PackingGuide:
         """The ``fgd-pack`` figures of a pod list on this cluster (:meth:`PackingGuide.from_pods`)."""
         return packing_guide(pods, self._session.gpus_per_model())
+
+    def set_packing_weights(self, regret: float = REGRET_WEIGHT, pressure: float = PRESSURE_WEIGHT) -> None:
+        """Weigh ``fgd-pack``'s regret and model-pressure terms otherwise than by default
+        (:data:`placer.packing.REGRET_WEIGHT`, :data:`placer.packing.PRESSURE_WEIGHT`),
+        e.g. to sweep them.
+
+        Raises
+        ------
+        InvalidInputError
+            A weight that is not a finite number >= 0.
+        """
+        for where, value in (("regretWeight", regret), ("pressureWeight", pressure)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise InvalidInputError(where, f"expected a finite number >= 0, got {value!r}")
+        self._session.set_packing_weights(regret, pressure)
 
     def set_packing(self, guide: PackingGuide) -> None:
         """Use ``guide`` for ``fgd-pack`` from now on, fixed (default: :meth:`learn_packing`

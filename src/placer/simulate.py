@@ -318,6 +318,7 @@ def run_replay(
     name: str = "trace",
     ratio: float = TUNE_RATIO,
     stop: str = "per-gpu",
+    packing_weights: tuple[float, float] | None = None,
 ) -> Curve:
     """Replay one seed of a workload under one policy; the curve per integer arrived %.
 
@@ -341,6 +342,8 @@ def run_replay(
         The workload's name, kept in :attr:`Curve.workload`.
     ratio, stop
         As in :func:`arrival_order`.
+    packing_weights : (float, float), optional
+        ``fgd-pack``'s regret and pressure weights (:meth:`Cluster.set_packing_weights`).
 
     The samples are the empty cluster before the first pod (arrived 0, as the simulator
     reports once before submitting) and the state after each pod: arrived milli counts
@@ -355,6 +358,8 @@ def run_replay(
     capacity = gpu_capacity_milli(snapshot)
     order = arrival_order(pods, seed, capacity, ratio=ratio, stop=stop)
     cluster = Cluster(snapshot)
+    if packing_weights is not None:
+        cluster.set_packing_weights(*packing_weights)
     frag0 = cluster.fragmentation(workload).total
     if record.needs_packing_guide:
         cluster.learn_packing(workload)
@@ -797,8 +802,8 @@ def write_outputs(
 
 
 def workload_name_from_path(path: PathLike) -> str:
-    """``openb_pod_list_<name>.csv`` → ``<name>``; any other file → its stem."""
-    stem = Path(os.fspath(path)).stem
+    """``openb_pod_list_<name>.csv`` (or ``.csv.gz``) → ``<name>``; any other file → its stem."""
+    stem = Path(os.fspath(path).removesuffix(".gz")).stem
     return stem.removeprefix("openb_pod_list_") or stem
 
 

@@ -51,6 +51,8 @@ __all__ = [
     "MAX_PODS",
     "DEFAULT_NODES",
     "DEFAULT_PODS",
+    "STUDY_WORKLOADS",
+    "trace_path",
     "QOS_CLASSES",
     "TimedPod",
     "read_nodes",
@@ -93,6 +95,11 @@ lists add to the five of the ``multigpu`` lists."""
 
 DEFAULT_NODES = "openb_node_list_gpu_node.csv"
 DEFAULT_PODS = "openb_pod_list_default.csv"
+STUDY_WORKLOADS = (
+    "default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare40", "gpushare60", "gpushare80", "gpushare100",
+    "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33", "multigpu20", "multigpu30", "multigpu40", "multigpu50",
+)
+"""The 17 workloads of the FGD study's experiments, all bundled (:func:`trace_path`)."""
 
 _NO_SPEC = ("", "nan")
 _DATA_DIR = "openb"
@@ -111,6 +118,22 @@ def data_path(name: str) -> Path:
     if path is None:
         raise InvalidInputError(name, "no such bundled openb file")
     return path
+
+
+def trace_path(workload: str) -> Path:
+    """The bundled pod list of one of the FGD study's workloads by name (``default``,
+    ``cpu050``, ``gpushare40``, …: :data:`STUDY_WORKLOADS`).
+
+    Raises
+    ------
+    InvalidInputError
+        ``where`` = ``workload`` when no such trace is bundled.
+    """
+    for suffix in (".csv", ".csv.gz"):
+        path = bundled_file(_DATA_DIR, f"openb_pod_list_{workload}{suffix}")
+        if path is not None:
+            return path
+    raise InvalidInputError(workload, f"no bundled openb trace of that name; bundled: {', '.join(STUDY_WORKLOADS)}")
 
 
 def load_default() -> tuple[ClusterSnapshot, list[PodRequest]]:

@@ -180,6 +180,7 @@ class KernelSession:
         self._workload: Workload | None = None
         self._told: Workload | None = None
         self._packing: PackingGuide | None = None
+        self._weights = (REGRET_WEIGHT, PRESSURE_WEIGHT)
         self._learner: PackingLearner | None = None
         self._seen: set[str] = set()  # pods the learner has counted, by name
         self._rank: np.ndarray | None = None
@@ -342,6 +343,13 @@ class KernelSession:
             raise InvalidInputError("workload", "call fragmentation(workload) first")
         return float(self._node_frag[node])
 
+    def set_packing_weights(self, regret: float = REGRET_WEIGHT, pressure: float = PRESSURE_WEIGHT) -> None:
+        """The weights of ``fgd-pack``'s regret and model-pressure terms (defaults:
+        :data:`placer.packing.REGRET_WEIGHT`, :data:`placer.packing.PRESSURE_WEIGHT`)."""
+        self._weights = (float(regret), float(pressure))
+        if self._packing is not None:
+            self._push(self._packing)
+
     def set_packing(self, guide: PackingGuide) -> None:
         """Use ``guide`` for ``fgd-pack`` from now on, as it is (no learning)."""
         self._learner = None
@@ -389,8 +397,7 @@ class KernelSession:
             guide.cpu_per_gpu_milli,
             np.ascontiguousarray(guide.regret, dtype=np.float64).ravel(),
             guide.pressure_by_id(self._packed.model_names),
-            REGRET_WEIGHT,
-            PRESSURE_WEIGHT,
+            *self._weights,
         )
         self._packing = guide
 
