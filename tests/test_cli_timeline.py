@@ -54,6 +54,18 @@ def test_timeline_several_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert (out / "queues.md").read_text().count("| team-2 |") == 2
 
 
+def test_timeline_runs_in_processes_write_the_same_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*SMALL, "--load", "0.7,1.1", "--no-plot"]
+    assert main([*argv, "--jobs", "1", "--out", str(tmp_path / "one")]) == 0
+    assert main([*argv, "--jobs", "2", "--out", str(tmp_path / "two")]) == 0
+    for name in ("timeline.csv", "queues.md"):
+        wall = r"\d+\.\d+ s\."  # the note's wall time
+        one = re.sub(wall, "", (tmp_path / "one" / name).read_text())
+        assert one == re.sub(wall, "", (tmp_path / "two" / name).read_text()), name
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 * 9 and printed[:8] == printed[9:17]  # 2 runs x 4 lines, then "wrote"
+
+
 @pytest.mark.parametrize(
     "extra, where",
     [

@@ -748,6 +748,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
         parse_fractions,
         parse_queue_setup,
         run_spec,
+        run_specs,
         write_timeline_outputs,
     )
     from placer.simulate import parse_seeds
@@ -761,6 +762,8 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
         policies.get(p.strip(), "--policy").name for p in args.policy.split(",")]
     seeds = parse_seeds("42" if args.seeds == "42-51" else args.seeds, "--seeds")
     parse_queue_setup(args.queues)
+    jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
+    executor = _executor(args)
     _check_out_dir(args.out)
     nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
     pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
@@ -771,14 +774,24 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
                      preemption=preempt, horizon_s=horizon, shrink=shrink)
         for policy, strategy, preempt, load, seed in product(placement, strategies, preemption, loads, seeds)
     ]
-    runs = []
-    for i, spec in enumerate(specs, 1):
-        bar = None if args.quiet else _TimelineBar(spec, i, len(specs))
-        try:
-            runs.append(run_spec(snapshot, trace, spec, progress=None if bar is None else bar.advance))
-        finally:
-            if bar is not None:
-                bar.close()
+    failed: list[Any] = []
+    if executor == "ray" or (jobs or 1) > 1:
+        runs = run_specs(snapshot, trace, specs, executor=executor, jobs=jobs, address=args.address,
+                         on_failure=failed.append)
+    else:  # one after the other in this process, each with a bar over its simulated hours
+        runs = []
+        for i, spec in enumerate(specs, 1):
+            bar = None if args.quiet else _TimelineBar(spec, i, len(specs))
+            try:
+                runs.append(run_spec(snapshot, trace, spec, progress=None if bar is None else bar.advance))
+            finally:
+                if bar is not None:
+                    bar.close()
+    for failure in failed:
+        sys.stderr.write(f"placer: simulate: run {failure.key[1]} failed twice: {failure.error}\n")
+    if not runs:
+        sys.stderr.write("placer: simulate: every run failed; nothing written\n")
+        return EXIT_VIOLATIONS
     paths = write_timeline_outputs(runs, args.out, plot=not args.no_plot)
     lines = []
     for run in runs:
@@ -794,7 +807,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
             )
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     sys.stdout.write("\n".join(lines) + "\n")
-    return EXIT_OK
+    return EXIT_VIOLATIONS if failed else EXIT_OK
 
 
 class _TimelineBar:

@@ -175,8 +175,10 @@ def _run_ray(ray: Any, fn: Callable[..., Any], shared: Any, tasks: Sequence[tupl
         ray.init(**options)
     try:
         remote = ray.remote(max_retries=ATTEMPTS - 1, retry_exceptions=True)(_call_ray)
-        shared_ref = ray.put(shared)  # once, in the object store; tasks get a reference
-        refs = {remote.remote(fn, shared_ref, args): key for key, args in tasks}
+        shared_ref = ray.put(shared)  # once, in the object store
+        # Inside a list the reference reaches the task unresolved: each worker process fetches
+        # and unpickles the shared data once (_worker_shared), not once per task.
+        refs = {remote.remote(fn, [shared_ref], args): key for key, args in tasks}
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1)
             for ref in ready:
@@ -191,5 +193,19 @@ def _run_ray(ray: Any, fn: Callable[..., Any], shared: Any, tasks: Sequence[tupl
             ray.shutdown()
 
 
-def _call_ray(fn: Callable[..., Any], shared: Any, args: tuple[Any, ...]) -> Any:
-    return fn(shared, *args)
+_WORKER_SHARED: dict[str, Any] = {}
+
+
+def _worker_shared(ref: Any) -> Any:
+    """The shared data of a sweep in this Ray worker process, fetched once."""
+    import ray
+
+    key = ref.hex()
+    if key not in _WORKER_SHARED:
+        _WORKER_SHARED.clear()  # one sweep at a time
+        _WORKER_SHARED[key] = ray.get(ref)
+    return _WORKER_SHARED[key]
+
+
+def _call_ray(fn: Callable[..., Any], shared_ref: list[Any], args: tuple[Any, ...]) -> Any:
+    return fn(_worker_shared(shared_ref[0]), *args)

@@ -14,6 +14,7 @@ and the ``load_*`` functions keep working.
 """
 from __future__ import annotations
 
+import copyreg
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Mapping, Optional, Sequence, Union
@@ -104,6 +105,20 @@ HARDWARE_FIELDS = {
 """A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
 
 EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+def read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """A read-only view of a copy of ``mapping`` (how model objects hold mappings)."""
+    return MappingProxyType(dict(mapping))
+
+
+def _reduce_mapping_proxy(proxy: MappingProxyType) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return read_only, (dict(proxy),)
+
+
+# Model objects hold read-only mappings; results sent back from worker processes or Ray
+# tasks are pickled, and a mapping proxy is not picklable by default.
+copyreg.pickle(MappingProxyType, _reduce_mapping_proxy)
 """The shared empty mapping every absent mapping field holds (read-only)."""
 
 PathLike = Union[str, Path]

@@ -76,6 +76,7 @@ __all__ = [
     "parse_choices",
     "placeable_jobs",
     "run_spec",
+    "run_specs",
     "write_timeline_outputs",
 ]
 
@@ -665,6 +666,46 @@ def run_spec(
     if left_out:
         summary += f"; {left_out} drawn jobs that no node can hold left out"
     return TimelineRunResult(spec, outcome, arrivals, summary, len(cluster.nodes), gpus, left_out)
+
+
+def _spec_task(shared: tuple[ClusterSnapshot, Sequence[TracePod]], spec: TimelineSpec) -> TimelineRunResult:
+    return run_spec(shared[0], shared[1], spec)
+
+
+def run_specs(
+    snapshot: ClusterSnapshot,
+    trace: Sequence[TracePod],
+    specs: Sequence[TimelineSpec],
+    *,
+    executor: str = "local",
+    jobs: Optional[int] = None,
+    address: Optional[str] = None,
+    on_failure: Optional[Callable[[Any], None]] = None,
+) -> list[TimelineRunResult]:
+    """Several :func:`run_spec` runs on local processes or Ray (:func:`placer.executors.run_tasks`).
+
+    Returns
+    -------
+    list of TimelineRunResult
+        In the order of ``specs``; a run that failed twice is left out and told to
+        ``on_failure`` (a :class:`placer.executors.TaskFailure` keyed by its index and
+        title); without ``on_failure`` it raises :class:`RuntimeError` once all have ended.
+    """
+    from placer.executors import run_tasks
+
+    done: dict[Any, TimelineRunResult] = {}
+    failures = []
+    tasks = [((i, spec.title), (spec,)) for i, spec in enumerate(specs)]
+    for result in run_tasks(_spec_task, (snapshot, trace), tasks, executor=executor, jobs=jobs, address=address):
+        if result.failure is None:
+            done[result.key] = result.value
+        elif on_failure is not None:
+            on_failure(result.failure)
+        else:
+            failures.append(result.failure)
+    if failures:
+        raise RuntimeError(f"{len(failures)} run(s) failed; {failures[0].key[1]}: {failures[0].error}")
+    return [done[key] for key, _ in tasks if key in done]
 
 
 def write_timeline_outputs(runs: Sequence[TimelineRunResult], out_dir: PathLike, plot: bool = True) -> list[Path]:
