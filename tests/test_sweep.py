@@ -99,6 +99,8 @@ def test_a_timeline_sweep_gives_run_spec_figures(tmp_path: Path) -> None:
     ({"replay": "timeline", "horizon": "soon"}, "horizon", "expected a duration"),
     ({"replay": "timeline", "queues": ["teams:0"]}, "queues[0]", ""),
     ({"replay": "timeline", "fgdPack": {}}, "fgdPack", "fgd replay only"),
+    ({"replay": "timeline", "loads": []}, "loads", "expected at least one value"),
+    ({"policies": "all", "seeds": "1-20000"}, "", "more than 100000"),
 ])
 def test_bad_specs_name_the_file_and_the_field(tmp_path: Path, fields: dict[str, Any], where: str, what: str) -> None:
     spec = write_spec(tmp_path, **fields)

@@ -175,7 +175,7 @@ def load_sweep(path: PathLike) -> LoadedSweep:
     from placer.adapters import openb
     from placer.queues.timeline import parse_duration, parse_queue_setup
     from placer.schema.files import decode_source
-    from placer.simulate import ALL_POLICIES, parse_seeds
+    from placer.simulate import ALL_POLICIES, parse_seeds, workload_name_from_path
 
     name = os.fspath(path)
     spec, _ = decode_source(name, SweepSpec, {})
@@ -191,7 +191,8 @@ def load_sweep(path: PathLike) -> LoadedSweep:
         raise InvalidInputError(f"{name}: policies", "expected at least one policy")
     for i, p in enumerate(names):
         if p not in _registry.REGISTRY:
-            raise InvalidInputError(f"{name}: policies[{i}]", f"unknown policy {p!r}; known: {', '.join(_registry.REGISTRY)}")
+            raise InvalidInputError(f"{name}: policies[{i}]",
+                                    f"unknown policy {p!r}; known: {', '.join(_registry.REGISTRY)}")
     if len(set(names)) != len(names):
         raise InvalidInputError(f"{name}: policies", "a policy is named twice")
     if not spec.workloads:
@@ -205,8 +206,6 @@ def load_sweep(path: PathLike) -> LoadedSweep:
             if not path_w.is_file():
                 raise InvalidInputError(f"{name}: workloads[{i}]", f"neither a bundled trace "
                                         f"({', '.join(openb.STUDY_WORKLOADS)}) nor a file: {w}")
-            from placer.simulate import workload_name_from_path
-
             key = workload_name_from_path(path_w)
         if key in traces:
             raise InvalidInputError(f"{name}: workloads[{i}]", f"workload {key} is named twice")
@@ -227,6 +226,9 @@ def load_sweep(path: PathLike) -> LoadedSweep:
             raise e.within(name) from None
         if spec.fgd_pack is not None:
             raise InvalidInputError(f"{name}: fgdPack", "the fgd-pack weights are swept in the fgd replay only")
+        for axis in ("loads", "queues", "strategies", "preemption"):
+            if not getattr(spec, axis):
+                raise InvalidInputError(f"{name}: {axis}", "expected at least one value")
     weights: list[tuple[Optional[float], Optional[float]]] = [(None, None)]
     if spec.fgd_pack is not None:
         if "fgd-pack" not in names:
@@ -234,6 +236,11 @@ def load_sweep(path: PathLike) -> LoadedSweep:
         weights = [(float(r), float(p)) for r in spec.fgd_pack.regret_weight for p in spec.fgd_pack.pressure_weight]
         if not weights:
             raise InvalidInputError(f"{name}: fgdPack", "expected at least one value of each weight")
+    per_seed = 1 if spec.replay == "fgd" else (len(spec.loads) * len(spec.queues) * len(spec.strategies)
+                                                 * len(spec.preemption))
+    size = len(traces) * len(seeds) * per_seed * (len(names) - 1 + len(weights) if "fgd-pack" in names else len(names))
+    if size > MAX_RUNS:
+        raise InvalidInputError(name, f"the grid has {size} runs, more than {MAX_RUNS}")
     runs: list[SweepRun] = []
     for workload, policy in itertools.product(traces, names):
         own = weights if policy == "fgd-pack" else [(None, None)]
@@ -244,8 +251,6 @@ def load_sweep(path: PathLike) -> LoadedSweep:
             for load, queues, strategy, preempt, seed in itertools.product(
                     spec.loads, spec.queues, spec.strategies, spec.preemption, seeds):
                 runs.append(SweepRun("timeline", workload, policy, seed, float(load), queues, strategy, preempt))
-        if len(runs) > MAX_RUNS:
-            raise InvalidInputError(name, f"the grid has more than {MAX_RUNS} runs")
     return LoadedSweep(spec, tuple(runs), nodes_path, traces, horizon_s)
 
 
