@@ -120,3 +120,27 @@ def test_cli_import_slurm_jobs(tmp_path, capsys):
     assert [(p["name"], p["priority"]) for p in pods] == [("job/4242", 5000)]
     assert main(["import", "slurm", "--nodes", str(NODES), "--jobs", str(tmp_path / "missing.txt")]) == 2
     assert "missing.txt" in capsys.readouterr().err
+
+
+def test_priority_basic_priorities_are_shifted_into_placers_range_in_order():
+    # Slurm's priority/basic gives the first job 4294901759 (0xFFFEFFFF), the next one less.
+    text = JOB_9.replace("Priority=50", "Priority=4294901759") + JOB_9.replace("JobId=9", "JobId=10").replace(
+        "Priority=50", "Priority=4294901758")
+    first, second = parse_scontrol_jobs(text, "jobs.txt")
+    assert (first.priority, second.priority) == (4294901759 - 2**31, 4294901758 - 2**31)
+    assert first.priority > second.priority and first.priority <= 2**31 - 1
+    with pytest.raises(InvalidInputError, match="at most 4294967295"):
+        parse_scontrol_jobs(JOB_9.replace("Priority=50", "Priority=4294967296"), "jobs.txt")
+
+
+@pytest.mark.parametrize("per_node, gpus", [("gres:gpu:a100:3", 3), ("gres:gpu:2", 2), ("gres/gpu=4", 4),
+                                            ("gres/gpu:h100=1,gres/shard=2", 1)])
+def test_gpus_come_from_tres_per_node_when_tres_has_none(per_node: str, gpus: int) -> None:
+    # Slurm 22.05 without AccountingStorageTRES=gres/gpu: TRES=cpu=2,mem=2000M,node=2 and
+    # TresPerNode=gres:gpu:2 (as a live 22.05 prints for sbatch -N 2 --gres=gpu:2).
+    text = ("JobId=2 JobName=wrap Priority=7 JobState=RUNNING StartTime=2024-04-01T09:30:00 "
+            f"NodeList=n[1-2] NumNodes=2 TRES=cpu=2,mem=2000M,node=2,billing=2 TresPerNode={per_node}\n")
+    (job,) = parse_scontrol_jobs(text, "jobs.txt")
+    assert (job.nodes, job.gpus, job.cpus) == (("n1", "n2"), gpus, 1)
+    with pytest.raises(InvalidInputError, match="expected a GPU count in TresPerNode="):
+        parse_scontrol_jobs(text.replace(per_node, "gres:gpu:a100:x"), "jobs.txt")

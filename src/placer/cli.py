@@ -251,7 +251,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     ins.set_defaults(handler=_cmd_import_nvidia_smi)
     isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
-    isl.add_argument("--nodes", metavar="FILE", required=True, help="scontrol -d show node output")
+    isl.add_argument("--nodes", metavar="FILE", help="scontrol -d show node output (or --live)")
+    isl.add_argument(
+        "--live", action="store_true",
+        help="run scontrol (-d show node, show topology, show job) on the cluster this machine's Slurm "
+        "configuration names instead of reading --nodes, --topology and --jobs",
+    )
     isl.add_argument("--gres", metavar="FILE", help="gres.conf (Links= give GPU topology)")
     isl.add_argument(
         "--topology", metavar="FILE",
@@ -639,8 +644,17 @@ def _cmd_import_nvidia_smi(args: argparse.Namespace) -> int:
 
 def _cmd_import_slurm(args: argparse.Namespace) -> int:
     from placer.adapters.slurm import import_slurm
+    from placer.adapters.slurm_live import import_slurm_live
 
-    imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
+    if args.live:
+        for flag, value in (("--nodes", args.nodes), ("--jobs", args.jobs)):
+            if value is not None:
+                raise InvalidInputError(flag, "not with --live: scontrol is asked")
+        imported = import_slurm_live(args.gres, args.topology, args.mig_model)
+    elif args.nodes is None:
+        raise InvalidInputError("--nodes", "expected scontrol -d show node output (a file), or --live")
+    else:
+        imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
     # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
     _emit(dump_json(imported.document), args.output)
     return EXIT_OK

@@ -58,6 +58,7 @@ __all__ = [
     "build_snapshot",
     "SlurmImport",
     "import_slurm",
+    "import_slurm_texts",
     "snapshot_from_slurm",
 ]
 
@@ -1361,23 +1362,35 @@ def import_slurm(
         character or ``RealMemory=`` over placer's limit; the message ends with the
         placer/v1 path in parentheses).
     """
-    nodes_name = os.path.basename(os.fspath(nodes))
-    parsed_nodes = parse_scontrol_nodes(read_text(nodes, source=nodes_name), nodes_name)
+    def text(path: PathLike | None) -> tuple[str, str] | None:
+        if path is None:
+            return None
+        name = os.path.basename(os.fspath(path))
+        return read_text(path, source=name), name
+
+    nodes_text = text(nodes)
+    assert nodes_text is not None
+    return import_slurm_texts(nodes_text, text(gres), text(topology), mig_model, text(jobs))
+
+
+def import_slurm_texts(
+    nodes: tuple[str, str],
+    gres: tuple[str, str] | None = None,
+    topology: tuple[str, str] | None = None,
+    mig_model: str | None = None,
+    jobs: tuple[str, str] | None = None,
+) -> SlurmImport:
+    """:func:`import_slurm` on texts already read: each a ``(text, source name)`` pair, the
+    name used in errors (``scontrol -d show node:12``)."""
+    nodes_name = nodes[1]
+    parsed_nodes = parse_scontrol_nodes(*nodes)
     parsed_gres = None
     gres_name = "gres.conf"
     if gres is not None:
-        gres_name = os.path.basename(os.fspath(gres))
-        parsed_gres = parse_gres_conf(read_text(gres, source=gres_name), gres_name)
-    parsed_topology = None
-    if topology is not None:
-        topology_name = os.path.basename(os.fspath(topology))
-        parsed_topology = parse_topology_conf(
-            read_text(topology, source=topology_name), topology_name
-        )
-    parsed_jobs = None
-    if jobs is not None:
-        jobs_name = os.path.basename(os.fspath(jobs))
-        parsed_jobs = parse_scontrol_jobs(read_text(jobs, source=jobs_name), jobs_name)
+        gres_name = gres[1]
+        parsed_gres = parse_gres_conf(*gres)
+    parsed_topology = parse_topology_conf(*topology) if topology is not None else None
+    parsed_jobs = parse_scontrol_jobs(*jobs) if jobs is not None else None
     try:
         document = build_snapshot(parsed_nodes, parsed_gres, parsed_topology, gres_name, mig_model, parsed_jobs)
         snapshot = snapshot_from_dict(document)

@@ -22,7 +22,10 @@ from placer.exceptions import InvalidInputError
 from placer.hostlist import expand_hostlist
 from placer.textlines import TextLines, clip
 
-__all__ = ["SlurmJob", "parse_scontrol_jobs", "job_pods"]
+__all__ = ["SLURM_MAX_PRIORITY", "PLACER_MAX_PRIORITY", "SlurmJob", "parse_scontrol_jobs", "job_pods"]
+
+SLURM_MAX_PRIORITY = 2**32 - 1
+PLACER_MAX_PRIORITY = 2**31 - 1
 
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_/:]*)=")
 _ECHO = re.compile(r"(?:\S*[$#>%]\s*)?scontrol(?:\s.*)?")
@@ -40,14 +43,18 @@ class SlurmJob:
     where : str
         ``"<source>:<line>"`` of ``JobId=``.
     priority : int
-        ``Priority=``.
+        ``Priority=``; Slurm's is unsigned 32-bit, placer's signed: a priority of 2³¹ and
+        above (``priority/basic`` gives jobs 4294901759 and down) has 2³¹ taken off, which
+        keeps the order of the jobs of one cluster.
     start_time : str or None
         ``StartTime=`` as RFC 3339 in UTC (see the module notes), None when not known.
     nodes : tuple of str
         ``NodeList=`` expanded.
     cpus, memory_mib, gpus : int
         The job's share on each of its nodes: the ``cpu``, ``mem`` and GPUs of its
-        ``AllocTRES=`` (``TRES=`` before Slurm 23.02) divided by its node count.
+        ``AllocTRES=`` (``TRES=`` before Slurm 23.02) divided by its node count; GPUs from
+        ``TresPerNode=`` when the TRES list has none (Slurm lists ``gres/gpu`` there only
+        when accounting tracks it).
     """
 
     job_id: str
@@ -135,6 +142,24 @@ def _pairs(line: str, lines: TextLines, line_no: int) -> list[tuple[str, str]]:
     return [(m.group(1), line[m.end():end].strip()) for m, end in zip(matches, ends)]
 
 
+_GRES_GPU = re.compile(r"gres[:/]gpu(?::[^:=,]+)?[:=]([0-9]+)")
+
+
+def _gpus_per_node(value: str, where: str) -> int:
+    """The GPUs of ``TresPerNode=`` (``gres:gpu:a100:3`` in Slurm 22.05, ``gres/gpu=3``
+    later; several items comma-separated)."""
+    total = 0
+    for item in value.split(","):
+        item = item.strip()
+        if not item.startswith(("gres:gpu", "gres/gpu")):
+            continue
+        m = _GRES_GPU.fullmatch(item)
+        if m is None:
+            _fail(where, f"expected a GPU count in TresPerNode= such as gres:gpu:a100:3, got {item!r}")
+        total += int(m.group(1))
+    return total
+
+
 def _job(record: Mapping[str, tuple[str, int]], line: int, source: str) -> SlurmJob:
     def need(key: str) -> tuple[str, str]:
         if key not in record:
@@ -143,6 +168,11 @@ def _job(record: Mapping[str, tuple[str, int]], line: int, source: str) -> Slurm
         return value, f"{source}:{at}"
 
     priority = whole(*need("Priority"), "Priority=")
+    if priority > SLURM_MAX_PRIORITY:
+        _fail(need("Priority")[1], f"expected Priority= at most {SLURM_MAX_PRIORITY}, got {priority}")
+    if priority > PLACER_MAX_PRIORITY:
+        # priority/basic starts jobs just under 2**32, beyond placer's int32: shifted, in order.
+        priority -= PLACER_MAX_PRIORITY + 1
     node_text, node_where = need("NodeList")
     nodes = tuple(expand_hostlist(node_text, node_where))
     if "NumNodes" in record:
@@ -156,6 +186,10 @@ def _job(record: Mapping[str, tuple[str, int]], line: int, source: str) -> Slurm
     cpus = whole(amounts["cpu"], tres_where, f"cpu of {key}=") if "cpu" in amounts else 0
     memory = mem_mib(amounts["mem"], tres_where, f"mem of {key}=") if "mem" in amounts else 0
     gpus = tres_gpus(amounts, tres_where, key) or 0
+    if not gpus and "TresPerNode" in record:
+        # GPUs are in TRES only where accounting tracks gres/gpu (AccountingStorageTRES).
+        value, at = record["TresPerNode"]
+        gpus = _gpus_per_node(value, f"{source}:{at}") * len(nodes)
     for what, total in (("cpu", cpus), ("mem", memory), ("gres/gpu", gpus)):
         if total % len(nodes):
             _fail(tres_where, f"expected the {what} of {key}= ({total}) to divide evenly over the job's "
