@@ -88,7 +88,7 @@ def test_slurm_import_places(tmp_path, capsys):
     result = placer.place(snap, request)
     assert len(result.assignments) == 1 and placer.check_placement(snap, request, result) == []
     slurm_lines = run(capsys, "place", str(out), str(_write(tmp_path / "r.json", request)), "--format", "slurm")
-    assert slurm_lines.startswith("one ") and "CUDA_VISIBLE_DEVICES=" in slurm_lines
+    assert slurm_lines.startswith("one --nodelist=") and "--gres=gpu:" in slurm_lines
 
 
 def test_import_errors_are_one_line(tmp_path, capsys):

@@ -192,36 +192,45 @@ def test_env_quotes_shell_words():
 
 
 def test_slurm(result):
+    chose = "n01:0,1,2 n02:0,1,2 n03:0,1,2 n07:1,2,3"
     assert to_slurm(result) == (
-        "team-a/llm 'n[01-03,07]' n01:CUDA_VISIBLE_DEVICES=0,1,2 n02:CUDA_VISIBLE_DEVICES=0,1,2 "
-        "n03:CUDA_VISIBLE_DEVICES=0,1,2 n07:CUDA_VISIBLE_DEVICES=1,2,3\n"
-        "team-c/dev n01 n01:CUDA_VISIBLE_DEVICES=3\n"
-        "cpu-job n07 n07:CUDA_VISIBLE_DEVICES=\n"
+        "team-a/llm '--nodelist=n[01-03,07]' --nodes=4 --ntasks-per-node=1 --gres=gpu:3\n"
+        f"# team-a/llm: Slurm chooses the GPUs on each node (placer chose {chose}); they cannot be imposed\n"
+        "team-c/dev --nodelist=n01 --nodes=1 --ntasks-per-node=1 --gres=gpu:1\n"
+        "# team-c/dev: Slurm chooses the GPUs on each node (placer chose n01:3); they cannot be imposed\n"
+        "cpu-job --nodelist=n07 --nodes=1 --ntasks-per-node=1\n"
         f"# unschedulable: team-b/solo: {NO_GPU}\n"
         f"# unschedulable: team-x/big: {NO_GPU}\n"
     )
     assert render(result, "slurm") == to_slurm(result)
+    # With the snapshot the GRES type is the nodes' GPU model.
+    assert to_slurm(result, SNAPSHOT).splitlines()[0].endswith(" --gres=gpu:A100-SXM4-80GB:3")
 
 
-def test_slurm_gang_with_two_pods_per_node_and_mixed_prefixes():
+def test_slurm_whole_nodes_need_no_note_and_uneven_jobs_get_one():
+    snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": f"gpu0{i}", "gpus": 8, "gpuModel": "a100"} for i in (1, 2, 3)]}
     res = {
-        "apiVersion": "placer/v1",
-        "kind": "PlacementResult",
+        "apiVersion": "placer/v1", "kind": "PlacementResult", "unschedulable": [],
         "assignments": [
-            {"pod": "t/job-0", "node": "gpu-b2", "gpus": [4, 5, 6, 7], "gang": "t/job"},
-            {"pod": "t/job-1", "node": "gpu-a10", "gpus": [2, 3], "gang": "t/job"},
-            {"pod": "t/job-2", "node": "gpu-a10", "gpus": [0, 1], "gang": "t/job"},
-            {"pod": "t/job-3", "node": "gpu-a9", "gpus": [0], "gang": "t/job"},
-            {"pod": "solo", "node": "login", "gpus": [1]},
+            {"pod": "t/big-0", "node": "gpu03", "gpus": list(range(8)), "gang": "t/big"},
+            {"pod": "t/big-1", "node": "gpu01", "gpus": list(range(8)), "gang": "t/big"},
+            {"pod": "t/odd-0", "node": "gpu02", "gpus": [0, 1], "gang": "t/odd"},
+            {"pod": "t/odd-1", "node": "gpu02", "gpus": [2], "gang": "t/odd"},
+            {"pod": "t/odd-2", "node": "gpu01", "gpus": [], "gang": "t/odd"},
         ],
-        "unschedulable": [],
-        "gangs": [{"name": "t/job", "placed": True, "solver": "greedy", "status": "feasible"}],
     }
-    assert to_slurm(res) == (
-        "t/job 'gpu-a[9-10],gpu-b2' gpu-a9:CUDA_VISIBLE_DEVICES=0 gpu-a10:CUDA_VISIBLE_DEVICES=0,1,2,3 "
-        "gpu-b2:CUDA_VISIBLE_DEVICES=4,5,6,7\n"
-        "solo login login:CUDA_VISIBLE_DEVICES=1\n"
+    assert to_slurm(res, snapshot) == (
+        "t/big '--nodelist=gpu[01,03]' --nodes=2 --ntasks-per-node=1 --gres=gpu:a100:8\n"
+        "t/odd '--nodelist=gpu[01-02]' --nodes=2\n"
+        "# t/odd: pods per node differ (gpu01:1 gpu02:2): one --ntasks-per-node cannot say it; submit one job per "
+        "node or a heterogeneous job\n"
+        "# t/odd: GPUs per node differ (gpu01:0 gpu02:3): one --gres cannot say it; submit one job per node or a "
+        "heterogeneous job\n"
+        "# t/odd: Slurm chooses the GPUs on each node (placer chose gpu02:0,1,2); they cannot be imposed\n"
     )
+    job, *args = shlex.split(to_slurm(res, snapshot).splitlines()[0])
+    assert job == "t/big" and expand_hostlist(args[0].removeprefix("--nodelist=")) == ["gpu01", "gpu03"]
 
 
 def test_empty_result_gives_empty_text():
@@ -302,13 +311,9 @@ def test_slurm_docstring_example():
         "gangs": [{"name": "team-a/llm", "placed": True, "solver": "greedy", "status": "feasible"}],
     }
     line = to_slurm(res).splitlines()[0]
-    assert line == (
-        "team-a/llm 'n[01-02,07]' n01:CUDA_VISIBLE_DEVICES=0,1 n02:CUDA_VISIBLE_DEVICES=2,3 "
-        "n07:CUDA_VISIBLE_DEVICES=0"
-    )
-    job, nodelist, *per_node = shlex.split(line)
-    assert expand_hostlist(nodelist) == ["n01", "n02", "n07"]
-    assert [w.split(":", 1)[0] for w in per_node] == ["n01", "n02", "n07"]
+    assert line == "team-a/llm '--nodelist=n[01-02,07]' --nodes=3"
+    job, nodelist, nodes = shlex.split(line)
+    assert expand_hostlist(nodelist.removeprefix("--nodelist=")) == ["n01", "n02", "n07"] and nodes == "--nodes=3"
 
 
 # ----------------------------------------------------------------- the registry
@@ -325,7 +330,7 @@ def test_place_format_takes_every_registered_format(tmp_path, capsys):
     for name in [None, *OUTPUT_FORMATS]:
         argv = ["place", str(snap), str(req)] + ([] if name is None else ["--format", name])
         assert main(argv) == 0
-        assert capsys.readouterr().out == render(result, name or "json"), name
+        assert capsys.readouterr().out == render(result, name or "json", SNAPSHOT), name
     assert main(["place", str(snap), str(req), "--format", "yaml"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("placer: error: --format: ") and all(name in err for name in OUTPUT_FORMATS)

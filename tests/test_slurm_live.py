@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -100,3 +101,31 @@ def test_scontrol_errors_are_one_line(slurm: SlurmCluster, tmp_path: Path) -> No
     with pytest.raises(InvalidInputError) as e:
         run_scontrol(["show", "node", "gpu99"])
     assert e.value.where == "scontrol show node gpu99" and "\n" not in str(e.value)
+
+
+def test_a_gang_runs_where_placer_placed_it(slurm: SlurmCluster, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # One GPU of gpu01 is busy, so two whole 8-GPU nodes in one switch are gpu03 and gpu04.
+    blocker = slurm.run("sbatch", "--parsable", "--nodelist=gpu01", "--gres=gpu:a100:1", "-o", "/dev/null",
+                        "--wrap", "sleep 300").strip()
+    gang = None
+    try:
+        slurm.wait_for(lambda: slurm.run("squeue", "-h", "-j", blocker, "-o", "%T").strip() == "RUNNING", "blocker")
+        snapshot, request = tmp_path / "cluster.json", tmp_path / "request.json"
+        assert main(["import", "slurm", "--live", "-o", str(snapshot)]) == 0
+        request.write_text(json.dumps({
+            "apiVersion": "placer/v1", "kind": "PlacementRequest",
+            "pods": [{"name": "train", "replicas": 2, "gang": "train", "gpus": 8, "cpuMilli": 4000}],
+            "gangs": {"train": {"topology": {"mode": "required", "level": "switch2"}}}}))
+        capsys.readouterr()
+        assert main(["place", str(snapshot), str(request), "--format", "slurm"]) == 0
+        line, *notes = capsys.readouterr().out.splitlines()
+        job, *args = shlex.split(line)
+        assert job == "train" and notes == []  # whole nodes: no GPU indices left to Slurm's choice
+        assert args == ["--nodelist=gpu[03-04]", "--nodes=2", "--ntasks-per-node=1", "--gres=gpu:a100:8"]
+        gang = slurm.run("sbatch", "--parsable", *args, "-o", "/dev/null", "--wrap", "sleep 300").strip()
+        slurm.wait_for(lambda: slurm.run("squeue", "-h", "-j", gang, "-o", "%T").strip() == "RUNNING", "the gang")
+        assert slurm.run("squeue", "-h", "-j", gang, "-o", "%N").strip() == "gpu[03-04]"
+    finally:
+        slurm.run("scancel", blocker, *([gang] if gang else []))
+    slurm.wait_for(lambda: not slurm.run("squeue", "-h").strip(), "jobs ended")

@@ -8,9 +8,10 @@ up there.
   Kubernetes ``v1`` ``Binding`` per assigned pod, as a YAML multi-document stream or a
   JSON ``List``;
 * ``env`` — :func:`to_env`: one line per assigned pod with its ``NVIDIA_VISIBLE_DEVICES``;
-* ``slurm`` — :func:`to_slurm`: one line per gang (and per pod outside a gang) with the
-  Slurm nodelist as a compressed hostlist (:func:`compress_hostlist`) and each node's
-  ``CUDA_VISIBLE_DEVICES``.
+* ``slurm`` — :func:`to_slurm`: per gang (and per pod outside a gang) the ``sbatch``/``srun``
+  arguments (``--nodelist`` as a compressed hostlist, :func:`compress_hostlist`;
+  ``--nodes``, ``--ntasks-per-node``, ``--gres``) and comments on what Slurm cannot be
+  told (which GPU indices).
 
 Unschedulable pods are left out of the bindings and listed as comment lines
 ``# unschedulable: <pod>: <reason>`` after the lines of ``env`` and ``slurm``.
@@ -233,58 +234,86 @@ def to_env(result: ResultLike, snapshot: SnapshotLike = None) -> str:
 
 
 def to_slurm(result: ResultLike, snapshot: SnapshotLike = None) -> str:
-    """One line per gang and per assigned pod outside a gang, for a Slurm launcher.
+    """Per gang (and per pod outside a gang) the arguments ``sbatch``/``srun`` take to run it
+    where placer placed it, and what Slurm cannot be told.
 
     Line format (single spaces between words)::
 
-        <job> <nodelist> <node>:CUDA_VISIBLE_DEVICES=<ids> [<node>:CUDA_VISIBLE_DEVICES=<ids> ...]
+        <job> --nodelist=<hostlist> --nodes=<n> [--ntasks-per-node=<k>] [--gres=gpu[:<type>]:<g>]
 
     * ``<job>``: the gang name, or the pod name for a pod outside a gang;
-    * ``<nodelist>``: the job's distinct nodes as a compressed Slurm hostlist
-      (:func:`compress_hostlist`, e.g. ``node[01-03,07]``), for ``srun/sbatch
-      --nodelist``;
-    * then, per node in the order the hostlist expands to, ``<node>:CUDA_VISIBLE_DEVICES=``
-      and the job's GPU indices on that node (the union over its pods there), ascending
-      and comma-separated; empty when the job's pods there have no GPU.
+    * ``--nodelist``: the job's distinct nodes as a compressed Slurm hostlist
+      (:func:`compress_hostlist`, e.g. ``node[01-03,07]``); ``--nodes``: how many;
+    * ``--ntasks-per-node``: the job's pods per node, when every node has as many;
+    * ``--gres=gpu:<g>``: the job's GPUs per node, when every node has as many (and some);
+      with ``:<type>`` (the node's GPU model, as ``placer import slurm`` takes it from the
+      GRES type) when ``snapshot`` is given and the job's nodes share one model.
 
-    Jobs follow the order in which their first pod appears among the assignments; then
-    one ``# unschedulable: <pod>: <reason>`` line per unschedulable pod. Words are
-    shell-quoted where needed — a hostlist with brackets is quoted
-    (``'node[01-03,07]'``) since the brackets are shell glob characters. The text ends
+    Then, for that job, comment lines for what the arguments cannot say:
+
+    * ``# <job>: Slurm chooses the GPUs on each node (placer chose n01:0,1 ...); they cannot be
+      imposed`` — unless the job takes every GPU of each of its nodes (known from
+      ``snapshot``): Slurm sets ``CUDA_VISIBLE_DEVICES`` itself;
+    * ``# <job>: pods per node differ (...)`` or ``GPUs per node differ (...)``: one
+      ``--ntasks-per-node`` or ``--gres`` cannot say it (submit one job per node, or a
+      heterogeneous job).
+
+    Jobs follow the order of their first pod among the assignments; then one
+    ``# unschedulable: <pod>: <reason>`` line per unschedulable pod. Words are shell-quoted
+    where needed (``'--nodelist=n[01-03,07]'``: brackets are glob characters). The text ends
     with a newline, or is empty when the result has no pods.
 
-    Example: a gang ``team-a/llm`` with two pods on ``n01`` (GPUs 0 and 1), one on ``n02``
-    (GPUs 2, 3) and one on ``n07`` (GPU 0), then an unschedulable pod, gives::
+    Example: a gang ``team-a/llm`` of two pods on ``n01`` and ``n02``, 8 GPUs each, on nodes
+    of 8 ``a100`` GPUs, gives::
 
-        team-a/llm 'n[01-02,07]' n01:CUDA_VISIBLE_DEVICES=0,1 n02:CUDA_VISIBLE_DEVICES=2,3 n07:CUDA_VISIBLE_DEVICES=0
-        # unschedulable: team-x/big: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.
+        team-a/llm '--nodelist=n[01-02]' --nodes=2 --ntasks-per-node=1 --gres=gpu:a100:8
 
     Parameters
     ----------
     result : PlacementResult, dict or path
         The placement.
     snapshot : optional
-        Not used (the writers of :data:`OUTPUT_FORMATS` all take it).
+        The cluster, for GRES types and whether a job's GPUs are whole nodes.
 
     Returns
     -------
     str
     """
     res = load_result(result)
-    jobs: dict[tuple[bool, str], dict[str, set[int]]] = {}
+    snap = load_snapshot(snapshot) if snapshot is not None else None
+    hardware = {n.name: n.hardware for n in snap.nodes} if snap is not None else {}
+    jobs: dict[tuple[bool, str], dict[str, list[Assignment]]] = {}
     for a in res.assignments:
         key = (True, a.gang) if a.gang is not None else (False, a.pod)
-        jobs.setdefault(key, {}).setdefault(a.node, set()).update(a.gpus)
+        jobs.setdefault(key, {}).setdefault(a.node, []).append(a)
     lines: list[str] = []
-    for (_, job), nodes in jobs.items():
-        order = _hostlist_order(nodes)
-        lines.append(
-            _words(
-                job,
-                compress_hostlist(order),
-                *(f"{n}:CUDA_VISIBLE_DEVICES={_join(sorted(nodes[n]))}" for n in order),
-            )
-        )
+    for (_, job), by_node in jobs.items():
+        order = _hostlist_order(by_node)
+        gpus = {n: sorted({g for a in by_node[n] for g in a.gpus}) for n in order}
+        tasks = {n: len(by_node[n]) for n in order}
+        words = [job, f"--nodelist={compress_hostlist(order)}", f"--nodes={len(order)}"]
+        notes = []
+        if len(set(tasks.values())) == 1:
+            words.append(f"--ntasks-per-node={tasks[order[0]]}")
+        else:
+            notes.append("pods per node differ (" + " ".join(f"{n}:{tasks[n]}" for n in order) + "): one "
+                         "--ntasks-per-node cannot say it; submit one job per node or a heterogeneous job")
+        counts = {len(g) for g in gpus.values()}
+        if counts != {0}:
+            if len(counts) == 1:
+                models = {hardware[n].gpu_model for n in order if n in hardware}
+                typed = len(models) == 1 and len(hardware) > 0 and all(n in hardware for n in order) \
+                    and None not in models
+                words.append(f"--gres=gpu:{next(iter(models))}:{counts.pop()}" if typed else f"--gres=gpu:{counts.pop()}")
+            else:
+                notes.append("GPUs per node differ (" + " ".join(f"{n}:{len(gpus[n])}" for n in order) + "): one "
+                             "--gres cannot say it; submit one job per node or a heterogeneous job")
+            whole = all(n in hardware and len(gpus[n]) == hardware[n].gpus for n in order)
+            if not whole:
+                chose = " ".join(f"{n}:{_join(gpus[n])}" for n in order if gpus[n])
+                notes.append(f"Slurm chooses the GPUs on each node (placer chose {chose}); they cannot be imposed")
+        lines.append(_words(*words))
+        lines.extend(f"# {_one_line(job)}: {note}" for note in notes)
     return _text(lines + _unschedulable_comments(res))
 
 
