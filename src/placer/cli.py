@@ -776,11 +776,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
         policies.get(p.strip(), "--policy").name for p in args.policy.split(",")]
     seeds = parse_seeds("42" if args.seeds == "42-51" else args.seeds, "--seeds")
     parse_queue_setup(args.queues)
-    jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
-    executor = _executor(args)
-    _check_out_dir(args.out)
-    nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
-    pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
+    jobs, executor, nodes_path, pods_path = _replay_options(args)
     snapshot = openb.read_nodes(nodes_path)
     trace = openb.read_timed_pods(pods_path)
     specs = [
@@ -855,11 +851,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     seeds = parse_seeds(args.seeds, "--seeds")
     policies, skipped = _simulate_policies(args.policy)
-    jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
-    executor = _executor(args)
-    _check_out_dir(args.out)
-    nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
-    pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
+    jobs, executor, nodes_path, pods_path = _replay_options(args)
     snapshot = openb.read_nodes(nodes_path)
     pods = openb.read_pods(pods_path)
     name = workload_name_from_path(pods_path)
@@ -898,6 +890,19 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
+
+
+def _replay_options(args: argparse.Namespace) -> tuple[Any, str, Any, Any]:
+    """``--jobs`` and ``--executor`` checked, ``--out`` usable, and the openb node and pod
+    files (the bundled ones by default)."""
+    from placer.adapters import openb
+
+    jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
+    executor = _executor(args)
+    _check_out_dir(args.out)
+    nodes_path = args.nodes if args.nodes is not None else openb.data_path(openb.DEFAULT_NODES)
+    pods_path = args.pods if args.pods is not None else openb.data_path(openb.DEFAULT_PODS)
+    return jobs, executor, nodes_path, pods_path
 
 
 def _executor(args: argparse.Namespace) -> str:
