@@ -13,13 +13,14 @@ is an :class:`~placer.exceptions.InvalidInputError` naming the extra.
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator, Optional, Sequence
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["EXECUTORS", "TaskFailure", "TaskResult", "run_tasks", "require_ray"]
+__all__ = ["EXECUTORS", "TaskFailure", "TaskResult", "run_tasks", "require_ray", "progress_bar"]
 
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2
@@ -41,6 +42,14 @@ class TaskResult:
     key: Hashable
     value: Any = None
     failure: Optional[TaskFailure] = None
+
+
+def progress_bar(total: int, desc: str, enabled: bool = True) -> Any:
+    """A tqdm bar over ``total`` runs on stderr, shown only when stderr is a terminal."""
+    from tqdm import tqdm
+
+    show = enabled and sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+    return tqdm(total=total, desc=desc, unit="run", file=sys.stderr, disable=not show, leave=False)
 
 
 def require_ray(where: str = "--executor") -> Any:

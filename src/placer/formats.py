@@ -301,10 +301,9 @@ def to_slurm(result: ResultLike, snapshot: SnapshotLike = None) -> str:
         counts = {len(g) for g in gpus.values()}
         if counts != {0}:
             if len(counts) == 1:
-                models = {hardware[n].gpu_model for n in order if n in hardware}
-                typed = len(models) == 1 and len(hardware) > 0 and all(n in hardware for n in order) \
-                    and None not in models
-                words.append(f"--gres=gpu:{next(iter(models))}:{counts.pop()}" if typed else f"--gres=gpu:{counts.pop()}")
+                models = {hardware[n].gpu_model if n in hardware else None for n in order}
+                gres_type = f"{models.pop()}:" if len(models) == 1 and None not in models else ""
+                words.append(f"--gres=gpu:{gres_type}{counts.pop()}")
             else:
                 notes.append("GPUs per node differ (" + " ".join(f"{n}:{len(gpus[n])}" for n in order) + "): one "
                              "--gres cannot say it; submit one job per node or a heterogeneous job")

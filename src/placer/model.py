@@ -107,13 +107,12 @@ HARDWARE_FIELDS = {
 EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
-def read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
-    """A read-only view of a copy of ``mapping`` (how model objects hold mappings)."""
+def _read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
     return MappingProxyType(dict(mapping))
 
 
 def _reduce_mapping_proxy(proxy: MappingProxyType) -> tuple[Any, tuple[dict[Any, Any]]]:
-    return read_only, (dict(proxy),)
+    return _read_only, (dict(proxy),)
 
 
 # Model objects hold read-only mappings; results sent back from worker processes or Ray

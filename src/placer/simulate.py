@@ -44,7 +44,6 @@ import io
 import math
 import os
 import random
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ import numpy as np
 from placer import policies as _registry
 from placer._io import write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
-from placer.executors import TaskFailure, run_tasks
+from placer.executors import TaskFailure, progress_bar, run_tasks
 from placer.fragmentation import Workload, target_workload
 from placer.model import ClusterSnapshot, PodRequest, replace
 
@@ -394,13 +393,6 @@ def _replay_task(shared: tuple[Any, ...], policy: str, seed: int) -> Curve:
     return run_replay(snapshot, pods, _registry.REGISTRY[policy], seed, workload, name=name, ratio=ratio, stop=stop)
 
 
-def _progress_bar(total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    show = enabled and sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
-    return tqdm(total=total, desc="simulate", unit="run", file=sys.stderr, disable=not show, leave=False)
-
-
 def simulate(
     snapshot: ClusterSnapshot,
     pods: Sequence[PodRequest],
@@ -464,7 +456,7 @@ def simulate(
     shared = (snapshot, pods, workload, name, ratio, stop)
     done: dict[Any, Curve] = {}
     failures: list[TaskFailure] = []
-    with _progress_bar(len(tasks), progress) as bar:
+    with progress_bar(len(tasks), "simulate", progress) as bar:
         for result in run_tasks(_replay_task, shared, tasks, executor=executor, jobs=jobs, address=address):
             if result.failure is not None:
                 failures.append(result.failure)

@@ -27,7 +27,6 @@ import itertools
 import math
 import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from msgspec import Meta, Struct, field
 from placer import policies as _registry
 from placer._io import PathLike, read_text, write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
-from placer.executors import TaskFailure, run_tasks
+from placer.executors import TaskFailure, progress_bar, run_tasks
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT
 
 __all__ = [
@@ -348,20 +347,23 @@ def run_sweep(
     existing = _read_results(results_path, columns)
     by_key = {tuple(row[c] for c in GRID_COLUMNS): row for row in existing}
     todo = [r for r in loaded.runs if r.key() not in by_key]
-    timings = _read_results(timings_path, GRID_COLUMNS + ("wall_s",)) if timings_path.exists() else []
+    timings = _read_results(timings_path, GRID_COLUMNS + ("wall_s",))
+    order = {r.key(): i for i, r in enumerate(loaded.runs)}
+
+    def in_grid_order() -> list[dict[str, str]]:
+        return sorted(by_key.values(), key=lambda row: order.get(tuple(row[c] for c in GRID_COLUMNS), len(order)))
+
     out.mkdir(parents=True, exist_ok=True)
     failures: list[TaskFailure] = []
     if todo:
-        nodes = openb.read_nodes(loaded.nodes_path)
         needed = {r.workload for r in todo}
         read = openb.read_pods if replay == "fgd" else openb.read_timed_pods
-        shared = {"nodes": nodes, "traces": {w: read(p) for w, p in loaded.traces.items() if w in needed},
+        shared = {"nodes": openb.read_nodes(loaded.nodes_path),
+                  "traces": {w: read(p) for w, p in loaded.traces.items() if w in needed},
                   "horizon_s": loaded.horizon_s, "shrink": loaded.spec.shrink}
-        order = {r.key(): i for i, r in enumerate(loaded.runs)}
-        bar = _bar(len(todo), progress)
-        try:
-            for result in run_tasks(_timed, shared, [(r.key(), (r,)) for r in todo], executor=executor, jobs=jobs,
-                                    address=address):
+        tasks = [(r.key(), (r,)) for r in todo]
+        with progress_bar(len(todo), "sweep", progress) as bar:
+            for result in run_tasks(_timed, shared, tasks, executor=executor, jobs=jobs, address=address):
                 bar.update(1)
                 if result.failure is not None:
                     failures.append(result.failure)
@@ -371,13 +373,9 @@ def run_sweep(
                 figures, wall = result.value
                 by_key[result.key] = {**dict(zip(GRID_COLUMNS, result.key)), **figures}
                 timings.append({**dict(zip(GRID_COLUMNS, result.key)), "wall_s": f"{wall:.3f}"})
-                rows = sorted(by_key.values(), key=lambda row: order.get(tuple(row[c] for c in GRID_COLUMNS), len(order)))
-                write_text_atomic(results_path, _csv(columns, rows))
+                write_text_atomic(results_path, _csv(columns, in_grid_order()))
                 write_text_atomic(timings_path, _csv(GRID_COLUMNS + ("wall_s",), timings))
-        finally:
-            bar.close()
-    order = {r.key(): i for i, r in enumerate(loaded.runs)}
-    rows = sorted(by_key.values(), key=lambda row: order.get(tuple(row[c] for c in GRID_COLUMNS), len(order)))
+    rows = in_grid_order()
     if not results_path.exists():
         write_text_atomic(results_path, _csv(columns, []))
     paths = [results_path, out / "summary.md"]
@@ -387,13 +385,6 @@ def run_sweep(
         write_summary_plot(replay, rows, paths[-1])
     return SweepOutcome(len(todo) - len(failures), len(loaded.runs) - len(todo), failures, paths,
                         time.perf_counter() - started)
-
-
-def _bar(total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    show = enabled and sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
-    return tqdm(total=total, desc="sweep", unit="run", file=sys.stderr, disable=not show, leave=False)
 
 
 # ---------------------------------------------------------------------- summary
