@@ -37,6 +37,9 @@ CORE = ("placer.topology", "placer.model", "placer.exceptions", "placer.formats"
 SPEC_ADAPTER_ENTRY_POINTS = frozenset({
     ("placer.queues.loaders", "placer.adapters.kueue"),
     ("placer.sweep", "placer.adapters.openb"),  # SPEC §10: a sweep names openb traces and node lists
+    # SPEC §11: placer serve speaks kube-scheduler's extender protocol over Kubernetes objects
+    ("placer.serve", "placer.adapters.kube_extender"),
+    ("placer.serve", "placer.adapters.kube_live"),
 })
 # Private names still used across modules (none since the schema package replaced _validation).
 PENDING_PRIVATE_NAMES: frozenset[tuple[str, str]] = frozenset()

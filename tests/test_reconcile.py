@@ -13,6 +13,8 @@ that match the snapshot below:
   ``unknownGpus`` (its GPUs are unverifiable);
 * dgx-03 (2 GPUs): ``No running processes found``;
 * dcgm-94: GPU list for the UUIDs of the real compute-apps capture (no pid column);
+* dgx-04 (4 GPUs): what a stand-in nvidia-smi prints round after round in
+  tests/test_reconcile_watch.py (a zombie, then none; with dgx-03's ``none`` file, idle GPUs);
 * handmade-bad_*: malformed files.
 """
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Collection, NoReturn, Sequence
@@ -273,22 +274,54 @@ def _build_parser() -> argparse.ArgumentParser:
     isl.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     isl.set_defaults(handler=_cmd_import_slurm)
 
+    from placer.reconcile import DEFAULT_INTERVAL_S
+
     rc = sub.add_parser(
         "reconcile", help="GPUs busy without a live pod (zombies) and GPUs held but idle, on one node",
         description=(
             "Compare what SNAPSHOT says the pods of NODE hold with what nvidia-smi sees on it: GPUs\n"
             "with processes but no pod holding them (zombies keeping a job pending) and GPUs held\n"
-            "by a pod but running nothing."
+            "by a pod but running nothing. The nvidia-smi output comes from the files --gpus and\n"
+            "--apps, or, without them, from running the two queries here (on NODE).\n\n"
+            "--watch repeats this every --interval seconds, reading SNAPSHOT again each round, and\n"
+            "prints one JSON line per round ({\"round\", \"time\" in UTC, \"node\", \"zombies\", \"idle\",\n"
+            "...}). A round that fails (nvidia-smi, or SNAPSHOT caught half-written) prints one\n"
+            "error line on stderr and the watch goes on; Ctrl-C ends it.\n\n"
+            "exit status: 0 done (with --watch: every round succeeded), 1 some --watch round\n"
+            "failed, 2 bad input or usage (nvidia-smi not found, a bad option)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  placer reconcile cluster.json --node dgx-01 --gpus gpus.csv --apps apps.csv\n"
+            "  placer reconcile cluster.json --node dgx-01                # runs nvidia-smi\n"
+            "  placer reconcile cluster.json --node dgx-01 --watch --interval 60"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rc.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
-    rc.add_argument("--node", metavar="NAME", required=True, help="the node the nvidia-smi files come from")
-    rc.add_argument("--gpus", metavar="CSV", required=True, help="nvidia-smi --query-gpu=index,uuid --format=csv")
+    rc.add_argument("--node", metavar="NAME", required=True, help="the node the nvidia-smi output comes from")
     rc.add_argument(
-        "--apps", metavar="CSV", required=True,
-        help="nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv",
+        "--gpus", metavar="CSV",
+        help="nvidia-smi --query-gpu=index,uuid --format=csv output (with --apps; default: run it)",
     )
+    rc.add_argument(
+        "--apps", metavar="CSV",
+        help="nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv output "
+             "(with --gpus; default: run it)",
+    )
+    rc.add_argument(
+        "--nvidia-smi", metavar="PATH", dest="nvidia_smi",
+        help="the nvidia-smi to run (default: nvidia-smi on the PATH)",
+    )
+    rc.add_argument(
+        "--watch", action="store_true",
+        help="reconcile every --interval seconds, one JSON line per round, until Ctrl-C or --rounds",
+    )
+    rc.add_argument(
+        "--interval", metavar="SECONDS",
+        help=f"with --watch: seconds from one round to the next, > 0 (default: {DEFAULT_INTERVAL_S:g})",
+    )
+    rc.add_argument("--rounds", metavar="N", help="with --watch: stop after N rounds (default: never)")
     rc.set_defaults(handler=_cmd_reconcile)
 
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
@@ -350,6 +383,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_defrag_parser(sub)
     _add_admit_parser(sub)
     _add_sweep_parser(sub)
+    _add_serve_parser(sub)
     return parser
 
 
@@ -447,6 +481,92 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         f"{outcome.wall_s:.1f} s\nwrote " + ", ".join(str(p) for p in outcome.paths) + "\n"
     )
     return EXIT_VIOLATIONS if failed else EXIT_OK
+
+
+def _add_serve_parser(sub: Any) -> None:
+    sv = sub.add_parser(
+        "serve", help="a kube-scheduler extender: filter, prioritize, preempt and bind over HTTP",
+        description=(
+            "Serve kube-scheduler's extender verbs on SNAPSHOT's cluster: POST /filter, /prioritize,\n"
+            "/preempt, /bind (k8s.io/kube-scheduler/extender/v1), GET /healthz and /metrics\n"
+            "(Prometheus). Binds keep the state current; so do watch events, from the API server\n"
+            "(--kubeconfig) or recorded (--watch-file: kubectl get pods -w -o json output).\n"
+            "Pods of a PodGroup wait in filter until the whole gang fits. docs/extender.md has a\n"
+            "KubeSchedulerConfiguration to use it."
+        ),
+        epilog="examples:\n  placer serve --snapshot cluster.json --port 8888\n"
+               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --level rack=topology.kubernetes.io/rack",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sv.add_argument("--snapshot", metavar="FILE", required=True,
+                    help="ClusterSnapshot (JSON or YAML), e.g. placer import kubernetes output")
+    sv.add_argument("--kubeconfig", metavar="FILE", help="watch nodes, pods and PodGroups and bind through this cluster")
+    sv.add_argument("--watch-file", metavar="FILE", action="append", default=[],
+                    help="recorded watch events to apply at start (kubectl get pods -w -o json); repeatable")
+    sv.add_argument("--podgroups", metavar="FILE", action="append", default=[],
+                    help="PodGroup objects (kubectl get podgroups -A -o json); repeatable")
+    sv.add_argument("--level", metavar="NAME=LABEL", action="append", default=[],
+                    help="topology level of watched nodes and gangs, outermost first; repeatable")
+    sv.add_argument("--policy", metavar="P", default=policies.DEFAULT,
+                    help=f"placement policy: {_POLICY_CHOICES} (default: {policies.DEFAULT})")
+    sv.add_argument("--sync-interval", metavar="SECONDS", default="1",
+                    help="apply watch events at most this often (default: 1; 0: before every verb)")
+    sv.add_argument("--host", metavar="ADDR", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    sv.add_argument("--port", metavar="N", default="8888", help="port (default: 8888; 0: any free port)")
+    sv.set_defaults(handler=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import queue
+    import threading
+
+    from placer.adapters import kube_live
+    from placer.adapters.kubernetes_documents import document_objects, read_documents
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app, require_server, run
+
+    require_server()
+    port = _port(args.port)
+    policy = policies.get(args.policy, "--policy").name
+    podgroups = []
+    for f in args.podgroups:
+        for doc in read_documents(f):
+            for path, obj in document_objects(doc):
+                if not isinstance(obj, dict) or obj.get("kind") != "PodGroup":
+                    doc.fail(path, "expected PodGroup objects only")
+                podgroups.append(obj)
+    events = [e for f in args.watch_file for e in kube_live.read_watch_file(f)]
+    client = kube_live.api_client(args.kubeconfig) if args.kubeconfig else None
+    binder = kube_live.KubeBinder(client) if client is not None else None
+    interval = _seconds(args.sync_interval, "--sync-interval")
+    extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
+                        sync_interval_s=interval)
+    extender.queue(events)
+    extender.sync(now=True)
+    feed: queue.Queue[kube_live.WatchEvent] = queue.Queue()
+    stop = threading.Event()
+    if client is not None:
+        kube_live.watch_cluster(client, feed.put, stop)
+    state = extender.state()
+
+    def ready(bound: int) -> None:
+        sys.stderr.write(
+            f"placer serve: listening on http://{args.host}:{bound} ({state['nodes']} nodes, {state['pods']} pods, "
+            f"policy {policy}{', watching ' + args.kubeconfig if client is not None else ''})\n"
+        )
+        sys.stderr.flush()
+
+    try:
+        run(create_app(extender, feed), args.host, port, ready=ready)
+    finally:
+        stop.set()
+    return EXIT_OK
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise InvalidInputError("--port", f"expected a port from 0 to 65535, got {text!r}")
+    return int(text)
 
 
 def _add_admit_parser(sub: Any) -> None:
@@ -661,14 +781,61 @@ def _cmd_import_slurm(args: argparse.Namespace) -> int:
 
 
 def _cmd_reconcile(args: argparse.Namespace) -> int:
+    from placer.adapters.nvidia_smi_live import find_nvidia_smi, query_node
     from placer.adapters.nvidia_smi_query import parse_compute_apps_file, parse_query_gpu_file
     from placer.model import load_snapshot
-    from placer.reconcile import reconcile
+    from placer.reconcile import DEFAULT_INTERVAL_S, reconcile, watch
 
-    snapshot = load_snapshot(args.snapshot)
-    found = reconcile(snapshot, args.node, parse_query_gpu_file(args.gpus), parse_compute_apps_file(args.apps))
-    sys.stdout.write(dump_json(found.to_dict()))
-    return EXIT_OK
+    if not args.watch:
+        for flag, value in (("--interval", args.interval), ("--rounds", args.rounds)):
+            if value is not None:
+                raise InvalidInputError(flag, "only with --watch")
+    if args.gpus is not None or args.apps is not None:
+        for flag, value, other in (("--gpus", args.gpus, "--apps"), ("--apps", args.apps, "--gpus")):
+            if value is None:
+                raise InvalidInputError(flag, f"expected a file with {other} (or neither: nvidia-smi is run)")
+        if args.watch:
+            raise InvalidInputError("--watch", "not with --gpus/--apps: files do not change, nvidia-smi is run each round")
+        if args.nvidia_smi is not None:
+            raise InvalidInputError("--nvidia-smi", "not with --gpus/--apps: the files are read instead")
+        snapshot = load_snapshot(args.snapshot)
+        found = reconcile(snapshot, args.node, parse_query_gpu_file(args.gpus), parse_compute_apps_file(args.apps))
+        sys.stdout.write(dump_json(found.to_dict()))
+        return EXIT_OK
+
+    nvidia_smi = args.nvidia_smi or "nvidia-smi"
+    if not args.watch:
+        snapshot = load_snapshot(args.snapshot)
+        gpus, apps = query_node(nvidia_smi)
+        sys.stdout.write(dump_json(reconcile(snapshot, args.node, gpus, apps).to_dict()))
+        return EXIT_OK
+
+    interval = DEFAULT_INTERVAL_S
+    if args.interval is not None:
+        try:
+            interval = float(args.interval)
+        except ValueError:
+            raise InvalidInputError("--interval", f"expected a number of seconds > 0, got {args.interval!r}") from None
+    rounds = None if args.rounds is None else _positive_int(args.rounds, "--rounds")
+    try:
+        watched = watch(args.snapshot, args.node, lambda: query_node(nvidia_smi), interval, rounds)
+    except InvalidInputError as e:
+        raise InvalidInputError("--" + e.where, e.what) from None
+    find_nvidia_smi(nvidia_smi)  # not there: exit 2 now rather than a failed round forever
+    some_round_failed = False
+    try:
+        for done in watched:
+            if not done.ok:
+                some_round_failed = True
+                _fail(f"round {done.number} ({done.timestamp}): {done.error}")
+                continue
+            # Built whole and written at once: Ctrl-C never leaves half a line.
+            line = json.dumps(done.to_dict(), ensure_ascii=False) + "\n"
+            sys.stdout.write(line)
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    return 1 if some_round_failed else EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -973,6 +1140,17 @@ def _positive_int(text: str, option: str) -> int:
     return _count(text, option, least=1)
 
 
+def _seconds(text: str, option: str) -> float:
+    """An option's duration in seconds: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 <= value < math.inf):
+        raise InvalidInputError(option, f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def _count(text: str, option: str, least: int = 0) -> int:
     """An option's integer value, at least ``least`` (digits only, no sign)."""
     s = text.strip()
@@ -1123,7 +1301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 done, 1 violations found by ``check``, 2 bad input or usage.
+        The exit status: 0 done; 1 violations found by ``check``, a failed run of
+        ``simulate``/``sweep`` or a failed round of ``reconcile --watch``; 2 bad input or usage.
     """
     parser = _build_parser()
     try:

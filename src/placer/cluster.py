@@ -237,6 +237,69 @@ class Cluster:
         request = schema.request_for_pods(pods, gang, policy, seed, self._facts)
         return self._run(request, policies.REGISTRY[request.policy], keep=False)
 
+    def node_scores(self, pod: PodLike, *, policy: str = policies.DEFAULT, seed: int = 0) -> np.ndarray:
+        """Every node's score for one pod now, in :attr:`node_names` order; the state does
+        not change.
+
+        Higher is better under every policy (the policy's node choice is the highest score,
+        the lowest index among equals); ``-2**63`` where the pod does not fit. Pods of MIG
+        instances or ``gpuSlots`` are placed by their own searches and have no node scores
+        (``InvalidInputError``); :meth:`place` them.
+
+        Parameters
+        ----------
+        pod : PodRequest or dict
+        policy : str
+            Any name in :data:`placer.policies.REGISTRY`.
+        seed : int
+            Seed of the ranked policies' node order.
+
+        Returns
+        -------
+        ndarray of int64
+        """
+        request = schema.request_for_pods(pod, None, policy, seed, self._facts)
+        the_pod, chosen = self._single(request)
+        self._session.prepare(chosen, request.pods, request.seed)
+        return self._session.node_scores(the_pod, chosen)
+
+    def place_on(self, pod: PodLike, node: str, *, policy: str = policies.DEFAULT, seed: int = 0) -> PlacementResult:
+        """Decide the GPUs (and NICs) one pod would get on ``node``; the state does not change.
+
+        What a scheduler needs once another component chose the node: ``policy`` chooses
+        the GPU set there. :meth:`bind` takes the result. When the pod does not fit there,
+        the result holds it as unschedulable with the node's reason
+        (:meth:`KernelSession.node_reasons`). Pods of MIG instances or ``gpuSlots``:
+        ``InvalidInputError``, as :meth:`node_scores`.
+        """
+        request = schema.request_for_pods(pod, None, policy, seed, self._facts)
+        the_pod, chosen = self._single(request)
+        self._refuse_bound(request)
+        index = self._session.node_index.get(node)
+        if index is None:
+            raise InvalidInputError("node", f"unknown node {node!r}")
+        session = self._session
+        session.prepare(chosen, request.pods, request.seed)
+        got = session.place_on([the_pod], [index], chosen, np.array([request.seed], dtype=np.uint64))
+        if got is None:
+            why = kube_reason(1, {session.node_reasons(the_pod, [index])[0]: 1})
+            return PlacementResult((), (Unschedulable(the_pod.name, why),), (), ())
+        placed = [(the_pod, index, got[0][0])]
+        assignment = self._assignment(the_pod, index, got[0][0], got[1][0])
+        self._give_back(placed)
+        self._remember(placed, [assignment])
+        return PlacementResult((assignment,), (), (), ())
+
+    def _single(self, request: PlacementRequest) -> tuple[PodRequest, Policy]:
+        if len(request.pods) != 1:
+            raise InvalidInputError("pods", f"expected one pod, got {len(request.pods)}")
+        pod = request.pods[0]
+        if pod.mig is not None or pod.gpu_slots:
+            raise InvalidInputError(
+                "pods[0]", "a pod of MIG instances or gpuSlots has no node scores; place() it"
+            )
+        return pod, policies.REGISTRY[request.policy]
+
     def _run(self, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
         session = self._session
         self._refuse_bound(request)

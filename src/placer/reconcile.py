@@ -33,22 +33,45 @@ A GPU index of the node then falls in one of these classes (:attr:`GpuReport.sta
 
 Processes cannot be matched to pods (that needs the container runtime), so a GPU shared
 by several pods counts as busy when any process runs on it.
+
+:func:`watch` repeats the comparison (``placer reconcile --watch``): every round reads the
+snapshot again and asks for the ``nvidia-smi`` rows afresh
+(:func:`placer.adapters.nvidia_smi_live.query_node` runs the two queries).
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
+import math
+import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NoReturn, Protocol, Sequence, Union
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Iterator, Mapping, NoReturn, Protocol, Sequence, Union
 
-from placer.exceptions import InvalidInputError
+from placer.exceptions import InvalidInputError, PlacerError
 from placer.model import ClusterSnapshot, Node, RunningPod, load_snapshot
 
-__all__ = ["STATUSES", "GpuRow", "ProcessRow", "GpuReport", "Suggestion", "Reconciliation", "reconcile"]
+__all__ = [
+    "STATUSES",
+    "DEFAULT_INTERVAL_S",
+    "GpuRow",
+    "ProcessRow",
+    "GpuReport",
+    "Suggestion",
+    "Reconciliation",
+    "WatchRound",
+    "reconcile",
+    "watch",
+]
 
 SnapshotLike = Union[ClusterSnapshot, Mapping[str, Any], str]
 
 STATUSES = ("busy", "free", "zombie", "idle", "unverifiable", "missing")
+
+DEFAULT_INTERVAL_S = 300.0
+"""Seconds from one round of :func:`watch` to the next unless told otherwise."""
+
 _MIG_PREFIX = "nvidia.com/mig-"
 _KNOWN_NODES_SHOWN = 5
 
@@ -381,6 +404,139 @@ def reconcile(
             )
         )
     return Reconciliation(the_node.name, tuple(reports), _suggest(the_node, reports))
+
+
+GpuQuery = Callable[[], tuple[Sequence[GpuRow], Sequence[ProcessRow]]]
+"""What :func:`watch` calls each round: the node's ``--query-gpu`` and
+``--query-compute-apps`` rows as they are now."""
+
+
+@dataclass(frozen=True)
+class WatchRound:
+    """One round of :func:`watch`: its reconciliation, or why there is none.
+
+    Attributes
+    ----------
+    number : int
+        1 for the first round.
+    started : datetime.datetime
+        When the round started, in UTC.
+    reconciliation : Reconciliation or None
+        The outcome; ``None`` when the round failed.
+    error : PlacerError or None
+        Why the round failed (a snapshot or query that could not be read, a node the
+        snapshot does not have, ...); ``None`` when it succeeded.
+    """
+
+    number: int
+    started: datetime
+    reconciliation: Reconciliation | None = None
+    error: PlacerError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the round produced a reconciliation."""
+        return self.error is None
+
+    @property
+    def timestamp(self) -> str:
+        """:attr:`started` in ISO 8601 to the second, ``2025-06-01T12:00:00Z``."""
+        return self.started.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON line of ``placer reconcile --watch``.
+
+        ``{"round": 1, "time": "2025-06-01T12:00:00Z", **Reconciliation.to_dict()}``; a
+        failed round has ``"error"`` (the message) instead of the reconciliation's keys.
+        """
+        head: dict[str, Any] = {"round": self.number, "time": self.timestamp}
+        if self.reconciliation is None:
+            return {**head, "error": str(self.error)}
+        return {**head, **self.reconciliation.to_dict()}
+
+
+def watch(
+    snapshot: SnapshotLike,
+    node: str,
+    query: GpuQuery,
+    interval: float = DEFAULT_INTERVAL_S,
+    rounds: int | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> Iterator[WatchRound]:
+    """Reconcile ``node`` every ``interval`` seconds, reading the snapshot and querying
+    its GPUs afresh each round.
+
+    Parameters
+    ----------
+    snapshot : path, dict or ClusterSnapshot
+        The cluster. A path is read again, whole, each round, so the file may be
+        rewritten between rounds; a half-written JSON file fails that round only (replace
+        the file by renaming a new one over it: a YAML file cut at a line end may still
+        be a valid, smaller snapshot).
+    node : str
+        The node whose GPUs ``query`` reports.
+    query : callable
+        Returns the node's ``--query-gpu`` and ``--query-compute-apps`` rows as they are
+        now, e.g. :func:`placer.adapters.nvidia_smi_live.query_node`.
+    interval : float
+        Seconds from the start of one round to the start of the next, > 0; a round that
+        takes longer is followed at once by the next.
+    rounds : int, optional
+        Stop after this many rounds (>= 1); by default never.
+    sleep : callable
+        Waits the given number of seconds (:func:`time.sleep`; tests pass a fake).
+    clock : callable
+        The time now, in seconds since the epoch (:func:`time.time`).
+
+    Yields
+    ------
+    WatchRound
+        One per round, in order. A :class:`~placer.exceptions.PlacerError` while reading
+        the snapshot, querying or reconciling fails that round only.
+
+    Raises
+    ------
+    InvalidInputError
+        At the call, before any round: ``where`` = ``"interval"`` for an interval that is
+        not a finite number > 0, ``"rounds"`` for rounds below 1.
+    """
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+        raise InvalidInputError("interval", f"expected a number of seconds > 0, got {interval!r}")
+    if not (math.isfinite(interval) and interval > 0):
+        raise InvalidInputError("interval", f"expected a number of seconds > 0, got {interval:g}")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+        raise InvalidInputError("rounds", f"expected an integer >= 1, got {rounds!r}")
+    numbers: Iterable[int] = itertools.count(1) if rounds is None else range(1, rounds + 1)
+    return _watch_rounds(snapshot, node, query, float(interval), numbers, sleep, clock)
+
+
+def _watch_rounds(
+    snapshot: SnapshotLike,
+    node: str,
+    query: GpuQuery,
+    interval: float,
+    numbers: Iterable[int],
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> Iterator[WatchRound]:
+    next_start: float | None = None
+    for number in numbers:
+        if next_start is not None:
+            # Clamped: a wall clock set back must not hold the next round for longer.
+            sleep(min(interval, max(0.0, next_start - clock())))
+        started = clock()
+        next_start = started + interval
+        when = datetime.fromtimestamp(started, timezone.utc)
+        try:
+            cluster = load_snapshot(snapshot)
+            gpus, apps = query()
+            found = reconcile(cluster, node, gpus, apps)
+        except PlacerError as error:
+            yield WatchRound(number, when, error=error)
+        else:
+            yield WatchRound(number, when, reconciliation=found)
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -70,6 +70,8 @@ __all__ = [
     "CLIQUE_LEVEL",
     "HOSTNAME_LABEL",
     "GPUS_ANNOTATION",
+    "node_from_object",
+    "running_pod_from_object",
     "parse_quantity",
     "cpu_milli",
     "memory_mib",
@@ -814,6 +816,62 @@ def snapshot_from_kubernetes(
         path in parentheses after the message (``... (placer/v1 nodes[0].pods[1].unknownGpus)``).
     """
     return import_kubernetes(nodes, pods, levels, priority_classes=priority_classes, pdbs=pdbs).snapshot
+
+
+def node_from_object(obj: Any, source: str, levels: Iterable[LevelSpec] = ()) -> dict[str, Any]:
+    """The placer/v1 node entry of one Node object (as :func:`snapshot_from_kubernetes`
+    reads it, without pods), for objects that come one at a time: a watch's events.
+
+    Parameters
+    ----------
+    obj : mapping
+        A Node object.
+    source : str
+        What errors name in place of a file.
+    levels : iterable of (name, label) or "name=label"
+        Topology levels, outermost first.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`snapshot_from_kubernetes` for a node.
+    """
+    entry, _ = _node_entry(Document(source, obj, None, 1), (), obj, parse_levels(levels), [])
+    return entry
+
+
+def running_pod_from_object(obj: Any, source: str, node: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The placer/v1 entry of one Pod object when it runs on a node (bound, not finished),
+    else None: what :func:`snapshot_from_kubernetes` makes of it, for a watch's events.
+
+    Parameters
+    ----------
+    obj : mapping
+        A Pod object.
+    source : str
+        What errors name in place of a file.
+    node : dict, optional
+        The placer/v1 entry of the pod's node: a pod of MIG devices takes its instances
+        there (the entry changes).
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`snapshot_from_kubernetes` for a pod.
+    """
+    doc = Document(source, obj, None, 1)
+    if not isinstance(obj, dict):
+        doc.fail((), f"expected a Pod object (a mapping), got {show(obj)}")
+    spec = field_map(doc, ("spec",), obj.get("spec"), required=True)
+    status = field_map(doc, ("status",), obj.get("status"))
+    if not field_string(doc, ("spec", "nodeName"), spec.get("nodeName")) or status.get("phase") in _TERMINATED:
+        return None
+    pod, mig = _running_pod(doc, (), obj, None, PriorityClasses(), [])
+    if mig is not None and node is not None:
+        hold_instances(doc, (), node, pod, mig)
+    if node is not None and "gpuSharing" in node:
+        pod = kubernetes_sharing.slot_holder(pod)
+    return pod
 
 
 @dataclass(frozen=True)

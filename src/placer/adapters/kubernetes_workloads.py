@@ -61,6 +61,7 @@ __all__ = [
     "pod_tolerations",
     "pod_template_sets",
     "pod_skip_reason",
+    "workloads_from_objects",
     "MISSING_PODGROUP",
     "POD_PHASES",
     "WorkloadImport",
@@ -869,7 +870,7 @@ def import_workloads(
     files = _paths(paths)
     with gc_paused():
         state = _Workloads(level_list, bool(all_phases), missing_podgroup)
-        return _workloads(files, policy, state)
+        return _workloads_of_files(files, policy, state)
 
 
 def _unread_list_kind(doc: Document) -> str | None:
@@ -880,8 +881,45 @@ def _unread_list_kind(doc: Document) -> str | None:
     return None
 
 
-def _workloads(files: list[PathLike], policy: str | None, state: _Workloads) -> WorkloadImport:
-    docs = [read_documents(f) for f in files]
+def workloads_from_objects(
+    objects: Sequence[Any],
+    source: str,
+    levels: Iterable[LevelSpec] = (),
+    policy: str | None = None,
+    *,
+    missing_podgroup: str = "error",
+) -> WorkloadImport:
+    """:func:`import_workloads` of objects already decoded (a service's request body, a
+    watch's objects) rather than files.
+
+    Parameters
+    ----------
+    objects : sequence
+        Kubernetes objects (mappings), as :func:`import_workloads` reads them from a file.
+    source : str
+        What errors name in place of a file (``"POST /filter"``); an object's place is
+        ``<source>: [i].<path>``.
+    levels, policy, missing_podgroup
+        As :func:`import_workloads`.
+
+    Returns
+    -------
+    WorkloadImport
+    """
+    level_list = parse_levels(levels)
+    if missing_podgroup not in MISSING_PODGROUP:
+        raise InvalidInputError(
+            "missing_podgroup", f"expected {' or '.join(MISSING_PODGROUP)}, got {show(missing_podgroup)}"
+        )
+    state = _Workloads(level_list, False, missing_podgroup)
+    return _workloads([[Document(source, list(objects), None, 1)]], policy, state)
+
+
+def _workloads_of_files(files: list[PathLike], policy: str | None, state: _Workloads) -> WorkloadImport:
+    return _workloads([read_documents(f) for f in files], policy, state)
+
+
+def _workloads(docs: list[list[Document]], policy: str | None, state: _Workloads) -> WorkloadImport:
     by_file = [[(doc, path, obj) for doc in ds for path, obj in document_objects(doc)] for ds in docs]
     for objects in by_file:
         for doc, path, obj in objects:

@@ -1146,26 +1146,38 @@ cdef class Kernel:
     def node_scores(self, PodBatch pods, int policy):
         """The score of every node for the first pod of ``pods`` (nothing is bound).
 
-        For the scored policies (``fgd``, ``fgd-pack`` and the study's baselines); ``pods``
-        is as in :meth:`place_batch`. Returns int64 per node, with ``-2**63`` for a node
-        that is not eligible or does not fit the pod.
+        Higher is better under every policy: a scored policy's own score (``fgd``,
+        ``fgd-pack`` and the study's baselines); for ``best-fit`` the negated cost, then
+        the GPU-set score (``spread``: the cost, then the set score); for ``first-fit``
+        the negated node index; for ``random`` 0 (every node that fits is as good).
+        ``pods`` is as in :meth:`place_batch`. Returns int64 per node, with ``-2**63`` for
+        a node that is not eligible or does not fit the pod.
         """
 
         cdef int32_t n
         cdef Pod p
+        cdef int64_t ceiling
         self._check_policy(policy)
-        if not is_scored(policy):
-            raise ValueError("node_scores is for the scored policies (fgd, fgd-pack and the study's baselines)")
         if pods.size < 1 or pods.view.n_words != self.st.n_words:
             raise ValueError("one pod and bitsets of the cluster's width are needed")
         out_arr = np.full(self.st.n_nodes, np.iinfo(np.int64).min, dtype=np.int64)
         cdef int64_t[::1] out = out_arr
         load_pod(&p, &pods.view, 0)
         p.nics = 0
+        ceiling = score_ceiling(&self.st, &p)
         for n in range(self.st.n_nodes):
             if not ((p.eligible[n // 64] >> (n % 64)) & 1) or not node_fits(&self.st, n, &p):
                 continue
-            out[n] = study_score(&self.st, n, &p, policy)
+            if is_scored(policy):
+                out[n] = study_score(&self.st, n, &p, policy)
+            elif policy == POLICY_BEST_FIT:
+                out[n] = -(fit_cost(&self.st, n, &p) << 32) + node_set_score(&self.st, n, &p, ceiling)
+            elif policy == POLICY_SPREAD:
+                out[n] = (fit_cost(&self.st, n, &p) << 32) + node_set_score(&self.st, n, &p, ceiling)
+            elif policy == POLICY_FIRST_FIT:
+                out[n] = -n
+            else:
+                out[n] = 0
         return out_arr
 
     def place_on(self, PodBatch pods, cnp.ndarray node_of_pod, int policy, rng=None):

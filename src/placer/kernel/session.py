@@ -571,10 +571,41 @@ class KernelSession:
         return gpus.tolist(), nics.tolist()
 
     def node_scores(self, pod: PodRequest, policy: Policy) -> np.ndarray:
-        """Every node's score for ``pod`` under a scored policy (nothing is bound); the
-        lowest int64 where the pod may not go."""
+        """Every node's score for ``pod`` under ``policy``, higher is better (nothing is
+        bound; ``Kernel.node_scores``); the lowest int64 where the pod may not go."""
         batch, _ = self._batch([pod], None)
         return self._kernel.node_scores(batch, policy.code)
+
+    def node_reasons(self, pod: PodRequest, nodes: Sequence[int] | np.ndarray) -> list[str]:
+        """Why each of ``nodes`` cannot take ``pod`` (no MIG, no ``gpuSlots``) now, in
+        kube-scheduler's words: the static filter that turns it away (unschedulable, taint,
+        selector, GPU model), else the first resource it lacks (pod slots, CPU, memory, an
+        extended resource, GPU memory, GPUs). A node that lacks nothing of these turns the
+        pod away for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
+        :data:`placer.reasons.NICS`)."""
+        at = np.asarray(nodes, dtype=np.intp)
+        ec = self._packed.eligibility(pod)
+        free = self.free
+        words = list(ec.reason_names)
+        code = ec.reason_of[at].astype(np.int64)
+
+        def first(lacking: np.ndarray | bool, reason: str) -> None:
+            todo = (code < 0) & lacking
+            if np.any(todo):
+                words.append(reason)
+                code[todo] = len(words) - 1
+
+        first(free.pod_slots[at] < 1, reasons.RESOURCE_REASONS[2])
+        first(free.cpu_milli[at] < pod.cpu_milli, reasons.RESOURCE_REASONS[0])
+        first(free.memory_mib[at] < pod.memory_mib, reasons.RESOURCE_REASONS[1])
+        for name, count in pod.resources.items():
+            have = np.array([self.extended_free(name, int(n)) for n in at], dtype=np.int64)
+            first(have < count, reasons.insufficient(name))
+        if pod.gpus:
+            first(free.gpu_memory_capacity[at] < pod.gpu_memory_mib, reasons.RESOURCE_REASONS[4])
+            first(True if pod.shared else free.whole_gpus[at] < pod.gpus, reasons.NO_GPU)
+        first(True, reasons.NICS if pod.nics else reasons.NO_GPU)
+        return [words[c] for c in code.tolist()]
 
     # ------------------------------------------------------------------ MIG
 

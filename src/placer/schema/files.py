@@ -90,7 +90,7 @@ def _refuse_constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
 
 
-def _json_generic(raw: bytes, name: str) -> Any:
+def json_generic(raw: bytes, name: str) -> Any:
     """Plain Python data of a JSON text (the error path: stdlib messages and line numbers)."""
     try:
         return json.loads(raw, parse_int=_parse_int, parse_constant=_refuse_constant)
@@ -116,7 +116,7 @@ def _pairs_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _check_json_keys(raw: bytes, name: str) -> None:
+def check_json_keys(raw: bytes, name: str) -> None:
     """Refuse a JSON text in which some object repeats a key."""
     found = first_duplicate_key(raw)
     if found is None:
@@ -128,7 +128,7 @@ def _check_json_keys(raw: bytes, name: str) -> None:
         except _DuplicateKey as e:
             raise InvalidInputError(name, f"duplicate key {e.key!r} in an object") from None
         except ValueError:
-            _json_generic(raw, name)  # raises at the line where the text breaks
+            json_generic(raw, name)  # raises at the line where the text breaks
         return
     end = raw.index(b'"', second + 1)
     key = raw[second + 1: end].decode("utf-8", "replace")
@@ -202,8 +202,8 @@ def _generic(raw: bytes, name: str) -> Any:
         doc = _yaml_generic(raw.decode("utf-8"), name)
     else:
         try:
-            doc = _json_generic(raw, name)
-            _check_json_keys(raw, name)
+            doc = json_generic(raw, name)
+            check_json_keys(raw, name)
         except InvalidInputError as json_error:
             if fmt == "json":
                 raise
@@ -307,12 +307,12 @@ def decode_source(
             except msgspec.DecodeError:
                 generic = _generic(raw, name)  # malformed after all: says where the text breaks
             except msgspec.ValidationError:
-                generic = _json_generic(raw, name)  # integers msgspec cannot hold
-            _check_json_keys(raw, name)
+                generic = json_generic(raw, name)  # integers msgspec cannot hold
+            check_json_keys(raw, name)
         except msgspec.DecodeError:
             generic = _generic(raw, name)  # says where the text breaks (or reads it as YAML)
         else:
-            _check_json_keys(raw, name)
+            check_json_keys(raw, name)
             return doc, b"\\" in raw
     else:
         failed = None

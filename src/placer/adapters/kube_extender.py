@@ -1,0 +1,624 @@
+"""placer as a kube-scheduler extender: the verbs ``filter``, ``prioritize``, ``preempt`` and
+``bind`` on a :class:`~placer.cluster.Cluster` kept current by binds and watch events.
+
+No HTTP here (:mod:`placer.serve` carries the verbs over HTTP); the bodies are decoded by
+:mod:`placer.schema.extender` and answered as the plain data of the extender's result types
+(PascalCase keys). Rules (``docs/extender.md``):
+
+* ``filter``: the candidate nodes where the pod fits now; the others in ``FailedNodes`` with
+  placer's reason, or in ``FailedAndUnresolvableNodes`` when a static filter turns the pod
+  away (cordon, taint, selector, GPU model: preemption cannot help there).
+* ``prioritize``: the policy's node scores, mapped linearly onto 0–10 over the candidates
+  that fit (all 10 when they score alike); 0 where the pod does not fit.
+* Pods of MIG instances or ``gpuSlots`` are placed by their own searches: ``filter`` keeps
+  the node placer chooses, ``prioritize`` gives it 10.
+* Gangs (pods naming a PodGroup): each member waits in ``filter`` (every node failed, with
+  how many of the gang's ``minMember`` pods placer has seen) until the whole gang is
+  pending; then placer places the gang all or nothing and reserves it whole, and each
+  member's ``filter`` keeps its reserved node. ``bind`` confirms one member at a time.
+* ``bind``: the GPUs placer chose for the pod on the node kube-scheduler chose (or its
+  reservation), held at once; the binder writes the Binding and the ``placer.io/gpus``
+  annotation. A bind that cannot be honoured changes nothing and answers ``Error``.
+* ``preempt``: per node kube-scheduler proposes, placer's victims there
+  (:func:`placer.preemption.candidates`, kube's rules over gangs and budgets), by UID;
+  nodes where placer finds none are dropped.
+* Watch events (Nodes, Pods, PodGroups) are queued and applied before the next verb, all
+  at once when they validate together, else one by one, each refused event counted and
+  the state it would have broken kept.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from itertools import compress
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+
+import msgspec
+import numpy as np
+
+from placer import policies
+from placer.adapters.kube_live import WatchEvent
+from placer.adapters.kubernetes import GPUS_ANNOTATION, node_from_object, running_pod_from_object
+from placer.adapters.kubernetes_scheduling import named_group
+from placer.adapters.kubernetes_workloads import workloads_from_objects
+from placer.cluster import Cluster
+from placer.exceptions import InvalidInputError
+from placer.model import Assignment, ClusterSnapshot, PodRequest
+from placer import preemption
+from placer.schema import snapshot_from_dict
+from placer.schema.extender import BindingArgs, ExtenderArgs, PreemptionArgs, pod_key
+
+__all__ = [
+    "MAX_SCORE",
+    "WatchEvent",
+    "Binder",
+    "RecordingBinder",
+    "Extender",
+    "scores_0_to_10",
+    "reason_label",
+]
+
+MAX_SCORE = 10
+"""kube-scheduler's MaxExtenderPriority; scores run from 0 to it."""
+
+_log = logging.getLogger("placer.serve")
+_NO_SCORE = np.iinfo(np.int64).min
+_ENCODER = msgspec.json.Encoder()
+_KEPT_REQUESTS = 256
+_UNKNOWN_NODE = "node not in placer's cluster state (yet)"
+# Reasons that name a pod, gang or node, by the words that start them -> their metric label
+_NAMED_REASONS = (
+    ("its gang's reservation is ", "reserved for its gang on another node"),
+    ("the node placer chose is ", "placer chose another node"),
+    ("gang ", "gang waiting"),
+)
+
+
+def reason_label(reason: str) -> str:
+    """A filter reason without the names it holds: a metric label of bounded cardinality
+    (``gang ml/pg waits for its pods: 1 of minMember 2 seen`` -> ``gang waiting``)."""
+    for start, label in _NAMED_REASONS:
+        if reason.startswith(start):
+            return label
+    return reason
+
+
+class Binder(Protocol):
+    """Writes a decision to the cluster: the Binding, with the ``placer.io/gpus`` annotation."""
+
+    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+        """Bind the pod; raise to refuse (the extender then answers ``Error``)."""
+
+
+@dataclass
+class RecordingBinder:
+    """A binder without an API server (no kubeconfig): it keeps the Bindings it was asked for."""
+
+    bindings: list[dict[str, Any]] = field(default_factory=list)
+
+    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+        self.bindings.append(binding_object(namespace, name, uid, node, gpus))
+
+
+def binding_object(namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> dict[str, Any]:
+    """The core/v1 Binding of a pod to a node, with placer's GPU indices as the annotation."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
+    if gpus:
+        meta["annotations"] = {GPUS_ANNOTATION: ",".join(str(g) for g in gpus)}
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+
+
+def scores_0_to_10(scores: Sequence[int] | np.ndarray) -> list[int]:
+    """Scores mapped linearly onto 0..:data:`MAX_SCORE` (lowest 0, highest 10, rounded
+    down); all :data:`MAX_SCORE` when they are equal."""
+    values = np.asarray(scores, dtype=np.int64)
+    if not values.size:
+        return []
+    low, high = int(values.min()), int(values.max())
+    if high == low:
+        return [MAX_SCORE] * values.size
+    if high - low < 2**59:  # MAX_SCORE times the spread stays inside int64
+        return ((values - low) * MAX_SCORE // (high - low)).tolist()
+    return [MAX_SCORE * (s - low) // (high - low) for s in values.tolist()]
+
+
+@dataclass
+class _Gang:
+    """A PodGroup as the extender knows it: its object and its pending pods."""
+
+    name: str
+    podgroup: Mapping[str, Any] | None = None
+    pending: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def min_member(self) -> int:
+        spec = (self.podgroup or {}).get("spec") or {}
+        value = spec.get("minMember", spec.get("minAvailable", 1))
+        return value if isinstance(value, int) and value > 0 else 1
+
+
+class Extender:
+    """The extender's state and verbs.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot, dict or path
+        The cluster at start.
+    policy : str
+        The placement policy (:data:`placer.policies.REGISTRY`).
+    seed : int
+        Seed of the ranked policies' node order.
+    levels : iterable of "name=label"
+        Topology levels for nodes that watch events add, and for gangs' topology keys.
+    podgroups : iterable of mapping
+        PodGroup objects known at start (the watch adds more).
+    binder : Binder, optional
+        Where binds go (default: :class:`RecordingBinder`).
+    sync_interval_s : float
+        Apply queued watch events at most this often (each application rebuilds the
+        cluster state: about 0.2 s on 5,000 nodes); 0 applies them before every verb.
+    """
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot | Mapping[str, Any] | str,
+        *,
+        policy: str = policies.DEFAULT,
+        seed: int = 0,
+        levels: Iterable[str] = (),
+        podgroups: Iterable[Mapping[str, Any]] = (),
+        binder: Binder | None = None,
+        sync_interval_s: float = 0.0,
+    ) -> None:
+        self.cluster = Cluster(snapshot)
+        self.policy = policies.get(policy, "policy").name
+        self.seed = seed
+        self.levels = tuple(levels)
+        self.binder: Binder = binder if binder is not None else RecordingBinder()
+        self._gangs: dict[str, _Gang] = {}
+        self._pending: dict[str, Mapping[str, Any]] = {}  # pod key -> the Pod object last seen
+        self._reserved: dict[str, Assignment] = {}  # pod key -> its gang's reservation
+        self._decided: dict[str, Assignment] = {}  # pod key -> placer's node (MIG, gpuSlots)
+        self._uid_of: dict[str, str] = {}
+        self._requests: dict[bytes, Any] = {}  # a Pod object's encoding -> its request
+        self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
+        self._queued: list[WatchEvent] = []
+        self.sync_interval_s = sync_interval_s
+        self._synced_at = -math.inf
+        self.refused_events = 0
+        self.applied_events = 0
+        for pg in podgroups:
+            self._note_podgroup(WatchEvent("ADDED", pg, "podgroups"))
+
+    # ------------------------------------------------------------------ watch
+
+    def queue(self, events: Iterable[WatchEvent]) -> None:
+        """Queue watch events; they are applied before the next verb (:meth:`sync`)."""
+        self._queued.extend(events)
+
+    def sync(self, *, now: bool = False) -> None:
+        """Apply the queued events (when :attr:`sync_interval_s` has passed since the last
+        time, or ``now``): all at once when the cluster they make is valid, else one at a
+        time, an event that would make it invalid refused (logged and counted) with
+        nothing of it kept."""
+        if not self._queued or (not now and time.monotonic() - self._synced_at < self.sync_interval_s):
+            return
+        events, self._queued = self._queued, []
+        self._synced_at = time.monotonic()
+        if self._apply(events):
+            return
+        for event in events:
+            if not self._apply([event]):
+                self.refused_events += 1
+
+    def _apply(self, events: Sequence[WatchEvent]) -> bool:
+        """Rebuild the cluster with ``events`` applied, and note what they say of pending
+        pods and PodGroups; False, with nothing changed, when they do not make a valid
+        cluster."""
+        effects: list[Callable[[], None]] = []
+        try:
+            document = self._edited(self.cluster.to_snapshot().to_dict(), events, effects)
+            cluster = Cluster(snapshot_from_dict(document))
+        except InvalidInputError as e:
+            if len(events) == 1:
+                _log.warning("watch event refused: %s", e)
+            return False
+        self.cluster = cluster
+        self._decided.clear()
+        for effect in effects:
+            effect()
+        self.applied_events += len(events)
+        return True
+
+    def _edited(
+        self, document: dict[str, Any], events: Sequence[WatchEvent], effects: list[Callable[[], None]]
+    ) -> dict[str, Any]:
+        """The placer/v1 document after ``events``; what they say of pending pods and
+        PodGroups (not part of the snapshot) goes to ``effects``, to apply once the
+        document proves valid."""
+        nodes: dict[str, dict[str, Any]] = {n["name"]: n for n in document["nodes"]}
+        where_pod = {p["name"]: n["name"] for n in document["nodes"] for p in n.get("pods", ())}
+        for event in events:
+            obj = event.object
+            kind = obj.get("kind") if isinstance(obj, Mapping) else None
+            if kind == "Node":
+                self._edit_node(nodes, where_pod, event)
+            elif kind == "Pod":
+                self._edit_pod(nodes, where_pod, event, effects)
+            elif kind == "PodGroup":
+                if not _named(obj):
+                    raise InvalidInputError(event.where, "a PodGroup without metadata.name")
+                effects.append(lambda event=event: self._note_podgroup(event))
+            else:
+                raise InvalidInputError(event.where, f"expected a Node, Pod or PodGroup, got kind {kind!r}")
+        document["nodes"] = list(nodes.values())
+        return document
+
+    def _edit_node(self, nodes: dict[str, dict[str, Any]], where_pod: dict[str, str], event: WatchEvent) -> None:
+        entry = node_from_object(event.object, event.where, self.levels)
+        name = entry["name"]
+        old = nodes.pop(name, None)
+        if event.type == "DELETED":
+            for pod in (old or {}).get("pods", ()):
+                where_pod.pop(pod["name"], None)
+            return
+        if old is not None:
+            # what a Node object cannot tell: the pods, GPU topology and NICs, MIG layout
+            for key, value in old.items():
+                if key not in entry and key not in ("unschedulable", "taints", "labels"):
+                    entry[key] = value
+        nodes[name] = entry
+
+    def _edit_pod(
+        self, nodes: dict[str, dict[str, Any]], where_pod: dict[str, str], event: WatchEvent,
+        effects: list[Callable[[], None]],
+    ) -> None:
+        obj = event.object
+        key = pod_key(obj) if _named(obj) else None
+        if key is None:
+            raise InvalidInputError(event.where, "a Pod without metadata.name")
+        uid = (obj.get("metadata") or {}).get("uid")
+        if isinstance(uid, str) and uid:
+            effects.append(lambda: self._uid_of.__setitem__(key, uid))
+        old_node = where_pod.pop(key, None)
+        old_entry = None
+        if old_node is not None and old_node in nodes:
+            pods = nodes[old_node].get("pods", [])
+            old_entry = next((p for p in pods if p["name"] == key), None)
+            nodes[old_node]["pods"] = [p for p in pods if p["name"] != key]
+        gang = self._gang_of(obj)
+        if event.type == "DELETED":
+            effects.append(lambda: self._forget(key, gang))
+            return
+        node_name = (obj.get("spec") or {}).get("nodeName")
+        node = nodes.get(node_name) if isinstance(node_name, str) else None
+        if node_name and node is None:
+            raise InvalidInputError(event.where, f"pod {key} runs on node {node_name!r}, which placer does not know")
+        entry = running_pod_from_object(obj, event.where, node)
+        if entry is None:
+            effects.append(lambda: self._forget(key, gang) if node_name else self._note_pending(key, obj, gang))
+            return
+        assert node is not None and isinstance(node_name, str)
+        if "unknownGpus" in entry and old_entry is not None and old_node == node_name:
+            if len(old_entry.get("gpus", ())) == entry["unknownGpus"]:
+                entry = {**{k: v for k, v in entry.items() if k != "unknownGpus"}, "gpus": old_entry["gpus"]}
+        node.setdefault("pods", []).append(entry)
+        where_pod[key] = node_name
+        effects.append(lambda: self._forget(key, gang))
+
+    def _note_pending(self, key: str, obj: Mapping[str, Any], gang: _Gang | None) -> None:
+        if key in self._reserved or self.cluster.session.holds(key):
+            return  # placer holds it already: bound here, not yet seen bound by the API
+        self._pending[key] = obj
+        if gang is not None:
+            gang.pending[key] = obj
+
+    def _forget(self, key: str, gang: _Gang | None) -> None:
+        """The pod is no longer pending (it runs, finished or is gone)."""
+        self._pending.pop(key, None)
+        self._reserved.pop(key, None)
+        if gang is not None:
+            gang.pending.pop(key, None)
+
+    def _note_podgroup(self, event: WatchEvent) -> None:
+        obj = event.object
+        if not _named(obj):
+            raise InvalidInputError(event.where, "a PodGroup without metadata.name")
+        key = pod_key(obj)
+        if event.type == "DELETED":
+            gang = self._gangs.get(key)
+            if gang is not None:
+                gang.podgroup = None
+            return
+        self._gang(key).podgroup = obj
+
+    def _gang(self, key: str) -> _Gang:
+        gang = self._gangs.get(key)
+        if gang is None:
+            gang = self._gangs[key] = _Gang(key)
+        return gang
+
+    def _gang_of(self, pod: Mapping[str, Any]) -> _Gang | None:
+        meta = pod.get("metadata") or {}
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        if not isinstance(labels, Mapping) or not isinstance(annotations, Mapping):
+            return None
+        ref = named_group(meta.get("namespace") or "default", labels, annotations)
+        return self._gang(ref.name) if ref is not None else None
+
+    # ------------------------------------------------------------------ verbs
+
+    def filter(self, args: ExtenderArgs, source: str = "POST /filter") -> dict[str, Any]:
+        """``ExtenderFilterResult`` for ``args``: the nodes that pass in the form they came in."""
+        self.sync()
+        key = pod_key(args.pod)
+        self._remember(key, args.pod)
+        names = args.names
+        passing, failed, unresolvable = self._judge(key, args.pod, names, source)
+        result: dict[str, Any] = {}
+        if args.node_names is not None:
+            result["NodeNames"] = passing
+        else:
+            kept = set(passing)
+            result["Nodes"] = {"metadata": {}, "items": [n for n in args.nodes or () if n["metadata"]["name"] in kept]}
+        result["FailedNodes"] = failed
+        result["FailedAndUnresolvableNodes"] = unresolvable
+        result["Error"] = ""
+        return result
+
+    def prioritize(self, args: ExtenderArgs, source: str = "POST /prioritize") -> list[dict[str, Any]]:
+        """``HostPriorityList`` for ``args``: one ``{Host, Score}`` per candidate node."""
+        self.sync()
+        key = pod_key(args.pod)
+        self._remember(key, args.pod)
+        names = args.names
+        chosen = self._chosen_node(key, args.pod, source)
+        if chosen is not None:
+            return [{"Host": n, "Score": MAX_SCORE if n == chosen else 0} for n in names]
+        if self._gang_of(args.pod) is not None:  # a member still waiting: filter passed no node
+            return [{"Host": n, "Score": 0} for n in names]
+        at, scores = self._scores(self._request(args.pod, source).pods[0], names)
+        fits = scores != _NO_SCORE
+        mapped = np.zeros(len(names), dtype=np.int64)
+        if fits.any():
+            mapped[fits] = scores_0_to_10(scores[fits])
+        return [{"Host": n, "Score": score} for n, score in zip(names, mapped.tolist())]
+
+    def _indices(self, names: Sequence[str]) -> np.ndarray:
+        """The node index of each name (-1: unknown); kube-scheduler sends the same list
+        to every verb, so the last one is kept until the cluster is rebuilt."""
+        if self._last_names is not None and self._last_names[0] is self.cluster and self._last_names[1] == names:
+            return self._last_names[2]
+        index = self.cluster.session.node_index
+        at = np.array([index.get(n, -1) for n in names], dtype=np.int64)
+        self._last_names = (self.cluster, tuple(names), at)
+        return at
+
+    def _scores(self, pod: PodRequest, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Per candidate name, its node index (-1: unknown) and the policy's score
+        (:data:`_NO_SCORE` where the pod does not fit or the node is unknown)."""
+        at = self._indices(names)
+        every = self.cluster.node_scores(pod, policy=self.policy, seed=self.seed)
+        scores = np.full(len(names), _NO_SCORE, dtype=np.int64)
+        known = at >= 0
+        scores[known] = every[at[known]]
+        return at, scores
+
+    def bind(self, args: BindingArgs, source: str = "POST /bind") -> dict[str, Any]:
+        """``ExtenderBindingResult``: ``Error`` empty when the pod is bound (state and
+        binder), else why not, with nothing changed."""
+        self.sync()
+        key = args.key
+        reserved = self._reserved.get(key)
+        try:
+            if reserved is not None:
+                if reserved.node != args.node:
+                    raise InvalidInputError(
+                        source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
+                    )
+                gpus = reserved.gpus
+                self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node, gpus)
+                del self._reserved[key]
+            else:
+                obj = self._pending.get(key)
+                if obj is None:
+                    raise InvalidInputError(source, f"pod {key} was not seen by filter; placer does not know its requests")
+                assignment = self._assignment_on(key, obj, args.node, source)
+                self.cluster.bind(assignment)
+                try:
+                    self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
+                                     assignment.gpus)
+                except Exception:
+                    self.cluster.release(assignment.pod)
+                    raise
+                self._pending.pop(key, None)
+                self._decided.pop(key, None)
+        except InvalidInputError as e:
+            return {"Error": str(e)}
+        except Exception as e:  # the binder's own failure (API server, network)
+            return {"Error": f"{source}: binding {key} to {args.node} failed: {e}"}
+        if args.pod_uid:
+            self._uid_of[key] = args.pod_uid
+        return {"Error": ""}
+
+    def preempt(self, args: PreemptionArgs, source: str = "POST /preempt") -> dict[str, Any]:
+        """``ExtenderPreemptionResult``: per node kube-scheduler proposed, placer's victims
+        there by UID (nodes where placer finds no victims that let the pod fit, or victims
+        whose UIDs it does not know, are left out)."""
+        self.sync()
+        for victim in args.victim_pods:
+            uid = victim["metadata"].get("uid")
+            if uid:
+                self._uid_of[pod_key(victim)] = uid
+        pod = self._request(args.pod, source).pods[0]
+        cluster = self.cluster
+        session = cluster.session
+        out: dict[str, Any] = {}
+        if preemption.eligible(pod, session.running(), session.node_index):
+            return {"NodeNameToMetaVictims": out}
+        allowed = np.zeros(session.n_nodes, dtype=bool)
+        for name in args.victims:
+            i = session.node_index.get(name)
+            if i is not None:
+                allowed[i] = True
+        allowed &= session.eligibility(pod)[0]
+        for found in preemption.candidates(session, cluster.to_snapshot(), pod, allowed):
+            node = session.node_names[found.node]
+            uids = [self._uid_of.get(p.name) for u in found.victims for p in u.on(found.node)]
+            if all(uids):
+                out[node] = {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": found.pdb_violations}
+        return {"NodeNameToMetaVictims": out}
+
+    # ------------------------------------------------------------------ decisions
+
+    def _remember(self, key: str, pod: Mapping[str, Any]) -> None:
+        self._pending[key] = pod
+        uid = pod["metadata"].get("uid")
+        if isinstance(uid, str) and uid:
+            self._uid_of[key] = uid
+        gang = self._gang_of(pod)
+        if gang is not None and key not in self._reserved and not self.cluster.session.holds(key):
+            gang.pending[key] = pod
+
+    def _request(self, pod: Mapping[str, Any], source: str, extra: Sequence[Mapping[str, Any]] = ()) -> Any:
+        """The PlacementRequest of a pending Pod object (and of ``extra`` objects: its gang);
+        a lone pod's is kept for the verbs that follow (prioritize, bind)."""
+        if extra:
+            return self._import([_as_pod(pod), *extra], source)
+        key = _ENCODER.encode(pod)
+        request = self._requests.get(key)
+        if request is None:
+            request = self._requests[key] = self._import([_as_pod(pod)], source)
+            if len(self._requests) > _KEPT_REQUESTS:
+                del self._requests[next(iter(self._requests))]
+        return request
+
+    def _import(self, objects: list[dict[str, Any]], source: str) -> Any:
+        try:
+            imported = workloads_from_objects(
+                objects, source, self.levels, self.policy, missing_podgroup="gang-of-present-pods"
+            )
+        except InvalidInputError as e:
+            raise InvalidInputError(e.where.replace(f"{source}: [0]", f"{source}: Pod", 1), e.what) from None
+        if not imported.request.pods:
+            raise InvalidInputError(f"{source}: Pod", "the pod is not pending (it has a node or has finished)")
+        return imported.request
+
+    def _chosen_node(self, key: str, pod: Mapping[str, Any], source: str) -> str | None:
+        """The one node a pod may take when placer chooses it whole: a gang member's
+        reservation, or placer's node for a pod of MIG instances or gpuSlots."""
+        if key in self._reserved:
+            return self._reserved[key].node
+        if key in self._decided:
+            return self._decided[key].node
+        if self._gang_of(pod) is not None:
+            return None
+        request = self._request(pod, source)
+        the_pod: PodRequest = request.pods[0]
+        if the_pod.mig is None and not the_pod.gpu_slots:
+            return None
+        result = self.cluster.place(the_pod, policy=self.policy, seed=self.seed)
+        if result.assignments:
+            self._decided[key] = result.assignments[0]
+            return result.assignments[0].node
+        return ""  # it fits nowhere
+
+    def _judge(
+        self, key: str, pod: Mapping[str, Any], names: Sequence[str], source: str
+    ) -> tuple[list[str], dict[str, str], dict[str, str]]:
+        """(nodes that pass in candidate order, failed with reason, failed for good with reason)."""
+        gang = self._gang_of(pod)
+        if gang is not None and key not in self._reserved:
+            why = self._plan_gang(gang, source)
+            if why:
+                return [], {n: why for n in names}, {}
+        chosen = self._chosen_node(key, pod, source)
+        if chosen is not None:
+            if chosen == "":
+                why = self.cluster.place(self._request(pod, source).pods[0], policy=self.policy).unschedulable[0].reason
+                return [], {n: why for n in names}, {}
+            what = "its gang's reservation" if key in self._reserved else "the node placer chose"
+            return [n for n in names if n == chosen], {n: f"{what} is {chosen}" for n in names if n != chosen}, {}
+        the_pod = self._request(pod, source).pods[0]
+        at, scores = self._scores(the_pod, names)
+        fits = scores != _NO_SCORE
+        passing = list(compress(names, fits.tolist()))
+        failed = {n: _UNKNOWN_NODE for n, i in zip(names, at.tolist()) if i < 0}
+        unresolvable: dict[str, str] = {}
+        turned = np.flatnonzero(~fits & (at >= 0))
+        if turned.size:
+            session = self.cluster.session
+            static_ok = session.eligibility(the_pod)[0][at[turned]].tolist()
+            why = session.node_reasons(the_pod, at[turned])
+            for k, ok, reason in zip(turned.tolist(), static_ok, why):
+                (failed if ok else unresolvable)[names[k]] = reason
+        return passing, failed, unresolvable
+
+    def _plan_gang(self, gang: _Gang, source: str) -> str:
+        """Reserve the whole gang when all its pods are pending and it fits; "" when
+        reserved, else why the member must wait."""
+        if gang.podgroup is None:
+            return f"gang {gang.name}: PodGroup not known to placer (give it with --podgroups or the watch)"
+        running = sum(1 for _, p in self.cluster.session.running() if p.gang == gang.name)
+        seen = len(gang.pending) + running
+        if seen < gang.min_member:
+            return f"gang {gang.name} waits for its pods: {seen} of minMember {gang.min_member} seen"
+        members = [_as_pod(p) for p in gang.pending.values()]
+        request = self._request(members[0], source, [*members[1:], gang.podgroup])
+        spec = request.gangs.get(gang.name)
+        result = self.cluster.place(list(request.pods), gang=spec, policy=self.policy, seed=self.seed)
+        if result.unschedulable or len(result.assignments) != len(request.pods):
+            reasons = [u.reason for u in result.unschedulable]
+            return f"gang {gang.name} does not fit: {reasons[0] if reasons else 'no room'}"
+        self.cluster.bind(result)
+        for a in result.assignments:
+            self._reserved[a.pod] = a
+            gang.pending.pop(a.pod, None)
+        return ""
+
+    def _assignment_on(self, key: str, obj: Mapping[str, Any], node: str, source: str) -> Assignment:
+        if self._gang_of(obj) is not None:
+            raise InvalidInputError(source, f"pod {key} is a gang member without a reservation; filter it first")
+        self._chosen_node(key, obj, source)  # a pod of MIG instances or gpuSlots: placer's decision
+        decided = self._decided.get(key)
+        if decided is not None:
+            if decided.node != node:
+                raise InvalidInputError(source, f"placer placed pod {key} on {decided.node}, not {node}")
+            return decided
+        pod = self._request(obj, source).pods[0]
+        result = self.cluster.place_on(pod, node, policy=self.policy, seed=self.seed)
+        if not result.assignments:
+            raise InvalidInputError(source, f"pod {key} does not fit on {node}: {result.unschedulable[0].reason}")
+        return result.assignments[0]
+
+    def state(self) -> dict[str, Any]:
+        """What ``/healthz`` reports: nodes, pods running, pending, reserved, events."""
+        session = self.cluster.session
+        return {
+            "nodes": session.n_nodes,
+            "pods": sum(1 for _ in session.running()),
+            "pending": len(self._pending),
+            "reserved": len(self._reserved),
+            "gangs_waiting": sum(1 for g in self._gangs.values() if g.pending),
+            "events_applied": self.applied_events,
+            "events_refused": self.refused_events,
+            "events_queued": len(self._queued),
+        }
+
+
+def _named(obj: Any) -> bool:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return isinstance(meta, Mapping) and isinstance(meta.get("name"), str) and bool(meta["name"])
+
+
+def _as_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A Pod object with the kind and apiVersion the workload importer needs (the
+    extender's payloads leave them out)."""
+    out = dict(obj)
+    out.setdefault("kind", "Pod")
+    out.setdefault("apiVersion", "v1")
+    return out

@@ -1,0 +1,314 @@
+"""The extender's verbs in process (placer.adapters.kube_extender): filter, prioritize, bind, preempt,
+gangs and watch events, checked against the pure-Python reference and check_placement."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.adapters.kube_live import WatchEvent, read_watch_stream
+from placer.cluster import Cluster
+from placer.exceptions import InvalidInputError
+from placer.adapters.kube_extender import Extender, reason_label, scores_0_to_10
+from placer.model import Assignment, ClusterSnapshot, PlacementRequest, PlacementResult, PodRequest
+from placer.schema import snapshot_from_dict
+from placer.schema.extender import decode_binding_args, decode_filter_args, decode_preemption_args
+from placer.diagnostics import check_placement
+from placer.testing import pod_requests, snapshots
+from reference import ReferenceCluster, _filter
+
+RACK = "topology.kubernetes.io/rack"
+TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def cluster_document() -> dict:
+    """Four 8-GPU nodes in two racks, one of them cordoned, one running a 4-GPU pod."""
+    nodes = []
+    for i in range(4):
+        nodes.append({
+            "name": f"gpu-{i}", "gpus": 8, "gpuModel": "H100", "cpuMilli": 64000, "memoryMiB": 512000,
+            "topology": {"rack": f"r{i // 2}"},
+            "labels": {RACK: f"r{i // 2}"},
+        })
+    nodes[3]["unschedulable"] = True
+    nodes[0]["pods"] = [{"name": "ml/old", "gpus": [0, 1, 2, 3], "cpuMilli": 1000, "priority": 10}]
+    return {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"], "nodes": nodes}
+
+
+def pod(name: str, gpus: int = 0, *, ns: str = "ml", uid: str | None = None, labels: dict | None = None,
+        annotations: dict | None = None, priority: int | None = None, cpu: str | None = None) -> dict:
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+    requests = {"cpu": cpu} if cpu else {}
+    meta: dict = {"name": name, "namespace": ns, "uid": uid or f"uid-{name}"}
+    if labels:
+        meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    spec: dict = {"containers": [{"name": "c", "resources": {"limits": limits, "requests": requests}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    return {"metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+
+
+def filter_body(p: dict, names: list[str]) -> bytes:
+    return json.dumps({"Pod": p, "NodeNames": names}).encode()
+
+
+NAMES = ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+
+
+def verbs(ex: Extender, p: dict, names: list[str] = NAMES) -> tuple[dict, dict[str, int]]:
+    body = filter_body(p, names)
+    result = ex.filter(decode_filter_args(body, "POST /filter"))
+    scores = {h["Host"]: h["Score"] for h in ex.prioritize(decode_filter_args(body, "POST /prioritize"))}
+    return result, scores
+
+
+def bind(ex: Extender, name: str, node: str, ns: str = "ml") -> dict:
+    body = json.dumps({"PodName": name, "PodNamespace": ns, "PodUID": f"uid-{name}", "Node": node}).encode()
+    return ex.bind(decode_binding_args(body, "POST /bind"))
+
+
+def test_filter_keeps_the_nodes_that_fit_and_says_why_of_the_others():
+    ex = Extender(cluster_document())
+    result, scores = verbs(ex, pod("a", 6))
+    assert result["NodeNames"] == ["gpu-1", "gpu-2"]
+    assert result["FailedNodes"] == {"gpu-0": "Insufficient nvidia.com/gpu"}
+    assert result["FailedAndUnresolvableNodes"] == {"gpu-3": "node(s) were unschedulable"}
+    assert result["Error"] == ""
+    assert set(scores) == set(NAMES) and scores["gpu-0"] == scores["gpu-3"] == 0
+
+
+def test_filter_answers_in_the_form_it_was_asked_full_nodes_in_nodes_out():
+    ex = Extender(cluster_document())
+    items = [{"metadata": {"name": n}, "spec": {}, "status": {}} for n in NAMES]
+    body = json.dumps({"Pod": pod("a", 6), "Nodes": {"metadata": {}, "items": items}}).encode()
+    result = ex.filter(decode_filter_args(body, "POST /filter"))
+    assert "NodeNames" not in result
+    assert [n["metadata"]["name"] for n in result["Nodes"]["items"]] == ["gpu-1", "gpu-2"]
+
+
+def test_a_node_placer_does_not_know_fails_with_that_reason():
+    ex = Extender(cluster_document())
+    result, scores = verbs(ex, pod("a", 1), ["gpu-1", "elsewhere"])
+    assert result["NodeNames"] == ["gpu-1"]
+    assert "not in placer's cluster state" in result["FailedNodes"]["elsewhere"]
+    assert scores == {"gpu-1": 10, "elsewhere": 0}
+
+
+def test_best_fit_scores_put_the_fullest_node_first_and_bind_takes_its_gpus():
+    ex = Extender(cluster_document())
+    _, scores = verbs(ex, pod("a", 2))
+    # gpu-0 has 4 GPUs left: best-fit's first choice, what place() would choose
+    assert scores["gpu-0"] == 10 and scores["gpu-1"] == scores["gpu-2"] == 0
+    assert Cluster(cluster_document()).place(PodRequest("ml/a", gpus=2)).assignments[0].node == "gpu-0"
+    assert bind(ex, "a", "gpu-0") == {"Error": ""}
+    binding = ex.binder.bindings[-1]
+    gpus = [int(g) for g in binding["metadata"]["annotations"]["placer.io/gpus"].split(",")]
+    assert binding["target"]["name"] == "gpu-0" and len(gpus) == 2 and not set(gpus) & {0, 1, 2, 3}
+    decided = PlacementResult((Assignment("ml/a", "gpu-0", tuple(gpus)),))
+    asked = PlacementRequest(pods=(PodRequest("ml/a", gpus=2),))
+    assert check_placement(snapshot_from_dict(cluster_document()), asked, decided) == []
+    held = {p.name: p.gpus for n in ex.cluster.to_snapshot().nodes for p in n.pods}
+    assert held["ml/a"] == tuple(gpus)
+
+
+def test_bind_on_a_node_kube_chose_that_is_not_placers_first_still_picks_gpus_there():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 3))
+    assert bind(ex, "a", "gpu-2") == {"Error": ""}
+    assert ex.binder.bindings[-1]["target"]["name"] == "gpu-2"
+    assert ex.cluster.node_free("gpu-2").gpu_milli.count(0) == 3
+
+
+def test_a_bind_that_cannot_be_honoured_changes_nothing():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 6))
+    before = ex.cluster.to_snapshot()
+    assert "does not fit on gpu-0" in bind(ex, "a", "gpu-0")["Error"]
+    assert "not seen by filter" in bind(ex, "never-seen", "gpu-1")["Error"]
+    assert ex.cluster.to_snapshot() == before and ex.binder.bindings == []
+
+
+def test_a_failing_binder_leaves_the_state_as_it_was():
+    class Refusing:
+        def bind(self, *args):
+            raise ConnectionError("API server unreachable")
+
+    ex = Extender(cluster_document(), binder=Refusing())
+    verbs(ex, pod("a", 1))
+    before = ex.cluster.to_snapshot()
+    assert "API server unreachable" in bind(ex, "a", "gpu-1")["Error"]
+    assert ex.cluster.to_snapshot() == before
+
+
+def podgroup(name: str, min_member: int, ns: str = "ml") -> dict:
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"minMember": min_member}}
+
+
+def test_gang_members_wait_in_filter_until_the_whole_gang_fits_then_bind_together():
+    ex = Extender(cluster_document(), podgroups=[podgroup("pg", 2)], levels=[f"rack={RACK}"])
+    member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"},
+              "annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}}
+    first, scores = verbs(ex, pod("w-0", 8, **member))
+    assert first["NodeNames"] == [] and scores == dict.fromkeys(NAMES, 0)
+    assert all("waits for its pods: 1 of minMember 2" in why for why in first["FailedNodes"].values())
+    assert ex.cluster.to_snapshot() == Cluster(cluster_document()).snapshot  # nothing held yet
+    second, scores = verbs(ex, pod("w-1", 8, **member))
+    # one rack has two free 8-GPU nodes (r0's gpu-0 holds a pod; r1's gpu-3 is cordoned): none
+    assert second["NodeNames"] == []
+    assert "does not fit" in next(iter(second["FailedNodes"].values()))
+    # without the rack constraint the gang fits on gpu-1 and gpu-2, reserved whole
+    ex = Extender(cluster_document(), podgroups=[podgroup("pg", 2)])
+    member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"}}
+    verbs(ex, pod("w-0", 8, **member))
+    second, scores = verbs(ex, pod("w-1", 8, **member))
+    (node_1,) = second["NodeNames"]
+    first, _ = verbs(ex, pod("w-0", 8, **member))
+    (node_0,) = first["NodeNames"]
+    assert {node_0, node_1} == {"gpu-1", "gpu-2"} and scores[node_1] == 10
+    assert ex.state()["reserved"] == 2
+    # the reservation holds: another pod cannot take the room meanwhile
+    other, _ = verbs(ex, pod("x", 1))
+    assert set(other["NodeNames"]) == {"gpu-0"}
+    assert "reserved" in bind(ex, "w-0", node_1)["Error"]
+    assert bind(ex, "w-0", node_0) == {"Error": ""} and bind(ex, "w-1", node_1) == {"Error": ""}
+    assert ex.state()["reserved"] == 0
+    assert {b["target"]["name"] for b in ex.binder.bindings} == {"gpu-1", "gpu-2"}
+
+
+def test_a_gang_whose_podgroup_is_unknown_waits_and_says_so():
+    ex = Extender(cluster_document())
+    result, _ = verbs(ex, pod("w-0", 1, labels={"scheduling.x-k8s.io/pod-group": "nope"}))
+    assert result["NodeNames"] == []
+    assert all("PodGroup not known to placer" in why for why in result["FailedNodes"].values())
+
+
+def test_watch_events_change_what_fits_and_a_bad_event_is_refused_alone():
+    ex = Extender(cluster_document())
+    running = pod("big", 8)
+    running["spec"]["nodeName"] = "gpu-1"
+    running["status"]["phase"] = "Running"
+    running["kind"] = "Pod"
+    stray = dict(running, metadata={"name": "stray", "namespace": "ml"}, spec={**running["spec"], "nodeName": "gpu-9"})
+    stream = json.dumps(running, indent=4) + "\n" + json.dumps({"type": "ADDED", "object": stray})
+    ex.queue(read_watch_stream(stream, "pods.watch"))
+    result, _ = verbs(ex, pod("a", 8))
+    assert result["NodeNames"] == ["gpu-2"]
+    assert ex.state()["events_applied"] == 1 and ex.state()["events_refused"] == 1
+    ex.queue([WatchEvent("DELETED", running, "pods.watch:9")])
+    result, _ = verbs(ex, pod("a", 8))
+    assert result["NodeNames"] == ["gpu-1", "gpu-2"]
+
+
+def test_a_watched_node_event_cordons_and_uncordons():
+    ex = Extender(cluster_document())
+    node = {"kind": "Node", "metadata": {"name": "gpu-3", "labels": {RACK: "r1"}}, "spec": {},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}}
+    ex.queue([WatchEvent("MODIFIED", node)])
+    result, _ = verbs(ex, pod("a", 8))
+    assert "gpu-3" in result["NodeNames"]
+    ex.queue([WatchEvent("MODIFIED", {**node, "spec": {"unschedulable": True}})])
+    result, _ = verbs(ex, pod("a", 8))
+    assert result["FailedAndUnresolvableNodes"] == {"gpu-3": "node(s) were unschedulable"}
+
+
+def test_preempt_names_victims_by_uid_after_which_the_pod_fits():
+    doc = cluster_document()
+    for i in (1, 2):
+        doc["nodes"][i]["pods"] = [{"name": f"ml/low-{i}", "gpus": list(range(8)), "priority": 1}]
+    doc["nodes"][0]["pods"][0]["priority"] = 500  # above the preemptor: gpu-0 has no victims
+    ex = Extender(doc)
+    victims = {f"gpu-{i}": {"Pods": [pod(f"low-{i}")], "NumPDBViolations": 0} for i in (1, 2)}
+    victims["gpu-0"] = {"Pods": [pod("old")], "NumPDBViolations": 0}
+    body = json.dumps({"Pod": pod("vip", 8, priority=100), "NodeNameToVictims": victims}).encode()
+    out = ex.preempt(decode_preemption_args(body, "POST /preempt"))["NodeNameToMetaVictims"]
+    assert out == {f"gpu-{i}": {"Pods": [{"UID": f"uid-low-{i}"}], "NumPDBViolations": 0} for i in (1, 2)}
+    # kube's own MetaVictims form gives UIDs only; placer answers from the UIDs it learnt
+    meta = {n: {"Pods": [{"UID": "whatever"}], "NumPDBViolations": 0} for n in ("gpu-1",)}
+    body = json.dumps({"Pod": pod("vip", 8, priority=100), "NodeNameToMetaVictims": meta}).encode()
+    assert list(ex.preempt(decode_preemption_args(body, "POST /preempt"))["NodeNameToMetaVictims"]) == ["gpu-1"]
+    # a pod of lower priority than everything preempts nothing
+    body = json.dumps({"Pod": pod("meek", 8, priority=0), "NodeNameToVictims": victims}).encode()
+    assert ex.preempt(decode_preemption_args(body, "POST /preempt")) == {"NodeNameToMetaVictims": {}}
+
+
+def test_bad_pod_fields_are_errors_at_the_pod_path():
+    ex = Extender(cluster_document())
+    bad = pod("a")
+    bad["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "lots"
+    with pytest.raises(InvalidInputError) as e:
+        verbs(ex, bad)
+    assert str(e.value).startswith("POST /filter: Pod.spec.containers[0]")
+
+
+def test_metric_labels_of_reasons_leave_names_out():
+    assert reason_label("gang ml/pg waits for its pods: 1 of minMember 2 seen") == "gang waiting"
+    assert reason_label("its gang's reservation is gpu-1") == "reserved for its gang on another node"
+    assert reason_label("the node placer chose is a100-mig-0") == "placer chose another node"
+    assert reason_label("Insufficient nvidia.com/gpu") == "Insufficient nvidia.com/gpu"
+
+
+def test_scores_map_linearly_onto_0_to_10():
+    assert scores_0_to_10([5, 5]) == [10, 10]
+    assert scores_0_to_10([-30, 0, 10, 70]) == [0, 3, 4, 10]
+    assert scores_0_to_10([]) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), policy=st.sampled_from(["best-fit", "spread", "first-fit", "fgd", "dot-product"]))
+def test_filter_matches_the_reference_and_placers_choice_scores_10(data, policy):
+    snapshot: ClusterSnapshot = data.draw(snapshots(max_nodes=6))
+    the_pod = data.draw(pod_requests(name="p"))
+    cluster = Cluster(snapshot)
+    scores = cluster.node_scores(the_pod, policy=policy)
+    fits = {n for n, s in zip(cluster.node_names, scores.tolist()) if s != np.iinfo(np.int64).min}
+    reference = ReferenceCluster(snapshot)
+    assert fits == {s.node.name for s in reference._nodes if not _filter(s, the_pod)}
+    placed = cluster.place(the_pod, policy=policy)
+    if not fits:
+        assert not placed.assignments
+        return
+    chosen = placed.assignments[0].node
+    mapped = dict(zip(sorted(fits, key=cluster.node_names.index),
+                      scores_0_to_10([int(scores[cluster.node_names.index(n)]) for n in
+                                      sorted(fits, key=cluster.node_names.index)])))
+    assert mapped[chosen] == 10
+    if policy in ("best-fit", "spread", "first-fit"):  # ties to the lowest index, as the kernel
+        assert chosen == cluster.node_names[int(np.argmax(scores))]
+    # the reasons of the nodes turned away are kube's words for what the reference finds
+    turned = [i for i, n in enumerate(cluster.node_names) if n not in fits]
+    for i, why in zip(turned, cluster.session.node_reasons(the_pod, turned)):
+        assert why and _filter(reference._nodes[i], the_pod)
+
+
+def test_a_mig_pod_gets_the_node_and_instance_placer_chooses():
+    from placer.adapters.kubernetes import import_kubernetes
+
+    data = "tests/data/k8s/"
+    doc = import_kubernetes(data + "handmade-nodes.json", data + "handmade-pods.json").document
+    names = [n["name"] for n in doc["nodes"]]
+    ex = Extender(doc)
+    p = pod("mig-a")
+    p["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/mig-1g.5gb": "1"}
+    result, scores = verbs(ex, p, names)
+    assert result["NodeNames"] == ["a100-mig-0"]
+    assert all(why == "the node placer chose is a100-mig-0" for why in result["FailedNodes"].values())
+    assert scores["a100-mig-0"] == 10 and sum(scores.values()) == 10
+    assert bind(ex, "mig-a", "a100-mig-0") == {"Error": ""}
+    held = [p for n in ex.cluster.to_snapshot().nodes for p in n.pods if p.name == "ml/mig-a"]
+    assert len(held) == 1 and [m.profile for m in held[0].mig] == ["1g.5gb"]
+    assert held[0].mig[0].start != 2  # mig-infer-0 holds the instance at start 2
+    # three 1g.5gb instances were free; two more pods take them, a fourth finds none
+    for k in range(2):
+        p["metadata"]["name"] = f"mig-{k}"
+        verbs(ex, p, names)
+        assert bind(ex, f"mig-{k}", "a100-mig-0") == {"Error": ""}
+    p["metadata"]["name"] = "mig-last"
+    result, _ = verbs(ex, p, names)
+    assert result["NodeNames"] == [] and "a100-mig-0" in result["FailedNodes"]

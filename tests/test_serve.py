@@ -1,0 +1,304 @@
+"""``placer serve`` over real HTTP on the loopback: kube-scheduler's extender wire format
+(the fixtures of k8s.io/kube-scheduler/extender/v1 and generated payloads), 400 on bad
+bodies while the service keeps serving, health, metrics, recorded watch streams, gangs.
+
+Each test module run starts one server process per configuration and stops it by pid."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+pytest.importorskip("prometheus_client")
+
+from test_extender import NAMES, TOLERATE, cluster_document, pod, podgroup  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "extender"
+
+
+class Server:
+    """A ``placer serve`` process on a free loopback port."""
+
+    def __init__(self, tmp: Path, *extra: str, document: dict | None = None) -> None:
+        snapshot = tmp / "cluster.json"
+        snapshot.write_text(json.dumps(document or cluster_document()))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "placer", "serve", "--snapshot", str(snapshot), "--port", "0", *extra],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp,
+        )
+        line = self.proc.stderr.readline()
+        found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if found is None:
+            rest = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            self.stop()
+            raise AssertionError(f"placer serve did not start: {line}{rest}")
+        self.port = int(found.group(1))
+        self.banner = line
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            text = response.read().decode()
+        finally:
+            conn.close()
+        data = json.loads(text) if response.getheader("content-type", "").startswith("application/json") else text
+        return response.status, data, text
+
+    def post(self, verb: str, payload: Any) -> tuple[int, Any]:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        status, data, _ = self.request("POST", f"/{verb}", body)
+        return status, data
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("serve")
+    (tmp / "podgroups.yaml").write_text(json.dumps(podgroup("pg", 2)))
+    s = Server(tmp, "--podgroups", str(tmp / "podgroups.yaml"))
+    yield s
+    s.stop()
+    assert s.proc.poll() is not None
+
+
+def fixture(name: str) -> bytes:
+    return (DATA / f"{name}_kube-scheduler-extender-v1-types_test.json").read_bytes()
+
+
+def test_the_banner_says_what_is_served(server):
+    assert "4 nodes, 1 pods, policy best-fit" in server.banner
+
+
+def test_fixture_filter_args_are_answered_in_the_fixture_result_shape(server):
+    status, result = server.post("filter", fixture("ExtenderArgs"))
+    assert status == 200
+    expected_keys = set(json.loads(fixture("ExtenderFilterResult")))
+    assert set(result) <= expected_keys and "NodeNames" in result  # NodeNames asked, NodeNames answered
+    assert result["NodeNames"] == [] and result["Error"] == ""
+    assert "not in placer's cluster state" in result["FailedNodes"]["node1"]
+    # Go decodes field names case-insensitively: the lowercased body means the same
+    status, lowered = server.post("filter", fixture("ExtenderArgs").lower())
+    assert status == 200 and lowered == result
+
+
+def test_fixture_priority_binding_and_preemption_shapes(server):
+    status, priorities = server.post("prioritize", fixture("ExtenderArgs"))
+    host_priority = json.loads(fixture("HostPriority"))
+    assert status == 200 and isinstance(priorities, list)  # a bare HostPriorityList
+    assert [set(h) for h in priorities] == [set(host_priority)] and priorities[0]["Score"] == 0
+    status, bound = server.post("bind", fixture("ExtenderBindingArgs"))
+    assert status == 200 and set(bound) == set(json.loads(fixture("ExtenderBindingResult")))
+    assert "mypodnamespace/mypodname was not seen by filter" in bound["Error"]
+    status, preempted = server.post("preempt", fixture("ExtenderPreemptionArgs"))
+    assert status == 200 and set(preempted) == set(json.loads(fixture("ExtenderPreemptionResult")))
+    assert preempted["NodeNameToMetaVictims"] == {}  # node foo is not placer's
+
+
+def test_a_gpu_pod_is_filtered_scored_and_bound_over_http(server):
+    p = pod("http-a", 6)
+    p["spec"]["tolerations"] = TOLERATE
+    args = {"Pod": p, "NodeNames": NAMES}
+    status, result = server.post("filter", args)
+    assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+    assert result["FailedAndUnresolvableNodes"] == {"gpu-3": "node(s) were unschedulable"}
+    status, priorities = server.post("prioritize", args)
+    assert status == 200 and [h["Host"] for h in priorities] == NAMES
+    assert all(0 <= h["Score"] <= 10 for h in priorities)
+    status, bound = server.post("bind", {"PodName": "http-a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+    assert (status, bound) == (200, {"Error": ""})
+    status, result = server.post("filter", {"Pod": pod("http-b", 6), "NodeNames": NAMES})
+    assert result["NodeNames"] == ["gpu-2"]  # gpu-1 now holds http-a's six GPUs
+    status, health, _ = server.request("GET", "/healthz")
+    assert status == 200 and health["status"] == "ok" and health["pods"] == 2
+
+
+BAD_BODIES = [
+    (b"not json", "invalid JSON"),
+    (b"[1, 2]", "expected an object, got a list"),
+    (b'{"NodeNames": []}', "missing field Pod"),
+    (b'{"Pod": {"metadata": {"name": "x"}}, "NodeNamez": []}', 'did you mean "NodeNames"'),
+    (b'{"Pod": {"metadata": {"name": "x"}}, "NodeNames": "gpu-1"}', "NodeNames: expected a list of node names"),
+    (b'{"Pod": {"metadata": {"name": "x"}}, "NodeNames": ["gpu-1"], "NodeNames": []}', "duplicate key"),
+    (b'{"Pod": {"metadata": {"name": "x"}}, "NodeNames": [], "nodenames": []}', "given twice"),
+    (b'{"Pod": {"metadata": {"name": "x"}}, "NodeNames": ["gpu\\u0007"]}', "control characters"),
+    (b'{"Pod": {"metadata": {}}, "NodeNames": []}', "Pod.metadata.name: expected a name"),
+    (b'{"Pod": {"metadata": {"name": "x"}}}', "missing field NodeNames"),
+    (b'{"Pod": {"metadata": {"name": "x"}, "spec": {"containers": [{"resources": {"limits": {"cpu": "9e999999"}}}]}},'
+     b' "NodeNames": ["gpu-1"]}', "POST /filter: Pod.spec.containers[0]"),
+]
+
+
+@pytest.mark.parametrize("body, message", BAD_BODIES)
+def test_a_bad_filter_body_is_400_with_the_error_and_the_service_keeps_serving(server, body, message):
+    status, result = server.post("filter", body)
+    assert status == 400 and message in result["Error"] and result["Error"].startswith("POST /filter")
+    status, health, _ = server.request("GET", "/healthz")
+    assert status == 200 and health["status"] == "ok"
+
+
+def test_bad_bind_and_preempt_bodies_are_400(server):
+    status, result = server.post("bind", {"PodName": "x"})
+    assert status == 400 and result["Error"] == "POST /bind: missing field Node"
+    status, result = server.post("preempt", {"Pod": pod("x"), "NodeNameToMetaVictims": {
+        "gpu-1": {"Pods": [], "NumPDBViolations": 2**63}}})
+    assert status == 400 and "NodeNameToMetaVictims.gpu-1.NumPDBViolations" in result["Error"]
+    status, result = server.post("preempt", {"Pod": pod("x")})
+    assert status == 400 and "missing field" in result["Error"]
+
+
+def test_metrics_count_requests_latency_and_pending_reasons(server):
+    server.post("filter", b"not json")
+    server.post("filter", {"Pod": pod("m", 8), "NodeNames": NAMES})
+    status, _, text = server.request("GET", "/metrics")
+    assert status == 200
+    counted = re.search(r'placer_extender_requests_total\{code="400",verb="filter"\} (\d+)', text)
+    assert counted is not None and int(counted.group(1)) >= 1
+    assert re.search(r'placer_extender_request_seconds_count\{verb="filter"\} \d+', text)
+    assert 'placer_extender_filter_failed_nodes_total{reason="node(s) were unschedulable"}' in text
+    assert re.search(r"^placer_extender_nodes 4\.0$", text, re.M)
+
+
+def test_a_gang_waits_in_filter_then_binds_whole_over_http(server):
+    member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"}, "ns": "team"}
+    # the module's PodGroup pg is in namespace ml; this gang's is team/pg: unknown, it waits
+    status, result = server.post("filter", {"Pod": pod("w-0", 1, **member), "NodeNames": NAMES})
+    assert status == 200 and result["NodeNames"] == []
+    assert "PodGroup not known" in result["FailedNodes"]["gpu-1"]
+    member["ns"] = "ml"
+    status, result = server.post("filter", {"Pod": pod("g-0", 1, **member), "NodeNames": NAMES})
+    assert result["NodeNames"] == [] and "1 of minMember 2" in result["FailedNodes"]["gpu-1"]
+    status, result = server.post("filter", {"Pod": pod("g-1", 1, **member), "NodeNames": NAMES})
+    (node_1,) = result["NodeNames"]
+    status, result = server.post("filter", {"Pod": pod("g-0", 1, **member), "NodeNames": NAMES})
+    (node_0,) = result["NodeNames"]
+    for name, node in (("g-0", node_0), ("g-1", node_1)):
+        status, bound = server.post("bind", {"PodName": name, "PodNamespace": "ml", "PodUID": name, "Node": node})
+        assert (status, bound) == (200, {"Error": ""})
+
+
+def test_recorded_watch_streams_are_applied_at_start(tmp_path):
+    running = {**pod("big", 8), "kind": "Pod", "apiVersion": "v1"}
+    running["spec"]["nodeName"] = "gpu-1"
+    running["status"]["phase"] = "Running"
+    # kubectl get pods -w -o json prints indented objects one after another
+    (tmp_path / "pods.watch").write_text(json.dumps(running, indent=4) + "\n")
+    s = Server(tmp_path, "--watch-file", str(tmp_path / "pods.watch"))
+    try:
+        status, result = s.post("filter", {"Pod": pod("a", 8), "NodeNames": NAMES})
+        assert status == 200 and result["NodeNames"] == ["gpu-2"]
+        assert "2 pods" in s.banner
+    finally:
+        s.stop()
+    assert s.proc.returncode is not None
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "placer", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def test_serve_refuses_bad_options_in_one_line(tmp_path):
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    for args, message in [
+        (("--snapshot", "missing.json"), "missing.json"),
+        (("--snapshot", "cluster.json", "--port", "http"), "--port: expected a port"),
+        (("--snapshot", "cluster.json", "--policy", "fastest"), "--policy"),
+        (("--snapshot", "cluster.json", "--watch-file", "cluster.json"), "expected a Node, Pod or PodGroup object"),
+        (("--snapshot", "cluster.json", "--podgroups", "cluster.json"), "expected PodGroup objects only"),
+        (("--snapshot", "cluster.json", "--kubeconfig", "nope.yaml"), "--kubeconfig"),
+    ]:
+        done = run_cli("serve", *args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_with_a_kubeconfig_serve_watches_the_api_and_binds_through_it(tmp_path):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    s = Server(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig")))
+    try:
+        assert "watching" in s.banner
+        running = {**pod("big", 8), "kind": "Pod", "apiVersion": "v1"}
+        running["spec"]["nodeName"] = "gpu-1"
+        running["status"]["phase"] = "Running"
+        api.push("ADDED", running)
+        deadline = time.monotonic() + 30
+        while True:  # the event reaches the service through its watch thread
+            _, result = s.post("filter", {"Pod": pod("a", 8), "NodeNames": NAMES})
+            if result["NodeNames"] == ["gpu-2"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert result["NodeNames"] == ["gpu-2"]
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-2"})
+        assert (status, bound) == (200, {"Error": ""})
+        (binding,) = api.bindings
+        assert binding["target"] == {"apiVersion": "v1", "kind": "Node", "name": "gpu-2"}
+        assert binding["metadata"]["annotations"] == {"placer.io/gpus": "0,1,2,3,4,5,6,7"}
+        assert binding["metadata"]["uid"] == "uid-a"
+        # the pod's deletion frees gpu-1 again
+        api.push("DELETED", running)
+        deadline = time.monotonic() + 30
+        while True:
+            _, result = s.post("filter", {"Pod": pod("c", 8), "NodeNames": NAMES})
+            if result["NodeNames"] == ["gpu-1"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert result["NodeNames"] == ["gpu-1"]
+        assert "GET /apis/scheduling.x-k8s.io/v1alpha1/podgroups" in api.requests
+    finally:
+        s.stop()
+        api.stop()
+
+
+def test_the_documented_scheduler_configuration_calls_the_served_verbs(server):
+    import yaml
+
+    text = (Path(__file__).parent.parent / "docs" / "extender.md").read_text()
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    (extender,) = config["extenders"]
+    assert extender["nodeCacheCapable"] is True and extender["urlPrefix"].startswith("http://127.0.0.1:")
+    bodies = {"filterVerb": "ExtenderArgs", "prioritizeVerb": "ExtenderArgs",
+              "preemptVerb": "ExtenderPreemptionArgs", "bindVerb": "ExtenderBindingArgs"}
+    for key, body in bodies.items():
+        status, _ = server.post(extender[key], fixture(body))
+        assert status == 200, key
+
+
+def test_the_readme_filter_example_answers_as_shown(tmp_path):
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    section = text[text.index("## kube-scheduler extender"):]
+    body = re.search(r"-d '(.*?)'", section, re.S).group(1)
+    shown = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
+    s = Server(tmp_path)  # a fresh cluster: cluster_document()
+    try:
+        status, result = s.post("filter", body.encode())
+    finally:
+        s.stop()
+    assert status == 200 and result == shown
