@@ -137,6 +137,8 @@ class Cluster:
         self._facts = schema.snapshot_facts(self._snapshot)
         # pod name -> its latest decisions, newest last: (assignment, the pod as decided)
         self._decided: dict[str, list[tuple[Assignment, PodRequest]]] = {}
+        # decisions not yet filed in _decided: a one-shot placement never needs them filed
+        self._unfiled: list[tuple[Sequence[tuple[PodRequest, int, int]], Sequence[Assignment]]] = []
         self._varied: set[str] = set()  # pods placed with different requests over time
 
     @property
@@ -696,16 +698,23 @@ class Cluster:
 
     def _remember(self, placed: Sequence[tuple[PodRequest, int, int]], assignments: Sequence[Assignment]) -> None:
         """Keep each decision with the pod as it was decided, for :meth:`bind`."""
-        for (pod, _, _), a in zip(placed, assignments):
-            kept = self._decided.setdefault(pod.name, [])
-            if kept and kept[-1][1] != pod:
-                self._varied.add(pod.name)
-            kept.append((a, pod))
-            del kept[:-KEPT_DECISIONS]
+        if placed:
+            self._unfiled.append((placed, assignments))
+
+    def _file_decisions(self) -> None:
+        for placed, assignments in self._unfiled:
+            for (pod, _, _), a in zip(placed, assignments):
+                kept = self._decided.setdefault(pod.name, [])
+                if kept and kept[-1][1] != pod:
+                    self._varied.add(pod.name)
+                kept.append((a, pod))
+                del kept[:-KEPT_DECISIONS]
+        self._unfiled.clear()
 
     def _decision(self, a: Assignment) -> PodRequest:
         """The pod as decided by the :meth:`place` that returned ``a``, or, for an assignment
         made elsewhere, the pod as every decision of it asked (refused when they differ)."""
+        self._file_decisions()
         kept = self._decided.get(a.pod)
         if not kept:
             raise InvalidInputError(a.pod, "not decided by this cluster's place(); nothing to bind")
@@ -776,13 +785,18 @@ class Cluster:
         unschedulable: list[Unschedulable],
     ) -> None:
         assignment = self._assignment
+        node_names = self._session.node_names
         failed = False
         for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
-            if node >= 0:
-                placed.append((pod, node, mask))
-                assignments.append(assignment(pod, node, mask, nic_mask))
-            else:
+            if node < 0:
                 failed = True
+                continue
+            placed.append((pod, node, mask))
+            if nic_mask or pod.gpu_slots or pod.mig is not None:
+                assignments.append(assignment(pod, node, mask, nic_mask))
+            else:  # the common case, without the calls it does not need
+                share = pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None
+                assignments.append(Assignment(pod.name, node_names[node], mask_to_indices(mask), share, pod.gang))
         if failed:
             unschedulable.extend(gangs.run_failures(self._session, pods, run))
 
