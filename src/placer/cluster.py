@@ -106,6 +106,9 @@ def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> li
     return steps
 
 
+_UNFILED_BATCHES = 32  # decisions kept unfiled before they are filed by pod name
+
+
 def _slot_list(a: Assignment) -> tuple[int, ...]:
     """The GPU of each slot of an assignment of ``gpuSlots`` (one per GPU listed when it
     gives no ``gpuSlots``)."""
@@ -700,6 +703,8 @@ class Cluster:
         """Keep each decision with the pod as it was decided, for :meth:`bind`."""
         if placed:
             self._unfiled.append((placed, assignments))
+            if len(self._unfiled) > _UNFILED_BATCHES:  # a long-lived cluster: keep memory bounded
+                self._file_decisions()
 
     def _file_decisions(self) -> None:
         for placed, assignments in self._unfiled:
