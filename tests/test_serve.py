@@ -9,7 +9,9 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -38,16 +40,22 @@ class Server:
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp,
         )
         line = self.proc.stderr.readline()
-        found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        found = re.search(r"listening on (https?)://127\.0\.0\.1:(\d+)", line)
         if found is None:
             rest = self.proc.stderr.read() if self.proc.poll() is not None else ""
             self.stop()
             raise AssertionError(f"placer serve did not start: {line}{rest}")
-        self.port = int(found.group(1))
+        self.port = int(found.group(2))
         self.banner = line
+        self.tls_context: ssl.SSLContext | None = None  # set by a test serving HTTPS
 
     def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any, str]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        if self.tls_context is not None:
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                "127.0.0.1", self.port, timeout=30, context=self.tls_context
+            )
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
             response = conn.getresponse()
@@ -302,3 +310,32 @@ def test_the_readme_filter_example_answers_as_shown(tmp_path):
     finally:
         s.stop()
     assert status == 200 and result == shown
+
+
+def test_serve_speaks_https_with_a_certificate(tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    s = Server(tmp_path, "--tls-cert", str(cert), "--tls-key", str(key))
+    try:
+        assert s.banner.startswith("placer serve: listening on https://")
+        s.tls_context = ssl.create_default_context(cafile=str(cert))  # verifies the certificate
+        status, result = s.post("filter", {"Pod": pod("a", 6), "NodeNames": NAMES})
+        assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+        s.tls_context = None
+        with pytest.raises((http.client.HTTPException, ConnectionError)):
+            s.post("filter", {"Pod": pod("a", 6), "NodeNames": NAMES})  # plain HTTP is not served
+    finally:
+        s.stop()
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    for args, message in [
+        (("--tls-cert", str(cert)), "give both --tls-cert and --tls-key"),
+        (("--tls-cert", str(key), "--tls-key", str(key)), "--tls-cert: cannot load"),
+    ]:
+        done = run_cli("serve", "--snapshot", "cluster.json", "--port", "0", *args, cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr

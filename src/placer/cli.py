@@ -513,6 +513,8 @@ def _add_serve_parser(sub: Any) -> None:
                     help="apply watch events at most this often (default: 1; 0: before every verb)")
     sv.add_argument("--host", metavar="ADDR", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     sv.add_argument("--port", metavar="N", default="8888", help="port (default: 8888; 0: any free port)")
+    sv.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (with --tls-key)")
+    sv.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     sv.set_defaults(handler=_cmd_serve)
 
 
@@ -527,6 +529,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     require_server()
     port = _port(args.port)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise InvalidInputError("--tls-cert", "give both --tls-cert and --tls-key, or neither")
+    tls = (args.tls_cert, args.tls_key) if args.tls_cert is not None else None
+    scheme = "https" if tls else "http"
     policy = policies.get(args.policy, "--policy").name
     podgroups = []
     for f in args.podgroups:
@@ -551,13 +557,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     def ready(bound: int) -> None:
         sys.stderr.write(
-            f"placer serve: listening on http://{args.host}:{bound} ({state['nodes']} nodes, {state['pods']} pods, "
+            f"placer serve: listening on {scheme}://{args.host}:{bound} ({state['nodes']} nodes, {state['pods']} pods, "
             f"policy {policy}{', watching ' + args.kubeconfig if client is not None else ''})\n"
         )
         sys.stderr.flush()
 
     try:
-        run(create_app(extender, feed), args.host, port, ready=ready)
+        run(create_app(extender, feed), args.host, port, ready=ready, tls=tls)
     finally:
         stop.set()
     return EXIT_OK

@@ -168,13 +168,30 @@ def create_app(extender: Extender, events: "queue.Queue[WatchEvent] | None" = No
     return Starlette(routes=routes)
 
 
-def run(app: Any, host: str, port: int, *, ready: Callable[[int], None] | None = None) -> None:
+def run(
+    app: Any, host: str, port: int, *, ready: Callable[[int], None] | None = None,
+    tls: tuple[str, str] | None = None,
+) -> None:
     """Serve ``app`` until interrupted; ``ready`` gets the port once it listens (port 0
-    picks a free one)."""
+    picks a free one). ``tls``: a certificate and its key (PEM files) to serve HTTPS, as
+    kube-scheduler's ``enableHTTPS: true`` expects.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``--port`` when the address cannot be listened on; at ``--tls-cert`` when the
+        certificate and key cannot be loaded.
+    """
     import socket
+    import ssl
 
     import uvicorn
 
+    if tls is not None:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(*tls)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidInputError("--tls-cert", f"cannot load {tls[0]} with key {tls[1]}: {e}") from None
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -185,5 +202,8 @@ def run(app: Any, host: str, port: int, *, ready: Callable[[int], None] | None =
     sock.listen(2048)  # connections wait in the backlog until the server accepts them
     if ready is not None:
         ready(sock.getsockname()[1])
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off",
+        ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None,
+    )
     uvicorn.Server(config).run(sockets=[sock])
