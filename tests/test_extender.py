@@ -312,3 +312,46 @@ def test_a_mig_pod_gets_the_node_and_instance_placer_chooses():
     p["metadata"]["name"] = "mig-last"
     result, _ = verbs(ex, p, names)
     assert result["NodeNames"] == [] and "a100-mig-0" in result["FailedNodes"]
+
+
+def running_pod_object(name: str, node: str, gpus: int, annotation: str | None = None) -> dict:
+    obj = {**pod(name, gpus), "kind": "Pod", "apiVersion": "v1"}
+    obj["spec"]["nodeName"] = node
+    obj["status"]["phase"] = "Running"
+    if annotation is not None:
+        obj["metadata"]["annotations"] = {"placer.io/gpus": annotation}
+    return obj
+
+
+def test_events_that_change_no_holding_apply_without_a_rebuild():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 2))
+    assert bind(ex, "a", "gpu-0") == {"Error": ""}
+    annotation = ex.binder.bindings[-1]["metadata"]["annotations"]["placer.io/gpus"]
+    state, cluster = ex.cluster.to_snapshot(), ex.cluster
+    # placer's own bind coming back from the API, then a pending pod and a PodGroup
+    ex.queue([WatchEvent("MODIFIED", running_pod_object("a", "gpu-0", 2, annotation)),
+              WatchEvent("ADDED", {**pod("w", 1), "kind": "Pod"}),
+              WatchEvent("ADDED", podgroup("pg", 3))])
+    ex.sync()
+    assert ex.cluster is cluster and ex.cluster.to_snapshot() == state
+    assert ex.state()["pending"] == 1 and ex.state()["events_applied"] == 3
+    # the snapshot's running pod ml/old finishes: released in place
+    done = running_pod_object("old", "gpu-0", 4, "0,1,2,3")
+    done["status"]["phase"] = "Succeeded"
+    ex.queue([WatchEvent("MODIFIED", done)])
+    ex.sync()
+    assert ex.cluster is cluster and not ex.cluster.session.holds("ml/old")
+    assert ex.cluster.node_free("gpu-0").gpu_milli.count(1000) == 6
+
+
+def test_a_pod_seen_on_other_gpus_than_placer_holds_is_rebuilt_as_the_api_says():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 2))
+    assert bind(ex, "a", "gpu-1") == {"Error": ""}
+    cluster = ex.cluster
+    ex.queue([WatchEvent("MODIFIED", running_pod_object("a", "gpu-1", 2, "6,7"))])
+    ex.sync()
+    assert ex.cluster is not cluster
+    held = {p.name: p.gpus for n in ex.cluster.to_snapshot().nodes for p in n.pods}
+    assert held["ml/a"] == (6, 7)

@@ -22,9 +22,10 @@ No HTTP here (:mod:`placer.serve` carries the verbs over HTTP); the bodies are d
 * ``preempt``: per node kube-scheduler proposes, placer's victims there
   (:func:`placer.preemption.candidates`, kube's rules over gangs and budgets), by UID;
   nodes where placer finds none are dropped.
-* Watch events (Nodes, Pods, PodGroups) are queued and applied before the next verb, all
-  at once when they validate together, else one by one, each refused event counted and
-  the state it would have broken kept.
+* Watch events (Nodes, Pods, PodGroups) are queued and applied before the next verb (at
+  most once per ``sync_interval_s``). Those that change no holding but a release apply in
+  place; the others rebuild the cluster state, all at once when they validate together,
+  else one by one, each refused event counted and the state it would have broken kept.
 """
 from __future__ import annotations
 
@@ -209,11 +210,64 @@ class Extender:
             return
         events, self._queued = self._queued, []
         self._synced_at = time.monotonic()
-        if self._apply(events):
+        quick = 0
+        while quick < len(events) and self._apply_quickly(events[quick]):
+            quick += 1
+        events = events[quick:]
+        if not events or self._apply(events):
             return
         for event in events:
             if not self._apply([event]):
                 self.refused_events += 1
+
+    def _apply_quickly(self, event: WatchEvent) -> bool:
+        """Apply an event that needs no rebuild of the cluster state, and say whether it
+        was one: a PodGroup; a pod pending, finished or deleted (what it held is released);
+        a pod seen running where it already holds the same GPUs (placer's own bind coming
+        back). Node events and pods newly running elsewhere need the rebuild."""
+        obj = event.object
+        kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        if kind == "PodGroup" and _named(obj):
+            self._note_podgroup(event)
+            self.applied_events += 1
+            return True
+        if kind != "Pod" or not _named(obj):
+            return False
+        key = pod_key(obj)
+        spec, status = obj.get("spec"), obj.get("status") or {}
+        if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+            return False
+        node_name = spec.get("nodeName")
+        held = self.cluster.session.holding(key)
+        gone = event.type == "DELETED" or (bool(node_name) and status.get("phase") in ("Succeeded", "Failed"))
+        if not gone and node_name:
+            if held is None or self.cluster.session.node_names[held[0]] != node_name:
+                return False
+            try:
+                entry = running_pod_from_object(obj, event.where, None)
+            except InvalidInputError:
+                return False
+            record = held[1]
+            if entry is None or record.mig or record.gpu_shares or record.gpu_slots or "mig" in entry:
+                return False
+            gpus = entry.get("gpus")
+            if (tuple(gpus) if gpus is not None else len(record.gpus)) != (
+                    record.gpus if gpus is not None else entry.get("unknownGpus", 0)):
+                return False
+        uid = (obj.get("metadata") or {}).get("uid")
+        if isinstance(uid, str) and uid:
+            self._uid_of[key] = uid
+        gang = self._gang_of(obj)
+        if gone:
+            if held is not None:
+                self.cluster.release(key)
+            self._forget(key, gang)
+        elif node_name:
+            self._forget(key, gang)
+        elif held is None:
+            self._note_pending(key, obj, gang)
+        self.applied_events += 1
+        return True
 
     def _apply(self, events: Sequence[WatchEvent]) -> bool:
         """Rebuild the cluster with ``events`` applied, and note what they say of pending

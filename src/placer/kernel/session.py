@@ -899,6 +899,21 @@ class KernelSession:
             self.take(pod, node, mask)
         self.hold(pod, node, mask)
 
+    def holding(self, name: str) -> tuple[int, RunningPod] | None:
+        """(node, record) of the pod of this name when it holds resources now, as
+        :meth:`running` gives it; None when it holds nothing."""
+        found = self._held.get(name)
+        if found is None:
+            return None
+        node, what = found
+        if isinstance(what, RunningPod):
+            return node, what
+        pod, mask = what
+        if pod.gpu_slots:
+            return node, _slot_record(pod, self._slot_lists[name])
+        mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(name))
+        return node, _record(pod, mask, mig)
+
     def running(self) -> Iterable[tuple[int, RunningPod]]:
         """(node, record) of every pod that holds resources now, bound ones included."""
         for node, what in self._held.values():
