@@ -248,7 +248,9 @@ def test_bad_pod_fields_are_errors_at_the_pod_path():
 
 
 def test_metric_labels_of_reasons_leave_names_out():
-    assert reason_label("gang ml/pg waits for its pods: 1 of minMember 2 seen") == "gang waiting"
+    assert reason_label("gang ml/pg waits for its pods: 1 of minMember 2 seen") == "gang waiting for its pods"
+    assert reason_label("gang ml/pg does not fit: 0/4 nodes are available") == "gang does not fit"
+    assert reason_label("gang ml/x: PodGroup not known to placer (give it ...)") == "gang's PodGroup not known"
     assert reason_label("its gang's reservation is gpu-1") == "reserved for its gang on another node"
     assert reason_label("the node placer chose is a100-mig-0") == "placer chose another node"
     assert reason_label("Insufficient nvidia.com/gpu") == "Insufficient nvidia.com/gpu"

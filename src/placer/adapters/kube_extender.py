@@ -69,19 +69,22 @@ _NO_SCORE = np.iinfo(np.int64).min
 _ENCODER = msgspec.json.Encoder()
 _KEPT_REQUESTS = 256
 _UNKNOWN_NODE = "node not in placer's cluster state (yet)"
-# Reasons that name a pod, gang or node, by the words that start them -> their metric label
+# Reasons that name a pod, gang or node, by words they start with and hold -> their metric label
 _NAMED_REASONS = (
-    ("its gang's reservation is ", "reserved for its gang on another node"),
-    ("the node placer chose is ", "placer chose another node"),
-    ("gang ", "gang waiting"),
+    ("its gang's reservation is ", "", "reserved for its gang on another node"),
+    ("the node placer chose is ", "", "placer chose another node"),
+    ("gang ", " waits for its pods", "gang waiting for its pods"),
+    ("gang ", " does not fit", "gang does not fit"),
+    ("gang ", "PodGroup not known", "gang's PodGroup not known"),
 )
 
 
 def reason_label(reason: str) -> str:
     """A filter reason without the names it holds: a metric label of bounded cardinality
-    (``gang ml/pg waits for its pods: 1 of minMember 2 seen`` -> ``gang waiting``)."""
-    for start, label in _NAMED_REASONS:
-        if reason.startswith(start):
+    (``gang ml/pg waits for its pods: 1 of minMember 2 seen`` -> ``gang waiting for its
+    pods``)."""
+    for start, holds, label in _NAMED_REASONS:
+        if reason.startswith(start) and holds in reason:
             return label
     return reason
 

@@ -903,28 +903,21 @@ class KernelSession:
         """(node, record) of the pod of this name when it holds resources now, as
         :meth:`running` gives it; None when it holds nothing."""
         found = self._held.get(name)
-        if found is None:
-            return None
-        node, what = found
+        return None if found is None else (found[0], self._as_record(found[1]))
+
+    def _as_record(self, what: RunningPod | tuple[PodRequest, int]) -> RunningPod:
         if isinstance(what, RunningPod):
-            return node, what
+            return what
         pod, mask = what
         if pod.gpu_slots:
-            return node, _slot_record(pod, self._slot_lists[name])
-        mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(name))
-        return node, _record(pod, mask, mig)
+            return _slot_record(pod, self._slot_lists[pod.name])
+        mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(pod.name))
+        return _record(pod, mask, mig)
 
     def running(self) -> Iterable[tuple[int, RunningPod]]:
         """(node, record) of every pod that holds resources now, bound ones included."""
         for node, what in self._held.values():
-            if isinstance(what, RunningPod):
-                yield node, what
-            elif what[0].gpu_slots:
-                yield node, _slot_record(what[0], self._slot_lists[what[0].name])
-            else:
-                pod, mask = what
-                mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(pod.name))
-                yield node, _record(pod, mask, mig)
+            yield node, self._as_record(what)
 
 
 def slot_counts(slots: Sequence[int]) -> dict[int, int]:
