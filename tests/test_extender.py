@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.adapters.kube_live import WatchEvent, read_watch_stream
+from placer import policies
 from placer.cluster import Cluster
 from placer.exceptions import InvalidInputError
 from placer.adapters.kube_extender import Extender, reason_label, scores_0_to_10
@@ -262,8 +263,8 @@ def test_scores_map_linearly_onto_0_to_10():
     assert scores_0_to_10([]) == []
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), policy=st.sampled_from(["best-fit", "spread", "first-fit", "fgd", "dot-product"]))
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), policy=st.sampled_from(policies.names()))
 def test_filter_matches_the_reference_and_placers_choice_scores_10(data, policy):
     snapshot: ClusterSnapshot = data.draw(snapshots(max_nodes=6))
     the_pod = data.draw(pod_requests(name="p"))
