@@ -118,6 +118,19 @@ def test_best_fit_scores_put_the_fullest_node_first_and_bind_takes_its_gpus():
     assert held["ml/a"] == tuple(gpus)
 
 
+def test_a_retried_bind_succeeds_again_without_a_second_binding():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 2))
+    assert bind(ex, "a", "gpu-1") == {"Error": ""}
+    before = ex.cluster.to_snapshot()
+    assert bind(ex, "a", "gpu-1") == {"Error": ""}
+    assert len(ex.binder.bindings) == 1 and ex.cluster.to_snapshot() == before
+    assert "was not seen by filter" in bind(ex, "a", "gpu-2")["Error"]  # not the node it is bound to
+    annotation = ex.binder.bindings[0]["metadata"]["annotations"]["placer.io/gpus"]
+    ex.queue([WatchEvent("MODIFIED", running_pod_object("a", "gpu-1", 2, annotation))])  # the API's echo
+    assert bind(ex, "a", "gpu-1") == {"Error": ""} and len(ex.binder.bindings) == 1
+
+
 def test_bind_on_a_node_kube_chose_that_is_not_placers_first_still_picks_gpus_there():
     ex = Extender(cluster_document())
     verbs(ex, pod("a", 3))

@@ -188,6 +188,7 @@ class Extender:
         self._reserved: dict[str, Assignment] = {}  # pod key -> its gang's reservation
         self._decided: dict[str, Assignment] = {}  # pod key -> placer's node (MIG, gpuSlots)
         self._uid_of: dict[str, str] = {}
+        self._bound: set[str] = set()  # pods this extender bound (a retried bind succeeds again)
         self._requests: dict[bytes, Any] = {}  # a Pod object's encoding -> its request
         self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
         self._queued: list[WatchEvent] = []
@@ -264,7 +265,7 @@ class Extender:
         if gone:
             if held is not None:
                 self.cluster.release(key)
-            self._forget(key, gang)
+            self._gone(key, gang)
         elif node_name:
             self._forget(key, gang)
         elif held is None:
@@ -349,7 +350,7 @@ class Extender:
             nodes[old_node]["pods"] = [p for p in pods if p["name"] != key]
         gang = self._gang_of(obj)
         if event.type == "DELETED":
-            effects.append(lambda: self._forget(key, gang))
+            effects.append(lambda: self._gone(key, gang))
             return
         node_name = (obj.get("spec") or {}).get("nodeName")
         node = nodes.get(node_name) if isinstance(node_name, str) else None
@@ -357,7 +358,7 @@ class Extender:
             raise InvalidInputError(event.where, f"pod {key} runs on node {node_name!r}, which placer does not know")
         entry = running_pod_from_object(obj, event.where, node)
         if entry is None:
-            effects.append(lambda: self._forget(key, gang) if node_name else self._note_pending(key, obj, gang))
+            effects.append(lambda: self._gone(key, gang) if node_name else self._note_pending(key, obj, gang))
             return
         assert node is not None and isinstance(node_name, str)
         if "unknownGpus" in entry and old_entry is not None and old_node == node_name:
@@ -373,6 +374,11 @@ class Extender:
         self._pending[key] = obj
         if gang is not None:
             gang.pending[key] = obj
+
+    def _gone(self, key: str, gang: _Gang | None) -> None:
+        """The pod finished or was deleted."""
+        self._bound.discard(key)
+        self._forget(key, gang)
 
     def _forget(self, key: str, gang: _Gang | None) -> None:
         """The pod is no longer pending (it runs, finished or is gone)."""
@@ -471,6 +477,10 @@ class Extender:
         self.sync()
         key = args.key
         reserved = self._reserved.get(key)
+        held = self.cluster.session.holding(key)
+        if reserved is None and key in self._bound and held is not None:
+            if self.cluster.session.node_names[held[0]] == args.node:
+                return {"Error": ""}  # a retry of a bind already made: nothing more to do
         try:
             if reserved is not None:
                 if reserved.node != args.node:
@@ -500,6 +510,7 @@ class Extender:
             return {"Error": f"{source}: binding {key} to {args.node} failed: {e}"}
         if args.pod_uid:
             self._uid_of[key] = args.pod_uid
+        self._bound.add(key)
         return {"Error": ""}
 
     def preempt(self, args: PreemptionArgs, source: str = "POST /preempt") -> dict[str, Any]:
