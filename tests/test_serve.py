@@ -339,3 +339,47 @@ def test_serve_speaks_https_with_a_certificate(tmp_path):
     ]:
         done = run_cli("serve", "--snapshot", "cluster.json", "--port", "0", *args, cwd=tmp_path)
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def asgi_post(app, path: str, body: bytes) -> tuple[int, Any]:
+    """One POST through the ASGI application itself, without a server."""
+    import asyncio
+
+    sent: list[dict] = []
+    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict:
+        return chunks.pop(0) if chunks else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(payload)
+
+
+def test_a_fault_of_placers_own_is_a_500_with_the_error_and_the_next_request_is_served():
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    class Faulty(Extender):
+        calls = 0
+
+        def filter(self, args, source="POST /filter"):
+            Faulty.calls += 1
+            if Faulty.calls == 1:
+                raise RuntimeError("a bug")
+            return super().filter(args, source)
+
+    app = create_app(Faulty(cluster_document()))
+    body = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
+    status, result = asgi_post(app, "/filter", body)
+    assert status == 500 and result == {"Error": "POST /filter: internal error: RuntimeError: a bug"}
+    status, result = asgi_post(app, "/filter", body)
+    assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
