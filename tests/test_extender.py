@@ -371,3 +371,11 @@ def test_a_pod_seen_on_other_gpus_than_placer_holds_is_rebuilt_as_the_api_says()
     assert ex.cluster is not cluster
     held = {p.name: p.gpus for n in ex.cluster.to_snapshot().nodes for p in n.pods}
     assert held["ml/a"] == (6, 7)
+
+
+def test_a_deletion_naming_only_the_pod_releases_what_it_held():
+    ex = Extender(cluster_document())
+    ex.queue([WatchEvent("DELETED", {"kind": "Pod", "metadata": {"name": "old", "namespace": "ml"}})])
+    ex.sync()
+    assert not ex.cluster.session.holds("ml/old") and ex.state()["events_applied"] == 1
+    assert ex.cluster.node_free("gpu-0").gpu_milli.count(1000) == 8

@@ -523,7 +523,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from placer.adapters import kube_live
-    from placer.adapters.kubernetes_documents import document_objects, read_documents
     from placer.adapters.kube_extender import Extender
     from placer.serve import create_app, require_server, run
 
@@ -534,13 +533,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     tls = (args.tls_cert, args.tls_key) if args.tls_cert is not None else None
     scheme = "https" if tls else "http"
     policy = policies.get(args.policy, "--policy").name
-    podgroups = []
-    for f in args.podgroups:
-        for doc in read_documents(f):
-            for path, obj in document_objects(doc):
-                if not isinstance(obj, dict) or obj.get("kind") != "PodGroup":
-                    doc.fail(path, "expected PodGroup objects only")
-                podgroups.append(obj)
+    podgroups = [pg for f in args.podgroups for pg in kube_live.read_podgroups(f)]
     events = [e for f in args.watch_file for e in kube_live.read_watch_file(f)]
     client = kube_live.api_client(args.kubeconfig) if args.kubeconfig else None
     binder = kube_live.KubeBinder(client) if client is not None else None
@@ -816,12 +809,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         sys.stdout.write(dump_json(reconcile(snapshot, args.node, gpus, apps).to_dict()))
         return EXIT_OK
 
-    interval = DEFAULT_INTERVAL_S
-    if args.interval is not None:
-        try:
-            interval = float(args.interval)
-        except ValueError:
-            raise InvalidInputError("--interval", f"expected a number of seconds > 0, got {args.interval!r}") from None
+    interval = DEFAULT_INTERVAL_S if args.interval is None else _seconds(args.interval, "--interval", positive=True)
     rounds = None if args.rounds is None else _positive_int(args.rounds, "--rounds")
     try:
         watched = watch(args.snapshot, args.node, lambda: query_node(nvidia_smi), interval, rounds)
@@ -1146,14 +1134,14 @@ def _positive_int(text: str, option: str) -> int:
     return _count(text, option, least=1)
 
 
-def _seconds(text: str, option: str) -> float:
-    """An option's duration in seconds: a finite number >= 0."""
+def _seconds(text: str, option: str, *, positive: bool = False) -> float:
+    """An option's duration in seconds: a finite number >= 0 (> 0 when ``positive``)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (0 <= value < math.inf):
-        raise InvalidInputError(option, f"expected a number of seconds >= 0, got {text!r}")
+    if not (0 <= value < math.inf) or (positive and value == 0):
+        raise InvalidInputError(option, f"expected a number of seconds {'>' if positive else '>='} 0, got {text!r}")
     return value
 
 

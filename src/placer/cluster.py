@@ -768,14 +768,18 @@ class Cluster:
                 unschedulable.append(Unschedulable(pod.name, reason))
 
     def _assignment(self, pod: PodRequest, node: int, mask: int, nic_mask: int) -> Assignment:
+        name = self._session.node_names[node]
         if pod.gpu_slots:
             counts = slot_counts(self._session.slot_list(pod.name))
-            return Assignment(pod.name, self._session.node_names[node], tuple(counts), None, pod.gang, gpu_slots=counts)
+            return Assignment(pod.name, name, tuple(counts), None, pod.gang, gpu_slots=counts)
+        share = pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None
+        if not nic_mask and pod.mig is None:  # the common case: no NIC or MIG lookups
+            return Assignment(pod.name, name, mask_to_indices(mask), share, pod.gang)
         return Assignment(
             pod.name,
-            self._session.node_names[node],
+            name,
             mask_to_indices(mask),
-            pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None,
+            share,
             pod.gang,
             self._session.nic_names(node, nic_mask) if nic_mask else (),
             self._session.mig_uses(pod.name) if pod.mig is not None else (),
@@ -790,18 +794,13 @@ class Cluster:
         unschedulable: list[Unschedulable],
     ) -> None:
         assignment = self._assignment
-        node_names = self._session.node_names
         failed = False
         for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
             if node < 0:
                 failed = True
                 continue
             placed.append((pod, node, mask))
-            if nic_mask or pod.gpu_slots or pod.mig is not None:
-                assignments.append(assignment(pod, node, mask, nic_mask))
-            else:  # the common case, without the calls it does not need
-                share = pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None
-                assignments.append(Assignment(pod.name, node_names[node], mask_to_indices(mask), share, pod.gang))
+            assignments.append(assignment(pod, node, mask, nic_mask))
         if failed:
             unschedulable.extend(gangs.run_failures(self._session, pods, run))
 

@@ -238,25 +238,23 @@ class Extender:
         if kind != "Pod" or not _named(obj):
             return False
         key = pod_key(obj)
-        spec, status = obj.get("spec"), obj.get("status") or {}
-        if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
-            return False
-        node_name = spec.get("nodeName")
+        try:
+            entry = None if event.type == "DELETED" else running_pod_from_object(obj, event.where, None)
+        except InvalidInputError:
+            return False  # the rebuild refuses it, naming the fault
+        spec = obj.get("spec")
+        node_name = spec.get("nodeName") if isinstance(spec, Mapping) else None
         held = self.cluster.session.holding(key)
-        gone = event.type == "DELETED" or (bool(node_name) and status.get("phase") in ("Succeeded", "Failed"))
-        if not gone and node_name:
+        gone = event.type == "DELETED" or (bool(node_name) and entry is None)
+        if entry is not None:
             if held is None or self.cluster.session.node_names[held[0]] != node_name:
                 return False
-            try:
-                entry = running_pod_from_object(obj, event.where, None)
-            except InvalidInputError:
-                return False
             record = held[1]
-            if entry is None or record.mig or record.gpu_shares or record.gpu_slots or "mig" in entry:
+            if record.mig or record.gpu_shares or record.gpu_slots:
                 return False
             gpus = entry.get("gpus")
-            if (tuple(gpus) if gpus is not None else len(record.gpus)) != (
-                    record.gpus if gpus is not None else entry.get("unknownGpus", 0)):
+            same = tuple(gpus) == record.gpus if gpus is not None else entry.get("unknownGpus", 0) == len(record.gpus)
+            if not same:
                 return False
         uid = (obj.get("metadata") or {}).get("uid")
         if isinstance(uid, str) and uid:
@@ -439,8 +437,9 @@ class Extender:
         key = pod_key(args.pod)
         self._remember(key, args.pod)
         names = args.names
-        chosen = self._chosen_node(key, args.pod, source)
-        if chosen is not None:
+        whole = self._whole_decision(key, args.pod, source)
+        if whole is not None:
+            chosen = whole.node if isinstance(whole, Assignment) else None
             return [{"Host": n, "Score": MAX_SCORE if n == chosen else 0} for n in names]
         if self._gang_of(args.pod) is not None:  # a member still waiting: filter passed no node
             return [{"Host": n, "Score": 0} for n in names]
@@ -576,24 +575,24 @@ class Extender:
             raise InvalidInputError(f"{source}: Pod", "the pod is not pending (it has a node or has finished)")
         return imported.request
 
-    def _chosen_node(self, key: str, pod: Mapping[str, Any], source: str) -> str | None:
-        """The one node a pod may take when placer chooses it whole: a gang member's
-        reservation, or placer's node for a pod of MIG instances or gpuSlots."""
+    def _whole_decision(self, key: str, pod: Mapping[str, Any], source: str) -> Assignment | str | None:
+        """For a pod placer places whole (a gang member's reservation; a pod of MIG
+        instances or gpuSlots: placer's own node), its assignment, or why it fits nowhere;
+        None for any other pod."""
         if key in self._reserved:
-            return self._reserved[key].node
+            return self._reserved[key]
         if key in self._decided:
-            return self._decided[key].node
+            return self._decided[key]
         if self._gang_of(pod) is not None:
             return None
-        request = self._request(pod, source)
-        the_pod: PodRequest = request.pods[0]
+        the_pod: PodRequest = self._request(pod, source).pods[0]
         if the_pod.mig is None and not the_pod.gpu_slots:
             return None
         result = self.cluster.place(the_pod, policy=self.policy, seed=self.seed)
-        if result.assignments:
-            self._decided[key] = result.assignments[0]
-            return result.assignments[0].node
-        return ""  # it fits nowhere
+        if not result.assignments:
+            return result.unschedulable[0].reason
+        self._decided[key] = result.assignments[0]
+        return result.assignments[0]
 
     def _judge(
         self, key: str, pod: Mapping[str, Any], names: Sequence[str], source: str
@@ -604,11 +603,11 @@ class Extender:
             why = self._plan_gang(gang, source)
             if why:
                 return [], {n: why for n in names}, {}
-        chosen = self._chosen_node(key, pod, source)
-        if chosen is not None:
-            if chosen == "":
-                why = self.cluster.place(self._request(pod, source).pods[0], policy=self.policy).unschedulable[0].reason
-                return [], {n: why for n in names}, {}
+        whole = self._whole_decision(key, pod, source)
+        if isinstance(whole, str):
+            return [], {n: whole for n in names}, {}
+        if whole is not None:
+            chosen = whole.node
             what = "its gang's reservation" if key in self._reserved else "the node placer chose"
             return [n for n in names if n == chosen], {n: f"{what} is {chosen}" for n in names if n != chosen}, {}
         the_pod = self._request(pod, source).pods[0]
@@ -651,8 +650,9 @@ class Extender:
     def _assignment_on(self, key: str, obj: Mapping[str, Any], node: str, source: str) -> Assignment:
         if self._gang_of(obj) is not None:
             raise InvalidInputError(source, f"pod {key} is a gang member without a reservation; filter it first")
-        self._chosen_node(key, obj, source)  # a pod of MIG instances or gpuSlots: placer's decision
-        decided = self._decided.get(key)
+        decided = self._whole_decision(key, obj, source)  # a pod of MIG instances or gpuSlots
+        if isinstance(decided, str):
+            raise InvalidInputError(source, f"pod {key} fits nowhere: {decided}")
         if decided is not None:
             if decided.node != node:
                 raise InvalidInputError(source, f"placer placed pod {key} on {decided.node}, not {node}")

@@ -32,7 +32,8 @@ from placer.adapters.kubernetes import GPUS_ANNOTATION
 from placer.exceptions import InvalidInputError
 
 __all__ = [
-    "EVENT_TYPES", "WatchEvent", "read_watch_stream", "read_watch_file", "watch_cluster", "require_kubernetes",
+    "EVENT_TYPES", "WatchEvent", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
+    "require_kubernetes",
     "api_client", "KubeBinder",
 ]
 
@@ -114,6 +115,25 @@ def read_watch_file(path: str) -> list[WatchEvent]:
     from placer._io import read_text
 
     return list(read_watch_stream(read_text(path), path))
+
+
+def read_podgroups(path: str) -> list[dict[str, Any]]:
+    """The PodGroup objects of a file (``kubectl get podgroups -A -o json`` or YAML).
+
+    Raises
+    ------
+    InvalidInputError
+        At the file location of an object that is not a PodGroup, or of bad syntax.
+    """
+    from placer.adapters.kubernetes_documents import document_objects, read_documents
+
+    found: list[dict[str, Any]] = []
+    for doc in read_documents(path):
+        for where, obj in document_objects(doc):
+            if not isinstance(obj, dict) or obj.get("kind") != "PodGroup":
+                doc.fail(where, "expected PodGroup objects only")
+            found.append(obj)
+    return found
 
 
 def require_kubernetes() -> Any:

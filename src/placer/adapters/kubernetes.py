@@ -663,6 +663,22 @@ def _running_pod(
     return pod, mig
 
 
+def _bound_node(doc: Document, path: tuple[Any, ...], obj: Any) -> str | None:
+    """The node a Pod object runs on: bound (``spec.nodeName``) and not finished; None
+    for a pending or finished pod."""
+    if not isinstance(obj, dict):
+        doc.fail(path, f"expected a Pod object (a mapping), got {show(obj)}")
+    kind = obj.get("kind")
+    if kind is not None and kind != "Pod":
+        doc.fail((*path, "kind"), f"expected a Pod, got kind {show(kind)}")
+    spec = field_map(doc, (*path, "spec"), obj.get("spec"), required=True)
+    node_name = field_string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"))
+    status = field_map(doc, (*path, "status"), obj.get("status"))
+    if not node_name or status.get("phase") in _TERMINATED:
+        return None
+    return node_name
+
+
 def _disruption_facts(
     doc: Document,
     path: tuple[Any, ...],
@@ -860,11 +876,7 @@ def running_pod_from_object(obj: Any, source: str, node: dict[str, Any] | None =
         As :func:`snapshot_from_kubernetes` for a pod.
     """
     doc = Document(source, obj, None, 1)
-    if not isinstance(obj, dict):
-        doc.fail((), f"expected a Pod object (a mapping), got {show(obj)}")
-    spec = field_map(doc, ("spec",), obj.get("spec"), required=True)
-    status = field_map(doc, ("status",), obj.get("status"))
-    if not field_string(doc, ("spec", "nodeName"), spec.get("nodeName")) or status.get("phase") in _TERMINATED:
+    if _bound_node(doc, (), obj) is None:
         return None
     pod, mig = _running_pod(doc, (), obj, None, PriorityClasses(), [])
     if mig is not None and node is not None:
@@ -962,16 +974,8 @@ def _snapshot(
     if pods is not None:
         for doc in read_documents(pods):
             for path, obj in document_objects(doc):
-                if not isinstance(obj, dict):
-                    doc.fail(path, f"expected a Pod object (a mapping), got {show(obj)}")
-                kind = obj.get("kind")
-                if kind is not None and kind != "Pod":
-                    doc.fail((*path, "kind"), f"expected a Pod, got kind {show(kind)}")
-                spec = field_map(doc, (*path, "spec"), obj.get("spec"), required=True)
-                node_name = field_string(doc, (*path, "spec", "nodeName"), spec.get("nodeName"))
-                status = field_map(doc, (*path, "status"), obj.get("status"))
-                phase = status.get("phase")
-                if not node_name or phase in _TERMINATED:
+                node_name = _bound_node(doc, path, obj)
+                if node_name is None:
                     continue
                 i = index.get(node_name)
                 if i is None:
