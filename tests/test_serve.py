@@ -383,3 +383,19 @@ def test_a_fault_of_placers_own_is_a_500_with_the_error_and_the_next_request_is_
     assert status == 500 and result == {"Error": "POST /filter: internal error: RuntimeError: a bug"}
     status, result = asgi_post(app, "/filter", body)
     assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+
+
+def test_preempt_over_http_names_placers_victims_by_uid(tmp_path):
+    doc = cluster_document()
+    for i in (1, 2):
+        doc["nodes"][i]["pods"] = [{"name": f"ml/low-{i}", "gpus": list(range(8)), "priority": 1}]
+    doc["nodes"][0]["pods"][0]["priority"] = 500  # above the preemptor: gpu-0 has no victims
+    s = Server(tmp_path, document=doc)
+    try:
+        victims = {f"gpu-{i}": {"Pods": [pod(f"low-{i}")], "NumPDBViolations": 0} for i in (0, 1, 2)}
+        status, result = s.post("preempt", {"Pod": pod("vip", 8, priority=100), "NodeNameToVictims": victims})
+    finally:
+        s.stop()
+    assert status == 200
+    assert result == {"NodeNameToMetaVictims": {
+        f"gpu-{i}": {"Pods": [{"UID": f"uid-low-{i}"}], "NumPDBViolations": 0} for i in (1, 2)}}
