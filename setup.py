@@ -38,6 +38,18 @@ extensions = [
         extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
     ),
     Extension(
+        "placer.kernel._gather",
+        ["src/placer/kernel/_gather.pyx"],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
+    ),
+    Extension(
+        "placer.schema._quick",
+        ["src/placer/schema/_quick.pyx"],
+        extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
+    ),
+    Extension(
         "placer.schema._jsonkeys",
         ["src/placer/schema/_jsonkeys.pyx"],
         extra_compile_args=["-O0", "-g"] if debug else ["-O3"],
@@ -49,6 +61,7 @@ setup(
         extensions,
         compiler_directives=directives,
         compile_time_env={"COMPILED_KERNEL_ABI": KERNEL_ABI},
+        include_path=["src"],  # placer/_slots.pxd, shared by the compiled modules
         annotate=False,
         force=_PACK_NEWER,
     )

@@ -22,7 +22,7 @@ from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.gangs import Outcome
 from placer.kernel import KernelSession, NodeFree, Run, fgd_rank
 from placer.kernel.session import Evicted
-from placer.kernel.pack import mask_to_indices
+from placer.kernel.pack import assignment, mask_to_indices, run_assignments
 from placer.kernel.session import slot_counts
 from placer.model import (
     Assignment,
@@ -772,9 +772,9 @@ class Cluster:
         if pod.gpu_slots:
             counts = slot_counts(self._session.slot_list(pod.name))
             return Assignment(pod.name, name, tuple(counts), None, pod.gang, gpu_slots=counts)
-        share = pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None
         if not nic_mask and pod.mig is None:  # the common case: no NIC or MIG lookups
-            return Assignment(pod.name, name, mask_to_indices(mask), share, pod.gang)
+            return assignment(pod, name, mask)
+        share = pod.gpu_milli if pod.gpus == 1 and pod.gpu_milli < 1000 else None
         return Assignment(
             pod.name,
             name,
@@ -793,14 +793,18 @@ class Cluster:
         assignments: list[Assignment],
         unschedulable: list[Unschedulable],
     ) -> None:
-        assignment = self._assignment
-        failed = False
-        for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
-            if node < 0:
-                failed = True
-                continue
-            placed.append((pod, node, mask))
-            assignments.append(assignment(pod, node, mask, nic_mask))
+        if any(run.nics):
+            failed = False
+            for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
+                if node < 0:
+                    failed = True
+                    continue
+                placed.append((pod, node, mask))
+                assignments.append(self._assignment(pod, node, mask, nic_mask))
+        else:  # the common run: no NIC lookups (its pods hold no MIG instances or slots)
+            done, made, failed = run_assignments(pods, run.nodes, run.masks, self._session.node_names)
+            placed.extend(done)
+            assignments.extend(made)
         if failed:
             unschedulable.extend(gangs.run_failures(self._session, pods, run))
 

@@ -234,7 +234,8 @@ cdef inline bint node_fits(const NodeState* st, int32_t n, const Pod* p) noexcep
     if p.gpus == 0:
         return True
     if is_shared(p):
-        return shared_gpu(st, n, p, -1) >= 0
+        # no GPU holds the share when all of them together do not (a full node costs no scan)
+        return st.free_milli_sum[n] >= p.milli and shared_gpu(st, n, p, -1) >= 0
     return st.free_count[n] >= p.gpus and st.gpu_mem_cap[n] >= p.gpu_mem
 
 

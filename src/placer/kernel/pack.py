@@ -12,14 +12,13 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain, compress
-from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch
+from placer.kernel._gather import assignment, hold_placed, mask_to_indices, node_columns, pod_columns, run_assignments
 from placer.model import EMPTY, ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
@@ -263,7 +262,8 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     """
     nodes = snapshot.nodes
     n = len(nodes)
-    hardware = list(map(attrgetter("hardware"), nodes))
+    columns = node_columns(nodes)
+    hardware = columns["hardware"]
     if None in hardware:
         i = hardware.index(None)
         raise InvalidInputError(
@@ -315,10 +315,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     present = np.arange(stride) < gpu_count[:, None].astype(np.intp)
     gpu_free_milli = np.where(present, 1000, 0).astype(MILLI)
     gpu_free_mem = np.where(present, gpu_mem_cap[:, None], 0).astype(MIB32)
-    unhealthy_at = (
-        [(i, g) for i, node in enumerate(nodes) if node.unhealthy_gpus for g in node.unhealthy_gpus]
-        if any(map(attrgetter("unhealthy_gpus"), nodes)) else []
-    )
+    unhealthy_at = [(i, g) for i in columns["unhealthy"] for g in nodes[i].unhealthy_gpus]
     # a GPU in MIG mode serves only MIG instances (placer.kernel.mig), never whole or shared pods
     mig_nodes = (
         np.flatnonzero(np.array([hw.mig is not None for hw in distinct])[hw_of]).tolist()
@@ -333,40 +330,27 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
 
     # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
     tag_count = np.zeros((n, stride + 1), dtype=INT)
-    pods_of = list(map(attrgetter("pods"), nodes))
-    running = list(chain.from_iterable(pods_of))
-    at = np.repeat(np.arange(n, dtype=np.intp), np.fromiter(map(len, pods_of), dtype=np.intp, count=n))
-    if running:
-        # sums by bincount: float64 holds every sum exactly (quantities are below 2**53)
-        cpu_free -= np.bincount(at, _column(running, "cpu_milli", np.float64), minlength=n).astype(BIG)
-        mem_free -= np.bincount(at, _column(running, "memory_mib", np.float64), minlength=n).astype(BIG)
-        pods_free -= np.bincount(at, minlength=n).astype(INT)
-        gpu_lists = list(map(attrgetter("gpus"), running))
-        held = np.fromiter(map(len, gpu_lists), dtype=np.intp, count=len(running))
-        if held.any():
-            gpus = np.fromiter(chain.from_iterable(gpu_lists), dtype=np.intp, count=int(held.sum()))
-            gpu_free_milli[np.repeat(at, held), gpus] = 0
-            with_gpus = held > 0
-            cells = at[with_gpus] * (stride + 1) + held[with_gpus]
-            tag_count += np.bincount(cells, minlength=n * (stride + 1)).reshape(n, stride + 1).astype(INT)
-        shares = list(map(attrgetter("gpu_shares"), running))
-        memories = list(map(attrgetter("gpu_memory_mib"), running))
-        # count() compares identity first: cheap for the shared EMPTY of pods without shares
-        slot_lists = list(map(attrgetter("gpu_slots"), running))
-        if (
-            shares.count(EMPTY) != len(shares) or memories.count(EMPTY) != len(memories)
-            or slot_lists.count(EMPTY) != len(slot_lists)
-        ):
-            for k in [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib or p.gpu_slots]:
-                i, p = int(at[k]), running[k]
-                for g, m in p.gpu_shares.items():
-                    gpu_free_milli[i, g] -= m
-                for g, count in p.gpu_slots.items():
-                    gpu_free_milli[i, g] -= count * nodes[i].hardware.gpu_sharing.slot_milli
-                tag_count[i, 0] += len(p.gpu_slots)  # one share-gpu tag per GPU, as the kernel binds
-                tag_count[i, 0] += len(p.gpu_shares)
-                for g, m in p.gpu_memory_mib.items():
-                    gpu_free_mem[i, g] -= m
+    running = columns["running"]
+    at = columns["running_node"]
+    cpu_free -= columns["cpu_milli"]
+    mem_free -= columns["memory_mib"]
+    pods_free -= columns["pod_count"].astype(INT)
+    held = columns["held"]
+    if len(columns["gpus"]):
+        gpu_free_milli[np.repeat(at, held), columns["gpus"]] = 0
+        with_gpus = held > 0
+        cells = at[with_gpus] * (stride + 1) + held[with_gpus]
+        tag_count += np.bincount(cells, minlength=n * (stride + 1)).reshape(n, stride + 1).astype(INT)
+    for k in columns["special"]:  # pods of GPU shares, GPU memory or GPU slots
+        i, p = int(at[k]), running[k]
+        for g, m in p.gpu_shares.items():
+            gpu_free_milli[i, g] -= m
+        for g, count in p.gpu_slots.items():
+            gpu_free_milli[i, g] -= count * nodes[i].hardware.gpu_sharing.slot_milli
+        tag_count[i, 0] += len(p.gpu_slots)  # one share-gpu tag per GPU, as the kernel binds
+        tag_count[i, 0] += len(p.gpu_shares)
+        for g, m in p.gpu_memory_mib.items():
+            gpu_free_mem[i, g] -= m
 
     n_models = len(model_names)
     model_max = np.zeros(n_models, dtype=INDEX)
@@ -400,14 +384,14 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "tag_count": tag_count,
         "tag_kinds": (tag_count > 0).sum(axis=1, dtype=INT),
     }
-    names = list(map(attrgetter("name"), nodes))
+    names = columns["names"]
     packed = PackedCluster(
         node_names=names,
         node_index=dict(zip(names, range(n))),
         model_names=model_names,
         arrays=arrays,
         nodes=nodes,
-        unschedulable=np.fromiter(map(attrgetter("unschedulable"), nodes), dtype=bool, count=n),
+        unschedulable=columns["unschedulable"].view(bool),
         n_words=n_words,
         kinds=kinds,
         running=running,
@@ -417,10 +401,10 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         slot_milli=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.slot_milli for hw in distinct], INT),
         slot_mps=per_hw([hw.gpu_sharing is not None and hw.gpu_sharing.strategy == "mps" for hw in distinct], bool),
     )
-    for i in compress(range(n), map(attrgetter("resources"), nodes)):
+    for i in columns["node_resources"]:
         for name, amount in nodes[i].resources.items():
             packed.extended_free.setdefault(name, np.zeros(n, dtype=np.int64))[i] += amount.allocatable
-    for k in compress(range(len(running)), map(attrgetter("resources"), running)):
+    for k in columns["pod_resources"]:
         packed.use_resources(int(at[k]), running[k].resources, 1)
     refresh_derived(packed)
     return packed
@@ -470,20 +454,22 @@ def refresh_derived(packed: PackedCluster) -> None:
 
 def pack_pods(
     packed: PackedCluster, pods: Sequence[PodRequest], groups: Sequence[int] | None = None
-) -> tuple[PodBatch, list[EligibilityClass]]:
-    """The kernel's batch of ``pods``, and the eligibility classes of its rows.
+) -> tuple[PodBatch, list[EligibilityClass], list[int]]:
+    """The kernel's batch of ``pods``, the eligibility classes of its rows, and the
+    positions of the pods that ask for extended resources.
 
     ``groups`` gives, per pod, the end index of its all-or-nothing group (``None``: every
     pod is its own group).
     """
     count = len(pods)
+    counts, quantities, plain, with_resources = pod_columns(pods)
     classes: list[EligibilityClass] = []
     class_row: dict[int, int] = {}
-    plain: list[int] = [-1, -1]  # rows of the pods without filters: CPU-only, with GPUs
+    plain_row: list[int] = [-1, -1]  # rows of the pods without filters: CPU-only, with GPUs
     rows: list[int] = []
-    for pod in pods:
-        if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
-            row = plain[pod.gpus > 0]
+    for pod, no_filter in zip(pods, plain.tolist()):
+        if no_filter:
+            row = plain_row[pod.gpus > 0]
             if row >= 0:
                 rows.append(row)
                 continue
@@ -492,8 +478,8 @@ def pack_pods(
         if row is None:
             row = class_row[id(ec)] = len(classes)
             classes.append(ec)
-        if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
-            plain[pod.gpus > 0] = row
+        if no_filter:
+            plain_row[pod.gpus > 0] = row
         rows.append(row)
     klass = np.array(rows, dtype=INDEX)
     if classes:
@@ -503,35 +489,18 @@ def pack_pods(
         bitsets = np.zeros((0, packed.n_words), dtype=MASK)
         models = np.zeros(0, dtype=MASK)
     batch = PodBatch(
-        _column(pods, "gpus", INT),
-        _column(pods, "gpu_milli", INT),
-        _column(pods, "gpu_memory_mib", INT),
-        _column(pods, "cpu_milli", BIG),
-        _column(pods, "memory_mib", BIG),
-        _column(pods, "nics", INT),
+        counts[0],
+        counts[1],
+        counts[2],
+        quantities[0],
+        quantities[1],
+        counts[3],
         models,
         klass,
         np.arange(1, count + 1, dtype=INDEX) if groups is None else np.asarray(groups, dtype=INDEX),
         bitsets,
     )
-    return batch, classes
-
-
-def _column(pods: Sequence[PodRequest], name: str, dtype: Any) -> np.ndarray:
-    return np.fromiter(map(attrgetter(name), pods), dtype=dtype, count=len(pods))
-
-
-_INDICES: dict[int, tuple[int, ...]] = {}
-
-
-def mask_to_indices(mask: int) -> tuple[int, ...]:
-    """GPU indices of a bitmask, ascending."""
-    found = _INDICES.get(mask)
-    if found is None:
-        found = tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
-        if len(_INDICES) < 1 << 16:
-            _INDICES[mask] = found
-    return found
+    return batch, classes, with_resources
 
 
 def indices_to_mask(indices: Sequence[int]) -> int:

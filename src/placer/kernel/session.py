@@ -413,10 +413,14 @@ class KernelSession:
 
     # ------------------------------------------------------------------ placing
 
-    def _batch(self, pods: Sequence[PodRequest], groups: Sequence[int] | None) -> tuple[PodBatch, list[EligibilityClass]]:
-        batch, classes = pack.pack_pods(self._packed, pods, groups)
+    def _batch(
+        self, pods: Sequence[PodRequest], groups: Sequence[int] | None
+    ) -> tuple[PodBatch, list[EligibilityClass], list[int]]:
+        """The kernel's batch of ``pods``, its eligibility classes, and the positions of
+        the pods that ask for extended resources."""
+        batch, classes, with_resources = pack.pack_pods(self._packed, pods, groups)
         self._ensure_tables(batch.gpus)
-        return batch, classes
+        return batch, classes, with_resources
 
     def _ensure_tables(self, pod_gpus: np.ndarray) -> None:
         """Give the kernel the GPU-set tables of every node kind for the batch's set sizes."""
@@ -476,7 +480,7 @@ class KernelSession:
             and is refreshed before any group once due, so no pod is placed with a guide
             that counted it or a pod after it.
         """
-        batch, classes = self._batch(pods, groups)
+        batch, classes, with_resources = self._batch(pods, groups)
         shapes = self._shapes(batch, policy)
         if learn and policy.needs_packing_guide and self._learner is not None:
             nodes, masks, failed_at, counts, nics = self._place_learning(
@@ -486,10 +490,11 @@ class KernelSession:
             nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
                 batch, policy.code, rng, only, reasons, self._rank, trace, shapes
             )
-        for j, node in enumerate(nodes.tolist()):
-            if node >= 0 and pods[j].resources:
-                self._packed.use_resources(node, pods[j].resources, 1)
-        return Run(nodes.tolist(), masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
+        placed_on = nodes.tolist()
+        for j in with_resources:
+            if placed_on[j] >= 0:
+                self._packed.use_resources(placed_on[j], pods[j].resources, 1)
+        return Run(placed_on, masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
                    batch.klass, only, self.n_nodes)
 
     def _place_learning(
@@ -561,19 +566,18 @@ class KernelSession:
     ) -> tuple[list[int], list[int]] | None:
         """Place pod j on node ``nodes[j]``, its GPUs (and NICs) chosen there by ``policy``;
         all or nothing. Returns the GPU and NIC masks, or ``None`` with nothing bound."""
-        batch, _ = self._batch(pods, None)
+        batch, _, with_resources = self._batch(pods, None)
         gpus, nics, failed = self._kernel.place_on(batch, np.asarray(nodes, dtype=pack.INDEX), policy.code, rng)
         if failed >= 0:
             return None
-        for pod, node in zip(pods, nodes):
-            if pod.resources:
-                self._packed.use_resources(int(node), pod.resources, 1)
+        for j in with_resources:
+            self._packed.use_resources(int(nodes[j]), pods[j].resources, 1)
         return gpus.tolist(), nics.tolist()
 
     def node_scores(self, pod: PodRequest, policy: Policy) -> np.ndarray:
         """Every node's score for ``pod`` under ``policy``, higher is better (nothing is
         bound; ``Kernel.node_scores``); the lowest int64 where the pod may not go."""
-        batch, _ = self._batch([pod], None)
+        batch, _, _ = self._batch([pod], None)
         return self._kernel.node_scores(batch, policy.code)
 
     def node_reasons(self, pod: PodRequest, nodes: Sequence[int] | np.ndarray) -> list[str]:
@@ -755,7 +759,7 @@ class KernelSession:
 
     def hold_all(self, placed: Iterable[tuple[PodRequest, int, int]]) -> None:
         """:meth:`hold` each (pod, node, GPU mask)."""
-        self._held.update([(pod.name, (node, (pod, mask))) for pod, node, mask in placed])
+        pack.hold_placed(self._held, placed if isinstance(placed, list) else list(placed))
         self.held_version += 1
 
     def held_among(self, names: Iterable[str]) -> set[str]:

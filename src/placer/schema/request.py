@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from operator import attrgetter
 from typing import Any, Sequence
 
 from placer import policies
@@ -15,6 +14,7 @@ from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
 from placer.mig_profiles import parse_profile_name
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
+from placer.schema._quick import common_pods
 from placer.schema.checks import check_policy
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
@@ -34,11 +34,6 @@ class SnapshotFacts:
 def snapshot_facts(snapshot: ClusterSnapshot) -> SnapshotFacts:
     """What requests are checked against: the snapshot's levels."""
     return SnapshotFacts(snapshot.topology_levels)
-
-
-_POLICY = attrgetter("preemption_policy")
-# an entry with any of these (each falsy when absent) needs more than the common path
-_SPECIAL_FIELDS = attrgetter("replicas", "tolerations", "gang", "nics", "mig", "gpu_slots", "nominated_node_name")
 
 
 def _toleration(t: Toleration) -> None:
@@ -221,23 +216,15 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
             raise nest(e, f"gangs.{name}") from None
 
     entries = doc.pods
-    pods: list[PodRequest] = []
     origin: Sequence[int]
     gang_size = dict.fromkeys(gangs, 0)
-    if not (
-        any(map(any, map(_SPECIAL_FIELDS, entries)))
-        or any(d.gpus != 1 for d in entries if d.gpu_milli < MILLI)
-        or set(map(_POLICY, entries)) - {"PreemptLowerPriority"}
-    ):  # the common request: one pod per entry, nothing to cross-check
-        pods = [
-            PodRequest(d.name, d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib,
-                       d.node_selector, (), d.priority, None, 0, d.resources)
-            for d in entries
-        ]
+    common = common_pods(entries, MILLI)  # one plain pod per entry: nothing to cross-check
+    if common is not None:
+        pods = common
         origin = range(len(entries))
     else:
         pods, origin = _expand(entries, gangs, gang_size)
-    _names(entries, pods, origin)
+        _names(entries, pods, origin)
 
     members: dict[str, list[PodRequest]] = {}
     if any(spec.slices for spec in gangs.values()):
@@ -260,7 +247,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
         joint=doc.joint,
         preemption=doc.preemption,
     )
-    if against is not None:
+    if against is not None and common is None:  # plain pods have no gang to check
         check_request_against_snapshot(request, against, origin)
     return request
 

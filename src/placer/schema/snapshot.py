@@ -30,6 +30,7 @@ from placer.model import (
     PodDisruptionBudget,
     RunningPod,
 )
+from placer.schema._quick import finish_nodes as finish_common_nodes
 from placer.schema.documents import NodeTypeDoc, SnapshotDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
 from placer.topology import Nic, nics_from_spec, topology_from_spec
@@ -551,118 +552,32 @@ def _out_of_range(v: int, ngpus: int, where: str) -> NoReturn:
 
 # ----------------------------------------------------------------------------- the common case
 
-
-def _plain_pods(pods: tuple[RunningPod, ...], hw: NodeType) -> bool:
-    """Whether a node's pods hold whole GPUs only, each once and in range, within capacity."""
-    if hw.max_pods is not None and len(pods) > hw.max_pods:
-        return False
-    ngpus = hw.gpus
-    taken: set[int] = set()
-    cpu = mem = 0
-    for p in pods:
-        if (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots or p.unknown_gpu_slots
-                or type(p.start_time) is str):
-            return False
-        g = p.gpus
-        if g:
-            if min(g) < 0 or max(g) >= ngpus:
-                return False
-            before = len(taken)
-            taken.update(g)
-            if len(taken) != before + len(g):
-                return False
-        cpu += p.cpu_milli
-        mem += p.memory_mib
-    return (hw.cpu_milli is None or cpu <= hw.cpu_milli) and (hw.memory_mib is None or mem <= hw.memory_mib)
-
-
-def _whole_ok(gpus: tuple[int, ...], ngpus: int) -> bool:
-    return min(gpus) >= 0 and max(gpus) < ngpus and len(set(gpus)) == len(gpus)
-
-
 _UNLIMITED = 1 << 62  # above every capacity the schema lets through
 
 
 def _finish_nodes(nodes: list[Node], exact: _Exact, check_names: bool) -> None:
+    """Finish every node: the common ones in the compiled quick pass, the others by the
+    exact checks; when anything is wrong, the exact checks run again from the start and
+    raise at the first fault in document order."""
     plain = {
         name: (hw, hw.gpus, *(_UNLIMITED if c is None else c for c in (hw.cpu_milli, hw.memory_mib, hw.max_pods)))
         for name, hw in exact.types.items()
         if hw.mig is None and hw.gpu_sharing is None  # nodes of MIG or sharing types take the exact checks
     }
-    plain_get = plain.get
-    empty = (_EMPTY_HW, 0, _UNLIMITED, _UNLIMITED, _UNLIMITED)
-    level_set = exact.level_set
-    whole_ok: dict[tuple[tuple[int, ...], int], bool] = {}
-    pod_names: set[str] = set()
-    add_pod = pod_names.add
-    pod_count = 0
-    i = 0
+    at = [len(nodes)]
     try:
-        for i, n in enumerate(nodes):
-            info = empty if n.type is None else plain_get(n.type)
-            pods = n.pods
-            if (
-                info is None
-                or n.hardware is not None
-                or not (n.gpus is n.gpu_model is n.gpu_memory_mib is n.cpu_milli is n.memory_mib is n.max_pods
-                        is n.gpu_topology is n.nics is n.mig is n.gpu_sharing is None)
-                or n.unhealthy_gpus
-                or n.mig_instances
-                or (n.topology and not level_set.issuperset(n.topology))
-            ):
-                exact.node(n, i)
-            elif len(pods) == 1:
-                hw, ngpus, cpu_cap, mem_cap, pod_cap = info
-                p = pods[0]
-                g = p.gpus
-                ok = (
-                    not (p.unknown_gpus or p.gpu_shares or p.gpu_memory_mib or p.mig or p.gpu_slots
-                         or p.unknown_gpu_slots or type(p.start_time) is str)
-                    and p.cpu_milli <= cpu_cap
-                    and p.memory_mib <= mem_cap
-                    and pod_cap >= 1
-                )
-                if ok and g:
-                    key = (g, ngpus)
-                    found = whole_ok.get(key)
-                    ok = whole_ok[key] = _whole_ok(g, ngpus) if found is None else found
-                if ok:
-                    force_setattr(n, "hardware", hw)
-                else:
-                    exact.node(n, i)
-                add_pod(p.name)
-                pod_count += 1
-                continue
-            elif pods and not _plain_pods(pods, info[0]):
-                exact.node(n, i)
-            else:
-                force_setattr(n, "hardware", info[0])
-            for p in pods:
-                add_pod(p.name)
-            pod_count += len(pods)
-        i = len(nodes)
-        if len(pod_names) != pod_count or len({n.name for n in nodes}) != len(nodes):
-            raise InvalidInputError("", "a name is repeated")
-        if check_names and _any_control(nodes, exact.types):
-            raise InvalidInputError("", "a name holds a control character")
+        if not finish_common_nodes(
+            nodes, plain, (_EMPTY_HW, 0, _UNLIMITED, _UNLIMITED, _UNLIMITED), exact.level_set, exact.node,
+            check_names, at,
+        ):
+            raise InvalidInputError("", "a name is repeated or holds a control character")
     except InvalidInputError:
-        # nodes before i passed every rule but those between names: check those, then
-        # everything from node i on, in document order
+        # nodes before at[0] passed every rule but those between names: check those, then
+        # everything from that node on, in document order
         again = _Exact(exact.types, exact.levels)
-        again.names(nodes, i)
-        again.all(nodes, i)
+        again.names(nodes, at[0])
+        again.all(nodes, at[0])
         raise  # pragma: no cover - the exact pass raises the fault the first pass found
-
-
-def _any_control(nodes: list[Node], types: Mapping[str, NodeType]) -> bool:
-    texts = [n.name for n in nodes]
-    texts += [p.name for n in nodes if n.pods for p in n.pods]
-    texts += [v for n in nodes if n.topology for v in n.topology.values()]
-    texts += [x for n in nodes if n.labels for kv in n.labels.items() for x in kv]
-    texts += [x for n in nodes if n.taints for t in n.taints for x in (t.key, t.value)]
-    texts += [x for n in nodes if n.pods for p in n.pods if p.labels for kv in p.labels.items() for x in kv]
-    texts += [p.gang for n in nodes if n.pods for p in n.pods if p.gang is not None]
-    return has_control("".join(texts))
 
 
 def snapshot_from_doc(doc: SnapshotDoc, check_names: bool = True, fast: bool = True) -> ClusterSnapshot:

@@ -1,0 +1,258 @@
+# cython: language_level=3
+"""Model objects to the kernel's columns and its placements back, one pass each.
+
+The kernel's arrays are built from a snapshot's nodes and a request's pods. Read field by
+field with ``map(attrgetter(...))``, that is a dozen passes over the same objects; these
+loops read every field they need from each object once. They only read: what the values
+mean (dtypes, scatters, errors) stays in ``placer.kernel.pack``. On the way back, a run's
+placements become :class:`placer.model.Assignment` records and holdings in one pass.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+
+from placer._slots cimport field, slot_offset
+from placer.model import Assignment, Node, PodRequest, RunningPod
+
+cnp.import_array()
+
+cdef Py_ssize_t Q_GPUS = slot_offset(PodRequest, "gpus")
+cdef Py_ssize_t Q_GPU_MILLI = slot_offset(PodRequest, "gpu_milli")
+cdef Py_ssize_t Q_GPU_MEM = slot_offset(PodRequest, "gpu_memory_mib")
+cdef Py_ssize_t Q_NICS = slot_offset(PodRequest, "nics")
+cdef Py_ssize_t Q_CPU = slot_offset(PodRequest, "cpu_milli")
+cdef Py_ssize_t Q_MEM = slot_offset(PodRequest, "memory_mib")
+cdef Py_ssize_t Q_RESOURCES = slot_offset(PodRequest, "resources")
+cdef Py_ssize_t Q_SELECTOR = slot_offset(PodRequest, "node_selector")
+cdef Py_ssize_t Q_TOLERATIONS = slot_offset(PodRequest, "tolerations")
+cdef Py_ssize_t Q_MODELS = slot_offset(PodRequest, "gpu_models")
+cdef Py_ssize_t Q_NAME = slot_offset(PodRequest, "name")
+cdef Py_ssize_t Q_GANG = slot_offset(PodRequest, "gang")
+cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
+cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
+cdef Py_ssize_t N_UNSCHEDULABLE = slot_offset(Node, "unschedulable")
+cdef Py_ssize_t N_RESOURCES = slot_offset(Node, "resources")
+cdef Py_ssize_t N_UNHEALTHY = slot_offset(Node, "unhealthy_gpus")
+cdef Py_ssize_t N_PODS = slot_offset(Node, "pods")
+cdef Py_ssize_t R_GPUS = slot_offset(RunningPod, "gpus")
+cdef Py_ssize_t R_CPU = slot_offset(RunningPod, "cpu_milli")
+cdef Py_ssize_t R_MEM = slot_offset(RunningPod, "memory_mib")
+cdef Py_ssize_t R_SHARES = slot_offset(RunningPod, "gpu_shares")
+cdef Py_ssize_t R_GPU_MEM = slot_offset(RunningPod, "gpu_memory_mib")
+cdef Py_ssize_t R_SLOTS = slot_offset(RunningPod, "gpu_slots")
+cdef Py_ssize_t R_RESOURCES = slot_offset(RunningPod, "resources")
+
+
+def pod_columns(pods):
+    """The kernel's per-pod columns of ``pods`` (PodRequest), one pass.
+
+    Returns
+    -------
+    counts : ndarray of int32, shape (4, n)
+        Rows ``gpus``, ``gpu_milli``, ``gpu_memory_mib``, ``nics``.
+    quantities : ndarray of int64, shape (2, n)
+        Rows ``cpu_milli``, ``memory_mib``.
+    plain : ndarray of uint8, shape (n,)
+        1 where the pod has no static filter: no selector, tolerations, GPU models, NICs
+        or extended resources.
+    with_resources : list of int
+        Positions of the pods that ask for extended resources.
+
+    Raises
+    ------
+    OverflowError
+        A value beyond its column's type.
+    """
+    cdef list items = list(pods)
+    cdef Py_ssize_t n = len(items), i
+    cdef cnp.ndarray counts_array = np.empty((4, n), dtype=np.int32)
+    cdef cnp.ndarray quantities_array = np.empty((2, n), dtype=np.int64)
+    cdef cnp.ndarray plain_array = np.empty(n, dtype=np.uint8)
+    cdef int32_t[:, ::1] counts = counts_array
+    cdef int64_t[:, ::1] quantities = quantities_array
+    cdef uint8_t[::1] plain = plain_array
+    cdef list with_resources = []
+    cdef object pod, nics, resources
+    for i in range(n):
+        pod = items[i]
+        nics = field(pod, PodRequest, Q_NICS, "nics")
+        resources = field(pod, PodRequest, Q_RESOURCES, "resources")
+        counts[0, i] = field(pod, PodRequest, Q_GPUS, "gpus")
+        counts[1, i] = field(pod, PodRequest, Q_GPU_MILLI, "gpu_milli")
+        counts[2, i] = field(pod, PodRequest, Q_GPU_MEM, "gpu_memory_mib")
+        counts[3, i] = nics
+        quantities[0, i] = field(pod, PodRequest, Q_CPU, "cpu_milli")
+        quantities[1, i] = field(pod, PodRequest, Q_MEM, "memory_mib")
+        if resources:
+            with_resources.append(i)
+        plain[i] = not (resources or nics or field(pod, PodRequest, Q_SELECTOR, "node_selector")
+                        or field(pod, PodRequest, Q_TOLERATIONS, "tolerations")
+                        or field(pod, PodRequest, Q_MODELS, "gpu_models"))
+    return counts_array, quantities_array, plain_array, with_resources
+
+
+def node_columns(nodes):
+    """What the packing needs of each node and each running pod, one pass.
+
+    Returns
+    -------
+    dict
+        ``names``, ``hardware`` (lists, per node), ``unschedulable`` (uint8 per node),
+        ``running`` (the running pods, node by node), ``running_node`` (intp per running
+        pod), ``cpu_milli``, ``memory_mib`` (int64 sums per node), ``pod_count`` (intp per
+        node), ``held`` (intp per running pod: GPUs listed), ``gpus`` (intp, the listed
+        GPUs of all running pods in order), ``special`` (positions in ``running`` of pods
+        with GPU shares, GPU memory or GPU slots), ``pod_resources`` (positions of pods
+        with extended resources), ``node_resources`` and ``unhealthy`` (nodes with
+        extended resources, with unhealthy GPUs).
+    """
+    cdef list items = list(nodes)
+    cdef Py_ssize_t n = len(items), i, k, m, total = 0, held_total = 0
+    cdef list names = [None] * n
+    cdef list hardware = [None] * n
+    cdef list running = []
+    cdef list special = []
+    cdef list pod_resources = []
+    cdef list node_resources = []
+    cdef list unhealthy = []
+    cdef list pod_lists = [None] * n
+    cdef list gpu_lists = []
+    cdef cnp.ndarray unschedulable_array = np.empty(n, dtype=np.uint8)
+    cdef cnp.ndarray cpu_array = np.zeros(n, dtype=np.int64)
+    cdef cnp.ndarray mem_array = np.zeros(n, dtype=np.int64)
+    cdef cnp.ndarray count_array = np.empty(n, dtype=np.intp)
+    cdef uint8_t[::1] unschedulable = unschedulable_array
+    cdef int64_t[::1] cpu = cpu_array
+    cdef int64_t[::1] mem = mem_array
+    cdef Py_ssize_t[::1] pod_count = count_array
+    cdef object node, node_pods, pod, gpus
+    cdef int64_t cpu_sum, mem_sum
+    for i in range(n):
+        node = items[i]
+        names[i] = field(node, Node, N_NAME, "name")
+        hardware[i] = field(node, Node, N_HARDWARE, "hardware")
+        unschedulable[i] = 1 if field(node, Node, N_UNSCHEDULABLE, "unschedulable") else 0
+        if field(node, Node, N_RESOURCES, "resources"):
+            node_resources.append(i)
+        if field(node, Node, N_UNHEALTHY, "unhealthy_gpus"):
+            unhealthy.append(i)
+        node_pods = field(node, Node, N_PODS, "pods")
+        pod_lists[i] = node_pods
+        m = len(node_pods)
+        pod_count[i] = m
+        total += m
+    cdef cnp.ndarray at_array = np.empty(total, dtype=np.intp)
+    cdef cnp.ndarray held_array = np.empty(total, dtype=np.intp)
+    cdef Py_ssize_t[::1] at = at_array
+    cdef Py_ssize_t[::1] held = held_array
+    k = 0
+    for i in range(n):
+        node_pods = pod_lists[i]
+        cpu_sum = 0
+        mem_sum = 0
+        for pod in node_pods:
+            running.append(pod)
+            at[k] = i
+            cpu_sum += <int64_t>field(pod, RunningPod, R_CPU, "cpu_milli")
+            mem_sum += <int64_t>field(pod, RunningPod, R_MEM, "memory_mib")
+            gpus = field(pod, RunningPod, R_GPUS, "gpus")
+            m = len(gpus)
+            held[k] = m
+            if m:
+                gpu_lists.append(gpus)
+                held_total += m
+            if (field(pod, RunningPod, R_SHARES, "gpu_shares") or field(pod, RunningPod, R_GPU_MEM, "gpu_memory_mib")
+                    or field(pod, RunningPod, R_SLOTS, "gpu_slots")):
+                special.append(k)
+            if field(pod, RunningPod, R_RESOURCES, "resources"):
+                pod_resources.append(k)
+            k += 1
+        cpu[i] = cpu_sum
+        mem[i] = mem_sum
+    cdef cnp.ndarray gpus_array = np.empty(held_total, dtype=np.intp)
+    cdef Py_ssize_t[::1] flat = gpus_array
+    k = 0
+    for gpus in gpu_lists:
+        for m in gpus:
+            flat[k] = m
+            k += 1
+    return {
+        "names": names,
+        "hardware": hardware,
+        "unschedulable": unschedulable_array,
+        "running": running,
+        "running_node": at_array,
+        "cpu_milli": cpu_array,
+        "memory_mib": mem_array,
+        "pod_count": count_array,
+        "held": held_array,
+        "gpus": gpus_array,
+        "special": special,
+        "pod_resources": pod_resources,
+        "node_resources": node_resources,
+        "unhealthy": unhealthy,
+    }
+
+
+cdef dict _INDICES = {}  # GPU mask -> its indices (shared tuples: most masks recur)
+
+
+cpdef tuple mask_to_indices(object mask):
+    """GPU indices of a bitmask, ascending."""
+    cdef object found = _INDICES.get(mask)
+    cdef uint64_t bits
+    cdef int i
+    if found is None:
+        bits = mask
+        found = tuple([i for i in range(64) if (bits >> i) & 1])
+        if len(_INDICES) < 1 << 16:
+            _INDICES[mask] = found
+    return <tuple>found
+
+
+cpdef object assignment(object pod, str node, object mask):
+    """The Assignment of a pod of whole GPUs, a share of one GPU, or none, on ``node``: its
+    GPUs are the bits of ``mask``; ``gpu_milli`` is set for a share."""
+    cdef object milli = field(pod, PodRequest, Q_GPU_MILLI, "gpu_milli")
+    cdef object share = None
+    if field(pod, PodRequest, Q_GPUS, "gpus") == 1 and milli < 1000:
+        share = milli
+    return Assignment(field(pod, PodRequest, Q_NAME, "name"), node, mask_to_indices(mask), share,
+                      field(pod, PodRequest, Q_GANG, "gang"))
+
+
+def run_assignments(list pods, list nodes, list masks, list node_names):
+    """The placed pods of a run without NICs, and their assignments, in order (its pods
+    hold no MIG instances or GPU slots: those are placed one by one, never in runs).
+
+    Returns
+    -------
+    placed : list of (PodRequest, int, int)
+        Each placed pod, its node and its GPU mask.
+    assignments : list of Assignment
+    failed : bool
+        Whether some pod was not placed (its node is negative).
+    """
+    cdef Py_ssize_t i, n = len(pods)
+    cdef list placed = []
+    cdef list made = []
+    cdef bint failed = False
+    cdef object pod, node, mask
+    for i in range(n):
+        node = nodes[i]
+        if node < 0:
+            failed = True
+            continue
+        pod = pods[i]
+        mask = masks[i]
+        placed.append((pod, node, mask))
+        made.append(assignment(pod, node_names[node], mask))
+    return placed, made, failed
+
+
+def hold_placed(dict held, list placed):
+    """Record each placed (pod, node, GPU mask) in ``held``: pod name -> (node, (pod, mask))."""
+    cdef object pod, node, mask
+    for pod, node, mask in placed:
+        held[field(pod, PodRequest, Q_NAME, "name")] = (node, (pod, mask))

@@ -1,0 +1,259 @@
+# cython: language_level=3
+"""The quick paths of the schema, compiled: a snapshot's common nodes, a request's common pods.
+
+:func:`finish_nodes` (:mod:`placer.schema.snapshot`): a node of a known type of whole GPUs, with nothing inline and pods that hold whole GPUs
+only (each in range, held once, within the node's CPU, memory and pod capacity), gets its
+type's hardware here; every other node goes to the exact checks. Names are collected and
+scanned for control characters in the same pass. Whatever is wrong makes the caller run the
+exact checks from the start, which say where: this pass only says whether.
+
+:func:`common_pods` (:mod:`placer.schema.request`): the pods of a request whose every entry
+is one plain pod; anything else, or any fault, leaves the request to the general path.
+"""
+from libc.stdint cimport int64_t, uint64_t
+
+from msgspec.structs import force_setattr
+
+from placer._slots cimport field, set_slot, slot_offset
+from placer.model import Node, PodRequest, RunningPod
+from placer.schema.documents import PodDoc
+
+cdef int64_t OVER = 1LL << 62  # above every capacity: a sum past it fits nowhere
+
+# the hardware fields a node may give inline: the quick pass takes nodes that give none
+_INLINE = ("gpus", "gpu_model", "gpu_memory_mib", "cpu_milli", "memory_mib", "max_pods", "gpu_topology", "nics",
+           "mig", "gpu_sharing")
+cdef Py_ssize_t N_INLINE[10]
+for _k, _name in enumerate(_INLINE):
+    N_INLINE[_k] = slot_offset(Node, _name)
+cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
+cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
+cdef Py_ssize_t N_TYPE = slot_offset(Node, "type")
+cdef Py_ssize_t N_TOPOLOGY = slot_offset(Node, "topology")
+cdef Py_ssize_t N_LABELS = slot_offset(Node, "labels")
+cdef Py_ssize_t N_TAINTS = slot_offset(Node, "taints")
+cdef Py_ssize_t N_UNHEALTHY = slot_offset(Node, "unhealthy_gpus")
+cdef Py_ssize_t N_PODS = slot_offset(Node, "pods")
+cdef Py_ssize_t N_MIG_INSTANCES = slot_offset(Node, "mig_instances")
+cdef Py_ssize_t P_NAME = slot_offset(RunningPod, "name")
+cdef Py_ssize_t P_GPUS = slot_offset(RunningPod, "gpus")
+cdef Py_ssize_t P_CPU = slot_offset(RunningPod, "cpu_milli")
+cdef Py_ssize_t P_MEM = slot_offset(RunningPod, "memory_mib")
+cdef Py_ssize_t P_LABELS = slot_offset(RunningPod, "labels")
+cdef Py_ssize_t P_GANG = slot_offset(RunningPod, "gang")
+cdef Py_ssize_t P_START = slot_offset(RunningPod, "start_time")
+# what makes a pod other than one of whole GPUs: all must be empty
+_SPECIAL = ("unknown_gpus", "gpu_shares", "gpu_memory_mib", "mig", "gpu_slots", "unknown_gpu_slots")
+cdef Py_ssize_t P_SPECIAL[6]
+for _k, _name in enumerate(_SPECIAL):
+    P_SPECIAL[_k] = slot_offset(RunningPod, _name)
+
+# an entry with any of these (each falsy when absent) is more than one plain pod
+_UNCOMMON = ("replicas", "tolerations", "gang", "nics", "mig", "gpu_slots", "nominated_node_name")
+cdef Py_ssize_t D_UNCOMMON[7]
+for _k, _name in enumerate(_UNCOMMON):
+    D_UNCOMMON[_k] = slot_offset(PodDoc, _name)
+cdef Py_ssize_t D_NAME = slot_offset(PodDoc, "name")
+cdef Py_ssize_t D_GPUS = slot_offset(PodDoc, "gpus")
+cdef Py_ssize_t D_GPU_MILLI = slot_offset(PodDoc, "gpu_milli")
+cdef Py_ssize_t D_GPU_MEM = slot_offset(PodDoc, "gpu_memory_mib")
+cdef Py_ssize_t D_MODELS = slot_offset(PodDoc, "gpu_models")
+cdef Py_ssize_t D_CPU = slot_offset(PodDoc, "cpu_milli")
+cdef Py_ssize_t D_MEM = slot_offset(PodDoc, "memory_mib")
+cdef Py_ssize_t D_SELECTOR = slot_offset(PodDoc, "node_selector")
+cdef Py_ssize_t D_PRIORITY = slot_offset(PodDoc, "priority")
+cdef Py_ssize_t D_RESOURCES = slot_offset(PodDoc, "resources")
+cdef Py_ssize_t D_POLICY = slot_offset(PodDoc, "preemption_policy")
+
+
+cdef inline bint _control(str text):
+    """Whether ``text`` holds a control character (U+0000-U+001F, U+007F)."""
+    cdef Py_UCS4 c
+    for c in text:
+        if c < 0x20 or c == 0x7F:
+            return True
+    return False
+
+
+cdef bint _any_control(texts):
+    cdef object text
+    for text in texts:
+        if _control(text):
+            return True
+    return False
+
+
+cdef bint _pod_plain(object pod):
+    """Whether a pod holds nothing but whole GPUs, CPU and memory."""
+    cdef Py_ssize_t k
+    for k in range(6):
+        if field(pod, RunningPod, P_SPECIAL[k], _SPECIAL[k]):
+            return False
+    return type(field(pod, RunningPod, P_START, "start_time")) is not str
+
+
+cdef bint _pods_plain(tuple pods, Py_ssize_t ngpus, int64_t cpu_cap, int64_t mem_cap, int64_t pod_cap):
+    """Whether a node's pods hold whole GPUs only, each in range and once, within capacity."""
+    cdef uint64_t taken = 0, bit
+    cdef int64_t cpu = 0, mem = 0, x
+    cdef object pod, gpu
+    if <int64_t>len(pods) > pod_cap:
+        return False
+    for pod in pods:
+        if not _pod_plain(pod):
+            return False
+        for gpu in <tuple>field(pod, RunningPod, P_GPUS, "gpus"):
+            x = gpu
+            if x < 0 or x >= ngpus or ngpus > 64:
+                return False
+            bit = (<uint64_t>1) << x
+            if taken & bit:
+                return False
+            taken |= bit
+        cpu += <int64_t>field(pod, RunningPod, P_CPU, "cpu_milli")
+        mem += <int64_t>field(pod, RunningPod, P_MEM, "memory_mib")
+        if cpu > cpu_cap or mem > mem_cap or cpu > OVER or mem > OVER:
+            return False
+    return True
+
+
+cdef bint _node_plain(object node, object level_set):
+    """Whether a node gives no hardware inline, no unhealthy GPUs or MIG instances, and only
+    known topology levels."""
+    cdef Py_ssize_t k
+    cdef object topology
+    if field(node, Node, N_HARDWARE, "hardware") is not None:
+        return False
+    for k in range(10):
+        if field(node, Node, N_INLINE[k], _INLINE[k]) is not None:
+            return False
+    if field(node, Node, N_UNHEALTHY, "unhealthy_gpus") or field(node, Node, N_MIG_INSTANCES, "mig_instances"):
+        return False
+    topology = field(node, Node, N_TOPOLOGY, "topology")
+    return not topology or level_set.issuperset(topology)
+
+
+cdef bint _pod_texts_control(tuple pods):
+    cdef object pod, labels, gang
+    for pod in pods:
+        if _control(field(pod, RunningPod, P_NAME, "name")):
+            return True
+        labels = field(pod, RunningPod, P_LABELS, "labels")
+        if labels and (_any_control(labels.keys()) or _any_control(labels.values())):
+            return True
+        gang = field(pod, RunningPod, P_GANG, "gang")
+        if gang is not None and _control(gang):
+            return True
+    return False
+
+
+cdef bint _node_texts_control(object node):
+    cdef object topology, labels, taint
+    if _control(field(node, Node, N_NAME, "name")):
+        return True
+    topology = field(node, Node, N_TOPOLOGY, "topology")
+    if topology and _any_control(topology.values()):
+        return True
+    labels = field(node, Node, N_LABELS, "labels")
+    if labels and (_any_control(labels.keys()) or _any_control(labels.values())):
+        return True
+    for taint in field(node, Node, N_TAINTS, "taints"):
+        if _control(taint.key) or _control(taint.value):
+            return True
+    return False
+
+
+def finish_nodes(list nodes, dict plain, tuple empty, level_set, exact_node, bint check_names, list at):
+    """Finish every node: the common ones here, the others by ``exact_node(node, i)``.
+
+    Parameters
+    ----------
+    nodes : list of Node
+    plain : dict
+        Node type name -> (hardware, GPUs, CPU cap, memory cap, pod cap) for the types of
+        whole GPUs (no MIG, no sharing); a cap not given is above every sum.
+    empty : tuple
+        The same for a node without a type.
+    level_set : frozenset
+        The snapshot's topology levels.
+    exact_node : callable
+        The exact checks of one node; raises at its first fault.
+    check_names : bool
+        Scan names for control characters.
+    at : list
+        ``at[0]`` is set to the index of the node being finished when anything raises.
+
+    Returns
+    -------
+    bool
+        Whether every node and pod name is unique and, when scanned, free of control
+        characters.
+    """
+    cdef Py_ssize_t i = 0, n = len(nodes), pod_count = 0
+    cdef set pod_names = set()
+    cdef set node_names = set()
+    cdef bint clean = True
+    cdef object node, info, kind, pod
+    cdef tuple pods
+    try:
+        for i in range(n):
+            node = nodes[i]
+            kind = field(node, Node, N_TYPE, "type")
+            info = empty if kind is None else plain.get(kind)
+            pods = field(node, Node, N_PODS, "pods")
+            if (
+                info is not None
+                and _node_plain(node, level_set)
+                and _pods_plain(pods, (<tuple>info)[1], (<tuple>info)[2], (<tuple>info)[3], (<tuple>info)[4])
+            ):
+                if type(node) is Node:
+                    set_slot(node, N_HARDWARE, (<tuple>info)[0])
+                else:
+                    force_setattr(node, "hardware", (<tuple>info)[0])
+            else:
+                exact_node(node, i)
+            node_names.add(field(node, Node, N_NAME, "name"))
+            for pod in pods:
+                pod_names.add(field(pod, RunningPod, P_NAME, "name"))
+            pod_count += len(pods)
+            if check_names and clean and (_node_texts_control(node) or _pod_texts_control(pods)):
+                clean = False
+    except BaseException:
+        at[0] = i
+        raise
+    return clean and len(pod_names) == pod_count and len(node_names) == n
+
+
+def common_pods(list entries, int milli):
+    """The pods of a request's entries when every entry is one plain pod, else None.
+
+    A plain entry has no replicas, tolerations, gang, NICs, MIG, GPU slots or nominated
+    node, asks for one GPU when it asks for a share (``gpuMilli`` below ``milli``), keeps
+    the default preemption policy, and has a name free of control characters that no
+    other entry has. None leaves the request to the general path, which says what is
+    wrong where.
+    """
+    cdef Py_ssize_t i, k, n = len(entries)
+    cdef list pods = [None] * n
+    cdef set names = set()
+    cdef object entry, name, gpus, gpu_milli
+    for i in range(n):
+        entry = entries[i]
+        for k in range(7):
+            if field(entry, PodDoc, D_UNCOMMON[k], _UNCOMMON[k]):
+                return None
+        name = field(entry, PodDoc, D_NAME, "name")
+        gpus = field(entry, PodDoc, D_GPUS, "gpus")
+        gpu_milli = field(entry, PodDoc, D_GPU_MILLI, "gpu_milli")
+        if (gpu_milli < milli and gpus != 1) or field(entry, PodDoc, D_POLICY, "preemption_policy") != "PreemptLowerPriority":
+            return None
+        if _control(name):
+            return None
+        names.add(name)
+        pods[i] = PodRequest(
+            name, gpus, gpu_milli, field(entry, PodDoc, D_GPU_MEM, "gpu_memory_mib"),
+            field(entry, PodDoc, D_MODELS, "gpu_models"), field(entry, PodDoc, D_CPU, "cpu_milli"),
+            field(entry, PodDoc, D_MEM, "memory_mib"), field(entry, PodDoc, D_SELECTOR, "node_selector"), (),
+            field(entry, PodDoc, D_PRIORITY, "priority"), None, 0, field(entry, PodDoc, D_RESOURCES, "resources"),
+        )
+    return pods if len(names) == n else None
