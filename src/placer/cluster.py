@@ -65,12 +65,9 @@ class _Step:
     gang: GangSpec | None = None
 
 
-_OWN_STEP = attrgetter("resources", "mig", "gpu_slots")  # a pod with any of these is a step of its own
-
-
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
-    if not gang_specs and not any(map(any, map(_OWN_STEP, pods))):
+    if not gang_specs and not any(pod.resources or pod.mig or pod.gpu_slots for pod in pods):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:

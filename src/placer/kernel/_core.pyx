@@ -1406,6 +1406,54 @@ cdef uint64_t choose_in_mask(const int32_t* score, const int32_t* split, const i
     return best
 
 
+def derive_free_state(dict arrays, int64_t untracked):
+    """Fill the state derived from per-GPU free milli, in place: free masks, free whole-GPU
+    counts, free milli sums, each node's bucket (model, free count), the bucket bitsets and
+    the buckets' CPU floors (``untracked`` for an empty bucket; a node that does not track
+    CPU counts 0). The dtypes are ``placer.kernel.pack``'s."""
+    cdef const int16_t[:, ::1] milli = arrays["gpu_free_milli"]
+    cdef uint64_t[::1] free_mask = arrays["free_mask"]
+    cdef uint8_t[::1] free_count = arrays["free_count"]
+    cdef int32_t[::1] milli_sum = arrays["free_milli_sum"]
+    cdef const int32_t[::1] bucket_base = arrays["bucket_base"]
+    cdef const int32_t[::1] model_id = arrays["model_id"]
+    cdef int32_t[::1] bucket_of = arrays["bucket_of"]
+    cdef uint64_t[:, ::1] bits = arrays["bucket_bits"]
+    cdef int64_t[::1] floor = arrays["bucket_cpu_floor"]
+    cdef const int64_t[::1] cpu_free = arrays["cpu_free"]
+    cdef const uint8_t[::1] cpu_tracked = arrays["cpu_tracked"]
+    cdef Py_ssize_t n = milli.shape[0], stride = milli.shape[1], i, g, b
+    cdef uint64_t mask
+    cdef int32_t count, total
+    cdef int64_t cpu
+    if stride > 64 or bits.shape[1] * 64 < n:
+        raise ValueError("more than 64 GPUs per node, or bucket bitsets narrower than the nodes")
+    for i in range(n):
+        if model_id[i] < 0 or model_id[i] >= bucket_base.shape[0]:
+            raise IndexError("model id out of range")
+    with nogil:
+        bits[:, :] = 0
+        floor[:] = untracked
+        for i in range(n):
+            mask = 0
+            count = 0
+            total = 0
+            for g in range(stride):
+                total += milli[i, g]
+                if milli[i, g] == 1000:
+                    mask |= (<uint64_t>1) << g
+                    count += 1
+            free_mask[i] = mask
+            free_count[i] = <uint8_t>count
+            milli_sum[i] = total
+            b = bucket_base[model_id[i]] + count
+            bucket_of[i] = <int32_t>b
+            bits[b, i // 64] |= (<uint64_t>1) << (i % 64)
+            cpu = cpu_free[i] if cpu_tracked[i] else 0
+            if cpu < floor[b]:
+                floor[b] = cpu
+
+
 def gpu_subset_scores(const int32_t[:, ::1] pair):
     """Pair-score sum of every GPU mask of an n-GPU node (n ≤ 16), as int32[2**n]."""
     cdef int32_t n = pair.shape[0]

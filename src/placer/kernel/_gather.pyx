@@ -29,12 +29,14 @@ cdef Py_ssize_t Q_TOLERATIONS = slot_offset(PodRequest, "tolerations")
 cdef Py_ssize_t Q_MODELS = slot_offset(PodRequest, "gpu_models")
 cdef Py_ssize_t Q_NAME = slot_offset(PodRequest, "name")
 cdef Py_ssize_t Q_GANG = slot_offset(PodRequest, "gang")
+cdef Py_ssize_t Q_SLOTS = slot_offset(PodRequest, "gpu_slots")
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_UNSCHEDULABLE = slot_offset(Node, "unschedulable")
 cdef Py_ssize_t N_RESOURCES = slot_offset(Node, "resources")
 cdef Py_ssize_t N_UNHEALTHY = slot_offset(Node, "unhealthy_gpus")
 cdef Py_ssize_t N_PODS = slot_offset(Node, "pods")
+cdef Py_ssize_t R_NAME = slot_offset(RunningPod, "name")
 cdef Py_ssize_t R_GPUS = slot_offset(RunningPod, "gpus")
 cdef Py_ssize_t R_CPU = slot_offset(RunningPod, "cpu_milli")
 cdef Py_ssize_t R_MEM = slot_offset(RunningPod, "memory_mib")
@@ -54,8 +56,8 @@ def pod_columns(pods):
     quantities : ndarray of int64, shape (2, n)
         Rows ``cpu_milli``, ``memory_mib``.
     plain : ndarray of uint8, shape (n,)
-        1 where the pod has no static filter: no selector, tolerations, GPU models, NICs
-        or extended resources.
+        1 where the pod has no static filter (no selector, tolerations, GPU models, NICs
+        or extended resources) and asks for no GPU slots: whole GPUs, a share, or none.
     with_resources : list of int
         Positions of the pods that ask for extended resources.
 
@@ -88,7 +90,8 @@ def pod_columns(pods):
             with_resources.append(i)
         plain[i] = not (resources or nics or field(pod, PodRequest, Q_SELECTOR, "node_selector")
                         or field(pod, PodRequest, Q_TOLERATIONS, "tolerations")
-                        or field(pod, PodRequest, Q_MODELS, "gpu_models"))
+                        or field(pod, PodRequest, Q_MODELS, "gpu_models")
+                        or field(pod, PodRequest, Q_SLOTS, "gpu_slots"))
     return counts_array, quantities_array, plain_array, with_resources
 
 
@@ -98,7 +101,12 @@ def node_columns(nodes):
     Returns
     -------
     dict
-        ``names``, ``hardware`` (lists, per node), ``unschedulable`` (uint8 per node),
+        ``names`` (per node), ``hardware`` (the distinct hardware objects, in the order
+        of their first node), ``hardware_of`` (intp per node: its index in ``hardware``,
+        -1 for none), ``first_node`` (per distinct hardware, its first node),
+        ``no_hardware`` (the first node without hardware, -1 for none),
+        ``unschedulable`` (uint8 per node), ``holdings`` (pod name -> (node, running
+        pod), the last pod of a name kept),
         ``running`` (the running pods, node by node), ``running_node`` (intp per running
         pod), ``cpu_milli``, ``memory_mib`` (int64 sums per node), ``pod_count`` (intp per
         node), ``held`` (intp per running pod: GPUs listed), ``gpus`` (intp, the listed
@@ -110,8 +118,15 @@ def node_columns(nodes):
     cdef list items = list(nodes)
     cdef Py_ssize_t n = len(items), i, k, m, total = 0, held_total = 0
     cdef list names = [None] * n
-    cdef list hardware = [None] * n
+    cdef list hardware = []
+    cdef list first_node = []
+    cdef dict hardware_index = {}  # id of a hardware object -> its index in hardware
+    cdef Py_ssize_t no_hardware = -1, last_index = -1
+    cdef object hw, last_hw = None
+    cdef cnp.ndarray hardware_of_array = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] hardware_of = hardware_of_array
     cdef list running = []
+    cdef dict holdings = {}
     cdef list special = []
     cdef list pod_resources = []
     cdef list node_resources = []
@@ -131,7 +146,22 @@ def node_columns(nodes):
     for i in range(n):
         node = items[i]
         names[i] = field(node, Node, N_NAME, "name")
-        hardware[i] = field(node, Node, N_HARDWARE, "hardware")
+        hw = field(node, Node, N_HARDWARE, "hardware")
+        if hw is None:
+            hardware_of[i] = -1
+            if no_hardware < 0:
+                no_hardware = i
+        elif hw is last_hw:  # nodes of one type share its hardware object
+            hardware_of[i] = last_index
+        else:
+            found = hardware_index.get(id(hw))
+            if found is None:
+                found = hardware_index[id(hw)] = len(hardware)
+                hardware.append(hw)
+                first_node.append(i)
+            last_hw = hw
+            last_index = found
+            hardware_of[i] = last_index
         unschedulable[i] = 1 if field(node, Node, N_UNSCHEDULABLE, "unschedulable") else 0
         if field(node, Node, N_RESOURCES, "resources"):
             node_resources.append(i)
@@ -153,6 +183,7 @@ def node_columns(nodes):
         mem_sum = 0
         for pod in node_pods:
             running.append(pod)
+            holdings[field(pod, RunningPod, R_NAME, "name")] = (i, pod)
             at[k] = i
             cpu_sum += <int64_t>field(pod, RunningPod, R_CPU, "cpu_milli")
             mem_sum += <int64_t>field(pod, RunningPod, R_MEM, "memory_mib")
@@ -180,8 +211,12 @@ def node_columns(nodes):
     return {
         "names": names,
         "hardware": hardware,
+        "hardware_of": hardware_of_array,
+        "first_node": first_node,
+        "no_hardware": no_hardware,
         "unschedulable": unschedulable_array,
         "running": running,
+        "holdings": holdings,
         "running_node": at_array,
         "cpu_milli": cpu_array,
         "memory_mib": mem_array,

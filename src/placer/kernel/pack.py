@@ -12,18 +12,19 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from placer.exceptions import InvalidInputError
-from placer.kernel._core import PodBatch
+from placer.kernel._core import PodBatch, derive_free_state
 from placer.kernel._gather import assignment, hold_placed, mask_to_indices, node_columns, pod_columns, run_assignments
 from placer.model import EMPTY, ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
 
-KERNEL_ABI = 14  # compiled into _core by setup.py; an import against an older build fails
+KERNEL_ABI = 15  # compiled into _core by setup.py; an import against an older build fails
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -115,8 +116,8 @@ class PackedCluster:
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None
-    running: list[RunningPod] = field(default_factory=list)  # the snapshot's pods, node by node
-    running_node: list[int] = field(default_factory=list)  # the node of each
+    # the snapshot's running pods by name: (node, pod)
+    holdings: dict[str, tuple[int, RunningPod]] = field(default_factory=dict)
     mig_nodes: list[int] = field(default_factory=list)  # nodes with GPUs in MIG mode
     # GPU sharing (time-slicing, MPS) per node: slots per GPU (0: the node does not share),
     # the milli one slot holds, and whether the strategy is MPS
@@ -263,18 +264,14 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     nodes = snapshot.nodes
     n = len(nodes)
     columns = node_columns(nodes)
-    hardware = columns["hardware"]
-    if None in hardware:
-        i = hardware.index(None)
+    if columns["no_hardware"] >= 0:
         raise InvalidInputError(
-            f"nodes[{i}].hardware", "a Node built in Python needs its hardware (a document's nodes get it when decoded)"
+            f"nodes[{columns['no_hardware']}].hardware",
+            "a Node built in Python needs its hardware (a document's nodes get it when decoded)",
         )
-    ids = list(map(id, hardware))
-    index = {key: k for k, key in enumerate(dict.fromkeys(ids))}
-    hw_idx = list(map(index.__getitem__, ids))
-    hw_of = np.array(hw_idx, dtype=np.intp)
-    first_node = np.unique(hw_of, return_index=True)[1].tolist() if n else []
-    distinct: list[Any] = [hardware[i] for i in first_node]
+    hw_of = columns["hardware_of"]
+    first_node = columns["first_node"]
+    distinct: list[Any] = columns["hardware"]
     max_gpus = max((hw.gpus for hw in distinct), default=0)
     stride = max(max_gpus, 1)
     n_words = max((n + 63) // 64, 1)
@@ -321,7 +318,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         np.flatnonzero(np.array([hw.mig is not None for hw in distinct])[hw_of]).tolist()
         if any(hw.mig is not None for hw in distinct) else []
     )
-    mig_at = [(i, g) for i in mig_nodes for g in hardware[i].mig_gpus]
+    mig_at = [(i, g) for i in mig_nodes for g in nodes[i].hardware.mig_gpus]
     for off in (unhealthy_at, mig_at):
         if off:
             rows, cols = np.array(off, dtype=np.intp).T
@@ -394,8 +391,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         unschedulable=columns["unschedulable"].view(bool),
         n_words=n_words,
         kinds=kinds,
-        running=running,
-        running_node=at.tolist(),
+        holdings=columns["holdings"],
         mig_nodes=mig_nodes,
         slot_replicas=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.replicas for hw in distinct], INT),
         slot_milli=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.slot_milli for hw in distinct], INT),
@@ -432,24 +428,7 @@ def _kind_id(hw: Any, kinds: list[NodeKind], ids: dict[NodeKind, int]) -> int:
 
 def refresh_derived(packed: PackedCluster) -> None:
     """Recompute free masks, counts, sums and bucket bitsets from per-GPU free milli."""
-    a = packed.arrays
-    n, stride = a["gpu_free_milli"].shape
-    whole = a["gpu_free_milli"] == 1000
-    if n:
-        packed_bits = np.packbits(whole, axis=1, bitorder="little")
-        words = np.zeros((n, 8), dtype=np.uint8)
-        words[:, : packed_bits.shape[1]] = packed_bits
-        a["free_mask"][:] = words.view(np.uint64).reshape(n)
-    a["free_count"][:] = whole.sum(axis=1)
-    a["free_milli_sum"][:] = a["gpu_free_milli"].sum(axis=1, dtype=np.int64)
-    a["bucket_of"][:] = a["bucket_base"][a["model_id"]] + a["free_count"]
-    bits = a["bucket_bits"]
-    bits[:] = 0
-    nodes = np.arange(n)
-    np.bitwise_or.at(bits, (a["bucket_of"], nodes // 64), np.left_shift(np.uint64(1), (nodes % 64).astype(np.uint64)))
-    floor = a["bucket_cpu_floor"]
-    floor[:] = UNTRACKED_BIG
-    np.minimum.at(floor, a["bucket_of"], np.where(a["cpu_tracked"] == 1, a["cpu_free"], 0))
+    derive_free_state(packed.arrays, int(UNTRACKED_BIG))
 
 
 def pack_pods(
@@ -465,23 +444,21 @@ def pack_pods(
     counts, quantities, plain, with_resources = pod_columns(pods)
     classes: list[EligibilityClass] = []
     class_row: dict[int, int] = {}
-    plain_row: list[int] = [-1, -1]  # rows of the pods without filters: CPU-only, with GPUs
-    rows: list[int] = []
-    for pod, no_filter in zip(pods, plain.tolist()):
-        if no_filter:
-            row = plain_row[pod.gpus > 0]
-            if row >= 0:
-                rows.append(row)
-                continue
-        ec = packed.eligibility(pod)
+    klass = np.empty(count, dtype=INDEX)
+    # pods without static filters share one class per kind (CPU-only, with GPUs): placed at
+    # their first pod; every other pod is looked up alone (the cache keys its filters)
+    filtered = plain == 0
+    with_gpus = counts[0] > 0
+    groups_of_plain = [np.flatnonzero(~filtered & ~with_gpus), np.flatnonzero(~filtered & with_gpus)]
+    firsts = [(int(members[0]), members) for members in groups_of_plain if len(members)]
+    firsts += [(int(j), None) for j in np.flatnonzero(filtered).tolist()]
+    for j, members in sorted(firsts, key=itemgetter(0)):
+        ec = packed.eligibility(pods[j])
         row = class_row.get(id(ec))
         if row is None:
             row = class_row[id(ec)] = len(classes)
             classes.append(ec)
-        if no_filter:
-            plain_row[pod.gpus > 0] = row
-        rows.append(row)
-    klass = np.array(rows, dtype=INDEX)
+        klass[j if members is None else members] = row
     if classes:
         bitsets = np.stack([c.bits for c in classes])
         models = np.array([c.model_mask for c in classes], dtype=MASK)[klass]

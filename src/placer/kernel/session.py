@@ -174,9 +174,7 @@ class KernelSession:
             if kind.nics:
                 self._kernel.set_nics(t, kind.nic_classes())
         # pod name -> (node, what it holds): a running pod's record, or (request, GPU mask)
-        self._held: dict[str, tuple[int, Any]] = dict(
-            zip(map(attrgetter("name"), p.running), zip(p.running_node, p.running))
-        )
+        self._held: dict[str, tuple[int, Any]] = dict(p.holdings)
         self._workload: Workload | None = None
         self._told: Workload | None = None
         self._packing: PackingGuide | None = None

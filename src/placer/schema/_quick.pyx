@@ -12,6 +12,11 @@ is one plain pod; anything else, or any fault, leaves the request to the general
 """
 from libc.stdint cimport int64_t, uint64_t
 
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object text)
+    void* PyUnicode_DATA(object text)
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+
 from msgspec.structs import force_setattr
 
 from placer._slots cimport field, set_slot, slot_offset
@@ -64,11 +69,20 @@ cdef Py_ssize_t D_SELECTOR = slot_offset(PodDoc, "node_selector")
 cdef Py_ssize_t D_PRIORITY = slot_offset(PodDoc, "priority")
 cdef Py_ssize_t D_RESOURCES = slot_offset(PodDoc, "resources")
 cdef Py_ssize_t D_POLICY = slot_offset(PodDoc, "preemption_policy")
+_DEFAULT_POLICY = "PreemptLowerPriority"  # interned: an entry that leaves it out holds this object
 
 
 cdef inline bint _control(str text):
     """Whether ``text`` holds a control character (U+0000-U+001F, U+007F)."""
     cdef Py_UCS4 c
+    cdef const unsigned char* ascii
+    cdef Py_ssize_t k
+    if PyUnicode_IS_COMPACT_ASCII(text):  # names almost always are: a byte loop
+        ascii = <const unsigned char*>PyUnicode_DATA(text)
+        for k in range(PyUnicode_GET_LENGTH(text)):
+            if ascii[k] < 0x20 or ascii[k] == 0x7F:
+                return True
+        return False
     for c in text:
         if c < 0x20 or c == 0x7F:
             return True
@@ -236,7 +250,7 @@ def common_pods(list entries, int milli):
     cdef Py_ssize_t i, k, n = len(entries)
     cdef list pods = [None] * n
     cdef set names = set()
-    cdef object entry, name, gpus, gpu_milli
+    cdef object entry, name, gpus, gpu_milli, policy
     for i in range(n):
         entry = entries[i]
         for k in range(7):
@@ -245,7 +259,9 @@ def common_pods(list entries, int milli):
         name = field(entry, PodDoc, D_NAME, "name")
         gpus = field(entry, PodDoc, D_GPUS, "gpus")
         gpu_milli = field(entry, PodDoc, D_GPU_MILLI, "gpu_milli")
-        if (gpu_milli < milli and gpus != 1) or field(entry, PodDoc, D_POLICY, "preemption_policy") != "PreemptLowerPriority":
+        policy = field(entry, PodDoc, D_POLICY, "preemption_policy")
+        if (<long>gpu_milli < milli and <long>gpus != 1) or (
+                policy is not _DEFAULT_POLICY and policy != _DEFAULT_POLICY):
             return None
         if _control(name):
             return None

@@ -1,0 +1,228 @@
+"""The compiled quick paths against plain Python reads of the same objects.
+
+``placer.kernel._gather`` reads nodes and pods into the kernel's columns, and a run's
+placements back into assignments; ``derive_free_state`` fills the state derived from
+per-GPU free milli; ``placer.schema._quick`` builds a request's plain pods. Each is checked
+here against a straightforward Python (or numpy) version written from its docstring, on
+generated snapshots and requests, and on subclass instances, which take the generic
+attribute reads instead of the slot loads.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placer import schema
+from placer.exceptions import InvalidInputError
+from placer.kernel import pack
+from placer.kernel._core import derive_free_state
+from placer.kernel._gather import node_columns, pod_columns, run_assignments
+from placer.limits import MILLI
+from placer.model import Assignment, ClusterSnapshot, Node, NodeType, PodRequest, RunningPod, replace
+from placer.testing import pod_requests, snapshots
+
+import pytest
+
+
+class TaggedNode(Node, frozen=True, gc=False):
+    """A subclass: its fields are read by name, not by the slot offsets of Node."""
+
+
+class TaggedPod(PodRequest, frozen=True, gc=False):
+    """A subclass of PodRequest, for the same reason."""
+
+
+def expected_node_columns(nodes: tuple[Node, ...]) -> dict[str, Any]:
+    hardware: list[Any] = []
+    first_node: list[int] = []
+    hardware_of = []
+    for i, node in enumerate(nodes):
+        k = next((k for k, hw in enumerate(hardware) if hw is node.hardware), None)
+        if k is None:
+            k = len(hardware)
+            hardware.append(node.hardware)
+            first_node.append(i)
+        hardware_of.append(k)
+    running = [pod for node in nodes for pod in node.pods]
+    return {
+        "names": [node.name for node in nodes],
+        "hardware": hardware,
+        "hardware_of": hardware_of,
+        "first_node": first_node,
+        "no_hardware": -1,
+        "unschedulable": [int(node.unschedulable) for node in nodes],
+        "running": running,
+        "holdings": {pod.name: (i, pod) for i, node in enumerate(nodes) for pod in node.pods},
+        "running_node": [i for i, node in enumerate(nodes) for _ in node.pods],
+        "cpu_milli": [sum(p.cpu_milli for p in node.pods) for node in nodes],
+        "memory_mib": [sum(p.memory_mib for p in node.pods) for node in nodes],
+        "pod_count": [len(node.pods) for node in nodes],
+        "held": [len(p.gpus) for p in running],
+        "gpus": [g for p in running for g in p.gpus],
+        "special": [k for k, p in enumerate(running) if p.gpu_shares or p.gpu_memory_mib or p.gpu_slots],
+        "pod_resources": [k for k, p in enumerate(running) if p.resources],
+        "node_resources": [i for i, node in enumerate(nodes) if node.resources],
+        "unhealthy": [i for i, node in enumerate(nodes) if node.unhealthy_gpus],
+    }
+
+
+def as_lists(columns: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in columns.items()}
+
+
+def tagged(snapshot: ClusterSnapshot) -> tuple[Node, ...]:
+    return tuple(TaggedNode(**{f: getattr(n, f) for f in n.__struct_fields__}) for n in snapshot.nodes)
+
+
+@given(snapshots(max_nodes=12))
+def test_node_columns_read_what_python_reads(snapshot: ClusterSnapshot) -> None:
+    expected = expected_node_columns(snapshot.nodes)
+    got = as_lists(node_columns(snapshot.nodes))
+    assert all(hw is want for hw, want in zip(got.pop("hardware"), expected.pop("hardware"), strict=True))
+    assert all(p is q for p, q in zip(got.pop("running"), expected.pop("running"), strict=True))
+    holdings = got.pop("holdings")
+    assert holdings.keys() == expected["holdings"].keys()
+    assert all(holdings[k][0] == i and holdings[k][1] is pod for k, (i, pod) in expected.pop("holdings").items())
+    assert got == expected
+    subclassed = as_lists(node_columns(tagged(snapshot)))
+    subclassed.pop("hardware"), subclassed.pop("running"), subclassed.pop("holdings")
+    assert subclassed == got
+
+
+def test_a_node_without_hardware_is_named() -> None:
+    hw = NodeType(gpus=2)
+    nodes = (Node("a", hw), Node("b"), Node("c"))
+    assert node_columns(nodes)["no_hardware"] == 1
+    with pytest.raises(InvalidInputError, match=r"nodes\[1\]\.hardware"):
+        pack.pack_snapshot(ClusterSnapshot(nodes=nodes))
+
+
+@given(st.lists(pod_requests(kinds=("cpu", "whole", "shared")), max_size=12))
+def test_pod_columns_read_what_python_reads(pods: list[PodRequest]) -> None:
+    pods = [replace(p, name=f"p{i}") for i, p in enumerate(pods)]
+    pods.append(PodRequest("slots", gpu_slots=2))
+    counts, quantities, plain, with_resources = pod_columns(pods)
+    assert counts.tolist() == [[p.gpus for p in pods], [p.gpu_milli for p in pods], [p.gpu_memory_mib for p in pods],
+                               [p.nics for p in pods]]
+    assert quantities.tolist() == [[p.cpu_milli for p in pods], [p.memory_mib for p in pods]]
+    assert plain.tolist() == [
+        int(not (p.node_selector or p.tolerations or p.gpu_models or p.nics or p.resources or p.gpu_slots)) for p in pods
+    ]
+    assert with_resources == [i for i, p in enumerate(pods) if p.resources]
+    again = pod_columns([TaggedPod(**{f: getattr(p, f) for f in p.__struct_fields__}) for p in pods])
+    assert [a.tolist() if isinstance(a, np.ndarray) else a for a in again] == [
+        counts.tolist(), quantities.tolist(), plain.tolist(), with_resources]
+
+
+def test_a_count_beyond_its_column_is_an_overflow_not_a_wrap() -> None:
+    with pytest.raises(OverflowError):
+        pod_columns([PodRequest("p", gpu_memory_mib=2**31)])
+
+
+@given(snapshots(max_nodes=10), st.data())
+def test_each_pod_of_a_batch_gets_its_own_eligibility_class(snapshot: ClusterSnapshot, data: st.DataObject) -> None:
+    packed = pack.pack_snapshot(snapshot)
+    pods = data.draw(st.lists(pod_requests(), max_size=10))
+    pods = [replace(p, name=f"p{i}") for i, p in enumerate(pods)]
+    pods.insert(data.draw(st.integers(0, len(pods))), PodRequest("slots", gpu_slots=1))  # filtered apart
+    batch, classes, _ = pack.pack_pods(packed, pods)
+    assert [classes[row] for row in batch.klass.tolist()] == [packed.eligibility(p) for p in pods]
+    assert len({id(c) for c in classes}) == len(classes)  # each class once, in order of first use
+    firsts = [next(j for j, row in enumerate(batch.klass.tolist()) if row == k) for k in range(len(classes))]
+    assert firsts == sorted(firsts)
+
+
+def expected_derived(a: dict[str, np.ndarray], untracked: int) -> dict[str, list[Any]]:
+    milli = a["gpu_free_milli"].astype(np.int64)
+    whole = milli == 1000
+    count = whole.sum(axis=1)
+    bucket_of = a["bucket_base"][a["model_id"]] + count
+    bits = np.zeros_like(a["bucket_bits"])
+    floor = np.full_like(a["bucket_cpu_floor"], untracked)
+    for n, b in enumerate(bucket_of.tolist()):
+        bits[b, n // 64] |= np.uint64(1 << (n % 64))
+        floor[b] = min(floor[b], a["cpu_free"][n] if a["cpu_tracked"][n] else 0)
+    masks = [sum(1 << g for g in np.flatnonzero(row).tolist()) for row in whole]
+    return {"free_mask": masks, "free_count": count.tolist(), "free_milli_sum": milli.sum(axis=1).tolist(),
+            "bucket_of": bucket_of.tolist(), "bucket_bits": bits.tolist(), "bucket_cpu_floor": floor.tolist()}
+
+
+@settings(max_examples=15, deadline=None)  # snapshots past one 64-node word are slow to draw
+@given(snapshots(max_nodes=70, max_gpus=8, min_nodes=65))
+def test_the_derived_free_state_is_what_its_definition_says(snapshot: ClusterSnapshot) -> None:
+    arrays = pack.pack_snapshot(snapshot).arrays
+    for key in ("free_mask", "free_count", "free_milli_sum", "bucket_of", "bucket_bits", "bucket_cpu_floor"):
+        arrays[key][...] = 7  # stale values: every one must be written again
+    derive_free_state(arrays, int(pack.UNTRACKED_BIG))
+    want = expected_derived(arrays, int(pack.UNTRACKED_BIG))
+    assert {k: arrays[k].tolist() for k in want} == want
+
+
+def test_run_assignments_are_the_assignments_of_the_placed_pods() -> None:
+    pods = [PodRequest("a", gpus=2), PodRequest("b", gpus=1, gpu_milli=300, gang="g"), PodRequest("c"),
+            TaggedPod("d", gpus=1, gpu_milli=1000)]
+    placed, made, failed = run_assignments(pods, [1, 0, -1, 1], [0b1100, 0b1, 0, 0b10], ["n0", "n1"])
+    assert failed
+    assert placed == [(pods[0], 1, 0b1100), (pods[1], 0, 0b1), (pods[3], 1, 0b10)]
+    assert made == [Assignment("a", "n1", (2, 3)), Assignment("b", "n0", (0,), 300, "g"), Assignment("d", "n1", (1,))]
+    assert run_assignments(pods[:1], [0], [1 << 63], ["n0"])[1] == [Assignment("a", "n0", (63,))]
+
+
+# ----------------------------------------------------------------------------- a request's plain pods
+
+_PLAIN_ENTRIES = st.lists(
+    st.fixed_dictionaries(
+        {"gpus": st.sampled_from([0, 1, 2, 8])},
+        optional={
+            "gpuMilli": st.integers(1, MILLI), "cpuMilli": st.integers(0, 10**6), "memoryMiB": st.integers(0, 10**6),
+            "gpuMemoryMiB": st.integers(0, 80000), "priority": st.integers(-5, 5),
+            "gpuModels": st.lists(st.sampled_from(["A100", "H100"]), max_size=2, unique=True),
+            "nodeSelector": st.dictionaries(st.sampled_from(["pool", "zone"]), st.sampled_from(["a", "b"]), max_size=1),
+            "resources": st.dictionaries(st.just("example.com/x"), st.integers(1, 3), max_size=1),
+        },
+    ),
+    max_size=8,
+)
+
+
+@given(_PLAIN_ENTRIES)
+def test_plain_entries_become_the_pods_they_describe(entries: list[dict[str, Any]]) -> None:
+    entries = [{**e, "name": f"ns/p-{i}é"} for i, e in enumerate(entries)]
+    for e in entries:
+        if e.get("gpuMilli", MILLI) < MILLI:
+            e["gpus"] = 1
+    request = schema.request_from_dict({"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": entries})
+    assert list(request.pods) == [
+        PodRequest(e["name"], e["gpus"], e.get("gpuMilli", MILLI), e.get("gpuMemoryMiB", 0), tuple(e.get("gpuModels", ())),
+                   e.get("cpuMilli", 0), e.get("memoryMiB", 0), e.get("nodeSelector", {}), (), e.get("priority", 0),
+                   resources=e.get("resources", {}))
+        for e in entries
+    ]
+
+
+@pytest.mark.parametrize("name", ["p\u0007", "pöd\u0001", "p\u007f", "пoд\u001b"])
+def test_a_control_character_in_a_plain_pod_name_is_refused_where_written(name: str) -> None:
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "ok"}, {"name": name, "gpus": 1}]}
+    with pytest.raises(InvalidInputError) as info:
+        schema.request_from_dict(doc)
+    assert info.value.where == "pods[1].name" and "control characters" in info.value.what
+
+
+@pytest.mark.parametrize("name", ["nœud\u0007", "n\u007f", "ノード\u0000"])
+def test_a_control_character_in_a_node_name_is_refused_where_written(name: str) -> None:
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodeTypes": {"t": {"gpus": 2}},
+           "nodes": [{"name": "ok", "type": "t"}, {"name": name, "type": "t"}]}
+    with pytest.raises(InvalidInputError) as info:
+        schema.snapshot_from_dict(doc)
+    assert info.value.where == "nodes[1].name" and "control characters" in info.value.what
+
+
+def test_names_in_other_scripts_are_names() -> None:
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodeTypes": {"t": {"gpus": 2}},
+           "nodes": [{"name": "nœud", "type": "t", "pods": [{"name": "ポッド", "gpus": [1]}]}]}
+    snapshot = schema.snapshot_from_dict(doc)
+    assert snapshot.nodes[0].hardware.gpus == 2 and snapshot.nodes[0].pods[0].name == "ポッド"
+    assert isinstance(snapshot.nodes[0].pods[0], RunningPod)
