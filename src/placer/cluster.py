@@ -8,7 +8,6 @@ it implements are in ``docs/placement-rules.md``.
 from __future__ import annotations
 
 import time
-from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 

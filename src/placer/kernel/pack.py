@@ -19,8 +19,10 @@ import numpy as np
 
 from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch, derive_free_state
-from placer.kernel._gather import assignment, hold_placed, mask_to_indices, node_columns, pod_columns, run_assignments
-from placer.model import EMPTY, ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
+from placer.kernel._gather import node_columns, pod_columns
+# a run's placements back to model objects, compiled beside the readers; the rest of placer takes them from here
+from placer.kernel._gather import assignment, hold_placed, mask_to_indices, run_assignments  # noqa: F401
+from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
 
