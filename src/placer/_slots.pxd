@@ -23,14 +23,15 @@ cdef enum:
     _T_OBJECT_EX = 16  # structmember.h: an object slot that raises AttributeError when NULL
 
 
-cdef inline Py_ssize_t slot_offset(object cls, str name) except -1:
-    """The offset of field ``name`` in instances of ``cls``; TypeError when it is not an
-    object slot."""
+cdef inline Py_ssize_t slot_offset(object cls, str name):
+    """The offset of field ``name`` in instances of ``cls``; -1 when it is not an object
+    slot (then :func:`field` reads it by name: a msgspec that stored fields otherwise would
+    make placer slower, not wrong)."""
     from types import MemberDescriptorType
 
     descr = getattr(cls, name)
     if type(descr) is not MemberDescriptorType or (<PyMemberDescrObject*><PyObject*>descr).d_member.type != _T_OBJECT_EX:
-        raise TypeError(f"{cls.__name__}.{name} is not an object slot")
+        return -1
     return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
 
 
@@ -44,7 +45,7 @@ cdef inline object slot(object obj, Py_ssize_t offset):
 
 cdef inline object field(object obj, object cls, Py_ssize_t offset, str name):
     """Field ``name`` of ``obj``: a load when ``obj`` is exactly a ``cls``."""
-    if Py_TYPE(obj) == <PyTypeObject*>cls:
+    if Py_TYPE(obj) == <PyTypeObject*>cls and offset >= 0:
         return slot(obj, offset)
     return getattr(obj, name)
 

@@ -220,7 +220,7 @@ def finish_nodes(list nodes, dict plain, tuple empty, level_set, exact_node, bin
                 and _node_plain(node, level_set)
                 and _pods_plain(pods, (<tuple>info)[1], (<tuple>info)[2], (<tuple>info)[3], (<tuple>info)[4])
             ):
-                if type(node) is Node:
+                if type(node) is Node and N_HARDWARE >= 0:
                     set_slot(node, N_HARDWARE, (<tuple>info)[0])
                 else:
                     force_setattr(node, "hardware", (<tuple>info)[0])
