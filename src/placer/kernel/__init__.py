@@ -1,8 +1,9 @@
 """The placement kernel behind one typed front.
 
 :class:`KernelSession` is what the rest of placer uses: it packs a snapshot into the
-kernel's arrays (``pack``, the only module that knows their dtypes) and runs the Cython
-workers of ``_core`` over them (declarations in ``_core.pxd``). The GPU-set table builders
+kernel's arrays (``pack``, the only module that knows their dtypes, with the one-pass
+readers of ``_gather``) and runs the Cython workers of ``_core`` over them (declarations in
+``_core.pxd``). The GPU-set table builders
 of ``_core`` live in ``tables`` (used by :mod:`placer.gpusets`).
 """
 from __future__ import annotations

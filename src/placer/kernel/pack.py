@@ -451,8 +451,8 @@ def pack_pods(
     # their first pod; every other pod is looked up alone (the cache keys its filters)
     filtered = plain == 0
     with_gpus = counts[0] > 0
-    groups_of_plain = [np.flatnonzero(~filtered & ~with_gpus), np.flatnonzero(~filtered & with_gpus)]
-    firsts = [(int(members[0]), members) for members in groups_of_plain if len(members)]
+    unfiltered_kinds = [np.flatnonzero(~filtered & ~with_gpus), np.flatnonzero(~filtered & with_gpus)]
+    firsts = [(int(members[0]), members) for members in unfiltered_kinds if len(members)]
     firsts += [(int(j), None) for j in np.flatnonzero(filtered).tolist()]
     for j, members in sorted(firsts, key=itemgetter(0)):
         ec = packed.eligibility(pods[j])
