@@ -226,3 +226,97 @@ def test_names_in_other_scripts_are_names() -> None:
     snapshot = schema.snapshot_from_dict(doc)
     assert snapshot.nodes[0].hardware.gpus == 2 and snapshot.nodes[0].pods[0].name == "ポッド"
     assert isinstance(snapshot.nodes[0].pods[0], RunningPod)
+
+
+# ----------------------------------------------------------------------------- a request's pods as written
+
+_NEAR_PLAIN_VALUE = st.one_of(
+    st.integers(-3, 1003), st.sampled_from([True, False, None, 2**63, -(2**63) - 1, 2**53, 2**31, "1", 1.0]),
+)
+_NEAR_PLAIN_ENTRIES = st.lists(
+    st.one_of(
+        st.dictionaries(
+            st.sampled_from(["name", "gpus", "gpuMilli", "gpuMemoryMiB", "cpuMilli", "memoryMiB", "priority", "gpu",
+                             "replicas", "gang"]),
+            st.one_of(_NEAR_PLAIN_VALUE, st.sampled_from(["p", "q", "", "p\u0007", "ポッド"])),
+            max_size=5,
+        ),
+        st.sampled_from([None, [], "p"]),
+    ),
+    max_size=5,
+)
+
+
+def _decoded(doc: dict[str, Any]) -> Any:
+    """The request as the whole decoder builds it (no quick path), or its error."""
+    from placer.schema.documents import LABELS, RequestDoc
+    from placer.schema.files import decode_object
+    from placer.schema.request import request_from_doc
+
+    try:
+        return request_from_doc(decode_object(doc, RequestDoc, LABELS))
+    except InvalidInputError as e:
+        return (e.where, e.what)
+
+
+@settings(max_examples=300)
+@given(_NEAR_PLAIN_ENTRIES)
+def test_pods_read_as_written_are_the_pods_the_decoder_builds(entries: list[Any]) -> None:
+    from placer.schema.request import plain_pods
+
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": entries}
+    want = _decoded(doc)
+    quick = plain_pods(entries)
+    if quick is not None:  # taken only where the decoder takes the same pods
+        assert not isinstance(want, tuple) and quick == list(want.pods)
+    try:
+        got = schema.request_from_dict(doc)
+    except InvalidInputError as e:
+        got = (e.where, e.what)
+    assert got == want
+
+
+def test_pods_read_as_written_take_only_plain_entries() -> None:
+    from placer.schema.request import plain_pods
+
+    plain = [{"name": "a", "gpus": 2, "cpuMilli": 1000}, {"name": "b", "gpus": 1, "gpuMilli": 250, "priority": -3}]
+    assert plain_pods(plain) == [PodRequest("a", gpus=2, cpu_milli=1000),
+                                 PodRequest("b", gpus=1, gpu_milli=250, priority=-3)]
+    for odd in ({"name": "c", "gpus": True}, {"name": "c", "gpus": None}, {"name": "c", "gpus": 65},
+                {"name": "c", "cpuMilli": 2**63}, {"name": "c", "replicas": 2}, {"name": "c", "gpu": 1},
+                {"name": ""}, {"name": 3}, {"gpus": 1}, {"name": "a"}, {"name": "c", "gpuMilli": 500, "gpus": 2},
+                {"name": "c\u0000"}, {1: "c"}):
+        assert plain_pods([*plain, odd]) is None, odd
+    assert plain_pods((*plain,)) is None  # a list as written, nothing else
+    assert plain_pods([]) == []
+
+
+def test_pods_read_as_written_stop_at_the_request_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from placer.schema import request
+
+    monkeypatch.setattr(request, "MAX_REQUEST_PODS", 2)
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": f"p{i}"} for i in range(3)]}
+    assert request.plain_pods(doc["pods"]) is None
+    with pytest.raises(InvalidInputError) as info:
+        schema.request_from_dict(doc)
+    assert info.value.where == "pods" and "over the limit of 2" in info.value.what
+
+
+def test_a_fault_beside_plain_pods_is_reported_where_written() -> None:
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "a"}], "seed": -1}
+    with pytest.raises(InvalidInputError) as info:
+        schema.request_from_dict(doc)
+    assert info.value.where == "seed"
+    with pytest.raises(InvalidInputError) as info:
+        schema.request_from_dict({**doc, "seed": 0, "gangs": {"g": {}}})
+    assert info.value.where == "gangs.g" and "no pods" in info.value.what
+
+
+@given(st.lists(pod_requests(), max_size=6), st.data())
+def test_the_request_scans_read_what_python_reads(pods: list[PodRequest], data: st.DataObject) -> None:
+    pods = [TaggedPod(**{f: getattr(p, f) for f in p.__struct_fields__}) if data.draw(st.booleans()) else p
+            for p in pods]
+    assert pack.any_prioritized(pods) == any(p.priority for p in pods)
+    assert pack.any_placed_apart(pods) == any(p.resources or p.mig is not None or p.gpu_slots for p in pods)
+    held = {p.name: None for p in pods if data.draw(st.booleans())}
+    assert pack.first_held(held, pods) == next((i for i, p in enumerate(pods) if p.name in held), -1)

@@ -113,3 +113,24 @@ def test_a_session_places_as_the_reference_does(case):
     for pod, node, mask in zip(request.pods, run.nodes, run.masks):
         got = None if node < 0 else (session.node_names[node], tuple(i for i in range(64) if mask >> i & 1))
         assert got == placed.get(pod.name)
+
+
+def test_pods_held_by_a_schedule_are_held_when_next_asked():
+    cluster = Cluster(one_node(held=(0,)))
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "a", "gpus": 1}, {"name": "b"}]}
+    placed = cluster.schedule(request).assignments
+    session = cluster.session
+    assert [a.pod for a in placed] == ["a", "b"]
+    assert session.holds("a") and session.holds("b") and session.holds("old")
+    assert session.held_among(["a", "x", "old"]) == {"a", "old"}
+    node, record = session.holding("a")
+    assert (cluster.node_names[node], record.gpus) == (placed[0].node, placed[0].gpus)
+    assert sorted(r.name for _, r in session.running()) == ["a", "b", "old"]
+    again = {**request, "pods": [{"name": "c"}, {"name": "b"}]}
+    with pytest.raises(InvalidInputError) as info:
+        cluster.schedule(again)
+    assert info.value.where == "pods[1].name" and "already bound" in info.value.what
+    cluster.release("a")
+    assert not session.holds("a") and session.holds("b")
+    cluster.schedule({**request, "pods": [{"name": "a", "gpus": 1}]})  # released: placed anew
+    assert session.holds("a")

@@ -21,7 +21,7 @@ from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.gangs import Outcome
 from placer.kernel import KernelSession, NodeFree, Run, fgd_rank
 from placer.kernel.session import Evicted
-from placer.kernel.pack import assignment, mask_to_indices, run_assignments
+from placer.kernel.pack import any_placed_apart, assignment, mask_to_indices, run_assignments
 from placer.kernel.session import slot_counts
 from placer.model import (
     Assignment,
@@ -66,7 +66,7 @@ class _Step:
 
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
-    if not gang_specs and not any(pod.resources or pod.mig or pod.gpu_slots for pod in pods):
+    if not gang_specs and not any_placed_apart(pods):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:
@@ -323,9 +323,8 @@ class Cluster:
 
     def _refuse_bound(self, request: PlacementRequest) -> None:
         """Raise InvalidInputError at the first requested pod that is bound or running."""
-        taken = self._session.held_among(pod.name for pod in request.pods)
-        if taken:
-            i = next(i for i, pod in enumerate(request.pods) if pod.name in taken)
+        i = self._session.first_held(request.pods)
+        if i >= 0:
             raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
 
     # ------------------------------------------------------------------ making room by moving

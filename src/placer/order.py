@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
+from placer.kernel.pack import any_prioritized
 from placer.model import PodRequest
 
 __all__ = ["by_priority", "units", "priority_score", "search_order"]
@@ -43,7 +44,7 @@ def by_priority(pods: Sequence[PodRequest]) -> Sequence[PodRequest]:
     A gang goes as one, with the highest priority among its pods, at the position of its
     first pod; without priorities the order is the request's.
     """
-    if not any(pod.priority for pod in pods):
+    if not any_prioritized(pods):
         return pods
     ranked = sorted(units(pods), key=_priority, reverse=True)  # stable: ties keep request order
     return [pod for unit in ranked for pod in unit]

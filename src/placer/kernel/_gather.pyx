@@ -10,12 +10,18 @@ placements become :class:`placer.model.Assignment` records and holdings in one p
 import numpy as np
 
 cimport numpy as cnp
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from placer._slots cimport field, slot_offset
-from placer.model import Assignment, Node, PodRequest, RunningPod
+from placer._slots cimport field, is_none, slot_offset, truthy
+from placer.model import EMPTY, Assignment, Node, PodRequest, RunningPod
 
 cnp.import_array()
+
+cdef PyTypeObject* REQUEST = <PyTypeObject*>PodRequest
+cdef PyTypeObject* NODE = <PyTypeObject*>Node
+cdef PyTypeObject* POD = <PyTypeObject*>RunningPod
+cdef PyObject* NO_ENTRIES = <PyObject*>EMPTY  # the default of every mapping field: empty
 
 cdef Py_ssize_t Q_GPUS = slot_offset(PodRequest, "gpus")
 cdef Py_ssize_t Q_GPU_MILLI = slot_offset(PodRequest, "gpu_milli")
@@ -30,6 +36,8 @@ cdef Py_ssize_t Q_MODELS = slot_offset(PodRequest, "gpu_models")
 cdef Py_ssize_t Q_NAME = slot_offset(PodRequest, "name")
 cdef Py_ssize_t Q_GANG = slot_offset(PodRequest, "gang")
 cdef Py_ssize_t Q_SLOTS = slot_offset(PodRequest, "gpu_slots")
+cdef Py_ssize_t Q_PRIORITY = slot_offset(PodRequest, "priority")
+cdef Py_ssize_t Q_MIG = slot_offset(PodRequest, "mig")
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_UNSCHEDULABLE = slot_offset(Node, "unschedulable")
@@ -75,23 +83,24 @@ def pod_columns(pods):
     cdef int64_t[:, ::1] quantities = quantities_array
     cdef uint8_t[::1] plain = plain_array
     cdef list with_resources = []
-    cdef object pod, nics, resources
+    cdef object pod, nics
+    cdef bint resources
     for i in range(n):
         pod = items[i]
-        nics = field(pod, PodRequest, Q_NICS, "nics")
-        resources = field(pod, PodRequest, Q_RESOURCES, "resources")
-        counts[0, i] = field(pod, PodRequest, Q_GPUS, "gpus")
-        counts[1, i] = field(pod, PodRequest, Q_GPU_MILLI, "gpu_milli")
-        counts[2, i] = field(pod, PodRequest, Q_GPU_MEM, "gpu_memory_mib")
+        nics = field(pod, REQUEST, Q_NICS, "nics")
+        resources = truthy(pod, REQUEST, Q_RESOURCES, "resources", NO_ENTRIES)
+        counts[0, i] = field(pod, REQUEST, Q_GPUS, "gpus")
+        counts[1, i] = field(pod, REQUEST, Q_GPU_MILLI, "gpu_milli")
+        counts[2, i] = field(pod, REQUEST, Q_GPU_MEM, "gpu_memory_mib")
         counts[3, i] = nics
-        quantities[0, i] = field(pod, PodRequest, Q_CPU, "cpu_milli")
-        quantities[1, i] = field(pod, PodRequest, Q_MEM, "memory_mib")
+        quantities[0, i] = field(pod, REQUEST, Q_CPU, "cpu_milli")
+        quantities[1, i] = field(pod, REQUEST, Q_MEM, "memory_mib")
         if resources:
             with_resources.append(i)
-        plain[i] = not (resources or nics or field(pod, PodRequest, Q_SELECTOR, "node_selector")
-                        or field(pod, PodRequest, Q_TOLERATIONS, "tolerations")
-                        or field(pod, PodRequest, Q_MODELS, "gpu_models")
-                        or field(pod, PodRequest, Q_SLOTS, "gpu_slots"))
+        plain[i] = not (resources or nics or truthy(pod, REQUEST, Q_SELECTOR, "node_selector", NO_ENTRIES)
+                        or truthy(pod, REQUEST, Q_TOLERATIONS, "tolerations", NO_ENTRIES)
+                        or truthy(pod, REQUEST, Q_MODELS, "gpu_models", NO_ENTRIES)
+                        or truthy(pod, REQUEST, Q_SLOTS, "gpu_slots", NO_ENTRIES))
     return counts_array, quantities_array, plain_array, with_resources
 
 
@@ -145,8 +154,8 @@ def node_columns(nodes):
     cdef int64_t cpu_sum, mem_sum
     for i in range(n):
         node = items[i]
-        names[i] = field(node, Node, N_NAME, "name")
-        hw = field(node, Node, N_HARDWARE, "hardware")
+        names[i] = field(node, NODE, N_NAME, "name")
+        hw = field(node, NODE, N_HARDWARE, "hardware")
         if hw is None:
             hardware_of[i] = -1
             if no_hardware < 0:
@@ -162,12 +171,12 @@ def node_columns(nodes):
             last_hw = hw
             last_index = found
             hardware_of[i] = last_index
-        unschedulable[i] = 1 if field(node, Node, N_UNSCHEDULABLE, "unschedulable") else 0
-        if field(node, Node, N_RESOURCES, "resources"):
+        unschedulable[i] = truthy(node, NODE, N_UNSCHEDULABLE, "unschedulable", NO_ENTRIES)
+        if truthy(node, NODE, N_RESOURCES, "resources", NO_ENTRIES):
             node_resources.append(i)
-        if field(node, Node, N_UNHEALTHY, "unhealthy_gpus"):
+        if truthy(node, NODE, N_UNHEALTHY, "unhealthy_gpus", NO_ENTRIES):
             unhealthy.append(i)
-        node_pods = field(node, Node, N_PODS, "pods")
+        node_pods = field(node, NODE, N_PODS, "pods")
         pod_lists[i] = node_pods
         m = len(node_pods)
         pod_count[i] = m
@@ -183,20 +192,21 @@ def node_columns(nodes):
         mem_sum = 0
         for pod in node_pods:
             running.append(pod)
-            holdings[field(pod, RunningPod, R_NAME, "name")] = (i, pod)
+            holdings[field(pod, POD, R_NAME, "name")] = (i, pod)
             at[k] = i
-            cpu_sum += <int64_t>field(pod, RunningPod, R_CPU, "cpu_milli")
-            mem_sum += <int64_t>field(pod, RunningPod, R_MEM, "memory_mib")
-            gpus = field(pod, RunningPod, R_GPUS, "gpus")
+            cpu_sum += <int64_t>field(pod, POD, R_CPU, "cpu_milli")
+            mem_sum += <int64_t>field(pod, POD, R_MEM, "memory_mib")
+            gpus = field(pod, POD, R_GPUS, "gpus")
             m = len(gpus)
             held[k] = m
             if m:
                 gpu_lists.append(gpus)
                 held_total += m
-            if (field(pod, RunningPod, R_SHARES, "gpu_shares") or field(pod, RunningPod, R_GPU_MEM, "gpu_memory_mib")
-                    or field(pod, RunningPod, R_SLOTS, "gpu_slots")):
+            if (truthy(pod, POD, R_SHARES, "gpu_shares", NO_ENTRIES)
+                    or truthy(pod, POD, R_GPU_MEM, "gpu_memory_mib", NO_ENTRIES)
+                    or truthy(pod, POD, R_SLOTS, "gpu_slots", NO_ENTRIES)):
                 special.append(k)
-            if field(pod, RunningPod, R_RESOURCES, "resources"):
+            if truthy(pod, POD, R_RESOURCES, "resources", NO_ENTRIES):
                 pod_resources.append(k)
             k += 1
         cpu[i] = cpu_sum
@@ -249,12 +259,12 @@ cpdef tuple mask_to_indices(object mask):
 cpdef object assignment(object pod, str node, object mask):
     """The Assignment of a pod of whole GPUs, a share of one GPU, or none, on ``node``: its
     GPUs are the bits of ``mask``; ``gpu_milli`` is set for a share."""
-    cdef object milli = field(pod, PodRequest, Q_GPU_MILLI, "gpu_milli")
+    cdef object milli = field(pod, REQUEST, Q_GPU_MILLI, "gpu_milli")
     cdef object share = None
-    if field(pod, PodRequest, Q_GPUS, "gpus") == 1 and milli < 1000:
+    if field(pod, REQUEST, Q_GPUS, "gpus") == 1 and milli < 1000:
         share = milli
-    return Assignment(field(pod, PodRequest, Q_NAME, "name"), node, mask_to_indices(mask), share,
-                      field(pod, PodRequest, Q_GANG, "gang"))
+    return Assignment(field(pod, REQUEST, Q_NAME, "name"), node, mask_to_indices(mask), share,
+                      field(pod, REQUEST, Q_GANG, "gang"))
 
 
 def run_assignments(list pods, list nodes, list masks, list node_names):
@@ -290,4 +300,35 @@ def hold_placed(dict held, list placed):
     """Record each placed (pod, node, GPU mask) in ``held``: pod name -> (node, (pod, mask))."""
     cdef object pod, node, mask
     for pod, node, mask in placed:
-        held[field(pod, PodRequest, Q_NAME, "name")] = (node, (pod, mask))
+        held[field(pod, REQUEST, Q_NAME, "name")] = (node, (pod, mask))
+
+
+def first_held(dict held, pods):
+    """The position of the first of ``pods`` whose name is a key of ``held``, -1 for none."""
+    cdef Py_ssize_t i = 0
+    cdef object pod
+    for pod in pods:
+        if field(pod, REQUEST, Q_NAME, "name") in held:
+            return i
+        i += 1
+    return -1
+
+
+def any_prioritized(pods):
+    """Whether some of ``pods`` has a priority other than 0."""
+    cdef object pod
+    for pod in pods:
+        if truthy(pod, REQUEST, Q_PRIORITY, "priority", NO_ENTRIES):
+            return True
+    return False
+
+
+def any_placed_apart(pods):
+    """Whether some of ``pods`` asks for extended resources, a MIG instance or GPU slots
+    (each such pod is a step of its own)."""
+    cdef object pod
+    for pod in pods:
+        if (truthy(pod, REQUEST, Q_RESOURCES, "resources", NO_ENTRIES) or not is_none(pod, REQUEST, Q_MIG, "mig")
+                or truthy(pod, REQUEST, Q_SLOTS, "gpu_slots", NO_ENTRIES)):
+            return True
+    return False

@@ -21,7 +21,15 @@ from placer.exceptions import InvalidInputError
 from placer.kernel._core import PodBatch, derive_free_state
 from placer.kernel._gather import node_columns, pod_columns
 # a run's placements back to model objects, compiled beside the readers; the rest of placer takes them from here
-from placer.kernel._gather import assignment, hold_placed, mask_to_indices, run_assignments  # noqa: F401
+from placer.kernel._gather import (  # noqa: F401
+    any_placed_apart,
+    any_prioritized,
+    assignment,
+    first_held,
+    hold_placed,
+    mask_to_indices,
+    run_assignments,
+)
 from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
@@ -118,7 +126,7 @@ class PackedCluster:
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None
-    # the snapshot's running pods by name: (node, pod)
+    # the snapshot's running pods by name: (node, pod); the session takes it over as its own
     holdings: dict[str, tuple[int, RunningPod]] = field(default_factory=dict)
     mig_nodes: list[int] = field(default_factory=list)  # nodes with GPUs in MIG mode
     # GPU sharing (time-slicing, MPS) per node: slots per GPU (0: the node does not share),

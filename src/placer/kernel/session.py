@@ -173,8 +173,10 @@ class KernelSession:
         for t, kind in enumerate(p.kinds):
             if kind.nics:
                 self._kernel.set_nics(t, kind.nic_classes())
-        # pod name -> (node, what it holds): a running pod's record, or (request, GPU mask)
-        self._held: dict[str, tuple[int, Any]] = dict(p.holdings)
+        # pod name -> (node, what it holds): a running pod's record, or (request, GPU mask);
+        # read through _holdings(), which files the batches of hold_all() first
+        self._held: dict[str, tuple[int, Any]] = p.holdings
+        self._unheld: list[list[tuple[PodRequest, int, int]]] = []  # batches held, not filed yet
         self._workload: Workload | None = None
         self._told: Workload | None = None
         self._packing: PackingGuide | None = None
@@ -361,10 +363,10 @@ class KernelSession:
         (:meth:`place`, :meth:`observe`). Returns the starting guide.
         """
         learner = PackingLearner(self.gpus_per_model(), None if prior is None else Demand.of_workload(prior))
-        held = [what for _, what in self._held.values()]
+        held = [what for _, what in self._holdings().values()]
         learner.observe(Demand.of_running([w for w in held if isinstance(w, RunningPod)]))
         learner.observe([w[0] for w in held if not isinstance(w, RunningPod)])
-        self._seen.update(self._held)
+        self._seen.update(self._holdings())
         self._learner = learner
         guide = learner.refresh()
         self._push(guide)
@@ -752,21 +754,37 @@ class KernelSession:
 
     def hold(self, pod: PodRequest, node: int, mask: int) -> None:
         """Record that ``pod`` (already taken) now holds ``mask`` on ``node``."""
-        self._held[pod.name] = (node, (pod, mask))
+        self._holdings()[pod.name] = (node, (pod, mask))
         self.held_version += 1
 
     def hold_all(self, placed: Iterable[tuple[PodRequest, int, int]]) -> None:
-        """:meth:`hold` each (pod, node, GPU mask)."""
-        pack.hold_placed(self._held, placed if isinstance(placed, list) else list(placed))
+        """:meth:`hold` each (pod, node, GPU mask).
+
+        The batch is filed by pod name when the holdings are next read: a cluster placed
+        once and dropped (:func:`placer.place`) never files it.
+        """
+        self._unheld.append(placed if isinstance(placed, list) else list(placed))
         self.held_version += 1
+
+    def _holdings(self) -> dict[str, tuple[int, Any]]:
+        """Pod name -> (node, what it holds), the batches of :meth:`hold_all` filed."""
+        if self._unheld:
+            for placed in self._unheld:
+                pack.hold_placed(self._held, placed)
+            self._unheld.clear()
+        return self._held
+
+    def first_held(self, pods: Sequence[PodRequest]) -> int:
+        """The position of the first of ``pods`` that is bound or running now, -1 for none."""
+        return pack.first_held(self._holdings(), pods)
 
     def held_among(self, names: Iterable[str]) -> set[str]:
         """Which of ``names`` are pods that are bound or running now."""
-        return self._held.keys() & set(names)
+        return self._holdings().keys() & set(names)
 
     def holds(self, name: str) -> bool:
         """Whether a pod of this name is bound or running."""
-        return name in self._held
+        return name in self._holdings()
 
     def misfit(self, pod: PodRequest, node: int, gpus: Sequence[int], mig: Sequence[MigUse] = ()) -> str:
         """Why ``pod`` cannot hold exactly ``gpus`` and the MIG instances ``mig`` on ``node``
@@ -847,7 +865,7 @@ class KernelSession:
 
     def release(self, name: str) -> None:
         """Give back everything a bound or running pod holds."""
-        found = self._held.pop(name, None)
+        found = self._holdings().pop(name, None)
         self.held_version += 1
         if found is None:
             raise InvalidInputError(name, "no bound or running pod of this name")
@@ -868,7 +886,7 @@ class KernelSession:
     def evict(self, name: str) -> Evicted:
         """Release a bound or running pod and return what :meth:`restore` needs to put it
         back exactly (its GPUs, shares, slots and MIG instances)."""
-        found = self._held.get(name)
+        found = self._holdings().get(name)
         if found is None:
             raise InvalidInputError(name, "no bound or running pod of this name")
         node, what = found
@@ -889,7 +907,7 @@ class KernelSession:
             for gpu, count in what.gpu_slots.items():
                 self._kernel.bind(node, count * slot, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, 1, 0, True)
             self.mig.take(node, evicted.mig, evicted.name)
-            self._held[evicted.name] = (node, what)
+            self._holdings()[evicted.name] = (node, what)
             self.held_version += 1
             return
         pod, mask = what
@@ -904,7 +922,7 @@ class KernelSession:
     def holding(self, name: str) -> tuple[int, RunningPod] | None:
         """(node, record) of the pod of this name when it holds resources now, as
         :meth:`running` gives it; None when it holds nothing."""
-        found = self._held.get(name)
+        found = self._holdings().get(name)
         return None if found is None else (found[0], self._as_record(found[1]))
 
     def _as_record(self, what: RunningPod | tuple[PodRequest, int]) -> RunningPod:
@@ -918,7 +936,7 @@ class KernelSession:
 
     def running(self) -> Iterable[tuple[int, RunningPod]]:
         """(node, record) of every pod that holds resources now, bound ones included."""
-        for node, what in self._held.values():
+        for node, what in self._holdings().values():
             yield node, self._as_record(what)
 
 

@@ -26,8 +26,10 @@ from placer.schema.request import (
     SnapshotFacts,
     check_request_against_snapshot,
     snapshot_facts,
+    plain_pods,
     request_document,
     request_from_doc,
+    request_from_plain_pods,
 )
 from placer.schema.result import result_from_doc
 from placer.schema.snapshot import DEFAULT_GPU_MODEL, merge_hardware, snapshot_from_doc, snapshot_gpu_models
@@ -104,7 +106,22 @@ def request_from_dict(data: Mapping[str, Any], against: SnapshotFacts | None = N
     InvalidInputError
         At the JSON path of the first fault (``pods[i]`` indexes the document's list).
     """
-    return request_from_doc(_from_object(data, RequestDoc), against)
+    quick = _plain_request(data, against)
+    return quick if quick is not None else request_from_doc(_from_object(data, RequestDoc), against)
+
+
+def _plain_request(data: Any, against: SnapshotFacts | None) -> PlacementRequest | None:
+    """A request document (a dict) whose pod entries are all plain (:func:`plain_pods`),
+    built from its entries as written: msgspec decodes the rest of it only. None leaves
+    the document to the whole decoding."""
+    if type(data) is not dict:
+        return None
+    pods = plain_pods(data.get("pods"))
+    if pods is None:
+        return None
+    rest = dict(data)
+    rest["pods"] = []
+    return request_from_plain_pods(_from_object(rest, RequestDoc), pods, against)
 
 
 def result_from_dict(data: Mapping[str, Any]) -> PlacementResult:
@@ -161,6 +178,11 @@ def coerce_request(source: Any, against: SnapshotFacts | None = None) -> Placeme
     TypeError
         If ``source`` is none of the accepted types.
     """
+    if type(source) is dict:
+        with gc_paused():
+            quick = _plain_request(source, against)
+        if quick is not None:
+            return quick
     return _coerce(source, PlacementRequest, RequestDoc, lambda doc, _: request_from_doc(doc, against))
 
 

@@ -9,7 +9,10 @@ exact checks from the start, which say where: this pass only says whether.
 
 :func:`common_pods` (:mod:`placer.schema.request`): the pods of a request whose every entry
 is one plain pod; anything else, or any fault, leaves the request to the general path.
+:func:`dict_pods` builds the same from the entries as written (dicts), before anything is
+decoded.
 """
+from cpython.object cimport PyObject, PyTypeObject
 from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from "Python.h":
@@ -19,18 +22,24 @@ cdef extern from "Python.h":
 
 from msgspec.structs import force_setattr
 
-from placer._slots cimport field, set_slot, slot_offset
-from placer.model import Node, PodRequest, RunningPod
+from placer._slots cimport field, is_none, set_slot, slot_offset, truthy
+from placer.model import EMPTY, Node, PodRequest, RunningPod
 from placer.schema.documents import PodDoc
 
 cdef int64_t OVER = 1LL << 62  # above every capacity: a sum past it fits nowhere
+cdef PyTypeObject* NODE = <PyTypeObject*>Node
+cdef PyTypeObject* POD = <PyTypeObject*>RunningPod
+cdef PyTypeObject* DOC = <PyTypeObject*>PodDoc
+cdef PyObject* NO_ENTRIES = <PyObject*>EMPTY  # the default of every mapping field: empty
 
 # the hardware fields a node may give inline: the quick pass takes nodes that give none
-_INLINE = ("gpus", "gpu_model", "gpu_memory_mib", "cpu_milli", "memory_mib", "max_pods", "gpu_topology", "nics",
-           "mig", "gpu_sharing")
-cdef Py_ssize_t N_INLINE[10]
+_INLINE = ("hardware", "gpus", "gpu_model", "gpu_memory_mib", "cpu_milli", "memory_mib", "max_pods", "gpu_topology",
+           "nics", "mig", "gpu_sharing")
+cdef Py_ssize_t N_INLINE[11]
+cdef PyObject* N_INLINE_NAME[11]
 for _k, _name in enumerate(_INLINE):
     N_INLINE[_k] = slot_offset(Node, _name)
+    N_INLINE_NAME[_k] = <PyObject*>_name
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_TYPE = slot_offset(Node, "type")
@@ -50,14 +59,18 @@ cdef Py_ssize_t P_START = slot_offset(RunningPod, "start_time")
 # what makes a pod other than one of whole GPUs: all must be empty
 _SPECIAL = ("unknown_gpus", "gpu_shares", "gpu_memory_mib", "mig", "gpu_slots", "unknown_gpu_slots")
 cdef Py_ssize_t P_SPECIAL[6]
+cdef PyObject* P_SPECIAL_NAME[6]
 for _k, _name in enumerate(_SPECIAL):
     P_SPECIAL[_k] = slot_offset(RunningPod, _name)
+    P_SPECIAL_NAME[_k] = <PyObject*>_name
 
 # an entry with any of these (each falsy when absent) is more than one plain pod
 _UNCOMMON = ("replicas", "tolerations", "gang", "nics", "mig", "gpu_slots", "nominated_node_name")
 cdef Py_ssize_t D_UNCOMMON[7]
+cdef PyObject* D_UNCOMMON_NAME[7]
 for _k, _name in enumerate(_UNCOMMON):
     D_UNCOMMON[_k] = slot_offset(PodDoc, _name)
+    D_UNCOMMON_NAME[_k] = <PyObject*>_name
 cdef Py_ssize_t D_NAME = slot_offset(PodDoc, "name")
 cdef Py_ssize_t D_GPUS = slot_offset(PodDoc, "gpus")
 cdef Py_ssize_t D_GPU_MILLI = slot_offset(PodDoc, "gpu_milli")
@@ -101,9 +114,9 @@ cdef bint _pod_plain(object pod):
     """Whether a pod holds nothing but whole GPUs, CPU and memory."""
     cdef Py_ssize_t k
     for k in range(6):
-        if field(pod, RunningPod, P_SPECIAL[k], _SPECIAL[k]):
+        if truthy(pod, POD, P_SPECIAL[k], <object>P_SPECIAL_NAME[k], NO_ENTRIES):
             return False
-    return type(field(pod, RunningPod, P_START, "start_time")) is not str
+    return type(field(pod, POD, P_START, "start_time")) is not str
 
 
 cdef bint _pods_plain(tuple pods, Py_ssize_t ngpus, int64_t cpu_cap, int64_t mem_cap, int64_t pod_cap):
@@ -116,7 +129,7 @@ cdef bint _pods_plain(tuple pods, Py_ssize_t ngpus, int64_t cpu_cap, int64_t mem
     for pod in pods:
         if not _pod_plain(pod):
             return False
-        for gpu in <tuple>field(pod, RunningPod, P_GPUS, "gpus"):
+        for gpu in <tuple>field(pod, POD, P_GPUS, "gpus"):
             x = gpu
             if x < 0 or x >= ngpus or ngpus > 64:
                 return False
@@ -124,8 +137,8 @@ cdef bint _pods_plain(tuple pods, Py_ssize_t ngpus, int64_t cpu_cap, int64_t mem
             if taken & bit:
                 return False
             taken |= bit
-        cpu += <int64_t>field(pod, RunningPod, P_CPU, "cpu_milli")
-        mem += <int64_t>field(pod, RunningPod, P_MEM, "memory_mib")
+        cpu += <int64_t>field(pod, POD, P_CPU, "cpu_milli")
+        mem += <int64_t>field(pod, POD, P_MEM, "memory_mib")
         if cpu > cpu_cap or mem > mem_cap or cpu > OVER or mem > OVER:
             return False
     return True
@@ -135,43 +148,43 @@ cdef bint _node_plain(object node, object level_set):
     """Whether a node gives no hardware inline, no unhealthy GPUs or MIG instances, and only
     known topology levels."""
     cdef Py_ssize_t k
-    cdef object topology
-    if field(node, Node, N_HARDWARE, "hardware") is not None:
-        return False
-    for k in range(10):
-        if field(node, Node, N_INLINE[k], _INLINE[k]) is not None:
+    for k in range(11):
+        if not is_none(node, NODE, N_INLINE[k], <object>N_INLINE_NAME[k]):
             return False
-    if field(node, Node, N_UNHEALTHY, "unhealthy_gpus") or field(node, Node, N_MIG_INSTANCES, "mig_instances"):
+    if (truthy(node, NODE, N_UNHEALTHY, "unhealthy_gpus", NO_ENTRIES)
+            or truthy(node, NODE, N_MIG_INSTANCES, "mig_instances", NO_ENTRIES)):
         return False
-    topology = field(node, Node, N_TOPOLOGY, "topology")
-    return not topology or level_set.issuperset(topology)
+    return (not truthy(node, NODE, N_TOPOLOGY, "topology", NO_ENTRIES)
+            or level_set.issuperset(field(node, NODE, N_TOPOLOGY, "topology")))
 
 
 cdef bint _pod_texts_control(tuple pods):
     cdef object pod, labels, gang
     for pod in pods:
-        if _control(field(pod, RunningPod, P_NAME, "name")):
+        if _control(field(pod, POD, P_NAME, "name")):
             return True
-        labels = field(pod, RunningPod, P_LABELS, "labels")
-        if labels and (_any_control(labels.keys()) or _any_control(labels.values())):
-            return True
-        gang = field(pod, RunningPod, P_GANG, "gang")
+        if truthy(pod, POD, P_LABELS, "labels", NO_ENTRIES):
+            labels = field(pod, POD, P_LABELS, "labels")
+            if _any_control(labels.keys()) or _any_control(labels.values()):
+                return True
+        gang = field(pod, POD, P_GANG, "gang")
         if gang is not None and _control(gang):
             return True
     return False
 
 
 cdef bint _node_texts_control(object node):
-    cdef object topology, labels, taint
-    if _control(field(node, Node, N_NAME, "name")):
+    cdef object labels, taint
+    if _control(field(node, NODE, N_NAME, "name")):
         return True
-    topology = field(node, Node, N_TOPOLOGY, "topology")
-    if topology and _any_control(topology.values()):
+    if truthy(node, NODE, N_TOPOLOGY, "topology", NO_ENTRIES) and _any_control(
+            field(node, NODE, N_TOPOLOGY, "topology").values()):
         return True
-    labels = field(node, Node, N_LABELS, "labels")
-    if labels and (_any_control(labels.keys()) or _any_control(labels.values())):
-        return True
-    for taint in field(node, Node, N_TAINTS, "taints"):
+    if truthy(node, NODE, N_LABELS, "labels", NO_ENTRIES):
+        labels = field(node, NODE, N_LABELS, "labels")
+        if _any_control(labels.keys()) or _any_control(labels.values()):
+            return True
+    for taint in field(node, NODE, N_TAINTS, "taints"):
         if _control(taint.key) or _control(taint.value):
             return True
     return False
@@ -212,23 +225,23 @@ def finish_nodes(list nodes, dict plain, tuple empty, level_set, exact_node, bin
     try:
         for i in range(n):
             node = nodes[i]
-            kind = field(node, Node, N_TYPE, "type")
+            kind = field(node, NODE, N_TYPE, "type")
             info = empty if kind is None else plain.get(kind)
-            pods = field(node, Node, N_PODS, "pods")
+            pods = field(node, NODE, N_PODS, "pods")
             if (
                 info is not None
                 and _node_plain(node, level_set)
                 and _pods_plain(pods, (<tuple>info)[1], (<tuple>info)[2], (<tuple>info)[3], (<tuple>info)[4])
             ):
-                if type(node) is Node and N_HARDWARE >= 0:
+                if (<PyObject*>node).ob_type == NODE and N_HARDWARE >= 0:
                     set_slot(node, N_HARDWARE, (<tuple>info)[0])
                 else:
                     force_setattr(node, "hardware", (<tuple>info)[0])
             else:
                 exact_node(node, i)
-            node_names.add(field(node, Node, N_NAME, "name"))
+            node_names.add(field(node, NODE, N_NAME, "name"))
             for pod in pods:
-                pod_names.add(field(pod, RunningPod, P_NAME, "name"))
+                pod_names.add(field(pod, POD, P_NAME, "name"))
             pod_count += len(pods)
             if check_names and clean and (_node_texts_control(node) or _pod_texts_control(pods)):
                 clean = False
@@ -254,12 +267,12 @@ def common_pods(list entries, int milli):
     for i in range(n):
         entry = entries[i]
         for k in range(7):
-            if field(entry, PodDoc, D_UNCOMMON[k], _UNCOMMON[k]):
+            if truthy(entry, DOC, D_UNCOMMON[k], <object>D_UNCOMMON_NAME[k], NO_ENTRIES):
                 return None
-        name = field(entry, PodDoc, D_NAME, "name")
-        gpus = field(entry, PodDoc, D_GPUS, "gpus")
-        gpu_milli = field(entry, PodDoc, D_GPU_MILLI, "gpu_milli")
-        policy = field(entry, PodDoc, D_POLICY, "preemption_policy")
+        name = field(entry, DOC, D_NAME, "name")
+        gpus = field(entry, DOC, D_GPUS, "gpus")
+        gpu_milli = field(entry, DOC, D_GPU_MILLI, "gpu_milli")
+        policy = field(entry, DOC, D_POLICY, "preemption_policy")
         if (<long>gpu_milli < milli and <long>gpus != 1) or (
                 policy is not _DEFAULT_POLICY and policy != _DEFAULT_POLICY):
             return None
@@ -267,9 +280,106 @@ def common_pods(list entries, int milli):
             return None
         names.add(name)
         pods[i] = PodRequest(
-            name, gpus, gpu_milli, field(entry, PodDoc, D_GPU_MEM, "gpu_memory_mib"),
-            field(entry, PodDoc, D_MODELS, "gpu_models"), field(entry, PodDoc, D_CPU, "cpu_milli"),
-            field(entry, PodDoc, D_MEM, "memory_mib"), field(entry, PodDoc, D_SELECTOR, "node_selector"), (),
-            field(entry, PodDoc, D_PRIORITY, "priority"), None, 0, field(entry, PodDoc, D_RESOURCES, "resources"),
+            name, gpus, gpu_milli, field(entry, DOC, D_GPU_MEM, "gpu_memory_mib"),
+            field(entry, DOC, D_MODELS, "gpu_models"), field(entry, DOC, D_CPU, "cpu_milli"),
+            field(entry, DOC, D_MEM, "memory_mib"), field(entry, DOC, D_SELECTOR, "node_selector"), (),
+            field(entry, DOC, D_PRIORITY, "priority"), None, 0, field(entry, DOC, D_RESOURCES, "resources"),
+        )
+    return pods if len(names) == n else None
+
+
+
+cdef extern from "Python.h":
+    bint PyDict_Next(object d, Py_ssize_t* pos, PyObject** key, PyObject** value)
+    long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
+
+
+def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high, Py_ssize_t name_min, int milli):
+    """The pods of a request's entries when every entry is a dict of plain fields, else None.
+
+    Parameters
+    ----------
+    entries : list
+        The document's ``pods``, as given.
+    columns : dict
+        Key as written -> column: 0 for the name, 1-6 for ``gpus``, ``gpuMilli``,
+        ``gpuMemoryMiB``, ``cpuMilli``, ``memoryMiB``, ``priority`` (integers).
+    defaults : tuple
+        The value of each column when absent (None for the name: it is required), then
+        those of ``gpuModels``, ``nodeSelector`` and ``resources``.
+    low, high : tuple
+        Per column, the bounds of its integers (inclusive).
+    name_min : int
+        The shortest name.
+    milli : int
+        A share is ``gpuMilli`` below it (then ``gpus`` must be 1).
+
+    An entry qualifies when it is a ``dict`` with a name and other keys among ``columns``
+    only, each an ``int`` (not a bool) within bounds, and the name a ``str`` of at least
+    ``name_min`` characters, free of control characters, that no other entry has.
+    Anything else, even a null, leaves the request to the decoder, which says what is
+    wrong where.
+    """
+    cdef Py_ssize_t i, k, n = len(entries), pos, column
+    cdef list pods = [None] * n
+    cdef set names = set()
+    cdef object entry, found, name
+    cdef PyObject* values[10]  # borrowed: from the entry or from defaults, both kept alive
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef int overflow
+    cdef long long number
+    cdef long long bounds[14]
+    cdef PyObject* seen_key[16]  # borrowed: keys of the entries, which stay alive meanwhile
+    cdef Py_ssize_t seen_column[16]
+    cdef int n_seen = 0
+    if len(defaults) != 10 or len(low) != 7 or len(high) != 7:
+        raise ValueError("dict_pods: 10 defaults and 7 bounds of each side")
+    for k in range(1, 7):
+        bounds[2 * k] = low[k]
+        bounds[2 * k + 1] = high[k]
+    for i in range(n):
+        entry = entries[i]
+        if type(entry) is not dict:
+            return None
+        for k in range(10):
+            values[k] = <PyObject*>defaults[k]
+        pos = 0
+        while PyDict_Next(entry, &pos, &key, &value):
+            column = -1
+            for k in range(n_seen):  # entries made alike share their key objects
+                if seen_key[k] == key:
+                    column = seen_column[k]
+                    break
+            if column < 0:
+                if type(<object>key) is not str:
+                    return None
+                found = columns.get(<object>key)
+                if found is None:
+                    return None
+                column = found
+                if n_seen < 16:
+                    seen_key[n_seen] = key
+                    seen_column[n_seen] = column
+                    n_seen += 1
+            if column == 0:
+                if type(<object>value) is not str:
+                    return None
+            else:
+                if type(<object>value) is not int:
+                    return None
+                number = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
+                if overflow or number < bounds[2 * column] or number > bounds[2 * column + 1]:
+                    return None
+            values[column] = value
+        name = <object>values[0]
+        if name is None or len(name) < name_min or _control(name):
+            return None
+        if <long long>(<object>values[2]) < milli and <long long>(<object>values[1]) != 1:
+            return None
+        names.add(name)
+        pods[i] = PodRequest(
+            name, <object>values[1], <object>values[2], <object>values[3], <object>values[7], <object>values[4],
+            <object>values[5], <object>values[8], (), <object>values[6], None, 0, <object>values[9],
         )
     return pods if len(names) == n else None

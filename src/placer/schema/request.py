@@ -9,17 +9,27 @@ import math
 from collections.abc import Mapping
 from typing import Any, Sequence
 
+import msgspec
+
 from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
 from placer.mig_profiles import parse_profile_name
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
-from placer.schema._quick import common_pods
+from placer.schema._quick import common_pods, dict_pods
 from placer.schema.checks import check_policy
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
 
-__all__ = ["SnapshotFacts", "snapshot_facts", "request_from_doc", "check_request_against_snapshot", "request_document"]
+__all__ = [
+    "SnapshotFacts",
+    "snapshot_facts",
+    "request_from_doc",
+    "request_from_plain_pods",
+    "plain_pods",
+    "check_request_against_snapshot",
+    "request_document",
+]
 
 
 class SnapshotFacts:
@@ -34,6 +44,48 @@ class SnapshotFacts:
 def snapshot_facts(snapshot: ClusterSnapshot) -> SnapshotFacts:
     """What requests are checked against: the snapshot's levels."""
     return SnapshotFacts(snapshot.topology_levels)
+
+
+# The fields of a pod entry that plain_pods reads from a dict as written: the name, then
+# integers. Their keys, bounds and defaults come from PodDoc, so the two cannot disagree.
+_PLAIN_FIELDS = ("name", "gpus", "gpu_milli", "gpu_memory_mib", "cpu_milli", "memory_mib", "priority")
+_PLAIN_DEFAULTS = ("gpu_models", "node_selector", "resources")  # what a plain entry leaves out
+
+
+def _plain_columns() -> tuple[dict[str, int], tuple[Any, ...], tuple[int, ...], tuple[int, ...], int] | None:
+    """(key as written -> column, defaults, low bounds, high bounds, shortest name) of the
+    plain fields of PodDoc; None when one of them is not what :func:`plain_pods` reads."""
+    infos = {f.name: f for f in msgspec.inspect.type_info(PodDoc).fields}
+    defaults = {f.name: f.default for f in msgspec.structs.fields(PodDoc)}
+    name = infos["name"].type
+    if not (isinstance(name, msgspec.inspect.StrType) and name.max_length is None and name.pattern is None):
+        return None
+    low, high = [0], [0]
+    for field_name in _PLAIN_FIELDS[1:]:
+        kind = infos[field_name].type
+        if not (isinstance(kind, msgspec.inspect.IntType) and kind.ge is not None and kind.le is not None
+                and kind.gt is None and kind.lt is None and kind.multiple_of is None):
+            return None
+        low.append(kind.ge)
+        high.append(kind.le)
+    if any(defaults[f] is msgspec.NODEFAULT for f in (*_PLAIN_FIELDS[1:], *_PLAIN_DEFAULTS)):
+        return None
+    columns = {infos[f].encode_name: k for k, f in enumerate(_PLAIN_FIELDS)}
+    values = (None, *(defaults[f] for f in _PLAIN_FIELDS[1:]), *(defaults[f] for f in _PLAIN_DEFAULTS))
+    return columns, values, tuple(low), tuple(high), name.min_length or 0
+
+
+_PLAIN_COLUMNS = _plain_columns()
+
+
+def plain_pods(entries: Any) -> list[PodRequest] | None:
+    """The pods of a request document's ``pods`` as written (dicts), when every entry is
+    one plain pod: a name and integers among ``gpus``, ``gpuMilli``, ``gpuMemoryMiB``,
+    ``cpuMilli``, ``memoryMiB`` and ``priority``, each valid, names unique. None otherwise:
+    the document is then decoded whole, and its faults reported where they are."""
+    if _PLAIN_COLUMNS is None or type(entries) is not list or len(entries) > MAX_REQUEST_PODS:
+        return None
+    return dict_pods(entries, *_PLAIN_COLUMNS, MILLI)
 
 
 def _toleration(t: Toleration) -> None:
@@ -199,6 +251,23 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     InvalidInputError
         At the JSON path of the first fault (``pods[i]`` indexes the document's list).
     """
+    policy, gangs = _request_fields(doc)
+    entries = doc.pods
+    common = common_pods(entries, MILLI) if len(entries) <= MAX_REQUEST_PODS else None
+    return _request(doc, policy, gangs, common, against)
+
+
+def request_from_plain_pods(
+    doc: RequestDoc, pods: list[PodRequest], against: SnapshotFacts | None = None
+) -> PlacementRequest:
+    """:func:`request_from_doc` of a document decoded without its pod entries, whose pods
+    :func:`plain_pods` built from the entries as written."""
+    policy, gangs = _request_fields(doc)
+    return _request(doc, policy, gangs, pods, against)
+
+
+def _request_fields(doc: RequestDoc) -> tuple[str, dict[str, GangSpec]]:
+    """The checked policy and gangs of a request document."""
     policy = policies.DEFAULT if doc.policy is None else check_policy(doc.policy, "policy")
     if doc.seed > SEED_MAX:
         raise bad("seed", f"an integer in 0..{SEED_MAX}", doc.seed)
@@ -214,11 +283,21 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
             gangs[name] = _gang_spec(name, g)
         except InvalidInputError as e:
             raise nest(e, f"gangs.{name}") from None
+    return policy, gangs
 
+
+def _request(
+    doc: RequestDoc,
+    policy: str,
+    gangs: dict[str, GangSpec],
+    common: list[PodRequest] | None,
+    against: SnapshotFacts | None,
+) -> PlacementRequest:
+    """The request of a document; ``common`` is its pods when every entry is one plain pod
+    (nothing to cross-check), else None: the entries are expanded and checked here."""
     entries = doc.pods
     origin: Sequence[int]
     gang_size = dict.fromkeys(gangs, 0)
-    common = common_pods(entries, MILLI)  # one plain pod per entry: nothing to cross-check
     if common is not None:
         pods = common
         origin = range(len(entries))
