@@ -146,15 +146,20 @@ def expected_derived(a: dict[str, np.ndarray], untracked: int) -> dict[str, list
         bits[b, n // 64] |= np.uint64(1 << (n % 64))
         floor[b] = min(floor[b], a["cpu_free"][n] if a["cpu_tracked"][n] else 0)
     masks = [sum(1 << g for g in np.flatnonzero(row).tolist()) for row in whole]
+    room = np.zeros_like(a["room_bits"])
+    for n in np.flatnonzero(milli.sum(axis=1) > 0).tolist():
+        room[n // 64] |= np.uint64(1 << (n % 64))
     return {"free_mask": masks, "free_count": count.tolist(), "free_milli_sum": milli.sum(axis=1).tolist(),
-            "bucket_of": bucket_of.tolist(), "bucket_bits": bits.tolist(), "bucket_cpu_floor": floor.tolist()}
+            "bucket_of": bucket_of.tolist(), "bucket_bits": bits.tolist(), "bucket_cpu_floor": floor.tolist(),
+            "room_bits": room.tolist()}
 
 
 @settings(max_examples=15, deadline=None)  # snapshots past one 64-node word are slow to draw
 @given(snapshots(max_nodes=70, max_gpus=8, min_nodes=65))
 def test_the_derived_free_state_is_what_its_definition_says(snapshot: ClusterSnapshot) -> None:
     arrays = pack.pack_snapshot(snapshot).arrays
-    for key in ("free_mask", "free_count", "free_milli_sum", "bucket_of", "bucket_bits", "bucket_cpu_floor"):
+    for key in ("free_mask", "free_count", "free_milli_sum", "bucket_of", "bucket_bits", "bucket_cpu_floor",
+                "room_bits"):
         arrays[key][...] = 7  # stale values: every one must be written again
     derive_free_state(arrays, int(pack.UNTRACKED_BIG))
     want = expected_derived(arrays, int(pack.UNTRACKED_BIG))
@@ -165,7 +170,7 @@ def test_run_assignments_are_the_assignments_of_the_placed_pods() -> None:
     pods = [PodRequest("a", gpus=2), PodRequest("b", gpus=1, gpu_milli=300, gang="g"), PodRequest("c"),
             TaggedPod("d", gpus=1, gpu_milli=1000)]
     placed, made, failed = run_assignments(pods, [1, 0, -1, 1], [0b1100, 0b1, 0, 0b10], ["n0", "n1"])
-    assert failed
+    assert failed == [2]
     assert placed == [(pods[0], 1, 0b1100), (pods[1], 0, 0b1), (pods[3], 1, 0b10)]
     assert made == [Assignment("a", "n1", (2, 3)), Assignment("b", "n0", (0,), 300, "g"), Assignment("d", "n1", (1,))]
     assert run_assignments(pods[:1], [0], [1 << 63], ["n0"])[1] == [Assignment("a", "n0", (63,))]
@@ -320,3 +325,28 @@ def test_the_request_scans_read_what_python_reads(pods: list[PodRequest], data: 
     assert pack.any_placed_apart(pods) == any(p.resources or p.mig is not None or p.gpu_slots for p in pods)
     held = {p.name: None for p in pods if data.draw(st.booleans())}
     assert pack.first_held(held, pods) == next((i for i, p in enumerate(pods) if p.name in held), -1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(snapshots(max_nodes=6, max_gpus=8), st.lists(st.tuples(st.integers(0, 5), st.integers(0, 7), st.integers(1, 1000),
+                                                               st.booleans()), max_size=12))
+def test_binds_and_releases_keep_the_room_bitset(snapshot: ClusterSnapshot, changes: list[Any]) -> None:
+    from placer.kernel._core import Kernel
+
+    packed = pack.pack_snapshot(snapshot)
+    arrays = packed.arrays
+    kernel = Kernel(arrays, len(packed.model_names))
+    done = []
+    for node, gpu, milli, release in changes:
+        if node >= packed.n_nodes or gpu >= int(arrays["gpu_count"][node]):
+            continue
+        free = int(arrays["gpu_free_milli"][node, gpu])
+        if release and done:
+            node, gpu, milli = done.pop()
+            kernel.bind(node, milli, 0, 0, 0, 1 << gpu, -1, 0, True)
+        elif 0 < milli <= free:
+            kernel.bind(node, milli, 0, 0, 0, 1 << gpu, 1, 0, True)
+            done.append((node, gpu, milli))
+        want = expected_derived(arrays, int(pack.UNTRACKED_BIG))
+        assert arrays["room_bits"].tolist() == want["room_bits"]
+        assert arrays["bucket_bits"].tolist() == want["bucket_bits"]

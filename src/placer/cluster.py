@@ -788,11 +788,11 @@ class Cluster:
         assignments: list[Assignment],
         unschedulable: list[Unschedulable],
     ) -> None:
+        failed: list[int] = []
         if any(run.nics):
-            failed = False
-            for pod, node, mask, nic_mask in zip(pods, run.nodes, run.masks, run.nics):
+            for j, (pod, node, mask, nic_mask) in enumerate(zip(pods, run.nodes, run.masks, run.nics)):
                 if node < 0:
-                    failed = True
+                    failed.append(j)
                     continue
                 placed.append((pod, node, mask))
                 assignments.append(self._assignment(pod, node, mask, nic_mask))
@@ -801,7 +801,7 @@ class Cluster:
             placed.extend(done)
             assignments.extend(made)
         if failed:
-            unschedulable.extend(gangs.run_failures(self._session, pods, run))
+            unschedulable.extend(gangs.run_failures(self._session, pods, run, failed))
 
     # ------------------------------------------------------------------ state changes
 

@@ -648,18 +648,22 @@ def run_outcomes(session: KernelSession, pods: Sequence[PodRequest], run: Run, g
     return out
 
 
-def run_failures(session: KernelSession, pods: Sequence[PodRequest], run: Run) -> list[Unschedulable]:
-    """The pods of a run of independent pods that were not placed, each with its reason."""
+def run_failures(
+    session: KernelSession, pods: Sequence[PodRequest], run: Run, failed: Sequence[int] | None = None
+) -> list[Unschedulable]:
+    """The pods of a run of independent pods that were not placed, each with its reason;
+    ``failed`` lists their positions when the caller knows them."""
     worded: dict[Any, str] = {}  # pods turned away alike (one shape, no change between) share a line
     out = []
-    for j, node in enumerate(run.nodes):
-        if node < 0:
-            k = run.failed_at[j]
-            key = run.reason_key(k)
-            line = worded.get(key)
-            if line is None:
-                line = worded[key] = reasons.kube_reason(session.n_nodes, run.reasons(k))
-            out.append(Unschedulable(pods[j].name, line))
+    if failed is None:
+        failed = [j for j, node in enumerate(run.nodes) if node < 0]
+    for j in failed:
+        k = run.failed_at[j]
+        key = run.reason_key(k)
+        line = worded.get(key)
+        if line is None:
+            line = worded[key] = reasons.kube_reason(session.n_nodes, run.reasons(k))
+        out.append(Unschedulable(pods[j].name, line))
     return out
 
 

@@ -59,6 +59,7 @@ cdef struct NodeState:
     int32_t* bucket_of
     uint64_t* bucket_bits
     int64_t* bucket_cpu_floor
+    uint64_t* room_bits             # bitset of the nodes with some GPU milli free (a share looks only there)
     # GPU-set tables per node kind (a pair-score matrix and its NICs); kind -1: no topology
     int32_t* kind_of
     int32_t n_kinds

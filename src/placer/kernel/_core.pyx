@@ -258,6 +258,12 @@ cdef inline uint64_t bucket_word(const NodeState* st, const Pod* p, int32_t f, i
     return word
 
 
+cdef inline uint64_t room_mask(const NodeState* st, const Pod* p, int32_t w) noexcept nogil:
+    """Word w of the nodes that may hold the pod's GPU share: for a share, those with some
+    GPU milli free (in the bucket of no whole free GPU, most are full); else every node."""
+    return st.room_bits[w] if is_shared(p) else ~(<uint64_t>0)
+
+
 cdef inline int32_t min_free_count(const Pod* p) noexcept nogil:
     if p.gpus > 0 and not is_shared(p):
         return p.gpus
@@ -279,7 +285,7 @@ cdef int32_t choose_first_fit(const NodeState* st, const Pod* p, const uint64_t*
         word = 0
         for f in range(fmin, fmax + 1):
             word |= bucket_word(st, p, f, w)
-        word &= p.eligible[w] & only[w]
+        word &= p.eligible[w] & only[w] & room_mask(st, p, w)
         while word:
             n = w * 64 + placer_ctz(word)
             word &= word - 1
@@ -332,7 +338,7 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
             last_word = best // 64  # only a lower index can still win a tie
         done = False
         for w in range(last_word + 1):
-            word = bucket_word(st, p, f, w) & p.eligible[w] & only[w]
+            word = bucket_word(st, p, f, w) & p.eligible[w] & only[w] & room_mask(st, p, w)
             while word:
                 n = w * 64 + placer_ctz(word)
                 word &= word - 1
@@ -401,7 +407,8 @@ cdef int32_t choose_random(const NodeState* st, const Pod* p, const uint64_t* on
 
 
 cdef inline void move_bucket(NodeState* st, int32_t n) noexcept nogil:
-    """Keep node n in the bucket of its free GPU count; lower the bucket's CPU floor.
+    """Keep node n in the bucket of its free GPU count and in the room bitset; lower the
+    bucket's CPU floor.
 
     A floor only ever goes down (until the next rebuild), so it stays a valid lower bound.
     """
@@ -410,6 +417,10 @@ cdef inline void move_bucket(NodeState* st, int32_t n) noexcept nogil:
     cdef int32_t w = n // 64
     cdef uint64_t bit = (<uint64_t>1) << (n % 64)
     cdef int64_t cpu = st.cpu_free[n] if st.cpu_tracked[n] else 0
+    if st.free_milli_sum[n] > 0:
+        st.room_bits[w] |= bit
+    else:
+        st.room_bits[w] &= ~bit
     if cpu < st.bucket_cpu_floor[new]:
         st.bucket_cpu_floor[new] = cpu
     if old == new:
@@ -731,7 +742,7 @@ cdef inline void count_tag(NodeState* st, int32_t n, int32_t tag, int32_t sign) 
 
 cdef void count_reasons(const NodeState* st, const Pod* p, const uint64_t* only, int32_t* out) noexcept nogil:
     """Per resource, how many statically eligible nodes fall short of the pod."""
-    cdef int32_t w, n
+    cdef int32_t w, n, cpu = 0, mem = 0, pods = 0, gpu = 0, gpu_mem = 0  # counted apart from out: no aliasing
     cdef uint64_t word
     for w in range(st.n_words):
         word = p.eligible[w] & only[w]
@@ -739,23 +750,28 @@ cdef void count_reasons(const NodeState* st, const Pod* p, const uint64_t* only,
             n = w * 64 + placer_ctz(word)
             word &= word - 1
             if st.cpu_free[n] < p.cpu:
-                out[R_CPU] += 1
+                cpu += 1
             if st.mem_free[n] < p.mem:
-                out[R_MEM] += 1
+                mem += 1
             if st.pods_free[n] < 1:
-                out[R_PODS] += 1
+                pods += 1
             if p.gpus == 0:
                 continue
             if is_shared(p):
                 if shared_gpu(st, n, p, -1) < 0:
                     if count_shared_milli(st, n, p):
-                        out[R_GPU_MEM] += 1
+                        gpu_mem += 1
                     else:
-                        out[R_GPU] += 1
+                        gpu += 1
             elif st.free_count[n] < p.gpus:
-                out[R_GPU] += 1
+                gpu += 1
             elif st.gpu_mem_cap[n] < p.gpu_mem:
-                out[R_GPU_MEM] += 1
+                gpu_mem += 1
+    out[R_CPU] += cpu
+    out[R_MEM] += mem
+    out[R_PODS] += pods
+    out[R_GPU] += gpu
+    out[R_GPU_MEM] += gpu_mem
 
 
 cdef inline bint count_shared_milli(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
@@ -934,6 +950,7 @@ cdef class Kernel:
             arrays["bucket_cpu_floor"], np.int64, arrays["bucket_bits"].shape[0])
         self.st.bucket_bits = <uint64_t*>_ptr(
             arrays["bucket_bits"], np.uint64, arrays["bucket_bits"].shape[0] * self.st.n_words)
+        self.st.room_bits = <uint64_t*>_ptr(arrays["room_bits"], np.uint64, self.st.n_words)
         self.st.n_tags = self.st.max_gpus + 1
         self.st.tag_count = <int32_t*>_ptr(arrays["tag_count"], np.int32, n_nodes * self.st.n_tags)
         self.st.tag_kinds = <int32_t*>_ptr(arrays["tag_kinds"], np.int32, n_nodes)
@@ -1408,8 +1425,8 @@ cdef uint64_t choose_in_mask(const int32_t* score, const int32_t* split, const i
 
 def derive_free_state(dict arrays, int64_t untracked):
     """Fill the state derived from per-GPU free milli, in place: free masks, free whole-GPU
-    counts, free milli sums, each node's bucket (model, free count), the bucket bitsets and
-    the buckets' CPU floors (``untracked`` for an empty bucket; a node that does not track
+    counts, free milli sums, each node's bucket (model, free count), the bucket bitsets, the
+    room bitset (nodes with some milli free) and the buckets' CPU floors (``untracked`` for an empty bucket; a node that does not track
     CPU counts 0). The dtypes are ``placer.kernel.pack``'s."""
     cdef const int16_t[:, ::1] milli = arrays["gpu_free_milli"]
     cdef uint64_t[::1] free_mask = arrays["free_mask"]
@@ -1422,17 +1439,19 @@ def derive_free_state(dict arrays, int64_t untracked):
     cdef int64_t[::1] floor = arrays["bucket_cpu_floor"]
     cdef const int64_t[::1] cpu_free = arrays["cpu_free"]
     cdef const uint8_t[::1] cpu_tracked = arrays["cpu_tracked"]
+    cdef uint64_t[::1] room = arrays["room_bits"]
     cdef Py_ssize_t n = milli.shape[0], stride = milli.shape[1], i, g, b
     cdef uint64_t mask
     cdef int32_t count, total
     cdef int64_t cpu
-    if stride > 64 or bits.shape[1] * 64 < n:
-        raise ValueError("more than 64 GPUs per node, or bucket bitsets narrower than the nodes")
+    if stride > 64 or bits.shape[1] * 64 < n or room.shape[0] != bits.shape[1]:
+        raise ValueError("more than 64 GPUs per node, or bitsets narrower than the nodes")
     for i in range(n):
         if model_id[i] < 0 or model_id[i] >= bucket_base.shape[0]:
             raise IndexError("model id out of range")
     with nogil:
         bits[:, :] = 0
+        room[:] = 0
         floor[:] = untracked
         for i in range(n):
             mask = 0
@@ -1449,6 +1468,8 @@ def derive_free_state(dict arrays, int64_t untracked):
             b = bucket_base[model_id[i]] + count
             bucket_of[i] = <int32_t>b
             bits[b, i // 64] |= (<uint64_t>1) << (i % 64)
+            if total > 0:
+                room[i // 64] |= (<uint64_t>1) << (i % 64)
             cpu = cpu_free[i] if cpu_tracked[i] else 0
             if cpu < floor[b]:
                 floor[b] = cpu

@@ -276,18 +276,18 @@ def run_assignments(list pods, list nodes, list masks, list node_names):
     placed : list of (PodRequest, int, int)
         Each placed pod, its node and its GPU mask.
     assignments : list of Assignment
-    failed : bool
-        Whether some pod was not placed (its node is negative).
+    failed : list of int
+        The positions of the pods that were not placed (their node is negative).
     """
     cdef Py_ssize_t i, n = len(pods)
     cdef list placed = []
     cdef list made = []
-    cdef bint failed = False
+    cdef list failed = []
     cdef object pod, node, mask
     for i in range(n):
         node = nodes[i]
         if node < 0:
-            failed = True
+            failed.append(i)
             continue
         pod = pods[i]
         mask = masks[i]

@@ -34,7 +34,7 @@ from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, T
 from placer import reasons as wording
 from placer.topology import GpuTopology, Nic
 
-KERNEL_ABI = 15  # compiled into _core by setup.py; an import against an older build fails
+KERNEL_ABI = 16  # compiled into _core by setup.py; an import against an older build fails
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -384,6 +384,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         "bucket_of": np.zeros(n, dtype=INDEX),
         "bucket_bits": np.zeros((n_buckets, n_words), dtype=MASK),
         "bucket_cpu_floor": np.zeros(n_buckets, dtype=BIG),
+        "room_bits": np.zeros(n_words, dtype=MASK),  # nodes with some GPU milli free
         "kind_of": kind_of,
         "kind_gpus": np.array([k.topology.gpus for k in kinds], dtype=INT),
         "kind_nics": np.array([len(k.nics) for k in kinds], dtype=INT),
