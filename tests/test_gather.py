@@ -66,6 +66,7 @@ def expected_node_columns(nodes: tuple[Node, ...]) -> dict[str, Any]:
         "pod_resources": [k for k, p in enumerate(running) if p.resources],
         "node_resources": [i for i, node in enumerate(nodes) if node.resources],
         "unhealthy": [i for i, node in enumerate(nodes) if node.unhealthy_gpus],
+        "tainted": [i for i, node in enumerate(nodes) if node.taints],
     }
 
 
@@ -350,3 +351,79 @@ def test_binds_and_releases_keep_the_room_bitset(snapshot: ClusterSnapshot, chan
         want = expected_derived(arrays, int(pack.UNTRACKED_BIG))
         assert arrays["room_bits"].tolist() == want["room_bits"]
         assert arrays["bucket_bits"].tolist() == want["bucket_bits"]
+
+
+# ----------------------------------------------------------------------------- a snapshot's nodes as written
+
+_POD_ENTRY = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["name", "gpus", "cpuMilli", "memoryMiB", "gpuShares", "gpu"]),
+        st.one_of(_NEAR_PLAIN_VALUE, st.sampled_from(["r", "", "r\u0007"]),
+                  st.lists(st.one_of(st.integers(-1, 9), st.sampled_from([True, None, 2**31])), max_size=3)),
+        max_size=4,
+    ),
+    st.sampled_from([None, "p"]),
+)
+_NEAR_PLAIN_NODES = st.lists(
+    st.one_of(
+        st.dictionaries(
+            st.sampled_from(["name", "type", "pods", "labels", "gpus"]),
+            st.one_of(st.sampled_from(["n", "m", "", "t", "u", None, 1, True]), st.lists(_POD_ENTRY, max_size=3)),
+            max_size=4,
+        ),
+        st.sampled_from([None, [], "n"]),
+    ),
+    max_size=4,
+)
+
+
+def _snapshot_decoded(doc: dict[str, Any]) -> Any:
+    """The snapshot as the whole decoder builds it (no quick path), or its error."""
+    from placer.schema.documents import LABELS, SnapshotDoc
+    from placer.schema.files import decode_object
+    from placer.schema.snapshot import snapshot_from_doc
+
+    try:
+        return snapshot_from_doc(decode_object(doc, SnapshotDoc, LABELS))
+    except InvalidInputError as e:
+        return (e.where, e.what)
+
+
+@settings(max_examples=300)
+@given(_NEAR_PLAIN_NODES)
+def test_nodes_read_as_written_are_the_nodes_the_decoder_builds(entries: list[Any]) -> None:
+    import msgspec
+
+    from placer.schema.documents import SnapshotDoc
+    from placer.schema.snapshot import plain_nodes
+
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodeTypes": {"t": {"gpus": 4, "cpuMilli": 8000}},
+           "nodes": entries}
+    quick = plain_nodes(entries)
+    if quick is not None:  # taken only where msgspec takes the same nodes
+        decoded = msgspec.convert(doc, SnapshotDoc, str_keys=True).nodes
+        assert quick == decoded
+        assert [type(n) for n in quick] == [Node] * len(quick)
+        assert [type(p) for n in quick for p in n.pods] == [RunningPod] * sum(len(n.pods) for n in quick)
+    want = _snapshot_decoded(doc)
+    try:
+        got = schema.snapshot_from_dict(doc)
+    except InvalidInputError as e:
+        got = (e.where, e.what)
+    assert got == want
+
+
+def test_nodes_read_as_written_take_only_plain_entries() -> None:
+    from placer.schema.snapshot import plain_nodes
+
+    plain = [{"name": "a", "type": "t", "pods": [{"name": "p", "gpus": [0, 1], "cpuMilli": 10, "memoryMiB": 5}]},
+             {"name": "b"}]
+    got = plain_nodes(plain)
+    assert got == [Node("a", type="t", pods=(RunningPod("p", gpus=(0, 1), cpu_milli=10, memory_mib=5),)), Node("b")]
+    assert got[0].labels is Node("x").labels and got[1].pods == ()  # defaults as the class has them
+    for odd in ({"name": "c", "labels": {}}, {"name": "c", "type": None}, {"name": ""}, {"type": "t"},
+                {"name": "c", "pods": [{"name": "q", "gpus": [True]}]}, {"name": "c", "pods": [{"gpus": []}]},
+                {"name": "c", "pods": [{"name": "q", "cpuMilli": 2**53}]}, {"name": "c", "pods": ({"name": "q"},)},
+                {"name": "c", "pods": [{"name": "q", "gpus": (0,)}]}, {"name": "c", "pods": [{"name": "q", "priority": 1}]}):
+        assert plain_nodes([*plain, odd]) is None, odd
+    assert plain_nodes([]) == []

@@ -43,6 +43,7 @@ cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_UNSCHEDULABLE = slot_offset(Node, "unschedulable")
 cdef Py_ssize_t N_RESOURCES = slot_offset(Node, "resources")
 cdef Py_ssize_t N_UNHEALTHY = slot_offset(Node, "unhealthy_gpus")
+cdef Py_ssize_t N_TAINTS = slot_offset(Node, "taints")
 cdef Py_ssize_t N_PODS = slot_offset(Node, "pods")
 cdef Py_ssize_t R_NAME = slot_offset(RunningPod, "name")
 cdef Py_ssize_t R_GPUS = slot_offset(RunningPod, "gpus")
@@ -121,8 +122,8 @@ def node_columns(nodes):
         node), ``held`` (intp per running pod: GPUs listed), ``gpus`` (intp, the listed
         GPUs of all running pods in order), ``special`` (positions in ``running`` of pods
         with GPU shares, GPU memory or GPU slots), ``pod_resources`` (positions of pods
-        with extended resources), ``node_resources`` and ``unhealthy`` (nodes with
-        extended resources, with unhealthy GPUs).
+        with extended resources), ``node_resources``, ``unhealthy`` and ``tainted``
+        (nodes with extended resources, with unhealthy GPUs, with taints).
     """
     cdef list items = list(nodes)
     cdef Py_ssize_t n = len(items), i, k, m, total = 0, held_total = 0
@@ -140,6 +141,7 @@ def node_columns(nodes):
     cdef list pod_resources = []
     cdef list node_resources = []
     cdef list unhealthy = []
+    cdef list tainted = []
     cdef list pod_lists = [None] * n
     cdef list gpu_lists = []
     cdef cnp.ndarray unschedulable_array = np.empty(n, dtype=np.uint8)
@@ -176,6 +178,8 @@ def node_columns(nodes):
             node_resources.append(i)
         if truthy(node, NODE, N_UNHEALTHY, "unhealthy_gpus", NO_ENTRIES):
             unhealthy.append(i)
+        if truthy(node, NODE, N_TAINTS, "taints", NO_ENTRIES):
+            tainted.append(i)
         node_pods = field(node, NODE, N_PODS, "pods")
         pod_lists[i] = node_pods
         m = len(node_pods)
@@ -237,6 +241,7 @@ def node_columns(nodes):
         "pod_resources": pod_resources,
         "node_resources": node_resources,
         "unhealthy": unhealthy,
+        "tainted": tainted,
     }
 
 

@@ -129,6 +129,7 @@ class PackedCluster:
     # the snapshot's running pods by name: (node, pod); the session takes it over as its own
     holdings: dict[str, tuple[int, RunningPod]] = field(default_factory=dict)
     mig_nodes: list[int] = field(default_factory=list)  # nodes with GPUs in MIG mode
+    tainted: list[int] = field(default_factory=list)  # nodes with taints
     # GPU sharing (time-slicing, MPS) per node: slots per GPU (0: the node does not share),
     # the milli one slot holds, and whether the strategy is MPS
     slot_replicas: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=INT))
@@ -176,10 +177,9 @@ class PackedCluster:
         if self._taint_set_of is None:
             ids: dict[tuple[Taint, ...], int] = {(): 0}
             of = np.zeros(self.n_nodes, dtype=np.int32)
-            for i, node in enumerate(self.nodes):
-                if node.taints:
-                    hard = tuple(t for t in node.taints if t.effect in ("NoSchedule", "NoExecute"))
-                    of[i] = ids.setdefault(hard, len(ids))
+            for i in self.tainted:
+                hard = tuple(t for t in self.nodes[i].taints if t.effect in ("NoSchedule", "NoExecute"))
+                of[i] = ids.setdefault(hard, len(ids))
             self._taint_sets = list(ids)
             self._taint_set_of = of
         return self._taint_sets, self._taint_set_of
@@ -213,7 +213,7 @@ class PackedCluster:
 
         def reject(mask: np.ndarray, reason: str) -> None:
             hit = alive & mask
-            count = int(hit.sum())
+            count = int(np.count_nonzero(hit))
             if count:
                 if reason not in reasons:
                     names.append(reason)
@@ -404,6 +404,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         kinds=kinds,
         holdings=columns["holdings"],
         mig_nodes=mig_nodes,
+        tainted=columns["tainted"],
         slot_replicas=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.replicas for hw in distinct], INT),
         slot_milli=per_hw([0 if hw.gpu_sharing is None else hw.gpu_sharing.slot_milli for hw in distinct], INT),
         slot_mps=per_hw([hw.gpu_sharing is not None and hw.gpu_sharing.strategy == "mps" for hw in distinct], bool),

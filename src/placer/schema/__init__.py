@@ -1,7 +1,9 @@
 """Every user-facing input check of placer: placer/v1 documents decoded by msgspec.
 
 A document is decoded once, into typed Structs, by msgspec (types, ranges, unknown fields);
-the rules msgspec cannot express (names unique, GPUs held once, capacities, references
+a dict's plain nodes and pod entries (the common case) are read straight into the same
+Structs, with the types and ranges msgspec would check, and msgspec decodes the rest. The
+rules msgspec cannot express (names unique, GPUs held once, capacities, references
 between fields) are checked here after it, and the result is model objects. Every fault is an
 :class:`~placer.exceptions.InvalidInputError` whose ``where`` is the JSON path as written in
 the document (``nodes[3].pods[0].gpus[1]``), preceded by the file's name when it came from a
@@ -13,6 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
+
+import msgspec
 
 from placer import model
 from placer.exceptions import InvalidInputError
@@ -32,7 +36,7 @@ from placer.schema.request import (
     request_from_plain_pods,
 )
 from placer.schema.result import result_from_doc
-from placer.schema.snapshot import DEFAULT_GPU_MODEL, merge_hardware, snapshot_from_doc, snapshot_gpu_models
+from placer.schema.snapshot import DEFAULT_GPU_MODEL, merge_hardware, plain_nodes, snapshot_from_doc, snapshot_gpu_models
 
 __all__ = [
     "MAX_GPUS",
@@ -92,7 +96,22 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> ClusterSnapshot:
         At the JSON path of the first fault.
     """
     with gc_paused():
-        return snapshot_from_doc(_from_object(data, SnapshotDoc))
+        quick = _plain_snapshot(data)
+        return quick if quick is not None else snapshot_from_doc(_from_object(data, SnapshotDoc))
+
+
+def _plain_snapshot(data: Any) -> ClusterSnapshot | None:
+    """A snapshot document (a dict) whose nodes are all plain (:func:`plain_nodes`), built
+    from its nodes as written: msgspec decodes the rest of it only, and the snapshot's rules
+    are checked as for any document. None leaves the document to the whole decoding."""
+    if type(data) is not dict:
+        return None
+    nodes = plain_nodes(data.get("nodes"))
+    if nodes is None:
+        return None
+    rest = dict(data)
+    rest["nodes"] = []
+    return snapshot_from_doc(msgspec.structs.replace(_from_object(rest, SnapshotDoc), nodes=nodes))
 
 
 def request_from_dict(data: Mapping[str, Any], against: SnapshotFacts | None = None) -> PlacementRequest:
@@ -162,6 +181,11 @@ def coerce_snapshot(source: Any) -> ClusterSnapshot:
     TypeError
         If ``source`` is none of the accepted types.
     """
+    if type(source) is dict:
+        with gc_paused():
+            quick = _plain_snapshot(source)
+        if quick is not None:
+            return quick
     return _coerce(source, ClusterSnapshot, SnapshotDoc, snapshot_from_doc)
 
 

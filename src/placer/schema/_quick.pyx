@@ -10,9 +10,12 @@ exact checks from the start, which say where: this pass only says whether.
 :func:`common_pods` (:mod:`placer.schema.request`): the pods of a request whose every entry
 is one plain pod; anything else, or any fault, leaves the request to the general path.
 :func:`dict_pods` builds the same from the entries as written (dicts), before anything is
-decoded.
+decoded; :func:`dict_nodes` builds a snapshot's plain nodes from its dicts the same way
+(their rules are then checked as for decoded nodes).
 """
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from "Python.h":
@@ -294,6 +297,57 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
 
 
+cdef extern from *:
+    """
+    /* Call a builtin method of no arguments (a Struct's __copy__) through its C function. */
+    static inline PyObject *placer_call_noargs(PyObject *method) {
+        return PyCFunction_GET_FUNCTION(method)(PyCFunction_GET_SELF(method), NULL);
+    }
+    """
+    object call_noargs "placer_call_noargs"(object method)
+    bint PyCFunction_Check(object op)
+    int PyCFunction_GET_FLAGS(object op)
+    int METH_NOARGS, METH_O, METH_VARARGS, METH_KEYWORDS, METH_FASTCALL, METH_METHOD
+
+
+cdef object _copier(object method):
+    """``method`` (a bound ``__copy__``) when it may be called through its C function, else
+    None."""
+    if PyCFunction_Check(method) and (
+            PyCFunction_GET_FLAGS(method)
+            & (METH_NOARGS | METH_O | METH_VARARGS | METH_KEYWORDS | METH_FASTCALL | METH_METHOD) == METH_NOARGS):
+        return method
+    return None
+
+
+cdef struct KeyCache:
+    # keys met so far and their columns: entries made alike share their key objects, so a
+    # pointer compare usually finds a key without hashing it; borrowed, from entries that
+    # stay alive meanwhile
+    PyObject* keys[16]
+    Py_ssize_t columns[16]
+    int count
+
+
+cdef inline Py_ssize_t _column(KeyCache* cache, PyObject* key, dict columns) except -2:
+    """The column of ``key`` in ``columns``; -1 for a key that is not a ``str`` there."""
+    cdef int k
+    cdef object found
+    for k in range(cache.count):
+        if cache.keys[k] == key:
+            return cache.columns[k]
+    if type(<object>key) is not str:
+        return -1
+    found = columns.get(<object>key)
+    if found is None:
+        return -1
+    if cache.count < 16:
+        cache.keys[cache.count] = key
+        cache.columns[cache.count] = found
+        cache.count += 1
+    return found
+
+
 def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high, Py_ssize_t name_min, int milli):
     """The pods of a request's entries when every entry is a dict of plain fields, else None.
 
@@ -323,16 +377,15 @@ def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high,
     cdef Py_ssize_t i, k, n = len(entries), pos, column
     cdef list pods = [None] * n
     cdef set names = set()
-    cdef object entry, found, name
+    cdef object entry, name
     cdef PyObject* values[10]  # borrowed: from the entry or from defaults, both kept alive
     cdef PyObject* key
     cdef PyObject* value
     cdef int overflow
     cdef long long number
     cdef long long bounds[14]
-    cdef PyObject* seen_key[16]  # borrowed: keys of the entries, which stay alive meanwhile
-    cdef Py_ssize_t seen_column[16]
-    cdef int n_seen = 0
+    cdef KeyCache cache
+    cache.count = 0
     if len(defaults) != 10 or len(low) != 7 or len(high) != 7:
         raise ValueError("dict_pods: 10 defaults and 7 bounds of each side")
     for k in range(1, 7):
@@ -346,22 +399,9 @@ def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high,
             values[k] = <PyObject*>defaults[k]
         pos = 0
         while PyDict_Next(entry, &pos, &key, &value):
-            column = -1
-            for k in range(n_seen):  # entries made alike share their key objects
-                if seen_key[k] == key:
-                    column = seen_column[k]
-                    break
+            column = _column(&cache, key, columns)
             if column < 0:
-                if type(<object>key) is not str:
-                    return None
-                found = columns.get(<object>key)
-                if found is None:
-                    return None
-                column = found
-                if n_seen < 16:
-                    seen_key[n_seen] = key
-                    seen_column[n_seen] = column
-                    n_seen += 1
+                return None
             if column == 0:
                 if type(<object>value) is not str:
                     return None
@@ -383,3 +423,135 @@ def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high,
             <object>values[5], <object>values[8], (), <object>values[6], None, 0, <object>values[9],
         )
     return pods if len(names) == n else None
+
+
+cdef inline bint _bounded(object value, long long low, long long high):
+    """Whether ``value`` is an ``int`` (not a bool) in low..high."""
+    cdef int overflow
+    cdef long long number
+    if type(value) is not int:
+        return False
+    number = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return not overflow and low <= number <= high
+
+
+cdef object _dict_pod(object entry, dict columns, KeyCache* cache, object copy_pod, Py_ssize_t name_min,
+                      const long long* bounds):
+    """The RunningPod of a pod entry as written, or None (see :func:`dict_nodes`)."""
+    cdef Py_ssize_t pos = 0, column, k
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef object pod, gpus
+    cdef bint named = False
+    if type(entry) is not dict:
+        return None
+    pod = call_noargs(copy_pod)
+    while PyDict_Next(entry, &pos, &key, &value):
+        column = _column(cache, key, columns)
+        if column < 0:
+            return None
+        if column == 0:
+            if type(<object>value) is not str or len(<object>value) < name_min:
+                return None
+            set_slot(pod, P_NAME, <object>value)
+            named = True
+        elif column == 1:
+            if type(<object>value) is not list:
+                return None
+            for k in range(len(<list>value)):
+                if not _bounded((<list>value)[k], bounds[0], bounds[1]):
+                    return None
+            gpus = tuple(<list>value)
+            set_slot(pod, P_GPUS, gpus)
+        else:
+            if not _bounded(<object>value, bounds[2 * column - 2], bounds[2 * column - 1]):
+                return None
+            set_slot(pod, P_CPU if column == 2 else P_MEM, <object>value)
+    return pod if named else None
+
+
+def dict_nodes(list entries, dict node_columns, dict pod_columns, object node_template, object pod_template,
+               Py_ssize_t name_min, tuple bounds):
+    """The nodes of a snapshot's entries when every entry is a dict of plain fields, else None.
+
+    Parameters
+    ----------
+    entries : list
+        The document's ``nodes``, as given.
+    node_columns : dict
+        Key as written -> column: 0 the name, 1 the type, 2 the pods.
+    pod_columns : dict
+        Key as written -> column: 0 the name, 1 the GPUs, 2 the CPU, 3 the memory.
+    node_template, pod_template : Node, RunningPod
+        Objects of exactly these classes with every other field at its default: each node
+        and pod starts as a copy (the defaults are immutable, so copies share them).
+    name_min : int
+        The shortest name.
+    bounds : tuple of 6 int
+        The bounds (inclusive) of a GPU index, of the CPU and of the memory of a pod.
+
+    A node qualifies when it is a ``dict`` with a name, a type and pods at most, the name
+    and type ``str`` (the name at least ``name_min`` long) and the pods a ``list`` of
+    dicts with a name and at most ``gpus`` (a ``list`` of indices), ``cpuMilli`` and
+    ``memoryMiB``, every number an ``int`` (not a bool) within bounds. Anything else, even
+    a null, leaves the snapshot to the decoder. Only the types and bounds are checked here:
+    the rules between fields are the snapshot's checks, run on what this returns.
+    """
+    cdef Py_ssize_t i, k, n = len(entries), pos, column
+    cdef list nodes = [None] * n
+    cdef object entry, node, pod, copy_node, copy_pod
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef tuple pods
+    cdef bint named
+    cdef long long limits[6]
+    cdef KeyCache node_keys
+    cdef KeyCache pod_keys
+    if (type(node_template) is not Node or type(pod_template) is not RunningPod or N_NAME < 0 or N_TYPE < 0
+            or N_PODS < 0 or P_NAME < 0 or P_GPUS < 0 or P_CPU < 0 or P_MEM < 0):
+        return None
+    if len(bounds) != 6:
+        raise ValueError("dict_nodes: 6 bounds")
+    for k in range(6):
+        limits[k] = bounds[k]
+    copy_node = _copier(node_template.__copy__)
+    copy_pod = _copier(pod_template.__copy__)
+    if copy_node is None or copy_pod is None:
+        return None
+    node_keys.count = 0
+    pod_keys.count = 0
+    for i in range(n):
+        entry = entries[i]
+        if type(entry) is not dict:
+            return None
+        node = call_noargs(copy_node)
+        named = False
+        pos = 0
+        while PyDict_Next(entry, &pos, &key, &value):
+            column = _column(&node_keys, key, node_columns)
+            if column < 0:
+                return None
+            if column == 0:
+                if type(<object>value) is not str or len(<object>value) < name_min:
+                    return None
+                set_slot(node, N_NAME, <object>value)
+                named = True
+            elif column == 1:
+                if type(<object>value) is not str:
+                    return None
+                set_slot(node, N_TYPE, <object>value)
+            else:
+                if type(<object>value) is not list:
+                    return None
+                pods = PyTuple_New(len(<list>value))
+                for k in range(len(<list>value)):
+                    pod = _dict_pod((<list>value)[k], pod_columns, &pod_keys, copy_pod, name_min, limits)
+                    if pod is None:
+                        return None
+                    Py_INCREF(pod)
+                    PyTuple_SET_ITEM(pods, k, pod)
+                set_slot(node, N_PODS, pods)
+        if not named:
+            return None
+        nodes[i] = node
+    return nodes

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NoReturn
 
+import msgspec
 from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
@@ -30,14 +31,72 @@ from placer.model import (
     PodDisruptionBudget,
     RunningPod,
 )
+from placer.schema._quick import dict_nodes
 from placer.schema._quick import finish_nodes as finish_common_nodes
 from placer.schema.documents import NodeTypeDoc, SnapshotDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
 from placer.topology import Nic, nics_from_spec, topology_from_spec
 
-__all__ = ["DEFAULT_GPU_MODEL", "snapshot_from_doc", "merge_hardware", "snapshot_gpu_models"]
+__all__ = ["DEFAULT_GPU_MODEL", "snapshot_from_doc", "plain_nodes", "merge_hardware", "snapshot_gpu_models"]
 
 DEFAULT_GPU_MODEL = "gpu"
+
+
+def _plain_fields() -> tuple[Any, ...] | None:
+    """What :func:`plain_nodes` needs, read from the Node and RunningPod Structs: the keys
+    as written of the fields it reads, templates with every other field at its default,
+    the shortest name and the bounds of a GPU index, a pod's CPU and its memory. None when
+    a field is not what it reads, or a class could not be copied field by field."""
+    inspect = msgspec.inspect
+    node_info = {f.name: f for f in inspect.type_info(Node).fields}
+    pod_info = {f.name: f for f in inspect.type_info(RunningPod).fields}
+    for cls in (Node, RunningPod):
+        if hasattr(cls, "__post_init__") or any(f.default_factory is not msgspec.NODEFAULT
+                                                for f in msgspec.structs.fields(cls)):
+            return None  # a copy would share a mutable default, or skip a hook
+
+    def plain_str(kind: Any) -> bool:
+        return isinstance(kind, inspect.StrType) and kind.max_length is None and kind.pattern is None
+
+    def bounds(kind: Any) -> tuple[int, int] | None:
+        ok = (isinstance(kind, inspect.IntType) and kind.ge is not None and kind.le is not None and kind.gt is None
+              and kind.lt is None and kind.multiple_of is None)
+        return (kind.ge, kind.le) if ok else None
+
+    name, pod_name = node_info["name"].type, pod_info["name"].type
+    node_type = node_info["type"].type
+    pods = node_info["pods"].type
+    gpus = pod_info["gpus"].type
+    if not (
+        plain_str(name) and plain_str(pod_name) and name.min_length == pod_name.min_length
+        and isinstance(node_type, inspect.UnionType) and any(plain_str(t) and not t.min_length for t in node_type.types)
+        and isinstance(pods, inspect.VarTupleType) and pods.min_length is None and pods.max_length is None
+        and isinstance(pods.item_type, inspect.StructType) and pods.item_type.cls is RunningPod
+        and isinstance(gpus, inspect.VarTupleType) and gpus.min_length is None and gpus.max_length is None
+    ):
+        return None
+    limits = [bounds(gpus.item_type), bounds(pod_info["cpu_milli"].type), bounds(pod_info["memory_mib"].type)]
+    if None in limits:
+        return None
+    node_columns = {node_info[f].encode_name: k for k, f in enumerate(("name", "type", "pods"))}
+    pod_columns = {pod_info[f].encode_name: k for k, f in enumerate(("name", "gpus", "cpu_milli", "memory_mib"))}
+    flat = tuple(x for pair in limits for x in pair if pair is not None)
+    return node_columns, pod_columns, Node(name="-"), RunningPod(name="-"), name.min_length or 0, flat
+
+
+_PLAIN_FIELDS = _plain_fields()
+
+
+def plain_nodes(entries: Any) -> list[Node] | None:
+    """The nodes of a snapshot document's ``nodes`` as written (dicts), when every entry is
+    plain: a name, a type and pods, each pod a name, GPU indices, ``cpuMilli`` and
+    ``memoryMiB``, every value of its type and within its bounds. They are what msgspec
+    would decode, without its generic walk; the snapshot's rules are still to check. None
+    otherwise: the document is then decoded whole, and its faults reported where they are.
+    """
+    if _PLAIN_FIELDS is None or type(entries) is not list:
+        return None
+    return dict_nodes(entries, *_PLAIN_FIELDS)
 _EMPTY_HW = NodeType()
 
 
