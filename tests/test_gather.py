@@ -253,16 +253,21 @@ _NEAR_PLAIN_ENTRIES = st.lists(
 )
 
 
+def _outcome(build: Any, *args: Any) -> Any:
+    """What ``build(*args)`` returns, or the (where, what) of the InvalidInputError it raises."""
+    try:
+        return build(*args)
+    except InvalidInputError as e:
+        return (e.where, e.what)
+
+
 def _decoded(doc: dict[str, Any]) -> Any:
     """The request as the whole decoder builds it (no quick path), or its error."""
     from placer.schema.documents import LABELS, RequestDoc
     from placer.schema.files import decode_object
     from placer.schema.request import request_from_doc
 
-    try:
-        return request_from_doc(decode_object(doc, RequestDoc, LABELS))
-    except InvalidInputError as e:
-        return (e.where, e.what)
+    return _outcome(lambda: request_from_doc(decode_object(doc, RequestDoc, LABELS)))
 
 
 @settings(max_examples=300)
@@ -275,11 +280,7 @@ def test_pods_read_as_written_are_the_pods_the_decoder_builds(entries: list[Any]
     quick = plain_pods(entries)
     if quick is not None:  # taken only where the decoder takes the same pods
         assert not isinstance(want, tuple) and quick == list(want.pods)
-    try:
-        got = schema.request_from_dict(doc)
-    except InvalidInputError as e:
-        got = (e.where, e.what)
-    assert got == want
+    assert _outcome(schema.request_from_dict, doc) == want
 
 
 def test_pods_read_as_written_take_only_plain_entries() -> None:
@@ -383,10 +384,7 @@ def _snapshot_decoded(doc: dict[str, Any]) -> Any:
     from placer.schema.files import decode_object
     from placer.schema.snapshot import snapshot_from_doc
 
-    try:
-        return snapshot_from_doc(decode_object(doc, SnapshotDoc, LABELS))
-    except InvalidInputError as e:
-        return (e.where, e.what)
+    return _outcome(lambda: snapshot_from_doc(decode_object(doc, SnapshotDoc, LABELS)))
 
 
 @settings(max_examples=300)
@@ -405,12 +403,7 @@ def test_nodes_read_as_written_are_the_nodes_the_decoder_builds(entries: list[An
         assert quick == decoded
         assert [type(n) for n in quick] == [Node] * len(quick)
         assert [type(p) for n in quick for p in n.pods] == [RunningPod] * sum(len(n.pods) for n in quick)
-    want = _snapshot_decoded(doc)
-    try:
-        got = schema.snapshot_from_dict(doc)
-    except InvalidInputError as e:
-        got = (e.where, e.what)
-    assert got == want
+    assert _outcome(schema.snapshot_from_dict, doc) == _snapshot_decoded(doc)
 
 
 def test_nodes_read_as_written_take_only_plain_entries() -> None:

@@ -14,7 +14,7 @@ import random
 
 import pytest
 import yaml
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 import placer
 from placer.cli import main
@@ -207,6 +207,7 @@ def random_static_cluster(rng: random.Random, n_nodes: int) -> dict:
 
 
 @given(seed=st.integers(0, 10**6), n_nodes=st.integers(1, 4))
+@example(seed=177, n_nodes=3)  # fewest re-splits put p0 where placer would not: placer took p1's instances
 def test_random_plans_place_what_they_plan_and_touch_no_gpu_in_use(seed, n_nodes):
     rng = random.Random(seed)
     snap = random_static_cluster(rng, n_nodes)

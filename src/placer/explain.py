@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from msgspec.structs import replace as struct_replace
 
 from placer import gangs, sharing
 from placer.cluster import Cluster
@@ -51,6 +52,7 @@ from placer.mig_plans import (
     mig_usage,
     node_rows,
     plan_relayout,
+    relayout_snapshot,
 )
 from placer.mig_profiles import MigProfile, table_for
 from placer.reasons import kube_reason
@@ -202,7 +204,7 @@ def explain(
     request = load_request(request)
     result = cluster.schedule(request)  # binds what it places: the state pending pods face
     reasons = {u.pod: u.reason for u in result.unschedulable}
-    plan = plan_relayout(cluster.session, [pod for pod in request.pods if pod.name in reasons])
+    plan = _placing_plan(cluster, request, [pod for pod in request.pods if pod.name in reasons])
     out: list[Pending] = []
     seen_gangs: set[str] = set()
     for pod in request.pods:
@@ -221,6 +223,44 @@ def explain(
         out = [_with_preemption(cluster, request, p) for p in out]
     stacked = tuple(_stacked_text(cluster, a) for a in result.assignments if a.stacked_slots)
     return Explanation(result, tuple(out), stacked, plan)
+
+
+
+def _placing_plan(cluster: Cluster, request: PlacementRequest, pending: Sequence[PodRequest]) -> RelayoutPlan:
+    """The re-splits of :func:`~placer.mig_plans.plan_relayout` for the pending pods, held
+    to what placer then does with them.
+
+    The plan chooses each pod's node by the fewest GPUs to change; placer places by its
+    policy, and may take for an earlier pod the instances planned for a later one. So the
+    planned pods are placed, in request order with the request's policy and seed, on the
+    snapshot re-split as planned. A pod that placement misses is planned again ahead of the
+    others; one it still misses is left unplanned, and the plan is made without it.
+    """
+    mig_pods = [pod for pod in pending if pod.mig is not None]
+    order = list(mig_pods)
+    given_up: set[str] = set()
+    reordered = False
+    snapshot: ClusterSnapshot | None = None
+    while True:
+        plan = plan_relayout(cluster.session, [pod for pod in order if pod.name not in given_up])
+        if not plan.gpus:
+            break
+        if snapshot is None:
+            snapshot = cluster.to_snapshot()
+        planned = [pod for pod in mig_pods if pod.name not in given_up and pod.name not in plan.unplanned]
+        placed = Cluster(relayout_snapshot(snapshot, plan)).schedule(struct_replace(request, pods=tuple(planned)))
+        done = {a.pod for a in placed.assignments}
+        missed = [pod.name for pod in planned if pod.name not in done]
+        if not missed:
+            break
+        if reordered:
+            given_up.update(missed)
+            reordered = False
+        else:
+            order = [pod for pod in order if pod.name in missed] + [pod for pod in order if pod.name not in missed]
+            reordered = True
+    unplanned = set(plan.unplanned) | given_up
+    return RelayoutPlan(plan.gpus, tuple(pod.name for pod in mig_pods if pod.name in unplanned))
 
 
 def _with_preemption(cluster: Cluster, request: PlacementRequest, pending: Pending) -> Pending:

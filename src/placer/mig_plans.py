@@ -278,7 +278,9 @@ class RelayoutPlan:
     gpus : tuple of GpuRelayout
         The GPUs to change, by node (snapshot order) and GPU index.
     unplanned : tuple of str
-        Pending MIG pods no re-split of idle GPUs would place.
+        Pending MIG pods no re-split of idle GPUs would place (``placer explain`` also
+        leaves here a pod that placer, placing by its policy, would still not place on the
+        GPUs re-split as planned).
     """
 
     gpus: tuple[GpuRelayout, ...] = ()

@@ -100,18 +100,27 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> ClusterSnapshot:
         return quick if quick is not None else snapshot_from_doc(_from_object(data, SnapshotDoc))
 
 
-def _plain_snapshot(data: Any) -> ClusterSnapshot | None:
-    """A snapshot document (a dict) whose nodes are all plain (:func:`plain_nodes`), built
-    from its nodes as written: msgspec decodes the rest of it only, and the snapshot's rules
-    are checked as for any document. None leaves the document to the whole decoding."""
+def _plain_part(
+    data: Any, key: str, read: Callable[[Any], list[Any] | None], doc_type: type[_T]
+) -> tuple[_T, list[Any]] | None:
+    """When ``data`` is a dict whose ``key`` entries ``read`` takes (plain entries read
+    straight from the dicts): the document decoded by msgspec without them, and what
+    ``read`` made of them. None leaves the document to the whole decoding."""
     if type(data) is not dict:
         return None
-    nodes = plain_nodes(data.get("nodes"))
-    if nodes is None:
+    entries = read(data.get(key))
+    if entries is None:
         return None
     rest = dict(data)
-    rest["nodes"] = []
-    return snapshot_from_doc(msgspec.structs.replace(_from_object(rest, SnapshotDoc), nodes=nodes))
+    rest[key] = []
+    return _from_object(rest, doc_type), entries
+
+
+def _plain_snapshot(data: Any) -> ClusterSnapshot | None:
+    """A snapshot document whose nodes are all plain (:func:`plain_nodes`); its rules are
+    checked as for any document."""
+    found = _plain_part(data, "nodes", plain_nodes, SnapshotDoc)
+    return None if found is None else snapshot_from_doc(msgspec.structs.replace(found[0], nodes=found[1]))
 
 
 def request_from_dict(data: Mapping[str, Any], against: SnapshotFacts | None = None) -> PlacementRequest:
@@ -130,17 +139,9 @@ def request_from_dict(data: Mapping[str, Any], against: SnapshotFacts | None = N
 
 
 def _plain_request(data: Any, against: SnapshotFacts | None) -> PlacementRequest | None:
-    """A request document (a dict) whose pod entries are all plain (:func:`plain_pods`),
-    built from its entries as written: msgspec decodes the rest of it only. None leaves
-    the document to the whole decoding."""
-    if type(data) is not dict:
-        return None
-    pods = plain_pods(data.get("pods"))
-    if pods is None:
-        return None
-    rest = dict(data)
-    rest["pods"] = []
-    return request_from_plain_pods(_from_object(rest, RequestDoc), pods, against)
+    """A request document whose pod entries are all plain (:func:`plain_pods`)."""
+    found = _plain_part(data, "pods", plain_pods, RequestDoc)
+    return None if found is None else request_from_plain_pods(found[0], found[1], against)
 
 
 def result_from_dict(data: Mapping[str, Any]) -> PlacementResult:
