@@ -35,14 +35,21 @@ cdef PyTypeObject* POD = <PyTypeObject*>RunningPod
 cdef PyTypeObject* DOC = <PyTypeObject*>PodDoc
 cdef PyObject* NO_ENTRIES = <PyObject*>EMPTY  # the default of every mapping field: empty
 
+cdef void _fields(object cls, tuple names, Py_ssize_t* offsets, PyObject** name_of):
+    """Fill the slot offsets of ``names`` in ``cls`` and the names themselves (borrowed from
+    ``names``, a module constant)."""
+    cdef Py_ssize_t k
+    for k in range(len(names)):
+        offsets[k] = slot_offset(cls, names[k])
+        name_of[k] = <PyObject*>names[k]
+
+
 # the hardware fields a node may give inline: the quick pass takes nodes that give none
 _INLINE = ("hardware", "gpus", "gpu_model", "gpu_memory_mib", "cpu_milli", "memory_mib", "max_pods", "gpu_topology",
            "nics", "mig", "gpu_sharing")
 cdef Py_ssize_t N_INLINE[11]
 cdef PyObject* N_INLINE_NAME[11]
-for _k, _name in enumerate(_INLINE):
-    N_INLINE[_k] = slot_offset(Node, _name)
-    N_INLINE_NAME[_k] = <PyObject*>_name
+_fields(Node, _INLINE, N_INLINE, N_INLINE_NAME)
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_TYPE = slot_offset(Node, "type")
@@ -63,17 +70,13 @@ cdef Py_ssize_t P_START = slot_offset(RunningPod, "start_time")
 _SPECIAL = ("unknown_gpus", "gpu_shares", "gpu_memory_mib", "mig", "gpu_slots", "unknown_gpu_slots")
 cdef Py_ssize_t P_SPECIAL[6]
 cdef PyObject* P_SPECIAL_NAME[6]
-for _k, _name in enumerate(_SPECIAL):
-    P_SPECIAL[_k] = slot_offset(RunningPod, _name)
-    P_SPECIAL_NAME[_k] = <PyObject*>_name
+_fields(RunningPod, _SPECIAL, P_SPECIAL, P_SPECIAL_NAME)
 
 # an entry with any of these (each falsy when absent) is more than one plain pod
 _UNCOMMON = ("replicas", "tolerations", "gang", "nics", "mig", "gpu_slots", "nominated_node_name")
 cdef Py_ssize_t D_UNCOMMON[7]
 cdef PyObject* D_UNCOMMON_NAME[7]
-for _k, _name in enumerate(_UNCOMMON):
-    D_UNCOMMON[_k] = slot_offset(PodDoc, _name)
-    D_UNCOMMON_NAME[_k] = <PyObject*>_name
+_fields(PodDoc, _UNCOMMON, D_UNCOMMON, D_UNCOMMON_NAME)
 cdef Py_ssize_t D_NAME = slot_offset(PodDoc, "name")
 cdef Py_ssize_t D_GPUS = slot_offset(PodDoc, "gpus")
 cdef Py_ssize_t D_GPU_MILLI = slot_offset(PodDoc, "gpu_milli")
