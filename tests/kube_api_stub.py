@@ -1,14 +1,17 @@
 """A stand-in Kubernetes API server on the loopback for ``placer serve --kubeconfig`` tests.
 
 No kube-apiserver can be installed here (no Debian or PyPI package), so this speaks the part
-of the API the official client uses for placer: list and watch of Nodes and Pods (newline-
-separated watch events, resumed from ``resourceVersion``), 404 for the PodGroup API (a
-cluster without scheduler-plugins), and ``POST .../pods/{name}/binding``, recorded.
+of the API the official client uses for placer: list (the objects as the events pushed so far
+leave them) and watch of Nodes and Pods (newline-separated watch events, resumed from
+``resourceVersion``), 404 for the PodGroup API (a cluster without scheduler-plugins), and
+``POST .../pods/{name}/binding``, recorded. While :attr:`KubeApiStub.failing` holds an HTTP
+status, every GET is answered with it, as by an API server in trouble.
 """
 from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,12 +25,13 @@ _BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 
 class KubeApiStub:
     """Serve until :meth:`stop`; :meth:`push` adds a watch event; :attr:`bindings` are the
-    Binding bodies received."""
+    Binding bodies received; :attr:`failing`, when set, is the status of every GET."""
 
     def __init__(self) -> None:
         self.events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object)
         self.bindings: list[dict[str, Any]] = []
         self.requests: list[str] = []
+        self.failing: int | None = None
         self._version = 1
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -42,6 +46,8 @@ class KubeApiStub:
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 url = urlparse(self.path)
                 stub.requests.append(f"GET {url.path}")
+                if stub.failing is not None:
+                    return self._json(stub.failing, {"kind": "Status", "code": stub.failing, "message": "etcd is down"})
                 kind = _LISTS.get(url.path)
                 if kind is None:
                     return self._json(404, {"kind": "Status", "code": 404, "message": "the server could not find it"})
@@ -49,9 +55,9 @@ class KubeApiStub:
                 if query.get("watch", ["false"])[0].lower() in ("true", "1"):
                     return self._watch(kind, int(query.get("resourceVersion", ["0"])[0] or 0))
                 with stub._lock:
-                    version = stub._version
+                    version, items = stub._version, stub._current(kind)
                 self._json(200, {"kind": f"{kind}List", "apiVersion": "v1",
-                                 "metadata": {"resourceVersion": str(version)}, "items": []})
+                                 "metadata": {"resourceVersion": str(version)}, "items": items})
 
             def do_POST(self) -> None:  # noqa: N802
                 url = urlparse(self.path)
@@ -92,22 +98,47 @@ class KubeApiStub:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
+    def _current(self, kind: str) -> list[dict[str, Any]]:
+        """The objects of ``kind`` as the events so far leave them (what a list returns)."""
+        objects: dict[tuple[str, str], dict[str, Any]] = {}
+        for version, kind_of_event, obj in self.events:
+            if obj.get("kind") != kind:
+                continue
+            key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            if kind_of_event == "DELETED":
+                objects.pop(key, None)
+            else:
+                objects[key] = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}}
+        return list(objects.values())
+
     def push(self, kind_of_event: str, obj: dict[str, Any]) -> None:
         with self._lock:
             self._version += 1
             self.events.append((self._version, kind_of_event, obj))
 
     def kubeconfig(self, path: Path) -> Path:
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "stub",
-            "clusters": [{"name": "stub", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
-            "users": [{"name": "stub", "user": {"token": "placer-test"}}],
-            "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "stub"}}],
-        }))
-        return path
+        return write_kubeconfig(path, self.port)
 
     def stop(self) -> None:
         self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def write_kubeconfig(path: Path, port: int) -> Path:
+    """A kubeconfig of the API server at ``http://127.0.0.1:<port>``, written at ``path``."""
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "stub",
+        "clusters": [{"name": "stub", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "stub", "user": {"token": "placer-test"}}],
+        "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "stub"}}],
+    }))
+    return path
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (connections to it are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

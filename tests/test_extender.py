@@ -3,6 +3,7 @@ gangs and watch events, checked against the pure-Python reference and check_plac
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 
 import numpy as np
@@ -10,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.kube_live import WatchEvent, read_watch_stream
+from placer.adapters.kube_live import WatchEvent, WatchHealth, read_watch_stream, watch_failure
 from placer import policies
 from placer.cluster import Cluster
 from placer.exceptions import InvalidInputError
-from placer.adapters.kube_extender import Extender, reason_label, scores_0_to_10
+from placer.adapters.kube_extender import Extender, RefusingBinder, reason_label, scores_0_to_10
 from placer.model import Assignment, ClusterSnapshot, PlacementRequest, PlacementResult, PodRequest
 from placer.schema import snapshot_from_dict
 from placer.schema.extender import decode_binding_args, decode_filter_args, decode_preemption_args
@@ -158,6 +159,69 @@ def test_a_failing_binder_leaves_the_state_as_it_was():
     before = ex.cluster.to_snapshot()
     assert "API server unreachable" in bind(ex, "a", "gpu-1")["Error"]
     assert ex.cluster.to_snapshot() == before
+
+
+def test_the_refusing_binder_of_a_service_without_kubeconfig_holds_nothing_and_names_the_option():
+    ex = Extender(cluster_document(), binder=RefusingBinder())
+    verbs(ex, pod("a", 1))
+    before = ex.cluster.to_snapshot()
+    for _ in range(2):  # a retry is refused again, not taken for a bind already made
+        error = bind(ex, "a", "gpu-1")["Error"]
+        assert error.startswith("POST /bind: binding ml/a to gpu-1 failed: no API server to post the Binding to")
+        assert "--kubeconfig" in error and "--dry-run" in error
+        assert ex.cluster.to_snapshot() == before
+
+
+def test_a_run_of_watch_failures_is_logged_in_two_lines_and_tells_readiness(caplog):
+    from placer.serve import readiness
+
+    caplog.set_level(logging.WARNING, "placer.watch")
+    now = [100.0]
+    health = WatchHealth(("Node", "Pod"), clock=lambda: now[0])
+    assert health.problems() == {"Node": "not listed yet (0 s since the start)", "Pod": "not listed yet (0 s since "
+                                                                                       "the start)"}
+    health.news("Node")
+    health.news("Pod")
+    for _ in range(3):
+        now[0] += 5
+        health.failed("Pod", "connection refused", 1.0)
+    assert health.problems() == {"Node": "", "Pod": "connection refused (3 failed attempts in 10 s)"}
+    assert readiness(health, 20.0) == {"watch-nodes": "", "watch-pods": "connection refused (3 failed attempts in "
+                                                                        "10 s)", "state-age": ""}
+    now[0] += 5
+    health.failed("Pod", "HTTP 500 Internal Server Error", 8.0)
+    now[0] += 10
+    health.news("Pod")
+    assert [r.getMessage() for r in caplog.records] == [
+        "watch of Pods failed: connection refused; retrying in 1 s, then less often (repeats are not logged)",
+        "watch of Pods: 3 failed attempts with that error in 15 s; now failing: HTTP 500 Internal Server Error",
+        "watch of Pods: recovered after 4 failed attempts in 25 s",
+    ]
+    assert health.errors() == {"Node": 0, "Pod": 4} and health.age() == 30.0  # Node last heard at 100, now 130
+    assert readiness(health, 20.0) == {
+        "watch-nodes": "", "watch-pods": "",
+        "state-age": "the API server's last news is 30 s old, more than --max-staleness 20 s",
+    }
+    health.absent("Node")  # not served: not waited for
+    assert readiness(health, 20.0) == {"watch-pods": "", "state-age": ""}
+    assert readiness(None, 20.0) == {}
+
+
+def test_watch_failures_are_told_in_a_few_words_alike_for_every_retry():
+    kubernetes = pytest.importorskip("kubernetes")
+    error = kubernetes.client.ApiException(status=403, reason="Forbidden")
+    error.body = json.dumps({"kind": "Status", "message": "nodes is forbidden"})
+    assert watch_failure(error) == "HTTP 403 Forbidden: nodes is forbidden"
+    from kube_api_stub import closed_port
+
+    api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(kubernetes.client.Configuration(
+        host=f"http://127.0.0.1:{closed_port()}")))
+    failures = set()
+    for _ in range(2):
+        with pytest.raises(Exception) as raised:
+            api.list_node(_preload_content=False)
+        failures.add(watch_failure(raised.value))
+    assert failures == {"connection refused"}
 
 
 def podgroup(name: str, min_member: int, ns: str = "ml") -> dict:

@@ -39,14 +39,20 @@ class Server:
             [sys.executable, "-m", "placer", "serve", "--snapshot", str(snapshot), "--port", "0", *extra],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp,
         )
-        line = self.proc.stderr.readline()
-        found = re.search(r"listening on (https?)://127\.0\.0\.1:(\d+)", line)
+        self.notes: list[str] = []  # the lines before the banner
+        while True:
+            line = self.proc.stderr.readline()
+            found = re.search(r"listening on (https?)://127\.0\.0\.1:(\d+)", line)
+            if found is not None or not line.startswith("placer: serve: note: "):
+                break
+            self.notes.append(line)
         if found is None:
             rest = self.proc.stderr.read() if self.proc.poll() is not None else ""
             self.stop()
-            raise AssertionError(f"placer serve did not start: {line}{rest}")
+            raise AssertionError(f"placer serve did not start: {''.join(self.notes)}{line}{rest}")
         self.port = int(found.group(2))
         self.banner = line
+        self.log = ""
         self.tls_context: ssl.SSLContext | None = None  # set by a test serving HTTPS
 
     def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any, str]:
@@ -78,7 +84,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-        if self.proc.stderr is not None:
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
+            self.log = self.proc.stderr.read()  # what it wrote after the banner
             self.proc.stderr.close()
 
 
@@ -86,7 +93,7 @@ class Server:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("serve")
     (tmp / "podgroups.yaml").write_text(json.dumps(podgroup("pg", 2)))
-    s = Server(tmp, "--podgroups", str(tmp / "podgroups.yaml"))
+    s = Server(tmp, "--podgroups", str(tmp / "podgroups.yaml"), "--dry-run")
     yield s
     s.stop()
     assert s.proc.poll() is not None
@@ -98,6 +105,37 @@ def fixture(name: str) -> bytes:
 
 def test_the_banner_says_what_is_served(server):
     assert "4 nodes, 1 pods, policy best-fit" in server.banner
+
+
+def test_a_dry_run_is_announced_at_start_and_in_healthz_and_readyz(server):
+    assert server.notes == ["placer: serve: note: --dry-run: binds are held in placer's state only; no Binding is "
+                            "posted\n"]
+    status, health, _ = server.request("GET", "/healthz")
+    assert status == 200 and health["binds"] == "dry-run"
+    status, _, text = server.request("GET", "/readyz?verbose")
+    assert status == 200 and "[+]binds ok: dry-run" in text and text.endswith("readyz check passed\n")
+
+
+def test_without_a_watch_livez_and_readyz_answer_ok(server):
+    assert server.request("GET", "/livez")[::2] == (200, "ok")
+    assert server.request("GET", "/readyz")[::2] == (200, "ok")
+
+
+def test_without_kubeconfig_or_dry_run_bind_is_refused_naming_kubeconfig(tmp_path):
+    s = Server(tmp_path)
+    try:
+        assert s.notes == []
+        args = {"Pod": pod("a", 6), "NodeNames": NAMES}
+        assert s.post("filter", args)[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        assert status == 200 and bound["Error"].startswith("POST /bind: binding ml/a to gpu-1 failed: no API server")
+        assert "--kubeconfig" in bound["Error"] and "--dry-run" in bound["Error"]
+        # nothing held: gpu-1's six GPUs are still free
+        assert s.post("filter", {"Pod": pod("b", 6), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+        status, health, _ = s.request("GET", "/healthz")
+        assert health["binds"] == "refused" and health["pods"] == 1
+    finally:
+        s.stop()
 
 
 def test_fixture_filter_args_are_answered_in_the_fixture_result_shape(server):
@@ -236,6 +274,7 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         (("--snapshot", "cluster.json", "--watch-file", "cluster.json"), "expected a Node, Pod or PodGroup object"),
         (("--snapshot", "cluster.json", "--podgroups", "cluster.json"), "expected PodGroup objects only"),
         (("--snapshot", "cluster.json", "--kubeconfig", "nope.yaml"), "--kubeconfig"),
+        (("--snapshot", "cluster.json", "--max-staleness", "0"), "--max-staleness: expected a number of seconds > 0"),
     ]:
         done = run_cli("serve", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
@@ -341,8 +380,8 @@ def test_serve_speaks_https_with_a_certificate(tmp_path):
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-def asgi_post(app, path: str, body: bytes) -> tuple[int, Any]:
-    """One POST through the ASGI application itself, without a server."""
+def asgi_request(app, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    """One request through the ASGI application itself, without a server: its status and body."""
     import asyncio
 
     sent: list[dict] = []
@@ -354,13 +393,19 @@ def asgi_post(app, path: str, body: bytes) -> tuple[int, Any]:
     async def send(message: dict) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+    path, _, query = path.partition("?")
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
              "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
     asyncio.run(app(scope, receive, send))
     status = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def asgi_post(app, path: str, body: bytes) -> tuple[int, Any]:
+    """One POST through the ASGI application itself: its status and JSON answer."""
+    status, payload = asgi_request(app, "POST", path, body)
     return status, json.loads(payload)
 
 
@@ -399,3 +444,77 @@ def test_preempt_over_http_names_placers_victims_by_uid(tmp_path):
     assert status == 200
     assert result == {"NodeNameToMetaVictims": {
         f"gpu-{i}": {"Pods": [{"UID": f"uid-low-{i}"}], "NumPDBViolations": 0} for i in (1, 2)}}
+
+
+def wait_for(condition, what: str, timeout_s: float = 30.0) -> None:
+    """Poll ``condition`` until it holds (the watch threads work in their own time)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_readyz_fails_while_the_api_server_fails_and_passes_once_it_recovers(tmp_path, caplog):
+    pytest.importorskip("kubernetes")
+    import logging
+    import queue
+    import threading
+
+    from kube_api_stub import KubeApiStub
+    from placer.adapters.kube_extender import Extender
+    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+    from placer.serve import create_app
+
+    caplog.set_level(logging.WARNING, "placer.watch")
+    api = KubeApiStub()
+    api.failing = 500
+    health, feed, stop = WatchHealth(), queue.Queue(), threading.Event()
+    app = create_app(Extender(cluster_document()), feed, watch=health)
+    threads = watch_cluster(api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))), feed.put, stop, health=health)
+    try:
+        wait_for(lambda: min(health.errors().values()) >= 2, "two failed attempts of each kind")
+        status, text = asgi_request(app, "GET", "/readyz")
+        assert status == 503 and text.decode().endswith("readyz check failed\n")
+        assert "[-]watch-pods failed: HTTP 500 Internal Server Error: etcd is down (" in text.decode()
+        assert asgi_request(app, "GET", "/livez") == (200, b"ok")
+        _, metrics = asgi_request(app, "GET", "/metrics")
+        counted = re.search(rb'^placer_extender_watch_errors_total\{kind="Pod"\} (\d+)', metrics, re.M)
+        assert counted is not None and int(counted.group(1)) >= 2
+        assert re.search(rb"^placer_extender_state_age_seconds \d", metrics, re.M)
+        api.failing = None
+        wait_for(lambda: asgi_request(app, "GET", "/readyz")[0] == 200, "/readyz to pass")
+        assert asgi_request(app, "GET", "/readyz") == (200, b"ok")
+        _, text = asgi_request(app, "GET", "/readyz?verbose")
+        assert "[+]watch-nodes ok\n[+]watch-pods ok\n[+]state-age ok\n" in text.decode()  # no PodGroup API: 404
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+        api.stop()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("watch of Pods")]
+    assert health.errors()["Pod"] >= 2 and len(lines) == 2, lines  # not one line per retry
+    assert lines[0].startswith("watch of Pods failed: HTTP 500 Internal Server Error: etcd is down; retrying in 1 s")
+    assert re.fullmatch(rf"watch of Pods: recovered after {health.errors()['Pod']} failed attempts in \d+ s", lines[1])
+
+
+def test_an_unreachable_api_server_fails_readyz_and_its_retries_are_logged_once(tmp_path):
+    from kube_api_stub import closed_port, write_kubeconfig
+
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", closed_port())
+    s = Server(tmp_path, "--kubeconfig", str(kubeconfig), "--max-staleness", "900")
+
+    def node_errors() -> int:
+        found = re.search(r'placer_extender_watch_errors_total\{kind="Node"\} (\d+)', s.request("GET", "/metrics")[2])
+        return int(found.group(1)) if found else 0
+
+    try:
+        wait_for(lambda: node_errors() >= 2, "two failed attempts")
+        status, _, text = s.request("GET", "/readyz")
+        assert status == 503 and "[-]watch-nodes failed: connection refused (" in text
+        assert s.request("GET", "/livez")[::2] == (200, "ok")
+        status, health, _ = s.request("GET", "/healthz")  # kept as it was: the state, 200
+        assert status == 200 and health["status"] == "ok" and health["binds"] == "posted"
+    finally:
+        s.stop()
+    assert s.log.count("watch of Nodes failed: connection refused") == 1, s.log
+    assert "watch of Nodes" not in s.log.replace("watch of Nodes failed: connection refused", "", 1), s.log

@@ -488,13 +488,16 @@ def _add_serve_parser(sub: Any) -> None:
         "serve", help="a kube-scheduler extender: filter, prioritize, preempt and bind over HTTP",
         description=(
             "Serve kube-scheduler's extender verbs on SNAPSHOT's cluster: POST /filter, /prioritize,\n"
-            "/preempt, /bind (k8s.io/kube-scheduler/extender/v1), GET /healthz and /metrics\n"
+            "/preempt, /bind (k8s.io/kube-scheduler/extender/v1), GET /livez, /readyz (503 while the\n"
+            "watch fails or the state is older than --max-staleness), /healthz and /metrics\n"
             "(Prometheus). Binds keep the state current; so do watch events, from the API server\n"
             "(--kubeconfig) or recorded (--watch-file: kubectl get pods -w -o json output).\n"
+            "bind posts the Binding through --kubeconfig; without it, bind is refused unless\n"
+            "--dry-run (binds recorded in placer's state, nothing posted).\n"
             "Pods of a PodGroup wait in filter until the whole gang fits. docs/extender.md has a\n"
             "KubeSchedulerConfiguration to use it."
         ),
-        epilog="examples:\n  placer serve --snapshot cluster.json --port 8888\n"
+        epilog="examples:\n  placer serve --snapshot cluster.json --port 8888 --dry-run\n"
                "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --level rack=topology.kubernetes.io/rack",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -509,6 +512,11 @@ def _add_serve_parser(sub: Any) -> None:
                     help="topology level of watched nodes and gangs, outermost first; repeatable")
     sv.add_argument("--policy", metavar="P", default=policies.DEFAULT,
                     help=f"placement policy: {_POLICY_CHOICES} (default: {policies.DEFAULT})")
+    sv.add_argument("--dry-run", action="store_true",
+                    help="answer bind by holding the GPUs in placer's state, posting no Binding")
+    sv.add_argument("--max-staleness", metavar="SECONDS",
+                    help="with --kubeconfig: /readyz fails when the API server's last news is older "
+                         "(default: 600, twice the watch's timeout)")
     sv.add_argument("--sync-interval", metavar="SECONDS", default="1",
                     help="apply watch events at most this often (default: 1; 0: before every verb)")
     sv.add_argument("--host", metavar="ADDR", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
@@ -523,8 +531,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from placer.adapters import kube_live
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app, require_server, run
+    from placer.adapters.kube_extender import Binder, Extender, RecordingBinder, RefusingBinder
+    from placer.serve import MAX_STALENESS_S, create_app, require_server, run
 
     require_server()
     port = _port(args.port)
@@ -536,16 +544,26 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     podgroups = [pg for f in args.podgroups for pg in kube_live.read_podgroups(f)]
     events = [e for f in args.watch_file for e in kube_live.read_watch_file(f)]
     client = kube_live.api_client(args.kubeconfig) if args.kubeconfig else None
-    binder = kube_live.KubeBinder(client) if client is not None else None
+    binder: Binder = (
+        RecordingBinder() if args.dry_run else kube_live.KubeBinder(client) if client is not None else RefusingBinder()
+    )
     interval = _seconds(args.sync_interval, "--sync-interval")
+    max_staleness = MAX_STALENESS_S
+    if args.max_staleness is not None:
+        max_staleness = _seconds(args.max_staleness, "--max-staleness", positive=True)
+    notes = []
+    if args.dry_run:
+        notes.append("--dry-run: binds are held in placer's state only; no Binding is posted")
+    if args.max_staleness is not None and client is None:
+        notes.append("--max-staleness has no effect without --kubeconfig (no watch to go stale)")
     extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
                         sync_interval_s=interval)
     extender.queue(events)
     extender.sync(now=True)
+    _notes("serve", notes)
     feed: queue.Queue[kube_live.WatchEvent] = queue.Queue()
     stop = threading.Event()
-    if client is not None:
-        kube_live.watch_cluster(client, feed.put, stop)
+    watch = kube_live.WatchHealth() if client is not None else None
     state = extender.state()
 
     def ready(bound: int) -> None:
@@ -554,9 +572,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"policy {policy}{', watching ' + args.kubeconfig if client is not None else ''})\n"
         )
         sys.stderr.flush()
+        if client is not None:  # after the banner: its failures are logged below it
+            kube_live.watch_cluster(client, feed.put, stop, health=watch)
 
     try:
-        run(create_app(extender, feed), args.host, port, ready=ready, tls=tls)
+        run(create_app(extender, feed, watch=watch, max_staleness_s=max_staleness), args.host, port, ready=ready,
+            tls=tls)
     finally:
         stop.set()
     return EXIT_OK

@@ -1,9 +1,12 @@
 """``placer serve``: the extender verbs over HTTP (Starlette on uvicorn), with health and metrics.
 
 Routes: ``POST /filter``, ``/prioritize``, ``/preempt``, ``/bind`` (kube-scheduler's extender
-protocol, :mod:`placer.adapters.kube_extender`), ``GET /healthz`` (the state in JSON) and ``GET /metrics``
-(Prometheus text: requests and latency per verb, filter's reasons per node turned away,
-the state's gauges).
+protocol, :mod:`placer.adapters.kube_extender`), ``GET /livez`` (the event loop answers),
+``GET /readyz`` (kube's convention: 200 ``ok``, or 503 with a ``[-]check failed: why`` line
+per failing check: a kind's watch failing or not listed yet, the state older than
+``max_staleness_s``), ``GET /healthz`` (the state in JSON, always 200: a liveness probe)
+and ``GET /metrics`` (Prometheus text: requests and latency per verb, filter's reasons per
+node turned away, the state's gauges, the watch's errors and the state's age).
 
 A body that does not decode is answered 400 with the error in the result's ``Error``
 field; a fault of placer's own is answered 500 the same way and logged with its
@@ -21,9 +24,9 @@ from typing import Any, Awaitable, Callable
 
 import msgspec
 
-from placer.adapters.kube_live import WatchEvent
+from placer.adapters.kube_live import WATCH_TIMEOUT_S, WatchEvent, WatchHealth
 from placer.exceptions import InvalidInputError
-from placer.adapters.kube_extender import Extender, reason_label
+from placer.adapters.kube_extender import Extender, RecordingBinder, RefusingBinder, reason_label
 from placer.schema.extender import (
     MAX_BODY_BYTES,
     decode_binding_args,
@@ -31,11 +34,15 @@ from placer.schema.extender import (
     decode_preemption_args,
 )
 
-__all__ = ["VERBS", "create_app", "require_server", "run"]
+__all__ = ["VERBS", "MAX_STALENESS_S", "create_app", "readiness", "require_server", "run"]
 
 VERBS = ("filter", "prioritize", "preempt", "bind")
 
 _log = logging.getLogger("placer.serve")
+MAX_STALENESS_S = 2.0 * WATCH_TIMEOUT_S
+"""Default bound of the state's age for ``/readyz`` (``--max-staleness``): a quiet
+cluster's healthy watch answers at least every
+:data:`~placer.adapters.kube_live.WATCH_TIMEOUT_S`."""
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -52,9 +59,9 @@ def require_server() -> None:
 class _Metrics:
     """The service's Prometheus metrics, in a registry of its own."""
 
-    def __init__(self, extender: Extender) -> None:
+    def __init__(self, extender: Extender, watch: WatchHealth | None) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -78,9 +85,50 @@ class _Metrics:
                                             value=value)
 
         self.registry.register(_State())  # type: ignore[arg-type]
+        if watch is None:
+            return
+
+        class _Watch:
+            def collect(self) -> Any:
+                errors = CounterMetricFamily("placer_extender_watch_errors", "Failed lists and watches of the "
+                                             "API server, by kind", labels=["kind"])
+                for kind, count in watch.errors().items():
+                    errors.add_metric([kind], count)
+                yield errors
+                yield GaugeMetricFamily("placer_extender_state_age_seconds", "Seconds since the API server's "
+                                        "last news of the least recently heard kind", value=watch.age())
+
+        self.registry.register(_Watch())  # type: ignore[arg-type]
 
 
-def create_app(extender: Extender, events: "queue.Queue[WatchEvent] | None" = None) -> Any:
+def readiness(watch: WatchHealth | None, max_staleness_s: float) -> dict[str, str]:
+    """The checks of ``/readyz``, each with why it fails ("" when it passes): per kind
+    watched, ``watch-<kind>s`` (its watch failing, or not listed yet), and ``state-age``
+    (the state older than ``max_staleness_s``). None without a watch: the state is what
+    was given."""
+    if watch is None:
+        return {}
+    checks = {f"watch-{kind.lower()}s": why for kind, why in watch.problems().items()}
+    age = watch.age()
+    checks["state-age"] = (
+        f"the API server's last news is {age:.0f} s old, more than --max-staleness {max_staleness_s:g} s"
+        if age > max_staleness_s else ""
+    )
+    return checks
+
+
+def _binds(extender: Extender) -> str:
+    """How binds are answered: ``posted`` (to the API server), ``dry-run`` (recorded, not
+    posted) or ``refused`` (no API server and no ``--dry-run``)."""
+    if isinstance(extender.binder, RefusingBinder):
+        return "refused"
+    return "dry-run" if isinstance(extender.binder, RecordingBinder) else "posted"
+
+
+def create_app(
+    extender: Extender, events: "queue.Queue[WatchEvent] | None" = None, *, watch: WatchHealth | None = None,
+    max_staleness_s: float = MAX_STALENESS_S,
+) -> Any:
     """The ASGI application of ``placer serve``.
 
     Parameters
@@ -89,6 +137,10 @@ def create_app(extender: Extender, events: "queue.Queue[WatchEvent] | None" = No
         The state and verbs.
     events : queue.Queue, optional
         Watch events put by other threads; drained before each verb.
+    watch : WatchHealth, optional
+        How the watch that puts ``events`` is doing, for ``/readyz`` and ``/metrics``.
+    max_staleness_s : float
+        ``/readyz`` fails when the watch's last news is older than this.
     """
     require_server()
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -97,7 +149,7 @@ def create_app(extender: Extender, events: "queue.Queue[WatchEvent] | None" = No
     from starlette.responses import Response
     from starlette.routing import Route
 
-    metrics = _Metrics(extender)
+    metrics = _Metrics(extender, watch)
     encoder = msgspec.json.Encoder()
 
     def json_response(data: Any, status: int = 200) -> Response:
@@ -158,12 +210,27 @@ def create_app(extender: Extender, events: "queue.Queue[WatchEvent] | None" = No
     async def healthz(request: Request) -> Response:
         drain()
         extender.sync()
-        return json_response({"status": "ok", **extender.state()})
+        return json_response({"status": "ok", **extender.state(), "binds": _binds(extender)})
+
+    async def livez(request: Request) -> Response:
+        return Response("ok", media_type="text/plain")
+
+    async def readyz(request: Request) -> Response:
+        checks = readiness(watch, max_staleness_s)
+        ready = not any(checks.values())
+        if ready and "verbose" not in request.query_params:
+            return Response("ok", media_type="text/plain")
+        lines = [f"[-]{name} failed: {why}" if why else f"[+]{name} ok" for name, why in checks.items()]
+        lines.append(f"[+]binds ok: {_binds(extender)}")
+        lines.append(f"readyz check {'passed' if ready else 'failed'}")
+        return Response("\n".join(lines) + "\n", status_code=200 if ready else 503, media_type="text/plain")
 
     async def prometheus(request: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes.append(Route("/healthz", healthz, methods=["GET"]))
+    routes.append(Route("/livez", livez, methods=["GET"]))
+    routes.append(Route("/readyz", readyz, methods=["GET"]))
     routes.append(Route("/metrics", prometheus, methods=["GET"]))
     return Starlette(routes=routes)
 

@@ -45,7 +45,7 @@ from placer.adapters.kubernetes import GPUS_ANNOTATION, node_from_object, runnin
 from placer.adapters.kubernetes_scheduling import named_group
 from placer.adapters.kubernetes_workloads import workloads_from_objects
 from placer.cluster import Cluster
-from placer.exceptions import InvalidInputError
+from placer.exceptions import InvalidInputError, PlacerError
 from placer.model import Assignment, ClusterSnapshot, PodRequest
 from placer import preemption
 from placer.schema import snapshot_from_dict
@@ -56,6 +56,7 @@ __all__ = [
     "WatchEvent",
     "Binder",
     "RecordingBinder",
+    "RefusingBinder",
     "Extender",
     "scores_0_to_10",
     "reason_label",
@@ -98,12 +99,24 @@ class Binder(Protocol):
 
 @dataclass
 class RecordingBinder:
-    """A binder without an API server (no kubeconfig): it keeps the Bindings it was asked for."""
+    """A binder that posts nothing (``placer serve --dry-run``, and the default of
+    :class:`Extender`): it keeps the Bindings it was asked for."""
 
     bindings: list[dict[str, Any]] = field(default_factory=list)
 
     def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
         self.bindings.append(binding_object(namespace, name, uid, node, gpus))
+
+
+class RefusingBinder:
+    """The binder of a service with no API server to post to and no ``--dry-run``: every
+    bind is refused (the extender answers ``Error``, so kube-scheduler sees it failed)."""
+
+    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+        raise PlacerError(
+            "no API server to post the Binding to: placer serve was started without --kubeconfig "
+            "(give --kubeconfig FILE, or --dry-run to record binds in placer's state without posting them)"
+        )
 
 
 def binding_object(namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> dict[str, Any]:

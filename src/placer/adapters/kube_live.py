@@ -12,7 +12,9 @@ Two sources give the same :class:`WatchEvent` objects, so the code that applies 
 * :func:`watch_cluster`: the API server itself, through the official ``kubernetes``
   client and a kubeconfig: list then watch Nodes, Pods and coscheduling PodGroups,
   resuming from the last resourceVersion and listing again when the server says it is
-  too old (HTTP 410).
+  too old (HTTP 410). :class:`WatchHealth` follows how each kind's watch is doing (for
+  ``/readyz`` and ``/metrics``) and logs a run of failures in two lines: the first, then
+  how it ended (recovered, or another error).
 
 :class:`KubeBinder` writes placer's decisions through the same client: the pod's Binding,
 with the ``placer.io/gpus`` annotation.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -33,13 +36,16 @@ from placer.exceptions import InvalidInputError
 
 __all__ = [
     "EVENT_TYPES", "WatchEvent", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
-    "require_kubernetes",
+    "WATCH_TIMEOUT_S", "WatchHealth", "watch_failure", "require_kubernetes",
     "api_client", "KubeBinder",
 ]
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 _KINDS = ("Node", "Pod", "PodGroup")
 _PODGROUP_API = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+_FIRST_RETRY_S, _LAST_RETRY_S = 1.0, 60.0
+WATCH_TIMEOUT_S = 300
+"""The watch's server-side timeout: a healthy watch of a quiet cluster answers this often."""
 
 _log = logging.getLogger("placer.watch")
 
@@ -162,13 +168,148 @@ def api_client(kubeconfig: str) -> Any:
         raise InvalidInputError("--kubeconfig", f"{kubeconfig}: {e}") from None
 
 
+def watch_failure(error: BaseException) -> str:
+    """A failed list or watch in a few words, alike for every retry of the same fault: an
+    API error's HTTP status (and its Status message), a network error's words from the OS
+    (``connection refused``), else the exception's text without object addresses."""
+    status = getattr(error, "status", None)
+    if isinstance(status, int) and status:  # the client's ApiException
+        text = f"HTTP {status} {getattr(error, 'reason', '') or ''}".rstrip()
+        try:
+            message = json.loads(getattr(error, "body", None) or "{}").get("message")
+        except (ValueError, AttributeError):
+            message = None
+        return f"{text}: {message}" if isinstance(message, str) and message else text
+    cause: BaseException | None = error
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror[:1].lower() + cause.strerror[1:]
+        reason = getattr(cause, "reason", None)  # urllib3's MaxRetryError holds the connection's error
+        cause = reason if isinstance(reason, BaseException) else cause.__cause__ or cause.__context__
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", f"{type(error).__name__}: {error}")
+
+
+@dataclass
+class _Failing:
+    """A run of failed attempts of one kind's watch; ``same`` of them, the last ones since
+    ``error_since``, with ``error``."""
+
+    error: str
+    since: float
+    error_since: float
+    attempts: int = 1
+    same: int = 1
+
+
+class WatchHealth:
+    """How the watch of each kind is doing: when the API server last gave news of it (a
+    list, an event, a watch that ran to its timeout), and the run of failures it is in.
+    The watch threads write it; ``/readyz`` and ``/metrics`` read it.
+
+    A run of failures is logged in two lines, not one per retry: the first error, then
+    either ``recovered after N failed attempts in S s`` or, when the error changes, how
+    many times the same error repeated, with the new one.
+
+    Parameters
+    ----------
+    kinds : sequence of str
+        The kinds watched (default: Node, Pod, PodGroup).
+    clock : callable
+        Seconds of a monotonic clock (tests give their own).
+    """
+
+    def __init__(self, kinds: Sequence[str] = _KINDS, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.started = clock()
+        self._news: dict[str, float | None] = dict.fromkeys(kinds)
+        self._failing: dict[str, _Failing] = {}
+        self._errors = dict.fromkeys(kinds, 0)
+
+    def news(self, kind: str) -> None:
+        """The API server answered for ``kind``: a list, an event, a watch that ended at its timeout."""
+        with self._lock:
+            now = self._news[kind] = self._clock()
+            failing = self._failing.pop(kind, None)
+        if failing is not None:
+            _log.warning("watch of %ss: recovered after %s in %.0f s", kind, _attempts(failing.attempts),
+                         now - failing.since)
+
+    def failed(self, kind: str, error: str, retry_s: float) -> None:
+        """A list or watch of ``kind`` failed with ``error`` (:func:`watch_failure`); the
+        next attempt is in ``retry_s``."""
+        with self._lock:
+            now = self._clock()
+            self._errors[kind] += 1
+            failing = self._failing.get(kind)
+            if failing is None:
+                self._failing[kind] = _Failing(error, now, now)
+            else:
+                failing.attempts += 1
+                if failing.error == error:
+                    failing.same += 1
+                    return
+                repeated, repeated_s = failing.same, now - failing.error_since
+                failing.error, failing.error_since, failing.same = error, now, 1
+        if failing is None:
+            _log.warning("watch of %ss failed: %s; retrying in %.0f s, then less often (repeats are not logged)",
+                         kind, error, retry_s)
+        else:
+            _log.warning("watch of %ss: %s with that error in %.0f s; now failing: %s", kind,
+                         _attempts(repeated), repeated_s, error)
+
+    def absent(self, kind: str) -> None:
+        """The API server does not serve ``kind`` (no PodGroup API): it is not watched."""
+        with self._lock:
+            self._news.pop(kind, None)
+            self._failing.pop(kind, None)
+
+    def errors(self) -> dict[str, int]:
+        """Failed attempts so far, by kind."""
+        with self._lock:
+            return dict(self._errors)
+
+    def age(self) -> float:
+        """Seconds since the oldest news among the kinds watched (since the start for a
+        kind not listed yet): how old the state may be."""
+        with self._lock:
+            now = self._clock()
+            return max((now - (t if t is not None else self.started) for t in self._news.values()), default=0.0)
+
+    def problems(self) -> dict[str, str]:
+        """Per kind watched, why its state is not current (its run of failures, or that it
+        was not listed yet); "" when it is."""
+        with self._lock:
+            now = self._clock()
+            out: dict[str, str] = {}
+            for kind, seen in self._news.items():
+                failing = self._failing.get(kind)
+                if failing is not None:
+                    out[kind] = f"{failing.error} ({_attempts(failing.attempts)} in {now - failing.since:.0f} s)"
+                elif seen is None:
+                    out[kind] = f"not listed yet ({now - self.started:.0f} s since the start)"
+                else:
+                    out[kind] = ""
+            return out
+
+
+def _attempts(n: int) -> str:
+    return f"{n} failed attempt{'s' if n != 1 else ''}"
+
+
 def watch_cluster(
-    client: Any, put: Callable[[WatchEvent], None], stop: threading.Event, *, timeout_s: int = 300
+    client: Any, put: Callable[[WatchEvent], None], stop: threading.Event, *, timeout_s: int = WATCH_TIMEOUT_S,
+    health: WatchHealth | None = None,
 ) -> list[threading.Thread]:
     """Start one daemon thread per kind (Nodes, Pods, PodGroups) that lists, then watches
     through ``client`` (:func:`api_client`), and passes every event to ``put``; they end
-    when ``stop`` is set (within ``timeout_s``, the watch's server-side timeout)."""
+    when ``stop`` is set (within ``timeout_s``, the watch's server-side timeout). Each
+    answer and failure is told to ``health``."""
     kubernetes = require_kubernetes()
+    if health is None:
+        health = WatchHealth()
     core = kubernetes.client.CoreV1Api(client)
     custom = kubernetes.client.CustomObjectsApi(client)
     group, version, plural = _PODGROUP_API
@@ -180,7 +321,8 @@ def watch_cluster(
     threads = []
     for kind, lister in listers.items():
         t = threading.Thread(
-            target=_watch_kind, args=(kubernetes, kind, lister, put, stop, timeout_s), name=f"watch-{kind}", daemon=True
+            target=_watch_kind, args=(kubernetes, kind, lister, put, stop, timeout_s, health), name=f"watch-{kind}",
+            daemon=True,
         )
         t.start()
         threads.append(t)
@@ -189,10 +331,10 @@ def watch_cluster(
 
 def _watch_kind(
     kubernetes: Any, kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent], None],
-    stop: threading.Event, timeout_s: int,
+    stop: threading.Event, timeout_s: int, health: WatchHealth,
 ) -> None:
     version = ""
-    backoff = 1.0
+    backoff = _FIRST_RETRY_S
     while not stop.is_set():
         try:
             if not version:
@@ -201,6 +343,7 @@ def _watch_kind(
                     item.setdefault("kind", kind)
                     put(WatchEvent("ADDED", item, f"list {kind}"))
                 version = (listed.get("metadata") or {}).get("resourceVersion", "")
+                health.news(kind)
             watcher = kubernetes.watch.Watch()
             for event in watcher.stream(lister, resource_version=version, timeout_seconds=timeout_s):
                 if stop.is_set():
@@ -212,18 +355,22 @@ def _watch_kind(
                         version = ""  # too old: list again
                         break
                     raise RuntimeError(obj.get("message", "watch error"))
+                health.news(kind)
                 obj.setdefault("kind", kind)
                 version = (obj.get("metadata") or {}).get("resourceVersion", version)
                 if event.get("type") in EVENT_TYPES:
                     put(WatchEvent(event["type"], obj, f"watch {kind}"))
-            backoff = 1.0
-        except Exception as e:  # network, API errors: log, wait, resume
+            else:
+                health.news(kind)  # the watch ran to its timeout
+            backoff = _FIRST_RETRY_S
+        except Exception as e:  # network, API errors: note, wait, resume
             if kind == "PodGroup" and "404" in str(e):
+                health.absent(kind)
                 _log.info("no PodGroup API on this cluster; gangs come from --podgroups only")
                 return
-            _log.warning("watch of %s failed (%s); retrying in %.0f s", kind, e, backoff)
+            health.failed(kind, watch_failure(e), backoff)
             stop.wait(backoff)
-            backoff = min(backoff * 2, 60.0)
+            backoff = min(backoff * 2, _LAST_RETRY_S)
             time.sleep(0)
 
 
