@@ -103,6 +103,14 @@ def fixture(name: str) -> bytes:
     return (DATA / f"{name}_kube-scheduler-extender-v1-types_test.json").read_bytes()
 
 
+def wait_for(condition, what: str, timeout_s: float = 30.0) -> None:
+    """Poll ``condition`` until it holds (the watch threads work in their own time)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.05)
+
+
 def test_the_banner_says_what_is_served(server):
     assert "4 nodes, 1 pods, policy best-fit" in server.banner
 
@@ -122,9 +130,10 @@ def test_without_a_watch_livez_and_readyz_answer_ok(server):
 
 
 def test_without_kubeconfig_or_dry_run_bind_is_refused_naming_kubeconfig(tmp_path):
-    s = Server(tmp_path)
+    s = Server(tmp_path, "--max-staleness", "30")
     try:
-        assert s.notes == []
+        assert s.notes == ["placer: serve: note: --max-staleness has no effect without --kubeconfig (no watch to go "
+                           "stale)\n"]
         args = {"Pod": pod("a", 6), "NodeNames": NAMES}
         assert s.post("filter", args)[1]["NodeNames"] == ["gpu-1", "gpu-2"]
         status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
@@ -322,6 +331,32 @@ def test_with_a_kubeconfig_serve_watches_the_api_and_binds_through_it(tmp_path):
         api.stop()
 
 
+def test_a_dry_run_with_a_kubeconfig_watches_and_posts_no_binding(tmp_path):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    s = Server(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig")), "--dry-run")
+    try:
+        assert "--dry-run" in s.notes[0] and "watching" in s.banner
+        wait_for(lambda: s.request("GET", "/readyz")[0] == 200, "the first lists")
+        s.post("filter", {"Pod": pod("a", 6), "NodeNames": NAMES})
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"})
+        assert (status, bound) == (200, {"Error": ""})
+        assert s.request("GET", "/healthz")[1]["pods"] == 2  # held in placer's state
+    finally:
+        s.stop()
+        api.stop()
+    assert api.bindings == [] and not any(r.startswith("POST") for r in api.requests)
+
+
+def test_the_help_gives_the_default_max_staleness(tmp_path):
+    from placer.serve import MAX_STALENESS_S
+
+    done = run_cli("serve", "--help", cwd=tmp_path)
+    assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in " ".join(done.stdout.split())
+
+
 def test_the_documented_scheduler_configuration_calls_the_served_verbs(server):
     import yaml
 
@@ -444,14 +479,6 @@ def test_preempt_over_http_names_placers_victims_by_uid(tmp_path):
     assert status == 200
     assert result == {"NodeNameToMetaVictims": {
         f"gpu-{i}": {"Pods": [{"UID": f"uid-low-{i}"}], "NumPDBViolations": 0} for i in (1, 2)}}
-
-
-def wait_for(condition, what: str, timeout_s: float = 30.0) -> None:
-    """Poll ``condition`` until it holds (the watch threads work in their own time)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"still waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_readyz_fails_while_the_api_server_fails_and_passes_once_it_recovers(tmp_path, caplog):
