@@ -4,9 +4,10 @@ Routes: ``POST /filter``, ``/prioritize``, ``/preempt``, ``/bind`` (kube-schedul
 protocol, :mod:`placer.adapters.kube_extender`), ``GET /livez`` (the event loop answers),
 ``GET /readyz`` (kube's convention: 200 ``ok``, or 503 with a ``[-]check failed: why`` line
 per failing check: a kind's watch failing or not listed yet, the state older than
-``max_staleness_s``), ``GET /healthz`` (the state in JSON, always 200: a liveness probe)
-and ``GET /metrics`` (Prometheus text: requests and latency per verb, filter's reasons per
-node turned away, the state's gauges, the watch's errors and the state's age).
+``max_staleness_s``), ``GET /healthz`` (the state in JSON, always 200, as before: it says
+nothing of the watch) and ``GET /metrics`` (Prometheus text: requests and latency per verb,
+filter's reasons per node turned away, the state's gauges, the watch's errors and the
+state's age).
 
 A body that does not decode is answered 400 with the error in the result's ``Error``
 field; a fault of placer's own is answered 500 the same way and logged with its
@@ -104,8 +105,8 @@ class _Metrics:
 def readiness(watch: WatchHealth | None, max_staleness_s: float) -> dict[str, str]:
     """The checks of ``/readyz``, each with why it fails ("" when it passes): per kind
     watched, ``watch-<kind>s`` (its watch failing, or not listed yet), and ``state-age``
-    (the state older than ``max_staleness_s``). None without a watch: the state is what
-    was given."""
+    (the state older than ``max_staleness_s``). No checks without a watch: the state is
+    what was given."""
     if watch is None:
         return {}
     checks = {f"watch-{kind.lower()}s": why for kind, why in watch.problems().items()}
