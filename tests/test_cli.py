@@ -456,12 +456,14 @@ def test_dash_read_twice_gives_the_same_document(files, stdin_bytes, capsys):
         ["import", "kubernetes", "--nodes", "-"],
         ["import", "kubernetes-request", "-"],
         ["report", "-"],
+        ["sweep", "-", "--out", "OUT"],
     ],
 )
-def test_dash_errors_name_stdin(files, argv, stdin_bytes, capsys):
+def test_dash_errors_name_stdin(files, argv, stdin_bytes, tmp_path, capsys):
     snap, req = files
     stdin_bytes(b'{"apiVersion": "placer/v1",\n  "kind": ')
-    assert main([str(req) if a == "REQ" else a for a in argv]) == 2
+    given = {"REQ": str(req), "OUT": str(tmp_path / "out")}
+    assert main([given.get(a, a) for a in argv]) == 2
     assert one_error_line(capsys.readouterr().err).startswith("placer: error: <stdin>:2: ")
 
 

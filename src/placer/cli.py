@@ -614,7 +614,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from placer.sweep import bundled_sweep, run_sweep
 
     spec = args.spec
-    if not os.path.exists(spec) and os.sep not in spec and "." not in spec:
+    if spec != STDIN and not os.path.exists(spec) and os.sep not in spec and "." not in spec:
         spec = str(bundled_sweep(spec))
     jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
     executor = _executor(args)
@@ -624,7 +624,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                         progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append)
     for failure in failed:
         sys.stderr.write(f"placer: sweep: run {' '.join(v for v in failure.key if v)} failed twice: {failure.error}\n")
-    sys.stdout.write(
+    _emit(
         f"{outcome.ran} run(s) done, {outcome.skipped} already in results.csv, {len(failed)} failed, "
         f"{outcome.wall_s:.1f} s\nwrote " + ", ".join(str(p) for p in outcome.paths) + "\n"
     )
@@ -1004,9 +1004,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
                 _fail(f"round {done.number} ({done.timestamp}): {done.error}")
                 continue
             # Built whole and written at once: Ctrl-C never leaves half a line.
-            line = json.dumps(done.to_dict(), ensure_ascii=False) + "\n"
-            sys.stdout.write(line)
-            sys.stdout.flush()
+            _emit(json.dumps(done.to_dict(), ensure_ascii=False) + "\n")
     except KeyboardInterrupt:
         pass
     return 1 if some_round_failed else EXIT_OK
@@ -1157,7 +1155,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
                 f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}"
             )
     lines.append("wrote " + ", ".join(str(p) for p in paths))
-    sys.stdout.write("\n".join(lines) + "\n")
+    _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
 
 
@@ -1229,7 +1227,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         )
     lines += ["  " + line for line in _table(rows, right=frozenset((1, 2, 3, 4, 5)))]
     lines.append("wrote " + ", ".join(str(p) for p in paths))
-    sys.stdout.write("\n".join(lines) + "\n")
+    _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
 
 
