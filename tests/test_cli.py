@@ -348,7 +348,8 @@ def test_help_describes_the_command_and_names_the_policies(command, capsys):
 
 # ---------------------------------------------------------------------------- kubectl's habits
 
-K8S = Path(__file__).parent / "data" / "k8s"
+DATA = Path(__file__).parent / "data"
+K8S = DATA / "k8s"
 
 
 @pytest.fixture
@@ -372,6 +373,7 @@ def document_commands(snap: Path, req: Path) -> dict[str, list[str]]:
         "report": ["report", str(snap)],
         "import kubernetes": ["import", "kubernetes", "--nodes", str(K8S / "handmade-nodes.json")],
         "import kubernetes-request": ["import", "kubernetes-request", str(K8S / "handmade-pods-pending-priority.yaml")],
+        "import slurm": ["import", "slurm", "--nodes", str(DATA / "slurm" / "handmade-scontrol-d-show-node-24.05.txt")],
     }
 
 

@@ -533,7 +533,7 @@ def _placement_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", metavar="FMT", default="json", choices=tuple(OUTPUT_FORMATS),
         help="json (a PlacementResult, default), yaml (the same as YAML), k8s-binding (YAML Binding "
-        "objects of the placed pods), k8s-binding-json, env (NVIDIA_VISIBLE_DEVICES per pod) or slurm "
+        "objects of the placed pods; the pending ones named on stderr), k8s-binding-json, env (NVIDIA_VISIBLE_DEVICES per pod) or slurm "
         "(sbatch/srun --nodelist, --nodes, --ntasks-per-node and --gres per job; the GPU indices placer "
         "chose, which Slurm cannot be told, as comments)",
     )
