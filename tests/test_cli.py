@@ -441,6 +441,18 @@ def test_dash_reads_a_document_from_stdin(files, stdin_bytes, capsys):
     assert "# unschedulable: t/nowhere" in capsys.readouterr().out
 
 
+def test_dash_reads_a_text_stream_put_in_place_of_stdin(files, monkeypatch, capsys):
+    import io
+
+    snap, req = files
+    monkeypatch.setattr(sys, "stdin", io.StringIO(req.read_text(encoding="utf-8")))
+    assert main(["place", str(snap), "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "PlacementResult"
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["place", str(snap), "-"]) == 2
+    assert one_error_line(capsys.readouterr().err) == "placer: error: <stdin>: no standard input to read"
+
+
 def test_dash_read_twice_gives_the_same_document(files, stdin_bytes, capsys):
     """``--format slurm`` loads the snapshot again for GPU models: stdin is read once."""
     snap, req = files

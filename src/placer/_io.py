@@ -46,8 +46,12 @@ def _read_stdin() -> bytes:
     """Standard input's bytes: a command reading ``-`` twice (a snapshot loaded again for
     its MIG device names) gets the same document both times."""
     global _stdin_read
-    if _stdin_read is None or _stdin_read[0] is not sys.stdin:
-        _stdin_read = (sys.stdin, sys.stdin.buffer.read())
+    stream = sys.stdin
+    if stream is None:
+        raise InvalidInputError(STDIN_NAME, "no standard input to read")
+    if _stdin_read is None or _stdin_read[0] is not stream:
+        binary = getattr(stream, "buffer", None)  # absent from a text stream put in its place
+        _stdin_read = (stream, binary.read() if binary is not None else stream.read().encode("utf-8"))
     return _stdin_read[1]
 
 
