@@ -344,3 +344,255 @@ def test_help_describes_the_command_and_names_the_policies(command, capsys):
     if "--policy" in text:
         unwrapped = re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse wraps after a hyphen
         assert all(name in unwrapped for name in policies.names())
+
+
+# ---------------------------------------------------------------------------- kubectl's habits
+
+DATA = Path(__file__).parent / "data"
+K8S = DATA / "k8s"
+
+
+@pytest.fixture
+def stdin_bytes(monkeypatch):
+    """Feed ``main`` a standard input."""
+    import io
+
+    def feed(data: bytes) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+    return feed
+
+
+def document_commands(snap: Path, req: Path) -> dict[str, list[str]]:
+    """Every command writing a JSON document, with its arguments (``--format`` left out)."""
+    return {
+        "place": ["place", str(snap), str(req)],
+        "preempt": ["preempt", str(snap), str(req)],
+        "defrag": ["defrag", str(snap), str(req)],
+        "explain": ["explain", str(snap), str(req)],
+        "report": ["report", str(snap)],
+        "import kubernetes": ["import", "kubernetes", "--nodes", str(K8S / "handmade-nodes.json")],
+        "import kubernetes-request": ["import", "kubernetes-request", str(K8S / "handmade-pods-pending-priority.yaml")],
+        "import slurm": ["import", "slurm", "--nodes", str(DATA / "slurm" / "handmade-scontrol-d-show-node-24.05.txt")],
+    }
+
+
+@pytest.mark.parametrize("command", list(document_commands(Path("s"), Path("r"))))
+def test_format_yaml_writes_the_json_document_as_yaml(files, command, capsys):
+    argv = document_commands(*files)[command]
+    assert main([*argv, "--format", "json"]) == 0
+    as_json = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--format", "yaml"]) == 0
+    text = capsys.readouterr().out
+    assert not text.lstrip().startswith("{")  # block style, not JSON (which is YAML too)
+    as_yaml = yaml.safe_load(text)
+    assert as_yaml == as_json and list(as_yaml) == list(as_json)
+
+
+@pytest.mark.parametrize("word", ["json", "yaml", "wide"])
+def test_output_refuses_a_format_word(files, word, tmp_path, monkeypatch, capsys):
+    snap, req = files
+    monkeypatch.chdir(tmp_path)
+    assert main(["place", str(snap), str(req), "-o", word]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"placer: error: -o: {word!r} is a format, not a file; ")
+    assert line.endswith("(-o FILE writes to FILE)")
+    if word != "wide":
+        assert f"use --format {word}" in line
+    assert not (tmp_path / word).exists()
+    assert main(["place", str(snap), str(req), "-o", f"{word}.out"]) == 0  # a file name is a file name
+    assert (tmp_path / f"{word}.out").exists()
+
+
+def test_check_writes_its_lines_to_the_output_file(files, tmp_path, capsys):
+    snap, req = files
+    result = tmp_path / "result.json"
+    assert main(["place", str(snap), str(req), "-o", str(result)]) == 0
+    assert main(["check", str(snap), str(req), str(result)]) == 0
+    printed = capsys.readouterr().out
+    out = tmp_path / "check.txt"
+    assert main(["check", str(snap), str(req), str(result), "-o", str(out)]) == 0
+    assert capsys.readouterr().out == "" and out.read_text(encoding="utf-8") == printed
+    assert printed.startswith("OK: 2 assignment(s), 1 unschedulable")
+
+
+def test_report_writes_the_output_file_all_or_nothing(files, tmp_path, capsys):
+    snap, _ = files
+    assert main(["report", str(snap)]) == 0
+    printed = capsys.readouterr().out
+    out = tmp_path / "report.txt"
+    assert main(["report", str(snap), "-o", str(out)]) == 0
+    assert capsys.readouterr().out == "" and out.read_text(encoding="utf-8") == printed
+    out.unlink()
+    assert main(["report", str(snap), "--workload", str(tmp_path / "missing.json"), "-o", str(out)]) == 2
+    one_error_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_dash_reads_a_document_from_stdin(files, stdin_bytes, capsys):
+    snap, req = files
+    assert main(["place", str(snap), str(req)]) == 0
+    from_files = capsys.readouterr().out
+    stdin_bytes(snap.read_bytes())
+    assert main(["place", "-", str(req)]) == 0
+    assert capsys.readouterr().out == from_files
+    stdin_bytes(yaml.safe_dump(request_doc()).encode())
+    assert main(["place", str(snap), "-", "--format", "slurm"]) == 0  # the snapshot read again: a file
+    assert "# unschedulable: t/nowhere" in capsys.readouterr().out
+
+
+def test_dash_reads_a_text_stream_put_in_place_of_stdin(files, monkeypatch, capsys):
+    import io
+
+    snap, req = files
+    monkeypatch.setattr(sys, "stdin", io.StringIO(req.read_text(encoding="utf-8")))
+    assert main(["place", str(snap), "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "PlacementResult"
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["place", str(snap), "-"]) == 2
+    assert one_error_line(capsys.readouterr().err) == "placer: error: <stdin>: no standard input to read"
+
+
+def test_dash_read_twice_gives_the_same_document(files, stdin_bytes, capsys):
+    """``--format slurm`` loads the snapshot again for GPU models: stdin is read once."""
+    snap, req = files
+    assert main(["place", str(snap), str(req), "--format", "slurm"]) == 0
+    from_files = capsys.readouterr().out
+    stdin_bytes(snap.read_bytes())
+    assert main(["place", "-", str(req), "--format", "slurm"]) == 0
+    assert capsys.readouterr().out == from_files
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["place", "-", "REQ"],
+        ["import", "kubernetes", "--nodes", "-"],
+        ["import", "kubernetes-request", "-"],
+        ["report", "-"],
+        ["sweep", "-", "--out", "OUT"],
+    ],
+)
+def test_dash_errors_name_stdin(files, argv, stdin_bytes, tmp_path, capsys):
+    snap, req = files
+    stdin_bytes(b'{"apiVersion": "placer/v1",\n  "kind": ')
+    given = {"REQ": str(req), "OUT": str(tmp_path / "out")}
+    assert main([given.get(a, a) for a in argv]) == 2
+    assert one_error_line(capsys.readouterr().err).startswith("placer: error: <stdin>:2: ")
+
+
+def test_dash_for_two_inputs_is_refused(files, stdin_bytes, capsys):
+    stdin_bytes(files[0].read_bytes())
+    assert main(["place", "-", "-"]) == 2
+    assert one_error_line(capsys.readouterr().err) == (
+        "placer: error: -: standard input given for both SNAPSHOT and REQUEST; only one input can be read from it"
+    )
+
+
+def test_output_naming_an_input_is_refused_before_writing(files, tmp_path, monkeypatch, capsys):
+    snap, req = files
+    before = snap.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.json").symlink_to(snap)
+    for output in (str(snap), "snap.json", "./snap.json", "link.json"):
+        assert main(["place", "snap.json", str(req), "-o", output]) == 2
+        assert one_error_line(capsys.readouterr().err) == (
+            f"placer: error: -o: {output} is the input snap.json (SNAPSHOT); write the output to another file"
+        )
+    assert main(["check", str(snap), str(req), str(req), "-o", str(req)]) == 2
+    assert "(REQUEST)" in one_error_line(capsys.readouterr().err)
+    assert snap.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["link.json", "req.json", "snap.json"]
+
+
+@pytest.mark.parametrize("command", ["place", "preempt", "explain"])
+def test_fail_on_pending_exits_1_and_still_writes(files, command, tmp_path, capsys):
+    snap, req = files
+    out = tmp_path / "out.txt"
+    assert main([command, str(snap), str(req), "-o", str(out)]) == 0
+    assert main([command, str(snap), str(req), "--fail-on-pending", "-o", str(out)]) == 1
+    assert capsys.readouterr().err == ""
+    assert "t/nowhere" in out.read_text(encoding="utf-8")
+    placeable = write(tmp_path / "ok.json", request_doc(pods=request_doc()["pods"][:2]))
+    assert main([command, str(snap), str(placeable), "--fail-on-pending", "-o", str(out)]) == 0
+    assert "exit status" in _help(capsys, command) and "--fail-on-pending" in _help(capsys, command)
+
+
+def _help(capsys, *command: str) -> str:
+    assert main([*command, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["k8s-binding", "k8s-binding-json"])
+def test_k8s_binding_names_the_pods_it_left_out(files, fmt, capsys):
+    snap, req = files
+    assert main(["place", str(snap), str(req), "--format", fmt]) == 0
+    out, err = capsys.readouterr()
+    assert "t/nowhere" not in out and "nowhere" not in out
+    assert err == f"placer: place: note: {fmt}: 1 pod(s) left out (pending): t/nowhere\n"
+    for other in ("json", "env", "slurm"):  # they list the pending pods themselves
+        assert main(["place", str(snap), str(req), "--format", other]) == 0
+        assert capsys.readouterr().err == ""
+
+
+def test_slurm_format_help_says_what_it_writes(capsys):
+    text = " ".join(_help(capsys, "place").split())
+    slurm = text[text.index("slurm (sbatch/srun"):]
+    assert "--gres" in slurm and "CUDA_VISIBLE_DEVICES" not in text
+
+
+@pytest.mark.parametrize("source", ["kubernetes", "kubernetes-request", "nvidia-smi", "slurm"])
+def test_import_help_has_a_description_and_examples(source, capsys):
+    text = _help(capsys, "import", source)
+    usage, description, *_ = text.split("\n\n")
+    assert description.count("\n") >= 2  # the description's own lines, kept
+    examples = text[text.index("\nexamples:\n"):]
+    assert f"placer import {source} " in examples
+    assert "examples:\n  placer import kubernetes " in _help(capsys, "import")
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["plcae"], "placer: error: command line: invalid choice 'plcae' (did you mean 'place'?)"),
+        (["import", "kuberntes"], "placer: error: import: invalid choice 'kuberntes' (did you mean 'kubernetes'?)"),
+        (["Explain"], "placer: error: command line: invalid choice 'Explain' (did you mean 'explain'?)"),
+    ],
+)
+def test_a_typo_of_a_command_gets_did_you_mean(argv, line, capsys):
+    assert main(argv) == 2
+    assert one_error_line(capsys.readouterr().err) == line
+
+
+def test_an_unknown_command_lists_the_commands(capsys):
+    assert main(["frobnicate"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "invalid choice 'frobnicate' (choose from place, preempt, check" in line
+
+
+def test_stdout_that_cannot_encode_a_dash_gets_an_escape(files):
+    snap, req = files
+    proc = subprocess.run(
+        [sys.executable, "-m", "placer", "explain", str(snap), str(req)],
+        capture_output=True, timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    assert b"\\u2014" in proc.stdout and proc.stdout.isascii()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("to_stdout", [False, True])
+def test_a_full_disk_is_one_error_line(files, to_stdout):
+    import stat
+
+    snap, req = files
+    argv = [sys.executable, "-m", "placer", "explain", str(snap), str(req)]
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            argv if to_stdout else [*argv, "-o", "/dev/full"],
+            stdout=full if to_stdout else subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "placer: error: /dev/full: No space left on device\n"
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written to, never renamed over

@@ -146,6 +146,8 @@ def test_cycle_as_json(files, tmp_path, capsys) -> None:
     out = tmp_path / "cycle.json"
     assert main(["admit", str(snap), str(queues), str(jobs), "--format", "json", "-o", str(out)]) == 0
     doc = json.loads(out.read_text(encoding="utf-8"))
+    assert main(["admit", str(snap), str(queues), str(jobs), "--format", "yaml"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == doc
     # a/small (2 GPUs) fits A's nominal 4; b/big (6 GPUs) needs 2 beyond B's nominal, and A
     # lends nothing: inadmissible, nothing preempted.
     assert [(a["workload"], a["clusterQueue"], a["flavors"], a["borrowing"]) for a in doc["admitted"]] == [

@@ -445,3 +445,27 @@ def test_load_topology_reads_documents_by_name(tmp_path):
     with pytest.raises(InvalidInputError) as e:
         topology_from_nvidia_smi("nvswitch: true\ngpus: 4\n", "t.txt")
     assert e.value.where == "t.txt:1" and ".yaml" in e.value.what
+
+
+# ----------------------------------------------------------------- --format yaml, -o
+
+
+def test_topo_and_gpus_write_yaml_and_output_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["topo", DGX1, "--format", "json"], ["gpus", "--topology", DGX1, "--size", "2"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        as_json = json.loads(out)
+        target = tmp_path / "out.yaml"
+        code, out, err = run(capsys, *argv, "--format", "yaml", "-o", target)
+        assert (code, out, err) == (0, "", "")
+        assert yaml.safe_load(target.read_text(encoding="utf-8")) == as_json
+    code, text, _ = run(capsys, "topo", DGX1)
+    assert run(capsys, "topo", DGX1, "-o", tmp_path / "topo.txt") == (0, "", "")
+    assert (tmp_path / "topo.txt").read_text(encoding="utf-8") == text
+
+
+def test_topo_output_is_not_written_on_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "topo.txt"
+    code, out, err = run(capsys, "topo", BROKEN, "-o", target)
+    assert code == 2 and out == "" and err.startswith("placer: error: ")
+    assert not target.exists()

@@ -237,7 +237,7 @@ def test_empty_result_gives_empty_text():
     res = placer.PlacementResult()
     assert to_env(res) == "" and to_slurm(res) == ""
     with pytest.raises(InvalidInputError) as e:
-        render(res, "yaml")
+        render(res, "xml")
     assert e.value.where == "--format"
 
 
@@ -331,7 +331,7 @@ def test_place_format_takes_every_registered_format(tmp_path, capsys):
         argv = ["place", str(snap), str(req)] + ([] if name is None else ["--format", name])
         assert main(argv) == 0
         assert capsys.readouterr().out == render(result, name or "json", SNAPSHOT), name
-    assert main(["place", str(snap), str(req), "--format", "yaml"]) == 2
+    assert main(["place", str(snap), str(req), "--format", "xml"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("placer: error: --format: ") and all(name in err for name in OUTPUT_FORMATS)
 
@@ -341,4 +341,6 @@ def test_render_uses_the_registry():
     for name, writer in OUTPUT_FORMATS.items():
         assert render(result, name) == writer(result)
     assert json.loads(render(result, "json")) == result.to_dict()
+    assert yaml.safe_load(render(result, "yaml")) == result.to_dict()
+    assert list(yaml.safe_load(render(result, "yaml"))) == list(json.loads(render(result, "json")))
     assert render(result, "json") == to_json(result.to_dict())

@@ -772,7 +772,12 @@ def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):
     )
     assert main(["import", "kubernetes-request", "--all-phases", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert len(json.loads(out)["pods"]) == 8 and err == ""
+    assert len(json.loads(out)["pods"]) == 8
+    # The bound pods taken: the importer's notes are printed, one line each.
+    assert err and all(
+        line.startswith("placer: import kubernetes-request: note: ") and "spec.nodeName is ignored" in line
+        for line in err.splitlines()
+    )
 
 
 def test_cli_request_of_a_node_list_exits_2(tmp_path, capsys):
@@ -844,3 +849,42 @@ def test_node_cut_before_its_status_is_refused(tmp_path):
     assert snapshot_from_kubernetes(_write_json(path, cut)).to_dict()["nodes"] == [
         {"name": "cpu-0", "labels": {"kubernetes.io/hostname": "cpu-0"}}
     ]
+
+
+def _pending_pods(tmp_path: Path, classes: dict[str, str | None]) -> Path:
+    """kubectl get pods: one pending pod per name, naming the class given (or none)."""
+    items = []
+    for name, cls in classes.items():
+        spec: dict = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+        if cls is not None:
+            spec["priorityClassName"] = cls
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns"},
+                      "spec": spec, "status": {"phase": "Pending"}})
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+    return path
+
+
+def test_cli_request_priority_classes_give_pending_pods_their_priority(tmp_path, capsys):
+    classes = DATA / "handmade-priorityclasses.yaml"
+    pods = _pending_pods(tmp_path, {"low": "batch-low", "prod": "prod-nonpreempting", "plain": None})
+    assert main(["import", "kubernetes-request", str(pods), "--priority-classes", str(classes)]) == 0
+    out, err = capsys.readouterr()
+    priority = {p["name"]: p.get("priority", 0) for p in json.loads(out)["pods"]}
+    # plain names no class: the globalDefault class research-default gives 100
+    assert priority == {"ns/low": 10, "ns/prod": 1000000, "ns/plain": 100} and err == ""
+    assert import_workloads(pods, priority_classes=classes).request.pods[0].priority == 10
+
+    assert main(["import", "kubernetes-request", str(pods)]) == 0  # the classes unknown: 0, and said so
+    out, err = capsys.readouterr()
+    assert {p.get("priority", 0) for p in json.loads(out)["pods"]} == {0}
+    assert err.count("placer: import kubernetes-request: note: ") == 2 and "'batch-low'" in err
+
+
+def test_cli_request_priority_classes_take_priority_classes_only(tmp_path, capsys):
+    pods = _pending_pods(tmp_path, {"low": "batch-low"})
+    assert main(["import", "kubernetes-request", str(pods), "--priority-classes", str(pods)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"placer: error: {pods}: items[0].kind: expected a PriorityClass (scheduling.k8s.io/v1), got 'Pod' (a string)\n"
+    )

@@ -302,6 +302,8 @@ def test_bad_interval_is_exit_2(
         (["--interval", "10"], "--interval"),
         (["--rounds", "2"], "--rounds"),
         (["--watch", "--rounds", "0"], "--rounds"),
+        (["--watch", "--rounds", "1", "-o", "out.json"], "--output"),
+        (["--watch", "--rounds", "1", "--format", "yaml"], "--format"),
     ],
 )
 def test_options_that_do_not_go_together_are_exit_2(
@@ -437,3 +439,15 @@ def test_bad_arguments_fail_at_the_call(snapshot: Path, interval: Any, rounds: A
     with pytest.raises(InvalidInputError) as e:
         watch(str(snapshot), "dgx-04", query, interval=interval, rounds=rounds)
     assert e.value.where == where
+
+
+def test_findings_as_yaml_to_an_output_file(tmp_path: Path, snapshot: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    files = ["--gpus", str(GPUS), "--apps", str(ZOMBIE)]
+    assert main(["reconcile", str(snapshot), "--node", "dgx-04", *files]) == 0
+    as_json = json.loads(capsys.readouterr().out)
+    out = tmp_path / "found.yaml"
+    assert main(["reconcile", str(snapshot), "--node", "dgx-04", *files, "--format", "yaml", "-o", str(out)]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert yaml.safe_load(out.read_text(encoding="utf-8")) == as_json and found(as_json) == expected(SNAPSHOT, GPUS, ZOMBIE)

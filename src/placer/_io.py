@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import stat
+import sys
 import tempfile
 import zlib
 from importlib import resources
@@ -13,9 +15,44 @@ from typing import Any, Union
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["bundled_file", "dump_json", "read_text", "read_utf8", "write_bytes_atomic", "write_text_atomic"]
+__all__ = [
+    "STDIN",
+    "bundled_file",
+    "dump_json",
+    "dump_yaml",
+    "read_text",
+    "read_utf8",
+    "source_name",
+    "write_bytes_atomic",
+    "write_text_atomic",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+STDIN = "-"
+"""The file name that stands for standard input (read once, then the same bytes again)."""
+STDIN_NAME = "<stdin>"
+"""How errors name standard input."""
+_stdin_read: tuple[Any, bytes] | None = None  # (sys.stdin, its bytes) once read
+
+
+def source_name(path: PathLike) -> str:
+    """How errors name a file: its path, or ``<stdin>`` for :data:`STDIN`."""
+    name = os.fspath(path)
+    return STDIN_NAME if name == STDIN else name
+
+
+def _read_stdin() -> bytes:
+    """Standard input's bytes: a command reading ``-`` twice (a snapshot loaded again for
+    its MIG device names) gets the same document both times."""
+    global _stdin_read
+    stream = sys.stdin
+    if stream is None:
+        raise InvalidInputError(STDIN_NAME, "no standard input to read")
+    if _stdin_read is None or _stdin_read[0] is not stream:
+        binary = getattr(stream, "buffer", None)  # absent from a text stream put in its place
+        _stdin_read = (stream, binary.read() if binary is not None else stream.read().encode("utf-8"))
+    return _stdin_read[1]
 
 
 def read_text(path: PathLike, source: str | None = None) -> str:
@@ -30,13 +67,16 @@ def read_text(path: PathLike, source: str | None = None) -> str:
 
 def read_utf8(path: PathLike, source: str | None = None) -> bytes:
     """The bytes of a file that holds UTF-8 text (a leading byte-order mark dropped); a
-    name ending in ``.gz`` is read through gzip.
+    name ending in ``.gz`` is read through gzip, :data:`STDIN` (``-``) is standard input.
 
-    Raises as :func:`read_text` does.
+    Raises as :func:`read_text` does (standard input named ``<stdin>``).
     """
-    name = os.fspath(path)
+    given = os.fspath(path)
+    name = source_name(given)
     try:
-        if name.endswith(".gz"):
+        if given == STDIN:
+            raw = _read_stdin()
+        elif name.endswith(".gz"):
             with gzip.open(name, "rb") as f:
                 raw = f.read()
         else:
@@ -88,6 +128,23 @@ def dump_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
+def dump_yaml(obj: Any) -> str:
+    """Return ``obj`` (plain JSON data) as a YAML document in block style, keys in their
+    order, ending in a newline."""
+    import yaml
+
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def _is_special(path: str) -> bool:
+    """Whether ``path`` exists and is not a regular file (a device, a pipe, a socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -99,7 +156,7 @@ def write_text_atomic(path: PathLike, text: str, encoding: str = "utf-8") -> Non
 
     The text goes to a temporary file in the same directory, is flushed to disk and then
     renamed over ``path``. On any failure the temporary file is removed and ``path`` is
-    left as it was.
+    left as it was. A device or pipe (``/dev/stdout``) is written in place.
 
     Parameters
     ----------
@@ -119,8 +176,17 @@ def write_text_atomic(path: PathLike, text: str, encoding: str = "utf-8") -> Non
 
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` all or nothing, as :func:`write_text_atomic` does."""
+    """Write ``data`` to ``path`` all or nothing, as :func:`write_text_atomic` does.
+
+    A ``path`` that is no regular file (``/dev/stdout``, a named pipe, ``/dev/full``) is
+    written in place: renaming over it would replace the device with a file.
+    """
     target = os.fspath(path)
+    if _is_special(target):
+        with open(target, "wb") as f:
+            f.write(data)
+            f.flush()
+        return
     directory = os.path.dirname(target) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     try:

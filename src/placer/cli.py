@@ -1,7 +1,8 @@
 """The ``placer`` command line (SPEC §4).
 
-Exit status: 0 done, 1 ``check`` found violations, 2 bad input or usage (one line on
-stderr, ``placer: error: <where>: <what>``, no partial output file). The kernel
+Exit status: 0 done, 1 ``check`` found violations (or, with ``--fail-on-pending``, pods
+were left pending), 2 bad input or usage (one line on stderr, ``placer: error: <where>:
+<what>``, no partial output file). The kernel
 (:mod:`placer.cluster`, :mod:`placer.place`) is imported only by the commands that place.
 
 This module parses arguments and prints; the work is the library's: output formats come
@@ -18,9 +19,10 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Collection, NoReturn, Sequence
 
 from placer import __version__, policies
-from placer._io import dump_json, write_text_atomic
+from placer._io import STDIN, dump_json, dump_yaml, read_text, source_name, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import OUTPUT_FORMATS
+from placer.messages import closest
 from placer.model import PREEMPTION_MODES
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
+EXIT_PENDING = 1  # with --fail-on-pending, as ``kubectl wait`` fails on a timeout
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
 
@@ -44,14 +47,21 @@ class _UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        where = self.prog.partition(" ")[2] or "command line"
-        raise _UsageError(f"{where}: {message} (see '{self.prog} --help')")
+        raise _UsageError(f"{self._where()}: {message} (see '{self.prog} --help')")
+
+    def _where(self) -> str:
+        return self.prog.partition(" ")[2] or "command line"
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # An option's value outside its choices is bad input named by the option, worded
         # as every other input error: "--format: expected text or json, got 'xml'".
         if action.option_strings and action.choices is not None and value not in action.choices:
             raise InvalidInputError(action.option_strings[-1], f"expected {_one_of(action.choices)}, got {value!r}")
+        if action.choices is not None and value not in action.choices:  # a command's name
+            meant = closest(value, action.choices)
+            if meant is not None:
+                raise _UsageError(f"{self._where()}: invalid choice {value!r} (did you mean {meant!r}?)")
+            self.error(f"invalid choice {value!r} (choose from {', '.join(action.choices)})")
         super()._check_value(action, value)
 
 
@@ -60,8 +70,42 @@ def _one_of(choices: Collection[str]) -> str:
     return " or ".join(names) if len(names) <= 2 else "one of " + ", ".join(names)
 
 
-_TEXT_OR_JSON = ("text", "json")
-_EXPLAIN_FORMATS = (*_TEXT_OR_JSON, "mig-parted")
+_TEXT_OR_DOCUMENT = ("text", "json", "yaml")
+_DOCUMENT_FORMATS = ("json", "yaml")
+_EXPLAIN_FORMATS = (*_TEXT_OR_DOCUMENT, "mig-parted")
+_FORMAT_WORDS = ("json", "yaml", "wide")  # kubectl's -o words, refused as file names
+_INPUT_FILES = {  # argument dest -> its name on the command line, for every file read
+    "snapshot": "SNAPSHOT", "request": "REQUEST", "result": "RESULT", "file": "FILE", "queues": "QUEUES",
+    "workloads": "WORKLOADS", "manifests": "FILE", "spec": "SPEC", "workload": "--workload",
+    "topology": "--topology", "nodes": "--nodes", "pods": "--pods", "priority_classes": "--priority-classes",
+    "pdbs": "--pdbs", "lgi": "--lgi", "list": "--list", "lgip": "--lgip", "lgipp": "--lgipp", "gres": "--gres",
+    "jobs": "--jobs", "gpus": "--gpus", "apps": "--apps", "watch_file": "--watch-file", "podgroups": "--podgroups",
+}
+_EXIT_STATUS_EPILOG = """\
+exit status: 0 done (pods may be left pending), 1 with --fail-on-pending when any pod or
+gang is left pending (the output is written all the same), 2 bad input or usage.
+"""
+
+
+def _add_output(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``-o/--output FILE``: written all or nothing (``-``: stdout)."""
+    parser.add_argument("-o", "--output", metavar="FILE", help=f"write {what or 'it'} here instead of stdout")
+
+
+def _add_document_format(parser: argparse.ArgumentParser) -> None:
+    """``--format json|yaml`` of a command that writes a JSON document."""
+    parser.add_argument("--format", metavar="FMT", default="json", choices=_DOCUMENT_FORMATS,
+                        help="json (default) or yaml")
+
+
+def _add_fail_on_pending(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fail-on-pending", action="store_true",
+                        help="exit 1 when any pod or gang is left pending (the output is still written)")
+
+
+def _document(doc: Any, fmt: str) -> str:
+    """A JSON document's text in ``--format`` ``json`` (indented by 2) or ``yaml``."""
+    return dump_yaml(doc) if fmt == "yaml" else dump_json(doc)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -82,6 +126,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "gangs all or nothing, and write a PlacementResult: each pod's node and GPU indices, or\n"
             "why it cannot be placed. The snapshot does not change; see 'placer check' to verify."
         ),
+        epilog=_EXIT_STATUS_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _placement_arguments(p)
@@ -100,6 +145,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "running gangs go whole. The result lists the preemptions (victims, nodes, PDB\n"
             "violations) and marks the preemptors' assignments nominated."
         ),
+        epilog=_EXIT_STATUS_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _placement_arguments(pr)
@@ -117,6 +163,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     c.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     c.add_argument("result", metavar="RESULT", help="PlacementResult file (JSON or YAML)")
+    _add_output(c, "the violations (or the OK line)")
     c.set_defaults(handler=_cmd_check)
 
     g = sub.add_parser(
@@ -141,6 +188,9 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--objective", metavar="OBJ", default="tiling", help="tiling (default) or best-set, see below"
     )
+    g.add_argument("--format", metavar="FMT", default="json", choices=_DOCUMENT_FORMATS,
+                   help="json (default: one line) or yaml")
+    _add_output(g)
     g.set_defaults(handler=_cmd_gpus)
 
     t = sub.add_parser(
@@ -157,7 +207,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "file", metavar="FILE",
         help="nvidia-smi topo -m output ('-' for stdin), or a .json/.yaml/.yml gpuTopology document",
     )
-    t.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
+    t.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_DOCUMENT,
+                   help="text (default), json or yaml")
+    _add_output(t)
     t.add_argument(
         "--max-size", metavar="N",
         help=f"largest set size to show (default: every size up to {ALL_SIZES_MAX_GPUS} GPUs, "
@@ -174,16 +226,18 @@ def _build_parser() -> argparse.ArgumentParser:
             "MIG GPU, with the idle static GPUs a re-split would place it on (--format mig-parted\n"
             "writes them as an nvidia-mig-parted configuration)."
         ),
+        epilog=_EXIT_STATUS_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     e.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     e.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     e.add_argument(
         "--format", metavar="FMT", default="text", choices=_EXPLAIN_FORMATS,
-        help="text (default), json, or mig-parted (an nvidia-mig-parted configuration re-splitting the idle "
-        "static MIG GPUs that would place the pending MIG pods; GPUs with an instance in use never listed)",
+        help="text (default), json, yaml, or mig-parted (an nvidia-mig-parted configuration re-splitting the "
+        "idle static MIG GPUs that would place the pending MIG pods; GPUs with an instance in use never listed)",
     )
-    e.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    _add_output(e)
+    _add_fail_on_pending(e)
     e.set_defaults(handler=_cmd_explain)
 
     r = sub.add_parser(
@@ -201,12 +255,42 @@ def _build_parser() -> argparse.ArgumentParser:
         help="pods whose shapes to report and to measure fragmentation against: a PlacementRequest "
         "(JSON or YAML) or an openb pod CSV (default: 1, 2, 4, 8, 0.5 and 0.25 GPU)",
     )
-    r.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
+    r.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_DOCUMENT,
+                   help="text (default), json or yaml")
+    _add_output(r)
     r.set_defaults(handler=_cmd_report)
 
-    im = sub.add_parser("import", help="a ClusterSnapshot or PlacementRequest from kubectl or Slurm output")
+    im = sub.add_parser(
+        "import", help="a ClusterSnapshot or PlacementRequest from kubectl or Slurm output",
+        description=(
+            "Turn what a cluster's own tools print into placer's documents: 'kubernetes' and\n"
+            "'slurm' (and 'nvidia-smi' for one MIG node) write a ClusterSnapshot,\n"
+            "'kubernetes-request' a PlacementRequest. What is read but not carried over is one\n"
+            "note line on stderr. 'placer import SOURCE --help' tells more."
+        ),
+        epilog=_IMPORT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     isub = im.add_subparsers(dest="source", metavar="SOURCE", required=True)
-    ik = isub.add_parser("kubernetes", help="kubectl get nodes/pods -o json (or YAML) to a ClusterSnapshot")
+    ik = isub.add_parser(
+        "kubernetes", help="kubectl get nodes/pods -o json (or YAML) to a ClusterSnapshot",
+        description=(
+            "A ClusterSnapshot from kubectl's output: the nodes (GPUs, MIG, time-slicing and MPS\n"
+            "from the NVIDIA GPU operator's labels, allocatable CPU and memory, taints,\n"
+            "cordons), the pods running on them (their GPUs, requests, priority), priority\n"
+            "classes and PodDisruptionBudgets; --level maps node labels to topology levels."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kubectl get nodes -o json > nodes.json\n"
+            "  kubectl get pods -A -o json > pods.json\n"
+            "  placer import kubernetes --nodes nodes.json --pods pods.json -o cluster.json\n"
+            "  placer import kubernetes --nodes nodes.json --pods pods.json \\\n"
+            "      --priority-classes classes.json --pdbs pdbs.json --level rack=example.com/rack -o cluster.json\n"
+            "  kubectl get nodes -o json | placer import kubernetes --nodes - --format yaml"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ik.add_argument("--nodes", metavar="FILE", required=True, help="kubectl get nodes -o json")
     ik.add_argument("--pods", metavar="FILE", help="kubectl get pods -A -o json (running pods)")
     ik.add_argument(
@@ -219,13 +303,32 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a topology level and the node label giving it, outermost first (repeat)",
     )
     ik.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    _add_document_format(ik)
     ik.set_defaults(handler=_cmd_import_kubernetes)
     iw = isub.add_parser(
         "kubernetes-request",
         help="Pods, Jobs, JobSets, PodGroups, Volcano and Kueue manifests to a PlacementRequest",
+        description=(
+            "A PlacementRequest from workload manifests or kubectl get pods output: Pods (the\n"
+            "pending ones), Jobs, JobSets, Deployments and other pod templates, scheduler-plugins\n"
+            "and Volcano PodGroups (gangs), Volcano Jobs, Kueue topology annotations. Priority\n"
+            "class names become pod priorities (classes in the files or --priority-classes)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  placer import kubernetes-request job.yaml jobset.yaml --level rack=example.com/rack -o request.json\n"
+            "  kubectl get pods -A -o json > pods.json\n"
+            "  kubectl get priorityclasses -o json > classes.json\n"
+            "  placer import kubernetes-request pods.json --priority-classes classes.json -o request.json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     iw.add_argument("manifests", metavar="FILE", nargs="+", help="YAML or JSON manifests")
     iw.add_argument("--level", metavar="NAME=LABEL", action="append", default=[], help="as for import kubernetes")
+    iw.add_argument(
+        "--priority-classes", metavar="FILE",
+        help="kubectl get priorityclasses -o json: priorities of pods that name a class only",
+    )
     iw.add_argument("--policy", metavar="P", help=f"the request's policy: {_POLICY_CHOICES}")
     iw.add_argument(
         "--all-phases", action="store_true",
@@ -238,9 +341,22 @@ def _build_parser() -> argparse.ArgumentParser:
         "(the pods present form the gang)",
     )
     iw.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    _add_document_format(iw)
     iw.set_defaults(handler=_cmd_import_kubernetes_request)
     ins = isub.add_parser(
         "nvidia-smi", help="nvidia-smi mig -lgi (and -L, -lgip, -lgipp) of one node to a ClusterSnapshot with its MIG instances",
+        description=(
+            "A ClusterSnapshot of one node and its MIG instances, from nvidia-smi run on it: the\n"
+            "GPU instances (mig -lgi), the GPUs and MIG device UUIDs (-L), and the profiles and\n"
+            "placements (mig -lgip, -lgipp) checked against placer's bundled table."
+        ),
+        epilog=(
+            "examples:\n"
+            "  nvidia-smi mig -lgi > lgi.txt; nvidia-smi -L > list.txt\n"
+            "  placer import nvidia-smi --node dgx-01 --lgi lgi.txt --list list.txt -o dgx-01.json\n"
+            "  nvidia-smi mig -lgi | placer import nvidia-smi --node dgx-01 --lgi - --gpu-model A100-SXM4-40GB"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ins.add_argument("--node", metavar="NAME", required=True, help="the node's name")
     ins.add_argument("--lgi", metavar="FILE", required=True, help="nvidia-smi mig -lgi output: the instances")
@@ -250,8 +366,24 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--gpu-model", metavar="MODEL", help="the GPU model (else from --list)")
     ins.add_argument("--mode", choices=("static", "dynamic"), default="static", help="the node's MIG mode (default static)")
     ins.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    _add_document_format(ins)
     ins.set_defaults(handler=_cmd_import_nvidia_smi)
-    isl = isub.add_parser("slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot")
+    isl = isub.add_parser(
+        "slurm", help="scontrol -d show node, gres.conf and topology.conf to a ClusterSnapshot",
+        description=(
+            "A ClusterSnapshot of a Slurm cluster: nodes, GPUs and their use from scontrol -d show\n"
+            "node, GPU links from gres.conf, the switch tree or blocks from topology.conf (or\n"
+            "scontrol show topology), running jobs from scontrol show job; --live asks scontrol."
+        ),
+        epilog=(
+            "examples:\n"
+            "  scontrol -d show node > nodes.txt\n"
+            "  placer import slurm --nodes nodes.txt --gres gres.conf --topology topology.conf -o cluster.json\n"
+            "  placer import slurm --nodes nodes.txt --jobs <(scontrol show job) -o cluster.json\n"
+            "  placer import slurm --live -o cluster.json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     isl.add_argument("--nodes", metavar="FILE", help="scontrol -d show node output (or --live)")
     isl.add_argument(
         "--live", action="store_true",
@@ -272,6 +404,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="GPU model of nodes whose GRES types are MIG profiles (gpu:1g.10gb), when not told by them",
     )
     isl.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    _add_document_format(isl)
     isl.set_defaults(handler=_cmd_import_slurm)
 
     from placer.reconcile import DEFAULT_INTERVAL_S
@@ -322,6 +455,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help=f"with --watch: seconds from one round to the next, > 0 (default: {DEFAULT_INTERVAL_S:g})",
     )
     rc.add_argument("--rounds", metavar="N", help="with --watch: stop after N rounds (default: never)")
+    rc.add_argument("--format", metavar="FMT", default="json", choices=_DOCUMENT_FORMATS,
+                    help="json (default) or yaml; not with --watch (one JSON line per round)")
+    _add_output(rc, "the findings (not with --watch)")
     rc.set_defaults(handler=_cmd_reconcile)
 
     d = sub.add_parser("demo", help="place the bundled example cluster and print what happened")
@@ -396,9 +532,12 @@ def _placement_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", metavar="N", help="override the request's seed")
     parser.add_argument(
         "--format", metavar="FMT", default="json", choices=tuple(OUTPUT_FORMATS),
-        help="json (a PlacementResult, default), k8s-binding (YAML Binding objects), k8s-binding-json, "
-        "env (NVIDIA_VISIBLE_DEVICES per pod) or slurm (nodelist and CUDA_VISIBLE_DEVICES per job)",
+        help="json (a PlacementResult, default), yaml (the same as YAML), k8s-binding (YAML Binding "
+        "objects of the placed pods; the pending ones named on stderr), k8s-binding-json, env (NVIDIA_VISIBLE_DEVICES per pod) or slurm "
+        "(sbatch/srun --nodelist, --nodes, --ntasks-per-node and --gres per job; the GPU indices placer "
+        "chose, which Slurm cannot be told, as comments)",
     )
+    _add_fail_on_pending(parser)
 
 
 def _add_defrag_parser(sub: Any) -> None:
@@ -416,11 +555,20 @@ def _add_defrag_parser(sub: Any) -> None:
     df.add_argument("snapshot", metavar="SNAPSHOT", help="ClusterSnapshot file (JSON or YAML)")
     df.add_argument("request", metavar="REQUEST", help="PlacementRequest file (JSON or YAML)")
     df.add_argument("-o", "--output", metavar="OUT", help="write the result here instead of stdout")
+    _add_document_format(df)
     df.add_argument("--max-moves", metavar="K", help="moves allowed for the whole request (default: no limit)")
     df.add_argument("--policy", metavar="P", help=f"override the request's policy: {_POLICY_CHOICES}")
     df.add_argument("--seed", metavar="N", help="override the request's seed")
     df.set_defaults(handler=_cmd_defrag)
 
+
+_IMPORT_EXAMPLES = """\
+examples:
+  placer import kubernetes --nodes nodes.json --pods pods.json -o cluster.json
+  placer import kubernetes-request pods.json --priority-classes classes.json -o request.json
+  placer import slurm --nodes nodes.txt --gres gres.conf -o cluster.json
+  placer import nvidia-smi --node dgx-01 --lgi lgi.txt --list list.txt -o dgx-01.json
+"""
 
 _ADMIT_EPILOG = """\
 QUEUES and WORKLOADS are Kueue's own objects (kueue.x-k8s.io v1beta1 or v1beta2, JSON or
@@ -466,7 +614,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from placer.sweep import bundled_sweep, run_sweep
 
     spec = args.spec
-    if not os.path.exists(spec) and os.sep not in spec and "." not in spec:
+    if spec != STDIN and not os.path.exists(spec) and os.sep not in spec and "." not in spec:
         spec = str(bundled_sweep(spec))
     jobs = _positive_int(args.jobs, "--jobs") if args.jobs is not None else None
     executor = _executor(args)
@@ -476,7 +624,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                         progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append)
     for failure in failed:
         sys.stderr.write(f"placer: sweep: run {' '.join(v for v in failure.key if v)} failed twice: {failure.error}\n")
-    sys.stdout.write(
+    _emit(
         f"{outcome.ran} run(s) done, {outcome.skipped} already in results.csv, {len(failed)} failed, "
         f"{outcome.wall_s:.1f} s\nwrote " + ", ".join(str(p) for p in outcome.paths) + "\n"
     )
@@ -605,7 +753,8 @@ def _add_admit_parser(sub: Any) -> None:
     ad.add_argument("queues", metavar="QUEUES", help="Kueue objects: ClusterQueues, flavors, cohorts, LocalQueues, ...")
     ad.add_argument("workloads", metavar="WORKLOADS", nargs="*", help="more Kueue objects: Workloads, labelled Jobs, ...")
     ad.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
-    ad.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
+    ad.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_DOCUMENT,
+                    help="text (default), json or yaml")
     ad.add_argument("--policy", metavar="P", help=f"placement policy for admitted pods: {_POLICY_CHOICES}")
     ad.set_defaults(handler=_cmd_admit)
 
@@ -621,24 +770,41 @@ def _cmd_admit(args: argparse.Namespace) -> int:
     from placer.queues.scheduler import admit  # the engine, imported once the input is known good
 
     result = admit(snapshot, queues, workloads, policy=policy)
-    if args.format == "json":
-        text = dump_json(result.to_dict())
-    else:
+    if args.format == "text":
         text = admission_text(result, config=queues, workloads=workloads)
+    else:
+        text = _document(result.to_dict(), args.format)
     _emit(text, args.output)
     _notes("admit", notes)
     return EXIT_OK
 
 
-def _emit(text: str, output: str | None) -> None:
-    if output is None or output == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+def _emit(text: str, output: str | None = None) -> None:
+    """Write a command's output to the file ``-o`` names (all or nothing), else stdout."""
+    if output is None or output == STDIN:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            where = _stdout_name()
+            _silence_stdout()  # else the interpreter's last flush fails again, on a second line
+            raise InvalidInputError(where, exc.strerror or str(exc)) from None
         return
     try:
         write_text_atomic(output, text)
     except OSError as exc:
         raise InvalidInputError(output, exc.strerror or str(exc)) from None
+
+
+def _stdout_name() -> str:
+    """The file stdout goes to (``/dev/full``), where the system says (Linux), else ``<stdout>``."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return "<stdout>"
+    return target if target.startswith("/") else "<stdout>"
 
 
 def _cmd_place(args: argparse.Namespace) -> int:
@@ -660,13 +826,20 @@ def _cmd_preempt(args: argparse.Namespace) -> int:
 def _placement(args: argparse.Namespace, run: Callable[..., PlacementResult], request: Any) -> int:
     """Run ``place`` or ``preempt`` on the command's files and write the result as asked."""
     from placer import schema
-    from placer.formats import render
+    from placer.formats import left_out_note, render
 
     policy = policies.get(args.policy, "--policy") if args.policy is not None else None
     seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
     result = run(args.snapshot, request, policy=policy, seed=seed)
     _emit(render(result, args.format, args.snapshot), args.output)
-    return EXIT_OK
+    note = left_out_note(result, args.format)
+    _notes(args.command, [note] if note is not None else [])
+    return _pending_status(args, result)
+
+
+def _pending_status(args: argparse.Namespace, result: PlacementResult) -> int:
+    """The exit status of a command that places: 1 for pending pods under ``--fail-on-pending``."""
+    return EXIT_PENDING if args.fail_on_pending and result.unschedulable else EXIT_OK
 
 
 def _cmd_defrag(args: argparse.Namespace) -> int:
@@ -677,7 +850,7 @@ def _cmd_defrag(args: argparse.Namespace) -> int:
     seed = schema.check_seed(args.seed, "--seed") if args.seed is not None else None
     max_moves = _count(args.max_moves, "--max-moves") if args.max_moves is not None else None
     result = defrag(args.snapshot, args.request, max_moves=max_moves, policy=policy, seed=seed)
-    _emit(dump_json(result.to_dict()), args.output)
+    _emit(_document(result.to_dict(), args.format), args.output)
     return EXIT_OK
 
 
@@ -692,11 +865,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     check = check_moves if result.moves or result.rooms else check_placement
     violations = check(snapshot, request, result)
     if violations:
-        sys.stdout.write("".join(f"{v}\n" for v in violations))
+        _emit("".join(f"{v}\n" for v in violations), args.output)
         return EXIT_VIOLATIONS
-    sys.stdout.write(
+    _emit(
         f"OK: {len(result.assignments)} assignment(s), {len(result.unschedulable)} unschedulable, "
-        "no violations\n"
+        "no violations\n",
+        args.output,
     )
     return EXIT_OK
 
@@ -711,9 +885,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if args.format == "mig-parted":
         text = render_mig_parted(result.relayout)
     else:
-        text = dump_json(result.to_dict()) if args.format == "json" else result.to_text()
+        text = result.to_text() if args.format == "text" else _document(result.to_dict(), args.format)
     _emit(text, args.output)
-    return EXIT_OK
+    return _pending_status(args, result.result)
 
 
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
@@ -723,7 +897,7 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
         args.nodes, args.pods, parse_levels(args.level, "--level"),
         priority_classes=args.priority_classes, pdbs=args.pdbs,
     )
-    _emit(dump_json(imported.snapshot.to_dict()), args.output)
+    _emit(_document(imported.snapshot.to_dict(), args.format), args.output)
     _notes("import kubernetes", imported.notes)
     return EXIT_OK
 
@@ -743,10 +917,11 @@ def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
     imported = import_workloads(
         args.manifests, parse_levels(args.level, "--level"), policy,
         all_phases=args.all_phases, missing_podgroup=args.missing_podgroup,
+        priority_classes=args.priority_classes,
     )
     # The document, not imported.request.to_dict(): it keeps one entry with replicas per
     # workload, and no policy, seed or gang field that was not given.
-    _emit(dump_json(imported.document), args.output)
+    _emit(_document(imported.document, args.format), args.output)
     if imported.skipped_pods:
         counts = ", ".join(f"{n} {why}" for why, n in imported.skipped_pods.items())
         sys.stderr.write(
@@ -754,6 +929,7 @@ def _cmd_import_kubernetes_request(args: argparse.Namespace) -> int:
             f"not waiting to be scheduled: {counts} (--all-phases imports them)\n"
         )
         sys.stderr.flush()
+    _notes("import kubernetes-request", imported.notes)
     return EXIT_OK
 
 
@@ -777,7 +953,7 @@ def _cmd_import_nvidia_smi(args: argparse.Namespace) -> int:
             raise
         raise InvalidInputError("--gpu-model", e.what) from None
     document = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [imported.node]}
-    _emit(dump_json(snapshot_from_dict(document).to_dict()), args.output)
+    _emit(_document(snapshot_from_dict(document).to_dict(), args.format), args.output)
     _notes("import nvidia-smi", imported.findings)
     return EXIT_OK
 
@@ -796,7 +972,7 @@ def _cmd_import_slurm(args: argparse.Namespace) -> int:
     else:
         imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
     # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
-    _emit(dump_json(imported.document), args.output)
+    _emit(_document(imported.document, args.format), args.output)
     return EXIT_OK
 
 
@@ -810,6 +986,10 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
         for flag, value in (("--interval", args.interval), ("--rounds", args.rounds)):
             if value is not None:
                 raise InvalidInputError(flag, "only with --watch")
+    else:
+        for flag, refused in (("--output", args.output is not None), ("--format", args.format != "json")):
+            if refused:
+                raise InvalidInputError(flag, "not with --watch: each round is one JSON line on stdout")
     if args.gpus is not None or args.apps is not None:
         for flag, value, other in (("--gpus", args.gpus, "--apps"), ("--apps", args.apps, "--gpus")):
             if value is None:
@@ -820,14 +1000,14 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
             raise InvalidInputError("--nvidia-smi", "not with --gpus/--apps: the files are read instead")
         snapshot = load_snapshot(args.snapshot)
         found = reconcile(snapshot, args.node, parse_query_gpu_file(args.gpus), parse_compute_apps_file(args.apps))
-        sys.stdout.write(dump_json(found.to_dict()))
+        _emit(_document(found.to_dict(), args.format), args.output)
         return EXIT_OK
 
     nvidia_smi = args.nvidia_smi or "nvidia-smi"
     if not args.watch:
         snapshot = load_snapshot(args.snapshot)
         gpus, apps = query_node(nvidia_smi)
-        sys.stdout.write(dump_json(reconcile(snapshot, args.node, gpus, apps).to_dict()))
+        _emit(_document(reconcile(snapshot, args.node, gpus, apps).to_dict(), args.format), args.output)
         return EXIT_OK
 
     interval = DEFAULT_INTERVAL_S if args.interval is None else _seconds(args.interval, "--interval", positive=True)
@@ -845,9 +1025,7 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
                 _fail(f"round {done.number} ({done.timestamp}): {done.error}")
                 continue
             # Built whole and written at once: Ctrl-C never leaves half a line.
-            line = json.dumps(done.to_dict(), ensure_ascii=False) + "\n"
-            sys.stdout.write(line)
-            sys.stdout.flush()
+            _emit(json.dumps(done.to_dict(), ensure_ascii=False) + "\n")
     except KeyboardInterrupt:
         pass
     return 1 if some_round_failed else EXIT_OK
@@ -872,14 +1050,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise InvalidInputError(args.workload, "the workload has no pods")
         workload, source = target_workload(pods), os.path.basename(args.workload)
     report = cluster_report(snapshot, workload, source, pods)
-    sys.stdout.write(dump_json(report.to_dict()) if args.format == "json" else report.to_text())
+    _emit(report.to_text() if args.format == "text" else _document(report.to_dict(), args.format), args.output)
     return EXIT_OK
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from placer.demo import run_demo
 
-    sys.stdout.write(run_demo(policy=policies.get(args.policy, "--policy").name))
+    _emit(run_demo(policy=policies.get(args.policy, "--policy").name))
     return EXIT_OK
 
 
@@ -998,7 +1176,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
                 f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}"
             )
     lines.append("wrote " + ", ".join(str(p) for p in paths))
-    sys.stdout.write("\n".join(lines) + "\n")
+    _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
 
 
@@ -1070,7 +1248,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         )
     lines += ["  " + line for line in _table(rows, right=frozenset((1, 2, 3, 4, 5)))]
     lines.append("wrote " + ", ".join(str(p) for p in paths))
-    sys.stdout.write("\n".join(lines) + "\n")
+    _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
 
 
@@ -1131,8 +1309,8 @@ def _read_topology(path: str) -> LoadedTopology:
     """FILE of ``gpus``/``topo``: ``-`` is ``nvidia-smi topo -m`` text on stdin."""
     from placer.topo_report import load_topology, topology_from_nvidia_smi
 
-    if path == "-":
-        return topology_from_nvidia_smi(sys.stdin.read(), "<stdin>")
+    if path == STDIN:
+        return topology_from_nvidia_smi(read_text(path), source_name(path))
     return load_topology(path)
 
 
@@ -1201,7 +1379,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     except InvalidInputError as exc:
         raise _as_option(exc) from None
     doc = {"gpus": chosen, "size": size, "objective": args.objective, "setScore": topology.set_score(chosen)}
-    sys.stdout.write(json.dumps(doc) + "\n")
+    _emit(dump_yaml(doc) if args.format == "yaml" else json.dumps(doc) + "\n", args.output)
     return EXIT_OK
 
 
@@ -1285,15 +1463,73 @@ def _cmd_topo(args: argparse.Namespace) -> int:
     loaded = _read_topology(args.file)
     report = topology_report(loaded.topology, loaded.nics, max_size)
     if args.format == "json":
-        sys.stdout.write(_dump_rows_inline(report))
+        text = _dump_rows_inline(report)
+    elif args.format == "yaml":
+        text = dump_yaml(report)
     else:
-        sys.stdout.write(_topo_text(report, "<stdin>" if args.file == "-" else args.file))
+        text = _topo_text(report, source_name(args.file))
+    _emit(text, args.output)
     return EXIT_OK
 
 
 def _fail(message: str) -> int:
     sys.stderr.write("placer: error: " + " ".join(message.split("\n")) + "\n")
     return EXIT_BAD_INPUT
+
+
+def _tolerate_unencodable() -> None:
+    """Write what stdout and stderr cannot encode (an em dash under ``PYTHONIOENCODING=ascii``
+    or a C locale) as ``\\u2014`` escapes rather than fail on it."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream already in use in a way that forbids it
+                pass
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or written: standard input (``-``) given for two
+    inputs, ``-o`` naming a format (kubectl's ``-o yaml``) or one of the command's inputs."""
+    inputs = [
+        (name, value)
+        for dest, name in _INPUT_FILES.items()
+        for value in _file_values(getattr(args, dest, None))
+    ]
+    from_stdin = [name for name, value in inputs if value == STDIN]
+    if len(from_stdin) > 1:
+        raise InvalidInputError(
+            STDIN, f"standard input given for both {from_stdin[0]} and {from_stdin[1]}; only one input can be read from it"
+        )
+    output = getattr(args, "output", None)
+    if output is None or output == STDIN:
+        return
+    if output in _FORMAT_WORDS:
+        hint = f"use --format {output}" if output != "wide" else "see --format"
+        raise InvalidInputError("-o", f"{output!r} is a format, not a file; {hint} (-o FILE writes to FILE)")
+    for name, value in inputs:
+        if value != STDIN and _same_file(output, value):
+            raise InvalidInputError(
+                "-o", f"{output} is the input {value} ({name}); write the output to another file"
+            )
+
+
+def _file_values(value: Any) -> list[str]:
+    """The file names an argument holds: one, a list (``nargs``, ``append``) or none."""
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _same_file(output: str, path: str) -> bool:
+    """Whether writing ``output`` would overwrite the file ``path`` (a device is never an input's
+    copy: ``-o /dev/stdout`` with ``/dev/stdin`` may be one terminal)."""
+    try:
+        if not os.path.isfile(output):
+            return not os.path.exists(output) and os.path.realpath(output) == os.path.realpath(path)
+        return os.path.samefile(output, path)
+    except (OSError, ValueError):
+        return False
 
 
 def _silence_stdout() -> None:
@@ -1316,12 +1552,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 done; 1 violations found by ``check``, a failed run of
-        ``simulate``/``sweep`` or a failed round of ``reconcile --watch``; 2 bad input or usage.
+        The exit status: 0 done; 1 violations found by ``check``, pods left pending under
+        ``--fail-on-pending``, a failed run of ``simulate``/``sweep`` or a failed round of
+        ``reconcile --watch``; 2 bad input or usage.
     """
+    _tolerate_unencodable()
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
+        _check_files(args)
         return int(args.handler(args))
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_BAD_INPUT)
@@ -1333,7 +1572,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except OSError as exc:
-        where = exc.filename if exc.filename is not None else "placer"
-        return _fail(f"{os.fsdecode(where)}: {exc.strerror or exc}")
+        if exc.filename is None:
+            return _fail(str(exc.strerror or exc))
+        return _fail(f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}")
     except KeyboardInterrupt:
         return 130

@@ -1,8 +1,8 @@
 """A PlacementResult in the forms the real systems take (``placer place --format ...``).
 
 :data:`OUTPUT_FORMATS` maps each ``--format`` name to its writer (``json`` — :func:`to_json`,
-the PlacementResult document itself — and the forms below); :func:`render` looks the name
-up there.
+the PlacementResult document itself, ``yaml`` — :func:`to_yaml`, the same document as
+YAML — and the forms below); :func:`render` looks the name up there.
 
 * ``k8s-binding`` — :func:`to_k8s_bindings` / :func:`render_k8s_bindings`: one
   Kubernetes ``v1`` ``Binding`` per assigned pod, as a YAML multi-document stream or a
@@ -13,7 +13,8 @@ up there.
   ``--nodes``, ``--ntasks-per-node``, ``--gres``) and comments on what Slurm cannot be
   told (which GPU indices).
 
-Unschedulable pods are left out of the bindings and listed as comment lines
+Unschedulable pods are left out of the bindings (:func:`left_out_note` says which, for
+``placer place`` to print on stderr) and listed as comment lines
 ``# unschedulable: <pod>: <reason>`` after the lines of ``env`` and ``slurm``.
 
 MIG assignments name their instances as ``<gpu>/<profile>/<start>`` (``+`` appended when
@@ -37,7 +38,7 @@ from typing import Any, Callable, Collection, Iterable, Mapping, NoReturn, Union
 
 import yaml
 
-from placer._io import dump_json
+from placer._io import dump_json, dump_yaml
 from placer.exceptions import InvalidInputError
 from placer.hostlist import compress_hostlist
 from placer.hostlist import expand_hostlist as _expand_hostlist
@@ -56,6 +57,8 @@ __all__ = [
     "to_env",
     "to_slurm",
     "to_json",
+    "to_yaml",
+    "left_out_note",
     "compress_hostlist",
     "expand_hostlist",
     "render",
@@ -351,6 +354,56 @@ def to_json(result: ResultLike, snapshot: SnapshotLike = None) -> str:
     return dump_json(load_result(result).to_dict())
 
 
+def to_yaml(result: ResultLike, snapshot: SnapshotLike = None) -> str:
+    """The PlacementResult document of :func:`to_json` as a YAML document (block style, keys
+    in the same order).
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+    snapshot : optional
+        Not used.
+
+    Returns
+    -------
+    str
+    """
+    return dump_yaml(load_result(result).to_dict())
+
+
+_LEFT_OUT_SHOWN = 20  # pod names a note lists before "and N more"
+
+
+def left_out_note(result: ResultLike, fmt: str) -> str | None:
+    """One line naming the pods the text of ``fmt`` leaves out without a word: the
+    unschedulable pods of ``k8s-binding`` and ``k8s-binding-json`` (which have no binding).
+
+    ``k8s-binding: 2 pod(s) left out (pending): ns/a, ns/b`` (the first 20 names, then
+    ``and N more``); None for the other formats (they list every pod) or when every pod
+    is placed.
+
+    Parameters
+    ----------
+    result : PlacementResult, dict or path
+        The placement.
+    fmt : str
+        A name of :data:`OUTPUT_FORMATS`.
+
+    Returns
+    -------
+    str or None
+    """
+    if fmt not in ("k8s-binding", "k8s-binding-json"):
+        return None
+    pending = [u.pod for u in load_result(result).unschedulable]
+    if not pending:
+        return None
+    names = ", ".join(_one_line(p) for p in pending[:_LEFT_OUT_SHOWN])
+    more = f" and {len(pending) - _LEFT_OUT_SHOWN} more" if len(pending) > _LEFT_OUT_SHOWN else ""
+    return f"{fmt}: {len(pending)} pod(s) left out (pending): {names}{more}"
+
+
 def _k8s_binding_yaml(result: ResultLike, snapshot: SnapshotLike = None) -> str:
     return render_k8s_bindings(result, "yaml", snapshot)
 
@@ -362,6 +415,7 @@ def _k8s_binding_json(result: ResultLike, snapshot: SnapshotLike = None) -> str:
 OUTPUT_FORMATS: Mapping[str, Writer] = MappingProxyType(
     {
         "json": to_json,
+        "yaml": to_yaml,
         "k8s-binding": _k8s_binding_yaml,
         "k8s-binding-json": _k8s_binding_json,
         "env": to_env,
@@ -370,7 +424,8 @@ OUTPUT_FORMATS: Mapping[str, Writer] = MappingProxyType(
 )
 """The output formats of ``placer place --format``: name -> writer of a result's text.
 
-``json`` (:func:`to_json`), ``k8s-binding`` (:func:`render_k8s_bindings` as YAML),
+``json`` (:func:`to_json`), ``yaml`` (:func:`to_yaml`), ``k8s-binding``
+(:func:`render_k8s_bindings` as YAML),
 ``k8s-binding-json`` (the same as a JSON ``List``), ``env`` (:func:`to_env`) and
 ``slurm`` (:func:`to_slurm`). The command line takes its ``--format`` choices from here.
 """

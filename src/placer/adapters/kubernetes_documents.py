@@ -21,7 +21,7 @@ from typing import Any, Iterator, NoReturn, Sequence, Union
 
 import yaml
 
-from placer._io import read_text
+from placer._io import read_text, source_name
 from placer.schema.errors import describe
 from placer.exceptions import InvalidInputError
 
@@ -333,8 +333,8 @@ def read_documents(path: PathLike) -> list[Document]:
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"expected a file path, got {type(path).__name__}")
-    source = os.fspath(path)
-    text = read_text(source)
+    source = source_name(path)
+    text = read_text(path)
     if not text.strip():
         raise InvalidInputError(f"{source}:1", "empty file, expected Kubernetes objects (JSON or YAML)")
     ext = os.path.splitext(source)[1].lower()

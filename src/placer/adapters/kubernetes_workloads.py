@@ -765,6 +765,7 @@ def import_workloads(
     *,
     all_phases: bool = False,
     missing_podgroup: str = "error",
+    priority_classes: PathLike | None = None,
 ) -> WorkloadImport:
     """A PlacementRequest from workload manifests, with its document and what was left out.
 
@@ -793,7 +794,7 @@ def import_workloads(
     * Volcano ``Job`` (batch.volcano.sh): per task ``replicas`` pods, entry
       ``<ns>/<job>-<task>``; all tasks form gang ``<ns>/<job>``; ``spec.networkTopology``.
     * ``PriorityClass``: resolves ``priorityClassName`` of the other objects (and
-      ``globalDefault``).
+      ``globalDefault``); so do the classes of ``priority_classes``.
     * ``Node``: refused (a node list is the input of :func:`snapshot_from_kubernetes`).
     * Anything else is skipped and counted in :attr:`WorkloadImport.skipped`; a file
       holding nothing else (a Kueue configuration, an empty ``NodeList``, ...) is
@@ -840,6 +841,10 @@ def import_workloads(
         Take every Pod object, whatever its phase, binding and owner.
     missing_podgroup : {"error", "gang-of-present-pods"}
         What to do with pods naming a PodGroup the inputs lack (see above).
+    priority_classes : str or os.PathLike, optional
+        ``kubectl get priorityclasses -o json``: PriorityClass objects only (anything else
+        is refused at its ``kind``), as :func:`placer.adapters.kubernetes.import_kubernetes`
+        takes them.
 
     Returns
     -------
@@ -870,6 +875,8 @@ def import_workloads(
     files = _paths(paths)
     with gc_paused():
         state = _Workloads(level_list, bool(all_phases), missing_podgroup)
+        for doc in read_documents(priority_classes) if priority_classes is not None else ():
+            state.classes.read(doc)
         return _workloads_of_files(files, policy, state)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, TypeVar
 import msgspec
 
 from placer import model
+from placer._io import source_name
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_SLICES, MILLI, SEED_MAX
 from placer.model import API_VERSION, ClusterSnapshot, PlacementRequest, PlacementResult
@@ -162,9 +163,9 @@ def _coerce(source: Any, cls: type[_T], doc_type: type, build: Callable[[Any, bo
         with gc_paused():
             return build(_from_object(source, doc_type), True)
     if isinstance(source, (str, os.PathLike)):
-        name = os.fspath(source)
+        name = source_name(source)
         with gc_paused():
-            doc, may_hold_control = decode_source(name, doc_type, LABELS, lambda d: _header(d, doc_type))
+            doc, may_hold_control = decode_source(source, doc_type, LABELS, lambda d: _header(d, doc_type))
             try:
                 return build(doc, may_hold_control)
             except InvalidInputError as e:

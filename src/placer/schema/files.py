@@ -16,7 +16,7 @@ from typing import Any, Callable, TypeVar, Union
 import msgspec
 import yaml
 
-from placer._io import read_utf8
+from placer._io import read_utf8, source_name
 from placer.exceptions import InvalidInputError
 from placer.schema._jsonkeys import first_duplicate_key
 from placer.schema.errors import (
@@ -49,7 +49,7 @@ _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 def read_bytes(path: PathLike) -> bytes:
-    """The bytes of a UTF-8 file (a leading byte-order mark dropped).
+    """The bytes of a UTF-8 file (a leading byte-order mark dropped; ``-`` is standard input).
 
     Raises
     ------
@@ -228,8 +228,8 @@ def load_document(path: PathLike) -> Any:
         If the file is missing or unreadable (``where`` is the file name), empty or
         unparseable (``where`` is ``file:line``), or its top level is not a mapping.
     """
-    name = os.fspath(path)
-    doc = _generic(read_bytes(name), name)
+    name = source_name(path)
+    doc = _generic(read_bytes(path), name)
     if not isinstance(doc, Mapping):
         raise bad(name, "a mapping at the top level", doc)
     return doc
@@ -294,8 +294,8 @@ def decode_source(
         With the file's name before the path (``cluster.json: nodes[3].name``) or at
         ``file:line`` for text that does not parse or repeats a key.
     """
-    name = os.fspath(source)
-    raw = read_bytes(name)
+    name = source_name(source)
+    raw = read_bytes(source)
     if _format(name, raw) != "yaml" and raw.lstrip()[:1] == b"{":
         failed: msgspec.ValidationError | None = None
         try:
