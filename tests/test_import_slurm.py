@@ -291,7 +291,7 @@ def test_whitespace_only_line_does_not_end_a_record() -> None:
         " \t \n"
         "   RealMemory=512\n"
         "   \n"
-        "\n"  # an empty line ends the record
+        "\n"
         "NodeName=b\n"
     )
     a, b = parse_scontrol_nodes(out, "s")
@@ -301,8 +301,58 @@ def test_whitespace_only_line_does_not_end_a_record() -> None:
     assert [(n.name, n.line, n.memory_mib) for n in crlf] == [("a", 1, 512), ("b", 9, None)]
     raises_at("s:3", r"each key once per node, got CPUTot= again \(line 1\)",
               parse_scontrol_nodes, "NodeName=a CPUTot=4\n   \n   CPUTot=5\n", "s")
-    raises_at("s:4", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+    # An empty line does not end a record either: only the next NodeName= does.
+    raises_at("s:4", r"each key once per node, got CPUTot= again \(line 2\)", parse_scontrol_nodes,
               "NodeName=a\r\n   CPUTot=2\r\n\r\n   CPUTot=4\r\n", "s")
+    raises_at("s:1", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+              "   CPUTot=4\n\nNodeName=a\n", "s")
+
+
+@pytest.mark.parametrize(
+    ("within", "between"),
+    [
+        ("   \n", "   \n\n"),  # as Slurm 24.05 prints it
+        ("\n", "\n\n"),  # the whitespace-only lines lost their blanks
+        ("\n", "\n"),  # ... and the empty line too: one empty line before Reason= and between
+        ("", "\n"),  # within a record no separator, between records an empty line
+        ("   \n", ""),  # only the indentation line before Reason=, nothing between records
+        ("", ""),  # nothing at all: records follow each other, split at NodeName=
+    ],
+)
+def test_24_05_records_read_the_same_whatever_their_separators(within: str, between: str) -> None:
+    def record(name: str, reason: str | None) -> str:
+        lines = [
+            f"NodeName={name} Arch=x86_64 CoresPerSocket=32 ",
+            "   CPUAlloc=16 CPUEfctv=128 CPUTot=128 CPULoad=15.82",
+            "   Gres=gpu:a100:4(S:0-1)",
+            "   GresDrain=N/A",
+            "   GresUsed=gpu:a100:2(IDX:0-1)",
+            "   RealMemory=1031000 AllocMem=262144 FreeMem=701233 Sockets=2 Boards=1",
+            f"   State={'MIXED+DRAIN' if reason else 'MIXED'} ThreadsPerCore=1 TmpDisk=0",
+            "   Partitions=gpu ",
+            "   CfgTRES=cpu=128,mem=1031000M,billing=128,gres/gpu=4",
+            "   AllocTRES=cpu=16,mem=256G,gres/gpu=2",
+            "   CurrentWatts=0 AveWatts=0",
+        ]
+        text = "\n".join(lines) + "\n"
+        if reason is not None:
+            text += f"{within}   Reason={reason}\n"
+        return text
+
+    names = ("c2180", "c2181", "c2182", "c2183")
+    reasons = ("GPU 3 Xid 79 [root@2024-10-07T14:02:31]", None, "NHC: ib0 down [slurm@2024-10-07]", None)
+    out = "".join(record(name, reason) + between for name, reason in zip(names, reasons))
+    nodes = parse_scontrol_nodes(out, "s")
+    assert [node.name for node in nodes] == list(names)
+    assert [node.reason for node in nodes] == list(reasons)
+    assert [node.unschedulable for node in nodes] == [True, False, True, False]
+    assert all(node.used_gpus == (0, 1) and node.cpus == 128 for node in nodes)
+    lines = out.split("\n")
+    assert [node.line for node in nodes] == [lines.index(f"NodeName={n} Arch=x86_64 CoresPerSocket=32 ") + 1
+                                            for n in names]
+    fixture = parse_scontrol_nodes(text(HM_NODES_2405).replace("\n   \n", "\n"), HM_NODES_2405)
+    assert [(n.name, n.reason) for n in fixture] == [
+        ("c2180", "GPU 3 Xid 79 [root@2024-10-07T14:02:31]"), ("c2181", None)]
 
 
 def test_indented_prompt_lines_are_skipped_like_unindented_ones() -> None:
@@ -313,9 +363,11 @@ def test_indented_prompt_lines_are_skipped_like_unindented_ones() -> None:
     a, b = parse_scontrol_nodes(
         "NodeName=a CPUTot=1\n\n  $ scontrol show node b\nNodeName=b CPUTot=2\n", "s")
     assert (a.name, a.cpus, b.name, b.line, b.cpus) == ("a", 1, "b", 4, 2)
-    # only outside a record, and only an echo of scontrol
-    raises_at("s:3", r"Key=Value at the start", parse_scontrol_nodes,
-              "NodeName=a\n   \n  $ scontrol show node b\n", "s")
+    # wherever it is (a copy may have lost the blank lines around it), but only an echo of scontrol
+    (a,) = parse_scontrol_nodes("NodeName=a CPUTot=1\n   \n  $ scontrol show node b\n", "s")
+    assert (a.name, a.cpus) == ("a", 1)
+    raises_at("s:3", r"Key=Value at the start of the line, got '\$ sinfo -N'", parse_scontrol_nodes,
+              "NodeName=a\n   \n  $ sinfo -N\n", "s")
     raises_at("s:1", r"starting NodeName=, got '\$ sinfo -N'", parse_scontrol_nodes,
               "  $ sinfo -N\nNodeName=a\n", "s")
 
@@ -430,7 +482,7 @@ def test_scontrol_structure_errors() -> None:
               parse_scontrol_nodes, "Node gpu9 not found\n", "s")
     raises_at("s:1", r"NodeName= records\), got none", parse_scontrol_nodes, "", "s")
     raises_at("s:1", r"got none", parse_scontrol_nodes, "$ scontrol show node\n\n", "s")
-    raises_at("s:4", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+    raises_at("s:4", r"each key once per node, got CPUTot= again \(line 2\)", parse_scontrol_nodes,
               "NodeName=a\n   CPUTot=2\n\n   CPUTot=4\n", "s")
     raises_at("s:3", r"expected each node once, got NodeName=a again \(line 1\)",
               parse_scontrol_nodes, "NodeName=a\n\nNodeName=a\n", "s")
@@ -438,9 +490,9 @@ def test_scontrol_structure_errors() -> None:
               "NodeName=a[1-2]\n", "s")
     raises_at("s:1", r"expected a node name .*got ''", parse_scontrol_nodes,
               "NodeName= CPUTot=1\n", "s")
-    # the prompt line is skipped only outside a record
+    # a prompt line is skipped, any other line that is not Key=Value refused
     raises_at("s:2", r"Key=Value at the start", parse_scontrol_nodes,
-              "NodeName=a\n$ scontrol show node b\n", "s")
+              "NodeName=a\n$ squeue -w b\n", "s")
     name = "broken.txt"
     lines = text(SCONTROL).split("\n")
     assert lines[14].startswith("   CfgTRES=")

@@ -425,14 +425,15 @@ _STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
 def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
     """Parse ``scontrol show node`` output (best with ``-d``) into node records.
 
-    A record starts at a line beginning ``NodeName=`` and runs to the next empty line or
-    ``NodeName=`` line; its lines hold ``Key=Value`` pairs separated by whitespace, where
-    a value runs up to the next `` Key=`` (so ``OS=Linux 5.15 #152-Ubuntu SMP ...`` keeps
-    its spaces; ``Reason=``, ``Comment=`` and ``Extra=`` run to the end of the line).
-    Leading indentation, trailing spaces and CRLF are ignored; a line of only whitespace
-    (Slurm 24.05 prints one before ``Reason=``) does not end a record. Outside a record, a
-    line echoing the command (``root@host:~# scontrol show nodes``, indented or not) is
-    skipped.
+    A record starts at a line beginning ``NodeName=`` (after any indentation) and runs to
+    the next such line, whatever blank lines lie between: Slurm 24.05 prints a line of only
+    the indentation before ``Reason=`` and after each record, and a copy that lost those
+    blanks (an empty line, or no separator at all) reads the same. Its lines hold
+    ``Key=Value`` pairs separated by whitespace, where a value runs up to the next
+    `` Key=`` (so ``OS=Linux 5.15 #152-Ubuntu SMP ...`` keeps its spaces; ``Reason=``,
+    ``Comment=`` and ``Extra=`` run to the end of the line). Leading indentation, trailing
+    spaces and CRLF are ignored; a line echoing the command (``root@host:~# scontrol show
+    nodes``, indented or not) is skipped.
 
     Read per node: ``CPUEfctv``/``CPUTot``/``CfgTRES`` (CPUs), ``RealMemory``, ``Gres``
     (``gpu:<type>:<n>(S:...)``, comma-joined; other GRES are checked and skipped),
@@ -470,16 +471,12 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
         line_no = index + 1
         where = f"{source}:{line_no}"
         stripped = raw.strip()
-        if not stripped:
-            if raw in ("", "\r"):
-                current = None
+        if not stripped or _SCONTROL_ECHO.fullmatch(stripped):
             continue
         if stripped.startswith("NodeName="):
             current = {}
             records.append((line_no, current))
         elif current is None:
-            if _SCONTROL_ECHO.fullmatch(stripped):
-                continue
             _fail(where, f"expected a node record starting NodeName=, got {clip(stripped)!r}")
         for key, value in _line_pairs(stripped, where):
             if key in current:
