@@ -37,6 +37,7 @@ from placer.adapters.slurm import (
     parse_topology_conf,
     snapshot_from_slurm,
 )
+from placer.cli import main
 from placer.exceptions import InvalidInputError
 from mutations import mutated
 
@@ -63,6 +64,7 @@ HM_GRES = "handmade-gres.conf"
 HM_TOPO = "handmade-topology.conf"
 HM_NODES_2405 = "handmade-scontrol-d-show-node-24.05.txt"
 HM_SHOW_TOPOLOGY = "handmade-scontrol-show-topology.txt"
+HM_JOBS = "handmade-scontrol-show-job.txt"
 
 FIXTURES = (
     SCONTROL, SINFO_USED, SINFO_DEFAULT, TOPO_BLOCK_MAN, TOPO_BLOCK_TOPOGRAPH,
@@ -695,6 +697,49 @@ def test_topology_empty_and_forest() -> None:
 )
 def test_topology_errors(conf: str, line: int, pattern: str) -> None:
     raises_at(f"t:{line}", pattern, parse_topology_conf, conf + "\n", "t")
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "line", "kind", "right_option"),
+    [
+        (HM_TOPO, "--gres", 3, r"a topology line \(topology.conf, scontrol show topology\) \(SwitchName=\)",
+         "--topology"),
+        (TOPO_BLOCK_MAN, "--gres", 5, r"a topology line .*\(BlockName=\)", "--topology"),
+        (HM_SHOW_TOPOLOGY, "--gres", 2, r"a topology line .*\(SwitchName=\)", "--topology"),
+        (HM_NODES_2405, "--gres", 2, r"a line of scontrol show node output \(Arch=\)", "--nodes"),
+        (HM_JOBS, "--gres", 1, r"a line of scontrol show job output \(JobId=\)", "--jobs"),
+        (HM_GRES, "--topology", 2, r"a gres.conf line \(AutoDetect=\)", "--gres"),
+        (GRES_C10, "--topology", 2, r"a gres.conf line \(Name=\)", "--gres"),
+        (HM_NODES_2405, "--topology", 2, r"a line of scontrol show node output \(Arch=\)", "--nodes"),
+        (SCONTROL, "--topology", 2, r"a line of scontrol show node output \(Arch=\)", "--nodes"),
+        (HM_JOBS, "--nodes", 1, r"a line of scontrol show job output \(JobId=\)", "--jobs"),
+        (HM_SHOW_TOPOLOGY, "--nodes", 2, r"a topology line .*\(SwitchName=\)", "--topology"),
+    ],
+)
+def test_a_slurm_file_given_as_another_is_refused_naming_its_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, option: str, line: int,
+    kind: str, right_option: str,
+) -> None:
+    out = tmp_path / "snapshot.json"
+    nodes = [] if option == "--nodes" else ["--nodes", str(SLURM / HM_NODES)]
+    assert main(["import", "slurm", *nodes, option, str(SLURM / name), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    match = re.fullmatch(rf"placer: error: (.*?):(\d+): expected (.*), got (.*): give that file as (\S+)\n", err)
+    assert match is not None, err
+    assert (match.group(1), int(match.group(2)), match.group(5)) == (name, line, right_option)
+    assert re.fullmatch(kind, match.group(4)), match.group(4)
+    assert not out.exists()
+
+
+def test_gres_conf_names_node_lines_of_its_own_and_skips_scontrol_prompts() -> None:
+    # NodeName= is a gres.conf key too: only keys of scontrol's node records mark its output.
+    (gpu,) = parse_gres_conf("NodeName=tux0 Name=gpu File=/dev/nvidia0\n", "g")
+    assert gpu.node_names == "tux0"
+    raises_at("g:2", r"scontrol show node output \(CPUTot=\): give that file as --nodes",
+              parse_gres_conf, "$ scontrol show node tux0\nNodeName=tux0 CPUTot=4\n", "g")
+    raises_at("t:1", r"a gres.conf line \(Name=\): give that file as --gres",
+              parse_topology_conf, "Name=gpu File=/dev/nvidia0\n", "t")
 
 
 def test_topology_fixture_broken_at_its_line() -> None:
