@@ -9,7 +9,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MISSING", "HugeInt", "describe", "unknown_field"]
+__all__ = ["MISSING", "HugeInt", "closest", "describe", "unknown_field"]
 
 MISSING: Any = object()
 """Stands for an absent value in messages (``got nothing``)."""
@@ -54,10 +54,15 @@ def unknown_field(key: Any, fields: Iterable[str]) -> str:
     if type(key) is not str:
         return f"unknown field {describe(key)}"
     text = f'unknown field "{key}"'
-    fields = list(fields)
-    close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
-    if not close:
-        folded = {f.lower(): f for f in fields}
-        if key.lower() in folded:
-            close = [folded[key.lower()]]
-    return text + (f' (did you mean "{close[0]}"?)' if close else "")
+    close = closest(key, fields)
+    return text + (f' (did you mean "{close}"?)' if close is not None else "")
+
+
+def closest(word: str, names: Iterable[str]) -> str | None:
+    """The name ``word`` was probably meant to be (a close spelling, or the same letters in
+    another case), for "did you mean ...?"; None when no name is close."""
+    names = list(names)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    return {n.lower(): n for n in names}.get(word.lower())
