@@ -308,7 +308,11 @@ def _fields(record: str, where: str) -> dict[str, str]:
 
 # The keys that tell one Slurm file from another, lowercase; first match wins.
 _FILE_KINDS: tuple[tuple[frozenset[str], str, str], ...] = (
-    (frozenset(("switchname", "blockname", "blocksizes")), "a topology line (topology.conf, scontrol show topology)", "--topology"),
+    (
+        frozenset(("switchname", "blockname", "blocksizes")),
+        "a topology line (topology.conf, scontrol show topology)",
+        "--topology",
+    ),
     (frozenset(("jobid", "jobname", "jobstate")), "a line of scontrol show job output", "--jobs"),
     (
         frozenset((
