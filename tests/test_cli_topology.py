@@ -21,6 +21,7 @@ TOPO = Path(__file__).parent / "data" / "topo"
 DGX1 = TOPO / "dgx1-v100_msccl-tools.txt"  # hybrid cube mesh, NV1/NV2, 4 NICs
 A100 = TOPO / "dgx-a100_mlx5x12_gengwg-cheatsheets.txt"  # NV12 everywhere, 12 NICs
 PCIE = TOPO / "issue_8x-rtx4090-pcie_2nic_go-gpuallocator-17.txt"  # all SYS, NIC0/NIC1
+B300 = TOPO / "handmade-hgx-b300-8gpu_ansi-header_trailing-tabs.txt"  # NV18, ANSI header, trailing tabs
 BROKEN = TOPO / "issue_8x-b200_row-SYSSYS-glued_sglang-8120_partial.txt"  # fails at line 3
 
 
@@ -376,6 +377,20 @@ def test_topo_with_many_nics(capsys):
     assert code == 0 and out.splitlines()[0].endswith(": 8 GPUs, 12 NICs")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("mlx5_")}
     assert rows["mlx5_8"] == ["SYS"] * 6 + ["PXB", "PXB"]
+
+
+def test_topo_and_gpus_read_a_b300_terminal_copy(capsys):
+    doc = topo_json(capsys, B300)
+    assert doc["gpus"] == 8
+    assert doc["matrix"] == [["X" if i == j else "NV18" for j in range(8)] for i in range(8)]
+    assert doc["islands"] == [list(range(8))]
+    assert [n["name"] for n in doc["nics"]][-3:] == ["mlx5_7", "mlx5_bond_0", "mlx5_bond_1"]
+    code, out, err = run(capsys, "topo", B300)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == f"{B300}: 8 GPUs, 10 NICs"
+    answer = gpus_json(capsys, "--topology", B300, "--available", "1,3,4,6,7", "--size", "4")
+    assert answer["setScore"] == 6 * 1800 and len(answer["gpus"]) == 4
+    assert set(answer["gpus"]) <= {1, 3, 4, 6, 7}
 
 
 def test_topo_partial_islands_and_max_size(tmp_path, capsys):

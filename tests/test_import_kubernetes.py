@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer.adapters.kubernetes import count, cpu_milli, memory_mib, parse_quantity, snapshot_from_kubernetes
+from placer.adapters.kubernetes import (
+    count, cpu_milli, import_kubernetes, memory_mib, parse_quantity, snapshot_from_kubernetes,
+)
 from placer.adapters.kubernetes_workloads import WorkloadImport, import_workloads, request_from_kubernetes
 from placer.cli import main
 from placer.exceptions import InvalidInputError
@@ -677,8 +679,17 @@ def test_fuzz_mutated_fixtures_raise_only_invalid_input(fuzz_dir, case):
     path = fuzz_dir / name
     path.write_text(text, encoding="utf-8")
     levels = [*GKE_LEVELS, ("rack", "topology.example.com/rack")]
+
+    def nodes_with_levels_their_labels_have() -> placer.ClusterSnapshot:
+        try:
+            return snapshot_from_kubernetes(path, levels=levels)
+        except InvalidInputError as e:  # a level no node carries is an error: read without them
+            if not (e.where.startswith("levels[") and "no node carries label" in e.what):
+                raise
+        return snapshot_from_kubernetes(path)
+
     for call in (
-        lambda: snapshot_from_kubernetes(path, levels=levels),
+        nodes_with_levels_their_labels_have,
         lambda: snapshot_from_kubernetes(NODES, path),
         lambda: import_workloads([path], levels=levels),
     ):
@@ -759,6 +770,48 @@ def test_kubectl_pods_bad_phase_is_refused(tmp_path):
         import_workloads(path)
     assert err.value.where == f"{path}: items[7].status.phase"
     assert err.value.what == "expected Pending, Running, Succeeded, Failed or Unknown, got 'Waiting' (a string)"
+
+
+def test_a_level_no_node_carries_is_an_error_with_a_near_label(tmp_path, capsys):
+    out = tmp_path / "snap.json"
+    argv = ["import", "kubernetes", "--nodes", str(NODES), "-o", str(out)]
+    assert main([*argv, "--level", "block=topology.example.com/block", "--level", "rack=topology.example.com/racks"]) == 2
+    assert capsys.readouterr().err == (
+        "placer: error: --level rack=topology.example.com/racks: no node carries label "
+        "'topology.example.com/racks' (did you mean 'topology.example.com/rack'?)\n"
+    )
+    assert not out.exists()
+    assert main([*argv, "--level", "zone=example.org/nothing-like-it"]) == 2
+    assert capsys.readouterr().err == (
+        "placer: error: --level zone=example.org/nothing-like-it: no node carries label 'example.org/nothing-like-it'\n"
+    )
+    with pytest.raises(InvalidInputError) as err:
+        snapshot_from_kubernetes(NODES, levels=[("rack", "Topology.Example.com/Rack")])
+    assert err.value.where == "levels[0]" and "(did you mean 'topology.example.com/rack'?)" in err.value.what
+
+
+def test_a_level_some_nodes_lack_is_a_note_naming_them(tmp_path, capsys):
+    out = tmp_path / "snap.json"
+    nodes = json.loads(_text(NODES))
+    for item in nodes["items"][:2]:  # dgx-h100-0 and -1 lose their rack too
+        del item["metadata"]["labels"]["topology.example.com/rack"]
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(nodes), encoding="utf-8")
+    assert main(["import", "kubernetes", "--nodes", str(path), "-o", str(out),
+                 "--level", "block=topology.example.com/block", "--level", "rack=topology.example.com/rack"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "placer: import kubernetes: note: level block (topology.example.com/block): 1 of 5 node(s) do not carry "
+        "the label (cpu-0): they are in no block domain and take no pod of a gang that level constrains",
+        "placer: import kubernetes: note: level rack (topology.example.com/rack): 3 of 5 node(s) do not carry "
+        "the label (dgx-h100-0, dgx-h100-1, cpu-0): they are in no rack domain and take no pod of a gang that "
+        "level constrains",
+    ]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    racked = [n["name"] for n in doc["nodes"] if "rack" in n.get("topology", {})]
+    assert racked == ["dgx-h100-2", "a100-mig-0"]
+    # Every node carries kubernetes.io/os: no note for that level.
+    imported = import_kubernetes(path, levels=[("os", "kubernetes.io/os"), ("rack", "topology.example.com/rack")])
+    assert len(imported.notes) == 1 and imported.notes[0].startswith("level rack (topology.example.com/rack): 3 of 5")
 
 
 def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):

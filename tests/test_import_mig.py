@@ -262,6 +262,88 @@ def test_import_nvidia_smi_cli(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(f"placer: error: {LGIPP.name}:2: ")
 
 
+TELEGRAF_L = DATA / "nvidia-smi" / "nvidia-smi-L_4x-a100-80gb-mixed-mig_telegraf-5812.txt"  # 4 GPUs, 4x 1g.20gb on 0
+DATADOG_L = DATA / "nvidia-smi" / "nvidia-smi-L_a100-80gb-mig-7x1g.10gb_datadog-agent-pr33120.txt"  # 1 GPU, 7x 1g.10gb
+
+
+def _refused(instances, gpu_list, gpu_model=None) -> InvalidInputError:
+    with pytest.raises(InvalidInputError) as err:
+        mig_node_from_nvidia_smi("n", instances, gpu_list=gpu_list, gpu_model=gpu_model)
+    return err.value
+
+
+def test_lgi_and_list_of_different_machines_are_refused_naming_both():
+    instances = parse_gpu_instances_file(LGI)  # dcgm-138: GPUs 0 and 1, 2g+1g+1g+3g each
+    # telegraf's -L: GPU 0 has four 1g.20gb devices, and -lgi no 1g.20gb instance on GPU 0.
+    err = _refused(instances, parse_gpu_list(TELEGRAF_L.read_text(encoding="utf-8"), TELEGRAF_L.name))
+    assert err.where == f"{TELEGRAF_L.name}:3"
+    assert err.what == (f"nvidia-smi -L lists 4 1g.20gb MIG device(s) on GPU 0, but nvidia-smi mig -lgi ({LGI.name}) "
+                        "lists no 1g.20gb GPU instance there: the two outputs are not of the same machine")
+    # datadog's -L: one GPU, and -lgi has instances on GPU 1.
+    err = _refused(instances, parse_gpu_list(DATADOG_L.read_text(encoding="utf-8"), DATADOG_L.name))
+    assert err.where == f"{LGI.name}:15"
+    assert err.what == (f"GPU 1 is not among the 1 GPU(s) nvidia-smi -L lists (GPU 0 at {DATADOG_L.name}:1): "
+                        "the two outputs are not of the same machine")
+    # The same -L with GPU 1's instances gone: 7 1g.10gb devices but only two 1g.10gb instances on GPU 0.
+    err = _refused([i for i in instances if i.gpu == 0],
+                   parse_gpu_list(DATADOG_L.read_text(encoding="utf-8"), DATADOG_L.name))
+    assert err.where == f"{DATADOG_L.name}:2" and "lists 7 1g.10gb MIG device(s) on GPU 0, more than the 2 " \
+        f"1g.10gb GPU instance(s) nvidia-smi mig -lgi ({LGI.name}) lists there hold" in err.what
+
+
+def test_devices_of_list_that_lgi_cannot_hold_are_refused():
+    instances = parse_gpu_instances_file(LGI)
+    # A legacy UUID naming GPU instance 11, which -lgi does not have on GPU 0 (it has 2, 3, 9, 10).
+    err = _refused(instances, parse_gpu_list(LIST.replace(f"{UUID0}/10/0", f"{UUID0}/11/0"), "L.txt"))
+    assert err.where == "L.txt:5"
+    assert err.what == (f"MIG device MIG-{UUID0}/11/0 of GPU 0 is in GPU instance 11, which nvidia-smi mig -lgi "
+                        f"({LGI.name}) does not list on GPU 0: the two outputs are not of the same machine")
+    # Compute instances of one GPU instance: three 1c.3g.40gb devices fit GPU 1's one 3g.40gb, four do not.
+    split = LIST.replace("  MIG 3g.40gb     Device  0: (UUID: MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a)\n", "".join(
+        f"  MIG 1c.3g.40gb  Device  {k}: (UUID: MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66{k})\n" for k in range(3)))
+    split = split.replace("Device  1: (UUID: MIG-a458", "Device  4: (UUID: MIG-a458")
+    split = split.replace("Device  2: (UUID: MIG-f00d", "Device  5: (UUID: MIG-f00d")
+    split = split.replace("Device  3: (UUID: MIG-9305", "Device  6: (UUID: MIG-9305")
+    node = mig_node_from_nvidia_smi("n", instances, gpu_list=parse_gpu_list(split, "L.txt")).node
+    assert len(node["migInstances"]) == 8
+    four = split.replace("  MIG 2g.20gb     Device  4", "  MIG 1c.3g.40gb  Device  3: (UUID: MIG-ce861fb0-a248-58ce-"
+                         "a9a8-f9adbc22a663)\n  MIG 2g.20gb     Device  4")
+    err = _refused(instances, parse_gpu_list(four, "L.txt"))
+    assert err.where == "L.txt:7" and "lists 4 3g.40gb MIG device(s) on GPU 1, more than the 1 3g.40gb" in err.what
+    # A profile that is not one of the model's.
+    err = _refused(instances, parse_gpu_list(LIST.replace("MIG 2g.20gb     Device  1", "MIG 2g.10gb     Device  1"), "L"))
+    assert err.where == "L:3" and err.what.startswith("MIG device profile 2g.10gb is not one of A100-80GB: 1g.10gb, ")
+
+
+def test_list_model_without_mig_or_another_model_than_gpu_model_is_refused(tmp_path, capsys):
+    instances = parse_gpu_instances_file(LGI)
+    rtx = "".join(f"GPU {i}: NVIDIA GeForce RTX 4090 (UUID: GPU-{i}1234567-89ab-cdef-0123-456789abcdef)\n" for i in (0, 1))
+    err = _refused(instances, parse_gpu_list(rtx, "L.txt"))
+    assert err.where == "L.txt:1" and err.what.startswith(
+        f"nvidia-smi -L lists NVIDIA GeForce RTX 4090, which has no bundled MIG table, but nvidia-smi mig -lgi "
+        f"({LGI.name}:7) lists MIG instances: not the same machine, or give the GPU model; placer knows MIG on: ")
+    # A -lgi profile the -L model lacks names where the model came from.
+    forty = LIST.replace("A100-SXM4-80GB", "A100-SXM4-40GB")
+    err = _refused(instances, parse_gpu_list(forty, "L.txt"))
+    assert err.where == f"{LGI.name}:7"
+    assert "no MIG profile 1g.10gb of 1 slice(s) on A100-SXM4-40GB (the model nvidia-smi -L lists at L.txt:1)" in err.what
+    listed = tmp_path / "L.txt"
+    listed.write_text(LIST, encoding="utf-8")
+    out = tmp_path / "snap.json"
+    argv = ["import", "nvidia-smi", "--node", "n", "--lgi", str(LGI), "--list", str(listed), "-o", str(out)]
+    assert main([*argv, "--gpu-model", "A100-SXM4-40GB"]) == 2
+    assert capsys.readouterr().err == (
+        "placer: error: --gpu-model: 'A100-SXM4-40GB' is not the NVIDIA A100-SXM4-80GB that nvidia-smi -L lists (L.txt:1)\n")
+    assert not out.exists()
+    assert main([*argv, "--gpu-model", "A100-80GB"]) == 0  # another name of the same model
+    capsys.readouterr()
+    assert main(["import", "nvidia-smi", "--node", "n", "--lgi", str(LGI), "--list", str(TELEGRAF_L),
+                 "-o", str(tmp_path / "other.json")]) == 2
+    err_line = capsys.readouterr().err
+    assert err_line.count("\n") == 1 and err_line.startswith(f"placer: error: {TELEGRAF_L.name}:3: ")
+    assert LGI.name in err_line and not (tmp_path / "other.json").exists()
+
+
 # ----------------------------------------------------------------------------- Slurm
 
 SLURM_MIG = DATA / "slurm" / "handmade-scontrol-d-show-node-mig.txt"

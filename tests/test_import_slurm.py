@@ -37,6 +37,7 @@ from placer.adapters.slurm import (
     parse_topology_conf,
     snapshot_from_slurm,
 )
+from placer.cli import main
 from placer.exceptions import InvalidInputError
 from mutations import mutated
 
@@ -63,6 +64,7 @@ HM_GRES = "handmade-gres.conf"
 HM_TOPO = "handmade-topology.conf"
 HM_NODES_2405 = "handmade-scontrol-d-show-node-24.05.txt"
 HM_SHOW_TOPOLOGY = "handmade-scontrol-show-topology.txt"
+HM_JOBS = "handmade-scontrol-show-job.txt"
 
 FIXTURES = (
     SCONTROL, SINFO_USED, SINFO_DEFAULT, TOPO_BLOCK_MAN, TOPO_BLOCK_TOPOGRAPH,
@@ -291,7 +293,7 @@ def test_whitespace_only_line_does_not_end_a_record() -> None:
         " \t \n"
         "   RealMemory=512\n"
         "   \n"
-        "\n"  # an empty line ends the record
+        "\n"
         "NodeName=b\n"
     )
     a, b = parse_scontrol_nodes(out, "s")
@@ -301,8 +303,58 @@ def test_whitespace_only_line_does_not_end_a_record() -> None:
     assert [(n.name, n.line, n.memory_mib) for n in crlf] == [("a", 1, 512), ("b", 9, None)]
     raises_at("s:3", r"each key once per node, got CPUTot= again \(line 1\)",
               parse_scontrol_nodes, "NodeName=a CPUTot=4\n   \n   CPUTot=5\n", "s")
-    raises_at("s:4", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+    # An empty line does not end a record either: only the next NodeName= does.
+    raises_at("s:4", r"each key once per node, got CPUTot= again \(line 2\)", parse_scontrol_nodes,
               "NodeName=a\r\n   CPUTot=2\r\n\r\n   CPUTot=4\r\n", "s")
+    raises_at("s:1", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+              "   CPUTot=4\n\nNodeName=a\n", "s")
+
+
+@pytest.mark.parametrize(
+    ("within", "between"),
+    [
+        ("   \n", "   \n\n"),  # as Slurm 24.05 prints it
+        ("\n", "\n\n"),  # the whitespace-only lines lost their blanks
+        ("\n", "\n"),  # ... and the empty line too: one empty line before Reason= and between
+        ("", "\n"),  # within a record no separator, between records an empty line
+        ("   \n", ""),  # only the indentation line before Reason=, nothing between records
+        ("", ""),  # nothing at all: records follow each other, split at NodeName=
+    ],
+)
+def test_24_05_records_read_the_same_whatever_their_separators(within: str, between: str) -> None:
+    def record(name: str, reason: str | None) -> str:
+        lines = [
+            f"NodeName={name} Arch=x86_64 CoresPerSocket=32 ",
+            "   CPUAlloc=16 CPUEfctv=128 CPUTot=128 CPULoad=15.82",
+            "   Gres=gpu:a100:4(S:0-1)",
+            "   GresDrain=N/A",
+            "   GresUsed=gpu:a100:2(IDX:0-1)",
+            "   RealMemory=1031000 AllocMem=262144 FreeMem=701233 Sockets=2 Boards=1",
+            f"   State={'MIXED+DRAIN' if reason else 'MIXED'} ThreadsPerCore=1 TmpDisk=0",
+            "   Partitions=gpu ",
+            "   CfgTRES=cpu=128,mem=1031000M,billing=128,gres/gpu=4",
+            "   AllocTRES=cpu=16,mem=256G,gres/gpu=2",
+            "   CurrentWatts=0 AveWatts=0",
+        ]
+        text = "\n".join(lines) + "\n"
+        if reason is not None:
+            text += f"{within}   Reason={reason}\n"
+        return text
+
+    names = ("c2180", "c2181", "c2182", "c2183")
+    reasons = ("GPU 3 Xid 79 [root@2024-10-07T14:02:31]", None, "NHC: ib0 down [slurm@2024-10-07]", None)
+    out = "".join(record(name, reason) + between for name, reason in zip(names, reasons))
+    nodes = parse_scontrol_nodes(out, "s")
+    assert [node.name for node in nodes] == list(names)
+    assert [node.reason for node in nodes] == list(reasons)
+    assert [node.unschedulable for node in nodes] == [True, False, True, False]
+    assert all(node.used_gpus == (0, 1) and node.cpus == 128 for node in nodes)
+    lines = out.split("\n")
+    assert [node.line for node in nodes] == [lines.index(f"NodeName={n} Arch=x86_64 CoresPerSocket=32 ") + 1
+                                            for n in names]
+    fixture = parse_scontrol_nodes(text(HM_NODES_2405).replace("\n   \n", "\n"), HM_NODES_2405)
+    assert [(n.name, n.reason) for n in fixture] == [
+        ("c2180", "GPU 3 Xid 79 [root@2024-10-07T14:02:31]"), ("c2181", None)]
 
 
 def test_indented_prompt_lines_are_skipped_like_unindented_ones() -> None:
@@ -313,9 +365,11 @@ def test_indented_prompt_lines_are_skipped_like_unindented_ones() -> None:
     a, b = parse_scontrol_nodes(
         "NodeName=a CPUTot=1\n\n  $ scontrol show node b\nNodeName=b CPUTot=2\n", "s")
     assert (a.name, a.cpus, b.name, b.line, b.cpus) == ("a", 1, "b", 4, 2)
-    # only outside a record, and only an echo of scontrol
-    raises_at("s:3", r"Key=Value at the start", parse_scontrol_nodes,
-              "NodeName=a\n   \n  $ scontrol show node b\n", "s")
+    # wherever it is (a copy may have lost the blank lines around it), but only an echo of scontrol
+    (a,) = parse_scontrol_nodes("NodeName=a CPUTot=1\n   \n  $ scontrol show node b\n", "s")
+    assert (a.name, a.cpus) == ("a", 1)
+    raises_at("s:3", r"Key=Value at the start of the line, got '\$ sinfo -N'", parse_scontrol_nodes,
+              "NodeName=a\n   \n  $ sinfo -N\n", "s")
     raises_at("s:1", r"starting NodeName=, got '\$ sinfo -N'", parse_scontrol_nodes,
               "  $ sinfo -N\nNodeName=a\n", "s")
 
@@ -430,7 +484,7 @@ def test_scontrol_structure_errors() -> None:
               parse_scontrol_nodes, "Node gpu9 not found\n", "s")
     raises_at("s:1", r"NodeName= records\), got none", parse_scontrol_nodes, "", "s")
     raises_at("s:1", r"got none", parse_scontrol_nodes, "$ scontrol show node\n\n", "s")
-    raises_at("s:4", r"starting NodeName=, got 'CPUTot=4'", parse_scontrol_nodes,
+    raises_at("s:4", r"each key once per node, got CPUTot= again \(line 2\)", parse_scontrol_nodes,
               "NodeName=a\n   CPUTot=2\n\n   CPUTot=4\n", "s")
     raises_at("s:3", r"expected each node once, got NodeName=a again \(line 1\)",
               parse_scontrol_nodes, "NodeName=a\n\nNodeName=a\n", "s")
@@ -438,9 +492,9 @@ def test_scontrol_structure_errors() -> None:
               "NodeName=a[1-2]\n", "s")
     raises_at("s:1", r"expected a node name .*got ''", parse_scontrol_nodes,
               "NodeName= CPUTot=1\n", "s")
-    # the prompt line is skipped only outside a record
+    # a prompt line is skipped, any other line that is not Key=Value refused
     raises_at("s:2", r"Key=Value at the start", parse_scontrol_nodes,
-              "NodeName=a\n$ scontrol show node b\n", "s")
+              "NodeName=a\n$ squeue -w b\n", "s")
     name = "broken.txt"
     lines = text(SCONTROL).split("\n")
     assert lines[14].startswith("   CfgTRES=")
@@ -643,6 +697,49 @@ def test_topology_empty_and_forest() -> None:
 )
 def test_topology_errors(conf: str, line: int, pattern: str) -> None:
     raises_at(f"t:{line}", pattern, parse_topology_conf, conf + "\n", "t")
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "line", "kind", "right_option"),
+    [
+        (HM_TOPO, "--gres", 3, r"a topology line \(topology.conf, scontrol show topology\) \(SwitchName=\)",
+         "--topology"),
+        (TOPO_BLOCK_MAN, "--gres", 5, r"a topology line .*\(BlockName=\)", "--topology"),
+        (HM_SHOW_TOPOLOGY, "--gres", 2, r"a topology line .*\(SwitchName=\)", "--topology"),
+        (HM_NODES_2405, "--gres", 2, r"a line of scontrol show node output \(Arch=\)", "--nodes"),
+        (HM_JOBS, "--gres", 1, r"a line of scontrol show job output \(JobId=\)", "--jobs"),
+        (HM_GRES, "--topology", 2, r"a gres.conf line \(AutoDetect=\)", "--gres"),
+        (GRES_C10, "--topology", 2, r"a gres.conf line \(Name=\)", "--gres"),
+        (HM_NODES_2405, "--topology", 2, r"a line of scontrol show node output \(Arch=\)", "--nodes"),
+        (SCONTROL, "--topology", 2, r"a line of scontrol show node output \(Arch=\)", "--nodes"),
+        (HM_JOBS, "--nodes", 1, r"a line of scontrol show job output \(JobId=\)", "--jobs"),
+        (HM_SHOW_TOPOLOGY, "--nodes", 2, r"a topology line .*\(SwitchName=\)", "--topology"),
+    ],
+)
+def test_a_slurm_file_given_as_another_is_refused_naming_its_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, option: str, line: int,
+    kind: str, right_option: str,
+) -> None:
+    out = tmp_path / "snapshot.json"
+    nodes = [] if option == "--nodes" else ["--nodes", str(SLURM / HM_NODES)]
+    assert main(["import", "slurm", *nodes, option, str(SLURM / name), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    match = re.fullmatch(rf"placer: error: (.*?):(\d+): expected (.*), got (.*): give that file as (\S+)\n", err)
+    assert match is not None, err
+    assert (match.group(1), int(match.group(2)), match.group(5)) == (name, line, right_option)
+    assert re.fullmatch(kind, match.group(4)), match.group(4)
+    assert not out.exists()
+
+
+def test_gres_conf_names_node_lines_of_its_own_and_skips_scontrol_prompts() -> None:
+    # NodeName= is a gres.conf key too: only keys of scontrol's node records mark its output.
+    (gpu,) = parse_gres_conf("NodeName=tux0 Name=gpu File=/dev/nvidia0\n", "g")
+    assert gpu.node_names == "tux0"
+    raises_at("g:2", r"scontrol show node output \(CPUTot=\): give that file as --nodes",
+              parse_gres_conf, "$ scontrol show node tux0\nNodeName=tux0 CPUTot=4\n", "g")
+    raises_at("t:1", r"a gres.conf line \(Name=\): give that file as --gres",
+              parse_topology_conf, "Name=gpu File=/dev/nvidia0\n", "t")
 
 
 def test_topology_fixture_broken_at_its_line() -> None:

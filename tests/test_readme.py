@@ -122,3 +122,28 @@ def test_readme_sweep_spec_is_a_valid_sweep(tmp_path):
     (tmp_path / "s.yaml").write_text(block, encoding="utf-8")
     runs = load_sweep(tmp_path / "s.yaml").runs
     assert len(runs) == 3 * (3 + 1 + 1) * 10  # workloads x (fgd-pack weights + fgd + best-fit) x seeds
+
+
+def test_readme_has_one_mig_section_and_no_repeated_paragraph():
+    text = README.read_text()
+    headings = re.findall(r"^#+ .*$", text, re.M)
+    assert [h for h in headings if "MIG" in h] == ["## MIG and GPU sharing", "### Importing MIG"]
+    assert len(headings) == len(set(headings))
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", re.sub(r"```.*?```", "", text, flags=re.S)) if p.strip()]
+    repeated = {p[:60] for p in paragraphs if paragraphs.count(p) > 1 and not p.startswith("#")}
+    assert repeated == set()
+
+
+def test_readme_slurm_levels_are_as_the_importer_names_them():
+    from placer.adapters.slurm import parse_topology_conf
+
+    text = " ".join(README.read_text().split())
+    assert "`switch1` (the top switches) ... `switchD` (the leaf switch a node hangs from)" in text
+    assert 'a gang kept under one leaf switch of a 3-level tree asks for `"level": "switch3"`' in text
+    shown = (README.parent / "tests" / "data" / "slurm" / "handmade-scontrol-show-topology.txt").read_text()
+    topology = parse_topology_conf(shown, "show-topology")
+    assert topology.levels == ("switch1", "switch2", "switch3")
+    levels = {line.split()[0][len("SwitchName="):]: int(line.split()[1][len("Level="):])
+              for line in shown.splitlines() if line.startswith("SwitchName=")}
+    for path in topology.nodes.values():  # switchK is Slurm's Level=D-K
+        assert [levels[path[f"switch{k}"]] for k in (1, 2, 3)] == [2, 1, 0]

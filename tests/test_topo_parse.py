@@ -27,6 +27,7 @@ T4 = "issue_4x-tesla-t4-pcie_nccl-428.txt"
 RTX5090 = "issue_2x-rtx5090-pcie-phb_club-3090-1229.txt"
 DGX1_V100 = "dgx1-v100_msccl-tools.txt"
 ANSI_H100 = "h100-80gb_ansi-underlined-header_nvidia-gpu-exporter.txt"
+B300 = "handmade-hgx-b300-8gpu_ansi-header_trailing-tabs.txt"
 GB200 = "issue_gb200-4gpu-grace_nic0-5_sglang-11208_partial.txt"
 
 
@@ -286,6 +287,26 @@ EXPECTED: dict[str, TopoMatrix] = {
         cpu_affinity=("0-79",) * 4 + ("80-159",) * 4,
         numa_affinity=("0",) * 4 + ("1",) * 4,
     ),
+    # Hand-made terminal copy: prompt line, underlined header, trailing tabs.
+    B300: TopoMatrix(
+        gpu_labels=rows(*(" ".join("X" if i == j else "NV18" for j in range(8)) for i in range(8))),
+        nic_names=tuple(f"mlx5_{k}" for k in range(8)) + ("mlx5_bond_0", "mlx5_bond_1"),
+        nic_labels=rows(
+            "PIX  NODE NODE NODE SYS  SYS  SYS  SYS",
+            "NODE PIX  NODE NODE SYS  SYS  SYS  SYS",
+            "NODE NODE PIX  NODE SYS  SYS  SYS  SYS",
+            "NODE NODE NODE PIX  SYS  SYS  SYS  SYS",
+            "SYS  SYS  SYS  SYS  PIX  NODE NODE NODE",
+            "SYS  SYS  SYS  SYS  NODE PIX  NODE NODE",
+            "SYS  SYS  SYS  SYS  NODE NODE PIX  NODE",
+            "SYS  SYS  SYS  SYS  NODE NODE NODE PIX",
+            "NODE NODE NODE NODE SYS  SYS  SYS  SYS",
+            "SYS  SYS  SYS  SYS  NODE NODE NODE NODE",
+        ),
+        cpu_affinity=("0-47,96-143",) * 4 + ("48-95,144-191",) * 4,
+        numa_affinity=("0",) * 4 + ("1",) * 4,
+        gpu_numa_id=(None,) * 8,
+    ),
 }
 
 # fixture -> (line of the error, pattern its message must match)
@@ -312,7 +333,7 @@ FIXTURE_ERRORS: dict[str, tuple[int, str]] = {
 
 def test_every_topo_fixture_is_covered() -> None:
     names = {path.name for path in TOPO.glob("*.txt")}
-    assert len(names) == 25
+    assert len(names) == 26
     assert names == set(EXPECTED) | set(FIXTURE_ERRORS)
     assert not set(EXPECTED) & set(FIXTURE_ERRORS)
     for name in names:
@@ -429,6 +450,37 @@ def test_ansi_escapes_of_a_raw_capture_are_ignored() -> None:
     assert raw.startswith("\t\x1b[4mGPU0\tCPU Affinity") and "GPU NUMA ID\x1b[0m\n" in raw
     assert parse_topo_matrix(raw, ANSI_H100) == EXPECTED[ANSI_H100]
     assert parse_topo_matrix(raw.replace("\x1b[4m", "").replace("\x1b[0m", "")) == EXPECTED[ANSI_H100]
+
+
+def test_b300_terminal_copy_with_underlined_header_and_trailing_tabs() -> None:
+    raw = topo_text(B300)
+    assert "\x1b[4mGPU0" in raw and "GPU NUMA ID\x1b[0m\t\n" in raw and " N/A\t\n" in raw
+    result = parse_topo_matrix(raw, B300)
+    assert result == EXPECTED[B300]
+    assert parse_topo_matrix(raw.expandtabs(), B300) == result
+    # The same screen with terminfo's attribute reset (ESC(B ESC[m, or ESC[m shift-in).
+    for reset in ("\x1b(B\x1b[m", "\x1b[m\x0f"):
+        assert parse_topo_matrix(raw.replace("\x1b[0m", reset), B300) == result
+    assert parse_topo_matrix(raw.replace("\t\n", "  \t \n"), B300) == result
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "code", "column"),
+    [
+        ("GPU NUMA ID\x1b[0m", "GPU NUMA ID\x1b", 2, "001B", 200),  # an escape cut short
+        ("GPU3    NV18", "GPU3\x07   NV18", 6, "0007", 5),
+        ("NIC4    SYS", "NIC4\r   SYS", 15, "000D", 5),
+        ("GPU1    NV18", "GPU1    NV18\x00", 4, "0000", 13),
+    ],
+)
+def test_other_control_characters_are_refused_at_their_line(
+    old: str, new: str, line: int, code: str, column: int
+) -> None:
+    text = topo_text(B300)
+    assert old in text
+    raises_at(
+        text.replace(old, new, 1), line, rf"control character U\+{code} at column {column}$"
+    )
 
 
 def with_ansi(text: str) -> str:

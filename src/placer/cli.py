@@ -893,10 +893,16 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
     from placer.adapters.kubernetes import import_kubernetes, parse_levels
 
-    imported = import_kubernetes(
-        args.nodes, args.pods, parse_levels(args.level, "--level"),
-        priority_classes=args.priority_classes, pdbs=args.pdbs,
-    )
+    try:
+        imported = import_kubernetes(
+            args.nodes, args.pods, parse_levels(args.level, "--level"),
+            priority_classes=args.priority_classes, pdbs=args.pdbs,
+        )
+    except InvalidInputError as e:  # levels[i]: name the option as given
+        index = e.where[len("levels["):-1] if e.where.startswith("levels[") else ""
+        if not index.isdigit():
+            raise
+        raise InvalidInputError(f"--level {args.level[int(index)]}", e.what) from None
     _emit(_document(imported.snapshot.to_dict(), args.format), args.output)
     _notes("import kubernetes", imported.notes)
     return EXIT_OK

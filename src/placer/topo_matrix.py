@@ -48,8 +48,15 @@ _SPACE_RUN = re.compile(r" {2,}")
 _GLUED_START = re.compile(r"(?:GPU|NIC)[0-9]+(?![0-9]|$)")
 _GLUED_INSIDE = re.compile(r"(?<=.)(?:GPU|NIC|mlx)[0-9]")
 _ROW_NAME = re.compile(r"(\S+)(.*)", re.DOTALL)
-# ANSI control sequences (ESC [ parameters intermediates final), e.g. ESC[4m, ESC[1;31m, ESC[0m.
-_ANSI_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# What a terminal's attribute changes leave in captured text: ANSI control sequences (ESC [
+# parameters intermediates final: ESC[4m, ESC[1;31m, ESC[0m), the character-set selections
+# that terminfo's sgr0 adds to a reset (ESC(B, ESC)0), and shift-in/shift-out.
+_TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|[\x0e\x0f]")
+# Any other control character but the tab (line ends are split off before the check).
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_ESCAPE_OR_CONTROL = re.compile(
+    f"(?P<escape>{_TERMINAL_ESCAPES.pattern})|(?P<control>{_CONTROL_CHARACTER.pattern})"
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,9 @@ class TopoMatrix:
 def parse_topo_matrix(text: str, source: str = "<text>") -> TopoMatrix:
     """Parse the text of ``nvidia-smi topo -m`` (or ``topo -mp``).
 
-    ANSI escape sequences (``ESC[4m``, ``ESC[1;31m``, ``ESC[0m`` ...) are removed first,
-    wherever they are. The matrix starts at the first header line (``GPU0 GPU1 ... CPU
+    ANSI escape sequences (``ESC[4m``, ``ESC[1;31m``, ``ESC[0m`` ...), the ``ESC(B`` and
+    shift-in of a terminal's attribute reset, and whitespace at line ends (trailing tabs)
+    are removed first, wherever they are; any other control character is an error. The matrix starts at the first header line (``GPU0 GPU1 ... CPU
     Affinity ...``, with or without its leading empty field); lines before it are ignored,
     as is everything after the matrix except a ``NIC Legend:`` block. Lines that contain a
     tab are split on tabs, other lines on runs of two or more spaces. The header must name
@@ -123,11 +131,12 @@ def parse_topo_matrix(text: str, source: str = "<text>") -> TopoMatrix:
         With ``where`` = ``"<source>:<line>"`` (1-based) when there is no matrix (line 1),
         the header has glued or unknown column names, a row is missing, out of order or
         has the wrong number of cells, a cell is not a link label (e.g. ``topo -p2p``
-        codes), ``X`` is off the diagonal or missing, the matrix is not symmetric, an
+        codes), a line holds a control character other than a tab (e.g. a lone ``ESC`` of a
+        cut escape sequence), ``X`` is off the diagonal or missing, the matrix is not symmetric, an
         affinity is not a list of ids or a GPU NUMA ID not a single id (``N/A`` is fine).
         A missing row at the end of the text is reported at the line after the last one.
     """
-    return _TopoParser(_ANSI_CSI.sub("", text), source).parse()
+    return _TopoParser(text, source).parse()
 
 
 def _is_link_label(token: str) -> bool:
@@ -219,6 +228,23 @@ class _Row:
 
 
 class _TopoParser(TextLines):
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text, source)
+        for index, line in enumerate(self.lines):
+            line_without_escapes = _TERMINAL_ESCAPES.sub("", line)
+            if _CONTROL_CHARACTER.search(line_without_escapes):
+                column = next(
+                    found.start() + 1
+                    for found in _ESCAPE_OR_CONTROL.finditer(line)
+                    if found.lastgroup == "control"
+                )
+                self.fail(
+                    index + 1,
+                    f"expected text, tabs and ANSI escape sequences, got control character "
+                    f"U+{ord(line[column - 1]):04X} at column {column}",
+                )
+            self.lines[index] = line_without_escapes.rstrip()
+
     def line_text(self, index: int) -> str | None:
         return self.lines[index] if index < len(self.lines) else None
 

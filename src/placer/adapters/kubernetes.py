@@ -37,6 +37,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from placer.limits import MAX_GPUS
+from placer.messages import closest
 from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters import kubernetes_sharing
@@ -929,6 +930,35 @@ def import_kubernetes(
         return _snapshot(nodes, pods, level_list, priority_classes, pdbs)
 
 
+_NODES_NAMED = 3  # nodes a note names before "..."
+
+
+def _level_coverage(level_list: Sequence[tuple[str, str]], entries: Sequence[dict[str, Any]]) -> list[str]:
+    """Notes for the levels whose label only some nodes carry.
+
+    Raises
+    ------
+    InvalidInputError
+        ``levels[i]`` for a level whose label no node carries (with a near label key of
+        the nodes, when there is one).
+    """
+    notes = []
+    for i, (name, label) in enumerate(level_list):
+        lacking = [e["name"] for e in entries if name not in e.get("topology", {})]
+        if len(lacking) == len(entries):
+            keys = {key for e in entries for key in e.get("labels", {})}
+            near = closest(label, sorted(keys))
+            hint = f" (did you mean {near!r}?)" if near is not None else ""
+            raise InvalidInputError(f"levels[{i}]", f"no node carries label {label!r}{hint}")
+        if lacking:
+            shown = ", ".join(lacking[:_NODES_NAMED]) + (", ..." if len(lacking) > _NODES_NAMED else "")
+            notes.append(
+                f"level {name} ({label}): {len(lacking)} of {len(entries)} node(s) do not carry the label "
+                f"({shown}): they are in no {name} domain and take no pod of a gang that level constrains"
+            )
+    return notes
+
+
 def _snapshot(
     nodes: PathLike,
     pods: PathLike | None,
@@ -960,6 +990,7 @@ def _snapshot(
             node_src.append((doc, path))
     if not entries:
         raise InvalidInputError(f"{os.fspath(nodes)}:1", "no Node objects in the file")
+    notes += _level_coverage(level_list, entries)
 
     level_names = [name for name, _ in level_list]
     if CLIQUE_LEVEL not in level_names and all(lb != CLIQUE_LABEL for _, lb in level_list):

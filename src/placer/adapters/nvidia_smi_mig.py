@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
 from placer._io import read_text
-from placer.adapters.nvidia_smi_list import GpuInstance, ListedGpu, MigProfile as LgipProfile
+from placer.adapters.nvidia_smi_list import GpuInstance, ListedGpu, MigDevice, MigProfile as LgipProfile
 from placer.exceptions import InvalidInputError
-from placer.mig_profiles import MigTable, table_for, tables
+from placer.mig_profiles import MigProfile as TableProfile, MigTable, table_for, tables
 from placer.textlines import TextLines
 
 __all__ = [
@@ -53,6 +53,8 @@ _LGIPP_LINE = re.compile(
     r"GPU\s+([0-9]{1,4})\s+Profile\s+ID\s+([0-9]{1,4})\s+Placements?\s*:\s*\{([0-9,\s]*)\}\s*:\s*([0-9]{1,2})"
 )
 _LEGACY_MIG_UUID = re.compile(r"MIG-(GPU-[0-9a-fA-F-]+)/([0-9]+)/([0-9]+)")
+# A MIG device of a compute instance smaller than its GPU instance: 1c.3g.40gb.
+_COMPUTE_SPLIT = re.compile(r"([0-9]{1,2})c\.(.+)")
 
 
 @dataclass(frozen=True)
@@ -193,35 +195,60 @@ def mig_node_from_nvidia_smi(
     Raises
     ------
     InvalidInputError
-        ``gpu_model`` when no model is given or known, or it has no bundled MIG table;
+        ``gpu_model`` when no model is given or known, it has no bundled MIG table, or it
+        is another model than the one ``-L`` lists (when placer has a table for both);
         at an ``-lgi`` row for a GPU beyond ``-L``'s, a profile the table does not have
         (by name and size) or a start it does not allow; at an ``-L`` line for GPUs of
-        different models.
+        different models, a model without a bundled MIG table while ``-lgi`` lists
+        instances, or a MIG device no instance of ``-lgi`` can hold (its legacy UUID
+        names a GPU instance ``-lgi`` lacks on its GPU, its profile has no instance
+        there, or more devices than the instances of their profile hold). When ``-L``
+        and ``-lgi`` cannot describe the same machine, the message names both files.
     """
-    model = gpu_model
-    if model is None and gpu_list:
+    listed_model = None
+    if gpu_list:
         models = {g.model for g in gpu_list}
         if len(models) > 1:
             raise InvalidInputError(gpu_list[0].where, f"GPUs of {len(models)} models on one node: {sorted(models)}")
-        model = gpu_list[0].model
+        listed_model = gpu_list[0].model
+    model = gpu_model or listed_model
     if model is None:
         raise InvalidInputError("gpu_model", "no GPU model: give the nvidia-smi -L output or the GPU model")
     table = table_for(model)
     if table is None:
+        known = f"placer knows MIG on: {', '.join(sorted(tables()))}"
+        if gpu_model is None and gpu_list and instances:
+            raise InvalidInputError(
+                gpu_list[0].where,
+                f"nvidia-smi -L lists {model}, which has no bundled MIG table, but nvidia-smi mig -lgi "
+                f"({instances[0].where}) lists MIG instances: not the same machine, or give the GPU model; {known}",
+            )
+        raise InvalidInputError("gpu_model", f"GPU model {model!r} has no bundled MIG table; {known}")
+    listed_table = table_for(listed_model)
+    if gpu_model is not None and gpu_list and listed_table is not None and listed_table is not table:
         raise InvalidInputError(
-            "gpu_model", f"GPU model {model!r} has no bundled MIG table; placer knows MIG on: {', '.join(sorted(tables()))}"
+            "gpu_model", f"{gpu_model!r} is not the {listed_model} that nvidia-smi -L lists ({gpu_list[0].where})"
         )
+    # Where the model came from, for errors about a profile the model lacks.
+    model_origin = f" (the model nvidia-smi -L lists at {gpu_list[0].where})" if gpu_list and gpu_model is None else ""
     gpus = len(gpu_list) if gpu_list else 1 + max((i.gpu for i in instances), default=-1)
     findings: list[str] = []
     rows: list[dict[str, Any]] = []
     by_gi: dict[tuple[int, int], dict[str, Any]] = {}
     for row in instances:
         if row.gpu >= gpus:
-            raise InvalidInputError(row.where, f"GPU {row.gpu} is not among the node's {gpus} GPU(s) of nvidia-smi -L")
+            raise InvalidInputError(
+                row.where,
+                f"GPU {row.gpu} is not among the {gpus} GPU(s) nvidia-smi -L lists (GPU {gpus - 1} at "
+                f"{gpu_list[-1].where}): the two outputs are not of the same machine"
+                if gpu_list else f"GPU {row.gpu} is not among the node's {gpus} GPU(s)",
+            )
         profile = table.profile(row.name, row.size)
         if profile is None or profile.memory_slices != row.size:  # the name alone matched another size
             raise InvalidInputError(
-                row.where, f"no MIG profile {row.name} of {row.size} slice(s) on {table.model}; it has: {', '.join(table.names())}"
+                row.where,
+                f"no MIG profile {row.name} of {row.size} slice(s) on {table.model}{model_origin}; it has: "
+                f"{', '.join(table.names())}",
             )
         if profile.mask_at(row.start) is None:
             raise InvalidInputError(
@@ -231,6 +258,7 @@ def mig_node_from_nvidia_smi(
         entry = {"gpu": row.gpu, "profile": profile.name, "start": row.start}
         rows.append(entry)
         by_gi[(row.gpu, row.instance_id)] = entry
+    _check_devices_against_instances(gpu_list or (), instances, table)
     findings += _tie_devices(gpu_list or (), instances, by_gi, table)
     refused = _compare_profiles(table, profiles or (), findings)
     refused |= _compare_placements(table, placements or (), profiles or (), findings)
@@ -242,6 +270,51 @@ def mig_node_from_nvidia_smi(
     node["mig"] = {"gpus": "all" if len(mig_gpus) == gpus else mig_gpus, "mode": mode}
     node["migInstances"] = sorted(rows, key=lambda r: (r["gpu"], r["start"]))
     return NvidiaSmiMig(node, tuple(findings))
+
+
+def _check_devices_against_instances(
+    gpu_list: Sequence[ListedGpu], instances: Sequence[GpuInstance], table: MigTable
+) -> None:
+    """Refuse MIG devices of ``-L`` that no GPU instance of ``-lgi`` can hold: a legacy UUID
+    naming a GPU instance ``-lgi`` lacks, a profile ``-lgi`` has no instance of on that
+    GPU, or more devices of a profile than its instances there hold."""
+    lgi = instances[0].where.rsplit(":", 1)[0] if instances else "no instance at all"
+    not_same = "the two outputs are not of the same machine"
+    for gpu in gpu_list:
+        on_gpu = [row for row in instances if row.gpu == gpu.index]
+        devices_of: dict[TableProfile, list[MigDevice]] = {}
+        compute_taken: dict[TableProfile, int] = {}
+        for device in gpu.mig:
+            legacy = _LEGACY_MIG_UUID.fullmatch(device.uuid)
+            if legacy is not None and int(legacy.group(2)) not in {row.instance_id for row in on_gpu}:
+                raise InvalidInputError(
+                    device.where,
+                    f"MIG device {device.uuid} of GPU {gpu.index} is in GPU instance {legacy.group(2)}, which "
+                    f"nvidia-smi mig -lgi ({lgi}) does not list on GPU {gpu.index}: {not_same}",
+                )
+            split = _COMPUTE_SPLIT.fullmatch(device.profile)
+            instance_profile = table.profile(split.group(2) if split else device.profile)
+            if instance_profile is None:
+                raise InvalidInputError(
+                    device.where,
+                    f"MIG device profile {device.profile} is not one of {table.model}: {', '.join(table.names())}",
+                )
+            devices_of.setdefault(instance_profile, []).append(device)
+            taken = int(split.group(1)) if split else instance_profile.compute_slices
+            compute_taken[instance_profile] = compute_taken.get(instance_profile, 0) + taken
+        for instance_profile, devices in devices_of.items():
+            held = sum(1 for row in on_gpu if table.profile(row.name, row.size) is instance_profile)
+            if compute_taken[instance_profile] > held * instance_profile.compute_slices:
+                lgi_holds = (
+                    f"more than the {held} {instance_profile.name} GPU instance(s) nvidia-smi mig -lgi ({lgi}) "
+                    "lists there hold" if held else
+                    f"but nvidia-smi mig -lgi ({lgi}) lists no {instance_profile.name} GPU instance there"
+                )
+                raise InvalidInputError(
+                    devices[0].where,
+                    f"nvidia-smi -L lists {len(devices)} {instance_profile.name} MIG device(s) on GPU {gpu.index}, "
+                    f"{lgi_holds}: {not_same}",
+                )
 
 
 def _tie_devices(

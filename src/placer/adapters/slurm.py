@@ -107,7 +107,8 @@ def parse_gres_conf(text: str, source: str = "<text>") -> list[GresGpu]:
     A record is whitespace-separated ``Key=Value`` pairs on one line (a trailing ``\\``
     continues it on the next); keys are case-insensitive, ``#`` starts a comment, values
     may be double-quoted. Lines without ``Name=`` (``AutoDetect=nvml``, ...) and records
-    of other GRES (``mps``, ``shard``, ...) are skipped.
+    of other GRES (``mps``, ``shard``, ...) are skipped, as is a line echoing an
+    ``scontrol`` command.
 
     Parameters
     ----------
@@ -126,14 +127,20 @@ def parse_gres_conf(text: str, source: str = "<text>") -> list[GresGpu]:
     InvalidInputError
         With ``where`` = ``"<source>:<line>"`` for a word that is not ``Key=Value``, a
         key given twice (``Cores=`` and ``CPUs=`` count as the same key), ``Type=``/
-        ``File=``/... without ``Name=``, or a ``Links=`` value that is not a comma list
-        of integers from -1 to 64.
+        ``File=``/... without ``Name=``, a ``Links=`` value that is not a comma list
+        of integers from -1 to 64, or a line of another Slurm file (``SwitchName=``/
+        ``BlockName=`` of topology.conf, the records of ``scontrol show node`` or ``show
+        job``), naming the option that reads it.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
     gpus: list[GresGpu] = []
     for line_no, record in _logical_lines(text):
-        fields = _fields(record, f"{source}:{line_no}")
+        where = f"{source}:{line_no}"
+        if _SCONTROL_ECHO.fullmatch(record.strip()):
+            continue  # the next line tells which scontrol output this is
+        _refuse_other_file(_ANY_KEY.findall(record), where, "--gres", "gres.conf (Name=gpu lines)")
+        fields = _fields(record, where)
         if "name" not in fields:
             extra = [f"{key.capitalize()}=" for key in sorted(fields) if key in _RECORD_KEYS]
             if extra:
@@ -299,6 +306,46 @@ def _fields(record: str, where: str) -> dict[str, str]:
     return fields
 
 
+# The keys that tell one Slurm file from another, lowercase; first match wins.
+_FILE_KINDS: tuple[tuple[frozenset[str], str, str], ...] = (
+    (
+        frozenset(("switchname", "blockname", "blocksizes")),
+        "a topology line (topology.conf, scontrol show topology)",
+        "--topology",
+    ),
+    (frozenset(("jobid", "jobname", "jobstate")), "a line of scontrol show job output", "--jobs"),
+    (
+        frozenset((
+            "arch", "corespersocket", "cputot", "cpualloc", "cpuefctv", "realmemory", "state",
+            "gres", "gresused", "cfgtres", "alloctres", "nodeaddr", "nodehostname", "partitions",
+        )),
+        "a line of scontrol show node output",
+        "--nodes",
+    ),
+    (frozenset(("name", "autodetect", "file", "links", "multiplefiles")), "a gres.conf line", "--gres"),
+)
+_ANY_KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z][A-Za-z0-9_]*)=")
+
+
+def _refuse_other_file(keys: list[str], where: str, option: str, expected: str) -> None:
+    """Refuse a line whose ``keys`` belong to another Slurm file than the one ``option``
+    reads, naming that file and the option that reads it.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``where``, when a key marks a topology.conf, scontrol show job or node, or
+        gres.conf line and that file is not the one ``option`` reads.
+    """
+    for marks, kind, its_option in _FILE_KINDS:
+        marked = [key for key in keys if key.lower() in marks]
+        if marked:
+            if its_option != option:
+                _fail(where, f"expected {expected}, got {kind} ({marked[0]}=): "
+                             f"give that file as {its_option}")
+            return
+
+
 def _parse_links(value: str, where: str) -> tuple[int, ...]:
     parts = [part.strip() for part in value.split(",")]
     for part in parts:
@@ -425,14 +472,15 @@ _STATE_FLAG = re.compile(r"([A-Z][A-Z_]*)([*~#%!$@^\-]*)")
 def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
     """Parse ``scontrol show node`` output (best with ``-d``) into node records.
 
-    A record starts at a line beginning ``NodeName=`` and runs to the next empty line or
-    ``NodeName=`` line; its lines hold ``Key=Value`` pairs separated by whitespace, where
-    a value runs up to the next `` Key=`` (so ``OS=Linux 5.15 #152-Ubuntu SMP ...`` keeps
-    its spaces; ``Reason=``, ``Comment=`` and ``Extra=`` run to the end of the line).
-    Leading indentation, trailing spaces and CRLF are ignored; a line of only whitespace
-    (Slurm 24.05 prints one before ``Reason=``) does not end a record. Outside a record, a
-    line echoing the command (``root@host:~# scontrol show nodes``, indented or not) is
-    skipped.
+    A record starts at a line beginning ``NodeName=`` (after any indentation) and runs to
+    the next such line, whatever blank lines lie between: Slurm 24.05 prints a line of only
+    the indentation before ``Reason=`` and after each record, and a copy that lost those
+    blanks (an empty line, or no separator at all) reads the same. Its lines hold
+    ``Key=Value`` pairs separated by whitespace, where a value runs up to the next
+    `` Key=`` (so ``OS=Linux 5.15 #152-Ubuntu SMP ...`` keeps its spaces; ``Reason=``,
+    ``Comment=`` and ``Extra=`` run to the end of the line). Leading indentation, trailing
+    spaces and CRLF are ignored; a line echoing the command (``root@host:~# scontrol show
+    nodes``, indented or not) is skipped.
 
     Read per node: ``CPUEfctv``/``CPUTot``/``CfgTRES`` (CPUs), ``RealMemory``, ``Gres``
     (``gpu:<type>:<n>(S:...)``, comma-joined; other GRES are checked and skipped),
@@ -460,7 +508,8 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
         node name, a count that is not a whole number, a ``Gres``/``GresUsed``/TRES list
         that does not parse (e.g. cut short), more than 64 GPUs, GPU indices that repeat,
         disagree with their count or exceed the node's GPUs, allocations over the node's
-        CPUs or memory, or no record at all (line 1).
+        CPUs or memory, a line of another Slurm file (topology.conf, gres.conf, ``scontrol
+        show job``), naming the option that reads it, or no record at all (line 1).
     """
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -470,18 +519,19 @@ def parse_scontrol_nodes(text: str, source: str = "<text>") -> list[SlurmNode]:
         line_no = index + 1
         where = f"{source}:{line_no}"
         stripped = raw.strip()
-        if not stripped:
-            if raw in ("", "\r"):
-                current = None
+        if not stripped or _SCONTROL_ECHO.fullmatch(stripped):
             continue
         if stripped.startswith("NodeName="):
             current = {}
             records.append((line_no, current))
         elif current is None:
-            if _SCONTROL_ECHO.fullmatch(stripped):
-                continue
+            _refuse_other_file(_ANY_KEY.findall(stripped), where, "--nodes",
+                               "scontrol show node output")
             _fail(where, f"expected a node record starting NodeName=, got {clip(stripped)!r}")
-        for key, value in _line_pairs(stripped, where):
+        pairs = _line_pairs(stripped, where)
+        _refuse_other_file([key for key, _ in pairs], where, "--nodes",
+                           "scontrol show node output")
+        for key, value in pairs:
             if key in current:
                 _fail(where, f"expected each key once per node, got {key}= again "
                              f"(line {current[key][1]})")
@@ -790,7 +840,9 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
         or neither of ``Nodes=``/``Switches=``, a child switch that is not defined, a
         switch that is its own ancestor, a node in two blocks, a bad hostlist, a
         non-numeric ``LinkSpeed=``, ``Level=`` or ``BlockSizes=``, a topology.yaml
-        document; in ``scontrol show topology`` output, a leaf (``Level=0``) without
+        document, a line of another Slurm file (gres.conf's ``Name=``/``AutoDetect=``, the
+        records of ``scontrol show node`` or ``show job``), naming the option that reads
+        it; in ``scontrol show topology`` output, a leaf (``Level=0``) without
         ``Nodes=`` or with ``Switches=``, a higher switch without ``Switches=`` (a line cut
         short), or one whose ``Nodes=`` differ from the nodes under its switches.
     """
@@ -813,6 +865,8 @@ def parse_topology_conf(text: str, source: str = "<text>") -> SlurmTopology:
         if first in ("-", "---") or first.endswith(":"):
             _fail(where, "expected topology.conf Key=Value lines, got YAML "
                          "(topology.yaml is not read; give topology.conf)")
+        _refuse_other_file(_ANY_KEY.findall(record), where, "--topology",
+                           "topology.conf (SwitchName= or BlockName= lines)")
         fields = _fields(record, where)
         kinds = [kind for kind in _LINE_KINDS if kind in fields]
         if len(kinds) != 1:
