@@ -344,3 +344,56 @@ def test_help_describes_the_command_and_names_the_policies(command, capsys):
     if "--policy" in text:
         unwrapped = re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse wraps after a hyphen
         assert all(name in unwrapped for name in policies.names())
+
+
+# ---------------------------------------------------------------------------- empty inputs
+
+
+@pytest.mark.parametrize("command", ["place", "preempt", "defrag"])
+def test_an_empty_request_gives_an_empty_result(files, tmp_path, capsys, command):
+    snap, _ = files
+    empty = write(tmp_path / "empty.json", request_doc(pods=[]))
+    assert main([command, str(snap), str(empty)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["assignments"] == [] and result["unschedulable"] == []
+
+
+def test_explain_of_an_empty_request_says_nothing_is_pending(files, tmp_path, capsys):
+    snap, _ = files
+    empty = write(tmp_path / "empty.json", request_doc(pods=[]))
+    assert main(["explain", str(snap), str(empty)]) == 0
+    assert "nothing is pending" in capsys.readouterr().out
+    assert main(["explain", str(snap), str(empty), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["placed"] == 0 and data["pending"] == []
+
+
+def test_an_empty_request_through_the_python_api(files):
+    import placer
+
+    snap, _ = files
+    for run in (placer.place, placer.preempt):
+        result = run(str(snap), request_doc(pods=[]))
+        assert not result.assignments and not result.unschedulable
+
+
+def test_a_snapshot_without_nodes_leaves_every_pod_pending(files, tmp_path, capsys):
+    _, req = files
+    bare = write(tmp_path / "bare.json", {**snapshot_doc(), "nodes": []})
+    out = tmp_path / "result.json"
+    for command in ("place", "preempt"):
+        assert main([command, str(bare), str(req), "-o", str(out)]) == 0
+        result = json.loads(out.read_text())
+        assert result["assignments"] == []
+        assert [u["reason"] for u in result["unschedulable"]] == ["0/0 nodes are available."] * 3
+        assert main(["check", str(bare), str(req), str(out)]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(bare), str(req), "--format", "json"]) == 0
+    pending = json.loads(capsys.readouterr().out)["pending"]
+    assert len(pending) == 3
+    assert all(p["cause"] == "capacity" and "no nodes" in p["detail"] for p in pending)
+    assert main(["report", str(bare), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["nodes"] == 0 and data["freeGpus"] == 0
+    assert main(["report", str(bare)]) == 0
+    assert "0 node(s)" in capsys.readouterr().out

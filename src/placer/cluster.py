@@ -66,6 +66,8 @@ class _Step:
 
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
+    if not pods:
+        return []
     if not gang_specs and not any_placed_apart(pods):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}

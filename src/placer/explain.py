@@ -75,6 +75,9 @@ CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "
 NEAREST = 3
 """Nodes listed as nearest to fitting, per pending pod or gang."""
 
+NO_NODES = "the snapshot has no nodes: 0/0 nodes are available"
+"""The detail of every pending pod or gang of a snapshot without nodes."""
+
 NEAREST_MIG_GPUS = 6
 """MIG GPUs noted as nearest to fitting, per pending MIG pod."""
 
@@ -177,6 +180,8 @@ class Explanation:
         head = (
             f"{len(self.result.assignments)} pod(s) placed, {len(self.result.unschedulable)} not placed"
         )
+        if not self.result.assignments and not self.result.unschedulable:
+            head = "the request has no pods: nothing is pending"
         notes = "".join(f"\n  note: {line}" for line in self.stacked)
         if not self.pending:
             return head + notes + "\n"
@@ -219,7 +224,9 @@ def explain(
             members = [p for p in request.pods if p.gang == pod.gang]
             spec = request.gangs.get(pod.gang) or GangSpec(pod.gang)
             out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name], plan))
-    if request.preemption == "none":
+    if not cluster.session.n_nodes:
+        out = [replace(p, cause="capacity", detail=NO_NODES) for p in out]
+    elif request.preemption == "none":
         out = [_with_preemption(cluster, request, p) for p in out]
     stacked = tuple(_stacked_text(cluster, a) for a in result.assignments if a.stacked_slots)
     return Explanation(result, tuple(out), stacked, plan)
