@@ -97,7 +97,7 @@ def test_cpu_only_pod_larger_than_any_node_is_too_large():
     assert p.cause == "too large" and p.node_reasons == {"Insufficient cpu": 1}
     assert p.detail == ("no node could ever hold a CPU-only pod (96 CPU): 96 CPU asked, "
                         "the largest node has 64 CPU (short 32 CPU)")
-    assert p.nearest[0].lacks == ("32 CPU",)
+    assert p.nearest == ()  # no node could hold it even empty: none is near
 
 
 def test_a_gpu_pod_asking_more_cpu_than_any_node_has_is_too_large_not_fragmentation():
@@ -170,3 +170,18 @@ def test_cli_bad_format(tmp_path, capsys, fmt):
     snap_path.write_text(json.dumps(snapshot([node("a")])))
     assert main(["explain", str(snap_path), str(snap_path), "--format", fmt]) == 2
     assert "--format" in capsys.readouterr().err
+
+
+def test_nearest_lists_only_nodes_that_could_hold_the_pod_when_empty():
+    snap = snapshot([node("big", held=range(4)), {"name": "tiny", "type": "h100", "gpus": 1},
+                     {"name": "few-cpus", "type": "h100", "cpuMilli": 4000}])
+    expl = explain(snap, request([{"name": "p", "gpus": 8, "cpuMilli": 8000}]))
+    assert [n.node for n in only(expl).nearest] == ["big"]
+    assert "tiny" not in expl.to_text() and "few-cpus" not in expl.to_text()
+
+
+def test_no_nearest_node_when_no_node_could_ever_hold_the_pod():
+    snap = snapshot([{"name": "tiny", "type": "h100", "gpus": 1}, {**node("half", held=range(2)), "gpus": 4}])
+    p = only(explain(snap, request([{"name": "p", "gpus": 8}])))
+    assert p.cause == "too large" and p.detail.startswith("no node could ever hold 8 whole GPU(s)")
+    assert p.nearest == ()

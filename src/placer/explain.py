@@ -363,16 +363,16 @@ def _explain_group(
         eligible |= shape.eligible
     caps = [gangs.node_capacity(session, shape, len(pods)) for shape in shapes]
     fits_total = all(int(cap.sum()) >= shape.count for cap, shape in zip(caps, shapes))
-    nearest = _nearest(cluster, main, caps[0])
     levels = _level_fits(cluster, spec, caps[0], main.count) if spec is not None else ()
 
     hold_empty = np.zeros(session.n_nodes, dtype=bool)
     too_large = ""
-    for shape in shapes:
-        fits_empty = _fits_empty(cluster.snapshot, shape.pod)
+    fits_empty_per_shape = [_fits_empty(cluster.snapshot, shape.pod) for shape in shapes]
+    for shape, fits_empty in zip(shapes, fits_empty_per_shape):
         if not fits_empty.any() and not too_large:
             too_large = _too_large(cluster.snapshot, shape.pod)
         hold_empty |= fits_empty & shape.eligible
+    nearest = _nearest(cluster, main, caps[0], fits_empty_per_shape[0])
     registration = _registration_gap(cluster, main.pod)
     if registration:
         cause, detail = "registration", registration
@@ -380,7 +380,7 @@ def _explain_group(
         cause, detail = "too large", too_large
     elif not hold_empty.any():
         cause = "filters"
-        could = int(_fits_empty(cluster.snapshot, main.pod).sum())
+        could = int(fits_empty_per_shape[0].sum())
         detail = (
             f"{could} node(s) could hold {_pod_text(main.pod)} when empty, and every one is ruled out "
             f"before resources: {_listing(session.static_reasons(main.pod))}"
@@ -547,11 +547,14 @@ def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
     return "no node has GPUs"
 
 
-def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[NearNode, ...]:
-    """Eligible nodes that hold no pod of the shape, least short (GPUs, CPU, memory) first."""
+def _nearest(
+    cluster: Cluster, shape: gangs.Shape, cap: np.ndarray, fits_empty: np.ndarray
+) -> tuple[NearNode, ...]:
+    """Eligible nodes that hold no pod of the shape now but could when empty (``fits_empty``),
+    least short (GPUs, CPU, memory) first."""
     free = cluster.session.free
     pod = shape.pod
-    candidates = np.nonzero(shape.eligible & (cap == 0))[0]
+    candidates = np.nonzero(shape.eligible & fits_empty & (cap == 0))[0]
     short_milli = np.zeros(len(candidates), dtype=np.int64)  # shared pods: milli short on the best GPU
     short_gpus = np.zeros(len(candidates), dtype=np.int64)
     if pod.gpus and pod.gpu_milli >= 1000:
