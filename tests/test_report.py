@@ -53,8 +53,9 @@ def test_schedulable_pods_per_standard_shape_by_hand():
         assert r.reachable_free_gpus == pytest.approx(free)
     assert got[(8, 1000, 0)].nodes == 2 and got[(8, 1000, 0)].usable_pct == pytest.approx(100 * 16 / free)
     assert report.nodes == 5 and report.gpus == 40
-    assert report.free_gpu_milli == 4500 + 8000 + 8000 + 8000 + 7000
-    assert report.whole_free_gpus == 4 + 8 + 8 + 8 + 7
+    assert report.free_gpu_milli == 4500 + 8000 + 8000 + 7000  # a, b, d, e
+    assert report.whole_free_gpus == 4 + 8 + 8 + 7
+    assert report.unschedulable_free_gpu_milli == 8000  # c
     kinds = {(f.kind, f.node) for f in report.findings}
     assert kinds == {("cordoned", "c"), ("tainted", "d"), ("unhealthy-gpus", "e")}
 
@@ -75,6 +76,19 @@ def test_fragmentation_matches_the_kernel():
     assert report.fragment.total == pytest.approx(kernel.total, rel=1e-12)
     assert report.fragment.total > 0  # node a's half GPU is a fragment to whole-GPU shapes
     assert len(report.shapes) == len(STANDARD_SHAPES)
+
+
+def test_free_gpus_have_one_denominator_in_header_table_and_fragment(capsys):
+    report = cluster_report(SNAPSHOT)
+    free = report.free_gpu_milli / 1000
+    assert all(r.reachable_free_gpus == pytest.approx(free) for r in report.shapes)  # no model limit
+    assert report.fragment.idle_gpu_milli == report.free_gpu_milli
+    assert report.fragment.rate == pytest.approx(report.fragment.total / report.free_gpu_milli)
+    data = report.to_dict()
+    assert data["freeGpus"] == free == 27.5 and data["freeGpusOnUnschedulableNodes"] == 8
+    assert "schedulable" in data["freeGpusScope"]
+    head = report.to_text().splitlines()[0]
+    assert head == "5 node(s), 40 GPU(s): 27.5 free on schedulable nodes (27 whole); plus 8 on cordoned/drained/down nodes"
 
 
 def test_cli_text_and_json(tmp_path, capsys):

@@ -10,7 +10,10 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   are left out; tainted nodes count (GPU nodes are commonly tainted for GPU pods, which
   tolerate it) and are listed among the findings.
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
-  the workload.
+  the workload, over the same nodes.
+
+Free GPUs are counted one way throughout (:data:`FREE_GPUS_SCOPE`): on schedulable nodes,
+those free on cordoned, drained and down nodes given apart.
 * **MIG** — per GPU model with GPUs in MIG mode and per profile, how many more instances
   fit now (free instances on static GPUs; free and creatable ones on dynamic GPUs) and if
   every idle static GPU were re-split, beside the free slices
@@ -50,6 +53,7 @@ __all__ = [
     "SLOT_SHAPES",
     "SlotRow",
     "SharingSummary",
+    "FREE_GPUS_SCOPE",
 ]
 
 STANDARD_SHAPES = (
@@ -64,6 +68,12 @@ STANDARD_SHAPES = (
 
 SLOT_SHAPES = (1, 2, 4)
 """The ``gpuSlots`` shapes reported when some node shares its GPUs (time-slicing, MPS)."""
+
+FREE_GPUS_SCOPE = (
+    "free GPUs on schedulable nodes: cordoned, drained and down nodes and GPU-sharing nodes left out, "
+    "tainted nodes counted"
+)
+"""What the report counts as free GPUs, in its header, its shape table and its fragment."""
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 _TOLERATE_ALL = (Toleration(operator="Exists"),)
@@ -209,7 +219,7 @@ class ClusterReport:
 
     nodes: int
     gpus: int
-    free_gpu_milli: int
+    free_gpu_milli: int  # on the schedulable nodes (FREE_GPUS_SCOPE), as every figure of the report
     whole_free_gpus: int
     shapes: tuple[ShapeRow, ...]
     fragment: ClusterFragment
@@ -217,6 +227,7 @@ class ClusterReport:
     findings: tuple[Finding, ...]
     sharing: SharingSummary | None = None
     mig: tuple[ModelCapacity, ...] = ()
+    unschedulable_free_gpu_milli: int = 0  # on cordoned, drained and down nodes: counted nowhere else
 
     def to_dict(self) -> dict[str, Any]:
         frag = self.fragment
@@ -226,6 +237,8 @@ class ClusterReport:
             "gpus": self.gpus,
             "freeGpus": round(self.free_gpu_milli / 1000, 3),
             "wholeFreeGpus": self.whole_free_gpus,
+            "freeGpusOnUnschedulableNodes": round(self.unschedulable_free_gpu_milli / 1000, 3),
+            "freeGpusScope": FREE_GPUS_SCOPE,
             **extra,
             "schedulable": [row.to_dict() for row in self.shapes],
             "fragmentation": {
@@ -242,9 +255,12 @@ class ClusterReport:
     def to_text(self) -> str:
         """A readable table."""
         shared = "" if self.sharing is None else f" and {self.sharing.gpus} shared GPU(s) (below)"
+        aside = self.unschedulable_free_gpu_milli / 1000
         lines = [
             f"{self.nodes} node(s), {self.gpus - (self.sharing.gpus if self.sharing else 0)} GPU(s){shared}: "
-            f"{self.free_gpu_milli / 1000:g} free ({self.whole_free_gpus} whole)",
+            f"{self.free_gpu_milli / 1000:g} free on schedulable nodes ({self.whole_free_gpus} whole)"
+            + (f"; plus {aside:g} on cordoned/drained/down nodes" if aside else ""),
+            f"  ({FREE_GPUS_SCOPE}; the shape table and the fragment count the same GPUs)",
             "",
             "Schedulable now, per request shape (each node counted on its own):",
             "",
@@ -262,7 +278,7 @@ class ClusterReport:
         lines += [
             "",
             f"Fragmentation (FGD measure, workload: {self.workload_source}): "
-            f"{frag.total / 1000:.2f} GPU(s), {frag.amount_pct:.2f} % of capacity, "
+            f"{frag.total / 1000:.2f} GPU(s), {frag.amount_pct:.2f} % of the schedulable nodes' capacity, "
             f"{100 * frag.rate:.1f} % of the free GPUs",
         ]
         lines += _mig_lines(self.mig)
@@ -445,13 +461,16 @@ def cluster_report(
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
     session = Cluster(snapshot).session
     unshared = session.free.slot_replicas == 0
+    cordoned = np.array([node.unschedulable for node in snapshot.nodes], dtype=bool)
+    schedulable = unshared & ~cordoned
     return ClusterReport(
         nodes=len(snapshot.nodes),
         gpus=sum(node.hardware.gpus for node in snapshot.nodes),
-        free_gpu_milli=int(session.free.free_gpu_milli[unshared].sum()),
-        whole_free_gpus=int(session.free.whole_gpus[unshared].sum()),
+        free_gpu_milli=int(session.free.free_gpu_milli[schedulable].sum()),
+        whole_free_gpus=int(session.free.whole_gpus[schedulable].sum()),
+        unschedulable_free_gpu_milli=int(session.free.free_gpu_milli[unshared & cordoned].sum()),
         shapes=tuple(_shape_rows(session, workload.types)),
-        fragment=cluster_fragment(snapshot, workload),
+        fragment=cluster_fragment(snapshot, workload, only=schedulable),
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
         sharing=_sharing_summary(session),
