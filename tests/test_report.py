@@ -203,3 +203,24 @@ def test_gpu_labelled_node_without_gpu_capacity_is_a_finding(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Findings: none" not in out
     assert "  gpu-capacity-missing: cut: labelled as a GPU node (nvidia.com/gpu.product=" in out
+
+
+def test_a_consistent_mig_mixed_node_is_not_a_registration_finding():
+    def mig_node(name, allocatable, label, mig_gpus=(0, 1)):
+        return {"name": name, "gpus": 3, "gpuModel": "A100-PCIE-40GB", "mig": {"gpus": list(mig_gpus)},
+                "labels": {"nvidia.com/gpu.count": str(label), "nvidia.com/mig.strategy": "mixed"},
+                "resources": {"nvidia.com/gpu": {"capacity": allocatable, "allocatable": allocatable}}}
+
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        mig_node("ok", 1, 3),            # 2 GPUs in MIG mode, 1 offered whole, 3 in all
+        mig_node("short", 0, 3),         # one GPU neither in MIG mode nor offered
+        mig_node("label-off", 1, 4),
+        {"name": "single", "gpus": 2, "gpuModel": "A100-SXM4-40GB", "mig": {"gpus": "all"},
+         "labels": {"nvidia.com/gpu.count": "14", "nvidia.com/mig.strategy": "single"},
+         "migInstances": [{"gpu": g, "profile": "1g.5gb", "start": s} for g in (0, 1) for s in range(7)]},
+    ]}
+    found = {f.node: f.detail for f in cluster_report(placer.ClusterSnapshot.from_dict(doc)).findings
+             if f.kind == "gpu-registration"}
+    assert set(found) == {"short", "label-off"}
+    assert found["short"] == ("GPU counts disagree: hardware 3, capacity 0, allocatable 0, label 3 "
+                              "(2 GPU(s) in MIG mode, which nvidia.com/gpu does not count)")

@@ -81,6 +81,7 @@ _NO_LIMIT = 1 << 40
 _GPU_RESOURCE = "nvidia.com/gpu"
 _MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 _GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+_MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
 _CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
@@ -399,17 +400,28 @@ def gpu_count_findings(node: Any) -> list[Finding]:
         return [Finding("gpu-capacity-missing", node.name, detail)]
     sharing_ = node.hardware.gpu_sharing
     per_gpu = 1 if sharing_ is None else sharing_.replicas  # a sharing node offers slots
+    mig_gpus = len(node.hardware.mig_gpus)
+    single = node.labels.get(_MIG_STRATEGY_LABEL) == "single"
     seen = {"hardware": node.hardware.gpus * per_gpu}
+    # each count, as the GPUs it stands for: nvidia.com/gpu leaves out the GPUs in MIG mode
+    # (mixed strategy), GFD's count label counts the MIG devices under the single strategy
+    meant = dict(seen)
     res = node.resources.get(_GPU_RESOURCE)
     if res is not None:
         seen["capacity"] = res.capacity
         seen["allocatable"] = res.allocatable
+        meant["capacity"] = res.capacity + mig_gpus * per_gpu
+        meant["allocatable"] = res.allocatable + mig_gpus * per_gpu
     label = node.labels.get(_GPU_COUNT_LABEL)
     if label is not None and label.isdigit():
-        seen["label"] = int(label) * per_gpu
-    if len(set(seen.values())) <= 1:
+        seen["label"] = meant["label"] = int(label) * per_gpu
+        if single and int(label) == len(node.mig_instances):
+            meant["label"] = meant["hardware"]
+    if len(set(meant.values())) <= 1:
         return []
     text = ", ".join(f"{k} {v}" for k, v in seen.items())
+    if mig_gpus and res is not None:
+        text = f"{text} ({mig_gpus} GPU(s) in MIG mode, which {_GPU_RESOURCE} does not count)"
     if sharing_ is not None:
         return [Finding("gpu-registration", node.name,
                         f"GPU slot counts disagree ({sharing_.replicas} slots per GPU): {text}")]
