@@ -185,3 +185,20 @@ def test_no_nearest_node_when_no_node_could_ever_hold_the_pod():
     p = only(explain(snap, request([{"name": "p", "gpus": 8}])))
     assert p.cause == "too large" and p.detail.startswith("no node could ever hold 8 whole GPU(s)")
     assert p.nearest == ()
+
+
+def test_causes_are_coloured_only_when_asked(tmp_path, capsys):
+    snap = snapshot([node("a", held=range(4)), node("b", held=range(4))])
+    expl = explain(snap, request([{"name": "big", "gpus": 8}]))
+    assert "cause: \033[36mfragmentation\033[0m" in expl.to_text(color=True)
+    assert "\033[" not in expl.to_text()
+    snap_path, req_path = tmp_path / "s.json", tmp_path / "r.json"
+    snap_path.write_text(json.dumps(snap))
+    req_path.write_text(json.dumps(request([{"name": "big", "gpus": 8}])))
+    assert main(["explain", str(snap_path), str(req_path)]) == 0  # not a terminal: no colour
+    assert "\033[" not in capsys.readouterr().out
+    assert main(["explain", str(snap_path), str(req_path), "--color", "always"]) == 0
+    assert "\033[36mfragmentation" in capsys.readouterr().out
+    out = tmp_path / "out.txt"
+    assert main(["explain", str(snap_path), str(req_path), "--color", "always", "-o", str(out)]) == 0
+    assert "\033[" not in out.read_text()  # never into a file

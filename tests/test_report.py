@@ -224,3 +224,96 @@ def test_a_consistent_mig_mixed_node_is_not_a_registration_finding():
     assert set(found) == {"short", "label-off"}
     assert found["short"] == ("GPU counts disagree: hardware 3, capacity 0, allocatable 0, label 3 "
                               "(2 GPU(s) in MIG mode, which nvidia.com/gpu does not count)")
+
+
+# ----------------------------------------------------------------------------- per-node view, tables, colour
+
+
+def node_view_snapshot():
+    return {
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot",
+        "nodes": [
+            {"name": "gpu-node-with-a-rather-long-name-01", "gpus": 8, "gpuModel": "H100",
+             "pods": [{"name": "job", "gpus": [0, 1, 2]}, {"name": "half", "gpuShares": {"3": 500}}]},
+            {"name": "cordoned", "gpus": 4, "gpuModel": "H100", "unschedulable": True},
+            {"name": "drained", "gpus": 4, "gpuModel": "H100", "unschedulable": True,
+             "labels": {"slurm.state": "IDLE+DRAIN", "slurm.reason": "bad fan"}},
+            {"name": "tainted", "gpus": 4, "gpuModel": "H100", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            {"name": "mig", "gpus": 1, "gpuModel": "A100-SXM4-40GB", "mig": {"gpus": "all"},
+             "migInstances": [{"gpu": 0, "profile": "3g.20gb", "start": 0},
+                              {"gpu": 0, "profile": "3g.20gb", "start": 4}],
+             "pods": [{"name": "m", "mig": [{"gpu": 0, "profile": "3g.20gb", "start": 4}]}]},
+        ],
+    }
+
+
+def test_report_nodes_gives_one_row_per_node(tmp_path, capsys):
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(node_view_snapshot()))
+    assert main(["report", str(path), "--nodes", "--format", "json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["nodes"]}
+    assert list(rows) == ["gpu-node-with-a-rather-long-name-01", "cordoned", "drained", "tainted", "mig"]
+    first = rows["gpu-node-with-a-rather-long-name-01"]
+    assert (first["state"], first["freeGpus"], first["gpus"], first["pods"], first["migInstances"]) == (
+        "ready", 4.5, 8, 2, None)
+    assert [rows[n]["state"] for n in ("cordoned", "drained", "tainted")] == ["cordoned", "drained", "tainted"]
+    assert rows["mig"]["migInstances"] == {"free": 1, "total": 2} and rows["mig"]["pods"] == 1
+    assert main(["report", str(path), "--nodes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["NODE", "STATE"] and len(lines) == 6
+    assert len({len(line) for line in lines}) == 1  # aligned: the last column is right-aligned
+    assert lines[5].split() == ["mig", "ready", "0/1", "1/2", "1"]
+    assert "\033[" not in "\n".join(lines)  # capsys is no terminal
+
+
+def test_text_tables_stay_aligned_with_long_names():
+    long_model = "NVIDIA-H100-80GB-HBM3-with-a-long-product-name"
+    snap = placer.ClusterSnapshot.from_dict({
+        "apiVersion": "placer/v1", "kind": "ClusterSnapshot",
+        "nodes": [{"name": "a", "gpus": 8, "gpuModel": long_model}]})
+    workload = Workload(types=(TaskType(0, 1000, 1, (long_model,)), TaskType(0, 1000, 2)), popularity=(0.5, 0.5))
+    text = cluster_report(snap, workload).to_text()
+    table = text.split("each node counted on its own):\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(table) == 3 and len({len(line) for line in table}) == 1
+    assert table[1].split()[-5:] == ["8", "8", "8", "100.0%", "1"]
+
+
+def test_colour_only_when_asked(monkeypatch):
+    from placer.report import node_rows, nodes_text
+    from placer.textlines import color_wanted
+
+    snap = placer.ClusterSnapshot.from_dict(node_view_snapshot())
+    report = cluster_report(snap)
+    assert "\033[" not in report.to_text() and "\033[" not in nodes_text(node_rows(snap))
+    coloured = report.to_text(color=True)
+    assert "\033[33mcordoned\033[0m: cordoned" in coloured and "\033[33mdrained\033[0m: drained" in coloured
+    table = nodes_text(node_rows(snap), color=True).splitlines()
+    assert "\033[31mdrained\033[0m" in table[3] and "\033[" not in table[1]
+    assert len({len(line.replace("\033[31m", "").replace("\033[33m", "").replace("\033[0m", ""))
+                for line in table}) == 1  # escapes take no width
+
+    class Tty:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert color_wanted("auto", Tty(True)) and not color_wanted("auto", Tty(False))
+    assert color_wanted("always", Tty(False)) and not color_wanted("never", Tty(True))
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not color_wanted("auto", Tty(True))
+    monkeypatch.setenv("NO_COLOR", "")
+    assert color_wanted("auto", Tty(True))
+
+
+def test_cli_color_always_and_never(tmp_path, capsys):
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(node_view_snapshot()))
+    assert main(["report", str(path), "--color", "always"]) == 0
+    assert "\033[33mtainted\033[0m" in capsys.readouterr().out
+    for argv in (["report", str(path)], ["report", str(path), "--color", "never"]):
+        assert main(argv) == 0
+        assert "\033[" not in capsys.readouterr().out
+    assert main(["report", str(path), "--color", "sometimes"]) == 2

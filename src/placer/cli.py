@@ -22,6 +22,7 @@ from placer._io import dump_json, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import OUTPUT_FORMATS
 from placer.model import PREEMPTION_MODES
+from placer.textlines import COLOR_CHOICES, aligned, color_wanted
 
 if TYPE_CHECKING:
     from placer.model import PlacementResult
@@ -184,6 +185,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "static MIG GPUs that would place the pending MIG pods; GPUs with an instance in use never listed)",
     )
     e.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    _add_color_option(e)
     e.set_defaults(handler=_cmd_explain)
 
     r = sub.add_parser(
@@ -202,6 +204,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "(JSON or YAML) or an openb pod CSV (default: 1, 2, 4, 8, 0.5 and 0.25 GPU)",
     )
     r.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_JSON, help="text (default) or json")
+    r.add_argument(
+        "--nodes", action="store_true",
+        help="instead, one row per node (like sinfo -N): state, GPUs free/total, MIG instances free/total, "
+        "pods; with --format json a \"nodes\" list",
+    )
+    _add_color_option(r)
     r.set_defaults(handler=_cmd_report)
 
     im = sub.add_parser("import", help="a ClusterSnapshot or PlacementRequest from kubectl or Slurm output")
@@ -680,6 +688,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_color_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color", metavar="WHEN", default="auto", choices=COLOR_CHOICES,
+        help="colour causes and findings: auto (default: on a terminal, unless NO_COLOR is set), always, never",
+    )
+
+
+def _colored(args: argparse.Namespace) -> bool:
+    """Whether the command's text goes to stdout coloured (``--color``; never into a file)."""
+    to_file = getattr(args, "output", None) not in (None, "-")
+    return not to_file and color_wanted(args.color, sys.stdout)
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     from placer.explain import explain
     from placer.model import load_request, load_snapshot
@@ -690,7 +711,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if args.format == "mig-parted":
         text = render_mig_parted(result.relayout)
     else:
-        text = dump_json(result.to_dict()) if args.format == "json" else result.to_text()
+        text = dump_json(result.to_dict()) if args.format == "json" else result.to_text(_colored(args))
     _emit(text, args.output)
     return EXIT_OK
 
@@ -835,9 +856,15 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from placer.fragmentation import target_workload
     from placer.model import load_request, load_snapshot
-    from placer.report import cluster_report
+    from placer.report import cluster_report, node_rows, nodes_text
 
     snapshot = load_snapshot(args.snapshot)
+    if args.nodes:
+        rows = node_rows(snapshot)
+        text = (dump_json({"nodes": [r.to_dict() for r in rows]}) if args.format == "json"
+                else nodes_text(rows, _colored(args)))
+        sys.stdout.write(text)
+        return EXIT_OK
     workload = source = None
     pods: list[Any] = []
     if args.workload is not None:
@@ -851,7 +878,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise InvalidInputError(args.workload, "the workload has no pods")
         workload, source = target_workload(pods), os.path.basename(args.workload)
     report = cluster_report(snapshot, workload, source, pods)
-    sys.stdout.write(dump_json(report.to_dict()) if args.format == "json" else report.to_text())
+    sys.stdout.write(dump_json(report.to_dict()) if args.format == "json" else report.to_text(_colored(args)))
     return EXIT_OK
 
 
@@ -1047,7 +1074,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             [r["policy"], cell(r["median"]), cell(r["mean"]), cell(r["sd"]),
              cell(r["published_mean"]), cell(r["published_median"])]
         )
-    lines += ["  " + line for line in _table(rows, right=frozenset((1, 2, 3, 4, 5)))]
+    lines += aligned(rows, right=frozenset((1, 2, 3, 4, 5)), indent="  ")
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
@@ -1184,16 +1211,6 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _table(rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """Rows of cells as lines of aligned columns (columns in ``right`` right-aligned)."""
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    out = []
-    for r in rows:
-        cells = (cell.rjust(w) if c in right else cell.ljust(w) for c, (cell, w) in enumerate(zip(r, widths)))
-        out.append("  ".join(cells).rstrip())
-    return out
-
-
 def _dump_rows_inline(obj: Any) -> str:
     """JSON indented by 2 like :func:`dump_json`, but each list of plain values on one line."""
 
@@ -1223,14 +1240,14 @@ def _topo_text(report: dict[str, Any], source: str) -> str:
     if report["matrix"] is not None:
         rows = [head] + [[f"GPU{i}"] + row for i, row in enumerate(report["matrix"])]
         rows += [[nic["name"]] + nic["labels"] for nic in nics]
-        lines += _table(rows)
+        lines += aligned(rows)
     else:
         if report["nvswitch"]:
             lines.append(f"NVSwitch: every pair of GPUs fully connected (pair score {NVSWITCH_POINTS})")
         else:
             lines.append("no link matrix given: every pair of GPUs alike (pair score 0)")
         if nics:
-            lines += [""] + _table([head] + [[nic["name"]] + nic["labels"] for nic in nics])
+            lines += [""] + aligned([head] + [[nic["name"]] + nic["labels"] for nic in nics])
     lines.append("")
     if report["islands"]:
         text = " ".join(_set_text(g) for g in report["islands"])
@@ -1248,7 +1265,7 @@ def _topo_text(report: dict[str, Any], source: str) -> str:
             for key in ("tiling", "bestSet"):
                 row += [_set_text(e[key]["gpus"]), str(e[key]["setScore"])]
             rows.append(row)
-        lines += ["  " + line for line in _table(rows, right=frozenset((0, 2, 4)))]
+        lines += aligned(rows, right=frozenset((0, 2, 4)), indent="  ")
         shown = report["bestSets"][-1]["size"]
         if shown < n:
             lines.append(f"  (sizes above {shown} not shown; see --max-size)")

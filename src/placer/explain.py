@@ -66,11 +66,17 @@ from placer.model import (
     load_request,
 )
 from placer.report import gpu_count_findings, offered_resources
+from placer.textlines import paint
 
 __all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
 
 CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "capacity")
 """The causes an explanation names, in the order they are tested."""
+
+CAUSE_COLORS = {"registration": "red", "too large": "red", "filters": "yellow", "topology": "yellow",
+                "fragmentation": "cyan", "capacity": "cyan"}
+"""The colour of each cause on a terminal: red for what no wait fixes, yellow for rules,
+cyan for what frees up as pods end."""
 
 NEAREST = 3
 """Nodes listed as nearest to fitting, per pending pod or gang."""
@@ -140,8 +146,10 @@ class Pending:
             "preemption": self.preemption,
         }
 
-    def to_text(self) -> str:
-        lines = [f"{self.kind} {self.name} ({self.pods} pod(s)): {self.reason}", f"  cause: {self.cause} — {self.detail}"]
+    def to_text(self, color: bool = False) -> str:
+        """The explanation as lines; ``color``: the cause coloured with ANSI escapes (for a terminal)."""
+        cause = paint(self.cause, CAUSE_COLORS[self.cause], color)
+        lines = [f"{self.kind} {self.name} ({self.pods} pod(s)): {self.reason}", f"  cause: {cause} — {self.detail}"]
         for n in self.nearest:
             held = f"; GPUs held by {', '.join(n.holders)}" if n.holders else ""
             lines.append(f"  nearest: {n.node} lacks {', '.join(n.lacks)}{held}")
@@ -176,7 +184,8 @@ class Explanation:
             "relayout": self.relayout.to_dict(),
         }
 
-    def to_text(self) -> str:
+    def to_text(self, color: bool = False) -> str:
+        """The explanation as text; ``color``: causes coloured with ANSI escapes (for a terminal)."""
         head = (
             f"{len(self.result.assignments)} pod(s) placed, {len(self.result.unschedulable)} not placed"
         )
@@ -185,7 +194,7 @@ class Explanation:
         notes = "".join(f"\n  note: {line}" for line in self.stacked)
         if not self.pending:
             return head + notes + "\n"
-        return head + notes + "\n\n" + "\n\n".join(p.to_text() for p in self.pending) + "\n"
+        return head + notes + "\n\n" + "\n\n".join(p.to_text(color) for p in self.pending) + "\n"
 
 
 def explain(

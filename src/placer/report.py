@@ -40,6 +40,7 @@ from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, c
 from placer.mig_plans import ModelCapacity, mig_capacity
 from placer.model import ClusterSnapshot, PodRequest, Toleration
 from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL, gpu_node_label
+from placer.textlines import aligned, paint
 
 __all__ = [
     "STANDARD_SHAPES",
@@ -54,6 +55,10 @@ __all__ = [
     "SlotRow",
     "SharingSummary",
     "FREE_GPUS_SCOPE",
+    "NodeRow",
+    "node_rows",
+    "nodes_text",
+    "finding_color",
 ]
 
 STANDARD_SHAPES = (
@@ -206,12 +211,12 @@ class SharingSummary:
             f"GPU sharing (time-slicing, MPS): {self.nodes} node(s), {self.gpus} GPU(s) × {per} slots = "
             f"{self.slots} slots, {self.free_slots} free; whole-GPU shapes above leave these GPUs out",
             "",
-            f"  {'shape':<22} {'pods':>6} {'slots':>8} {'nodes':>6}",
         ]
+        rows = [["shape", "pods", "slots", "nodes"]]
         for row in self.rows:
             label = f"{row.slots} slot" + ("s" if row.slots > 1 else "")
-            lines.append(f"  {label:<22} {row.pods:>6} {row.pods * row.slots:>8} {row.nodes:>6}")
-        return lines
+            rows.append([label, str(row.pods), str(row.pods * row.slots), str(row.nodes)])
+        return lines + aligned(rows, right=frozenset((1, 2, 3)), indent="  ")
 
 
 @dataclass(frozen=True)
@@ -253,8 +258,8 @@ class ClusterReport:
             "findings": [f.to_dict() for f in self.findings],
         }
 
-    def to_text(self) -> str:
-        """A readable table."""
+    def to_text(self, color: bool = False) -> str:
+        """A readable table; ``color``: findings coloured with ANSI escapes (for a terminal)."""
         shared = "" if self.sharing is None else f" and {self.sharing.gpus} shared GPU(s) (below)"
         aside = self.unschedulable_free_gpu_milli / 1000
         lines = [
@@ -265,14 +270,13 @@ class ClusterReport:
             "",
             "Schedulable now, per request shape (each node counted on its own):",
             "",
-            f"  {'shape':<22} {'pods':>6} {'GPUs':>8} {'of free':>8} {'usable':>7} {'nodes':>6}",
         ]
+        rows = [["shape", "pods", "GPUs", "of free", "usable", "nodes"]]
         for row in self.shapes:
             usable = "—" if row.usable_pct is None else f"{row.usable_pct:.1f}%"
-            lines.append(
-                f"  {shape_label(row.shape):<22} {row.pods:>6} {row.gpus:>8g} "
-                f"{row.reachable_free_gpus:>8g} {usable:>7} {row.nodes:>6}"
-            )
+            rows.append([shape_label(row.shape), str(row.pods), f"{row.gpus:g}", f"{row.reachable_free_gpus:g}",
+                         usable, str(row.nodes)])
+        lines += aligned(rows, right=frozenset((1, 2, 3, 4, 5)), indent="  ")
         if self.sharing is not None:
             lines += self.sharing.to_text()
         frag = self.fragment
@@ -285,10 +289,20 @@ class ClusterReport:
         lines += _mig_lines(self.mig)
         if self.findings:
             lines += ["", "Findings:"]
-            lines += [f"  {f.kind}: {f.node + ': ' if f.node else ''}{f.detail}" for f in self.findings]
+            lines += [f"  {paint(f.kind, finding_color(f.kind), color)}: {f.node + ': ' if f.node else ''}{f.detail}"
+                      for f in self.findings]
         else:
             lines += ["", "Findings: none"]
         return "\n".join(lines) + "\n"
+
+
+_SEVERE_FINDINGS = frozenset(("unhealthy-gpus", "down", "gpu-capacity-missing", "gpu-registration",
+                              "resource-not-offered"))
+
+
+def finding_color(kind: str) -> str:
+    """The colour of a finding's kind on a terminal: red for what breaks placement, else yellow."""
+    return "red" if kind in _SEVERE_FINDINGS else "yellow"
 
 
 def _mig_lines(models: Sequence[ModelCapacity]) -> list[str]:
@@ -308,10 +322,10 @@ def _mig_lines(models: Sequence[ModelCapacity]) -> list[str]:
         ]
         if not m.placements_confirmed:
             lines.append("  starts inferred, not read from nvidia-smi")
-        lines.append(f"  {'profile':<12} {'now':>5} {'static':>7} {'dynamic':>8} {'re-split':>9} {'slices':>7}")
-        for p in m.profiles:
-            lines.append(f"  {p.profile:<12} {p.now:>5} {p.static:>7} {p.dynamic:>8} {p.if_resplit:>9} "
-                         f"{p.now * p.memory_slices:>7}")
+        rows = [["profile", "now", "static", "dynamic", "re-split", "slices"]]
+        rows += [[p.profile, str(p.now), str(p.static), str(p.dynamic), str(p.if_resplit), str(p.now * p.memory_slices)]
+                 for p in m.profiles]
+        lines += aligned(rows, right=frozenset((1, 2, 3, 4, 5)), indent="  ")
     return lines
 
 
@@ -471,7 +485,8 @@ def cluster_report(
     if workload is None:
         workload = standard_workload()
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
-    session = Cluster(snapshot).session
+    cluster = Cluster(snapshot)
+    session = cluster.session
     unshared = session.free.slot_replicas == 0
     cordoned = np.array([node.unschedulable for node in snapshot.nodes], dtype=bool)
     schedulable = unshared & ~cordoned
@@ -482,12 +497,77 @@ def cluster_report(
         whole_free_gpus=int(session.free.whole_gpus[schedulable].sum()),
         unschedulable_free_gpu_milli=int(session.free.free_gpu_milli[unshared & cordoned].sum()),
         shapes=tuple(_shape_rows(session, workload.types)),
-        fragment=cluster_fragment(snapshot, workload, only=schedulable),
+        fragment=cluster_fragment(cluster, workload, only=schedulable),  # the free state counted above
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
         sharing=_sharing_summary(session),
         mig=mig_capacity(session.mig),
     )
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One node as ``placer report --nodes`` shows it (like ``sinfo -N``).
+
+    Attributes
+    ----------
+    name : str
+    state : str
+        ``ready``, else what keeps pods off it, comma-joined: ``cordoned``, ``drained``,
+        ``down`` (Slurm states), ``tainted`` (a NoSchedule or NoExecute taint),
+        ``unhealthy-gpus``.
+    gpus : int
+    free_gpus : float
+        Free GPUs (whole, and shares' rests) outside MIG mode.
+    mig_instances, free_mig_instances : int or None
+        The MIG instances of the node and those no pod holds (None: no GPU in MIG mode).
+    pods : int
+        Running pods.
+    """
+
+    name: str
+    state: str
+    gpus: int
+    free_gpus: float
+    mig_instances: int | None
+    free_mig_instances: int | None
+    pods: int
+
+    def to_dict(self) -> dict[str, Any]:
+        mig = None if self.mig_instances is None else {"free": self.free_mig_instances, "total": self.mig_instances}
+        return {"name": self.name, "state": self.state, "gpus": self.gpus, "freeGpus": round(self.free_gpus, 3),
+                "migInstances": mig, "pods": self.pods}
+
+
+def node_rows(snapshot: ClusterSnapshot) -> tuple[NodeRow, ...]:
+    """Per node of ``snapshot``, in order, its state, GPUs, MIG instances and pods."""
+    session = Cluster(snapshot).session
+    out = []
+    for i, node in enumerate(snapshot.nodes):
+        states = [_unschedulable(node).kind] if node.unschedulable else []
+        if any(t.effect in _BLOCKING_EFFECTS for t in node.taints):
+            states.append("tainted")
+        if node.unhealthy_gpus:
+            states.append("unhealthy-gpus")
+        total = free = None
+        if node.hardware.mig is not None:
+            held = {(m.gpu, m.start) for rp in node.pods for m in rp.mig}
+            total = len(node.mig_instances)
+            free = sum((m.gpu, m.start) not in held for m in node.mig_instances)
+        out.append(NodeRow(node.name, ",".join(states) or "ready", node.hardware.gpus,
+                           float(session.free.free_gpu_milli[i]) / 1000, total, free, len(node.pods)))
+    return tuple(out)
+
+
+def nodes_text(rows: Sequence[NodeRow], color: bool = False) -> str:
+    """The per-node view as aligned columns; ``color``: states other than ready coloured."""
+    table = [["NODE", "STATE", "GPUS FREE/TOTAL", "MIG FREE/TOTAL", "PODS"]]
+    for r in rows:
+        mig = "-" if r.mig_instances is None else f"{r.free_mig_instances}/{r.mig_instances}"
+        hue = "red" if r.state.split(",")[0] in ("down", "drained") else "yellow"
+        state = r.state if r.state == "ready" else paint(r.state, hue, color)
+        table.append([r.name, state, f"{r.free_gpus:g}/{r.gpus}", mig, str(r.pods)])
+    return "\n".join(aligned(table, right=frozenset((2, 3, 4)))) + "\n"
 
 
 def _sharing_summary(session: KernelSession) -> SharingSummary | None:
