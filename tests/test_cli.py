@@ -397,3 +397,50 @@ def test_a_snapshot_without_nodes_leaves_every_pod_pending(files, tmp_path, caps
     assert data["nodes"] == 0 and data["freeGpus"] == 0
     assert main(["report", str(bare)]) == 0
     assert "0 node(s)" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- hints that do not mislead
+
+
+@pytest.mark.parametrize("command", [["place"], ["place", "--preemption", "greedy"], ["preempt"], ["explain"],
+                                     ["defrag"]])
+def test_an_already_bound_pod_is_named_as_the_request_file_writes_it(files, tmp_path, capsys, command):
+    snap, _ = files
+    # two replicas before it: the pod is pods[3] once expanded, pods[2] in the file
+    req = write(tmp_path / "req.json", request_doc(pods=[
+        {"name": "t/w", "gpus": 1, "replicas": 2}, {"name": "t/x", "gpus": 1}, {"name": "old/job", "gpus": 1}]))
+    assert main([*command, str(snap), str(req)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == f"placer: error: {req}: pods[2].name: pod 'old/job' is already bound"
+
+
+def test_an_already_bound_pod_through_the_python_api(files):
+    import placer
+
+    snap, _ = files
+    doc = request_doc(pods=[{"name": "t/w", "gpus": 1, "replicas": 2}, {"name": "old/job", "gpus": 1}])
+    with pytest.raises(placer.InvalidInputError) as info:
+        placer.place(str(snap), doc)
+    assert info.value.where == "pods[1].name"
+    cluster = placer.Cluster(str(snap))
+    cluster.schedule(request_doc(pods=[{"name": "t/w", "gpus": 1, "replicas": 2}]))
+    with pytest.raises(placer.InvalidInputError) as info:  # bound by the earlier call
+        cluster.schedule(request_doc(pods=[{"name": "t/y", "gpus": 1, "replicas": 2}, {"name": "t/w-1"}]))
+    assert info.value.where == "pods[1].name" and "'t/w-1' is already bound" in info.value.what
+
+
+@pytest.mark.parametrize(("where", "key", "meant"), [
+    ("snapshot", "gpuMilli", "gpuShares"), ("request", "gpuShares", "gpuMilli"), ("request", "unknownGpus", "gpus"),
+])
+def test_a_request_field_in_a_running_pod_hints_its_counterpart(files, tmp_path, capsys, where, key, meant):
+    snap, req = files
+    if where == "snapshot":
+        doc = snapshot_doc()
+        doc["nodes"][1]["pods"][0][key] = 500
+        snap = write(tmp_path / "snap.json", doc)
+    else:
+        req = write(tmp_path / "req.json", request_doc(pods=[{"name": "t/p", "gpus": 1, key: 1}]))
+    assert main(["place", str(snap), str(req)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert f'unknown field "{key}" (did you mean "{meant}"?' in line
+    assert "cpuMilli" not in line

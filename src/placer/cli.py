@@ -629,13 +629,11 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def _cmd_place(args: argparse.Namespace) -> int:
-    from placer.model import load_request, replace
+    from functools import partial
+
     from placer.place import place
 
-    request = args.request
-    if args.preemption is not None:
-        request = replace(load_request(request), preemption=args.preemption)
-    return _placement(args, place, request)
+    return _placement(args, partial(place, preemption=args.preemption), args.request)
 
 
 def _cmd_preempt(args: argparse.Namespace) -> int:
@@ -707,7 +705,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     from placer.mig_plans import render_mig_parted
 
-    result = explain(load_snapshot(args.snapshot), load_request(args.request))
+    result = explain(load_snapshot(args.snapshot), args.request)  # the request checked against the snapshot
     if args.format == "mig-parted":
         text = render_mig_parted(result.relayout)
     else:

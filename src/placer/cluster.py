@@ -24,6 +24,7 @@ from placer.kernel.session import Evicted
 from placer.kernel.pack import any_placed_apart, assignment, mask_to_indices, run_assignments
 from placer.kernel.session import slot_counts
 from placer.model import (
+    PREEMPTION_MODES,
     Assignment,
     ClusterSnapshot,
     GangResult,
@@ -135,7 +136,7 @@ class Cluster:
         self._snapshot = load_snapshot(snapshot)
         self._session = KernelSession(self._snapshot)
         self._domains = Domains(self._snapshot)
-        self._facts = schema.snapshot_facts(self._snapshot)
+        self._facts = schema.snapshot_facts(self._snapshot, self._session.first_held)
         # pod name -> its latest decisions, newest last: (assignment, the pod as decided)
         self._decided: dict[str, list[tuple[Assignment, PodRequest]]] = {}
         # decisions not yet filed in _decided: a one-shot placement never needs them filed
@@ -170,16 +171,28 @@ class Cluster:
         *,
         policy: str | Policy | None = None,
         seed: int | None = None,
+        preemption: str | None = None,
     ) -> PlacementResult:
         """Place a request's pods in order, binding each placed pod.
 
         This is what :func:`placer.place` does; the state keeps the placed pods.
-        ``policy`` and ``seed``, when given, override the request's.
+        ``policy``, ``seed`` and ``preemption`` (a mode of
+        :data:`placer.model.PREEMPTION_MODES`), when given, override the request's.
         """
         request = self._request(request, policy, seed)
+        if preemption is not None:
+            if preemption not in PREEMPTION_MODES:
+                raise InvalidInputError("preemption", f"expected one of {', '.join(PREEMPTION_MODES)}, "
+                                                      f"got {preemption!r}")
+            request = replace(request, preemption=preemption)
         # a PlacementRequest built in Python has not been through the decoder: get() is the
         # one check of its name (a decoded request's name is a plain hit)
         return self._run(request, policies.get(request.policy), keep=True)
+
+    def checked_request(self, request: PlacementRequest | Mapping[str, Any] | str) -> PlacementRequest:
+        """``request`` decoded and checked against this cluster (its levels, the pods bound
+        now), a fault named at the file and path as the document writes them."""
+        return self._request(request, None, None)
 
     def _request(
         self, request: PlacementRequest | Mapping[str, Any] | str, policy: str | Policy | None, seed: int | None
@@ -325,9 +338,7 @@ class Cluster:
 
     def _refuse_bound(self, request: PlacementRequest) -> None:
         """Raise InvalidInputError at the first requested pod that is bound or running."""
-        i = self._session.first_held(request.pods)
-        if i >= 0:
-            raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
+        schema.refuse_bound(request, self._session.first_held)
 
     # ------------------------------------------------------------------ making room by moving
 

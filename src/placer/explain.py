@@ -63,7 +63,6 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
-    load_request,
 )
 from placer.report import gpu_count_findings, offered_resources
 from placer.textlines import paint
@@ -215,7 +214,7 @@ def explain(
         that would place the pending MIG pods.
     """
     cluster = Cluster(snapshot)
-    request = load_request(request)
+    request = cluster.checked_request(request)
     result = cluster.schedule(request)  # binds what it places: the state pending pods face
     reasons = {u.pod: u.reason for u in result.unschedulable}
     plan = _placing_plan(cluster, request, [pod for pod in request.pods if pod.name in reasons])

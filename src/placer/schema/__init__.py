@@ -29,6 +29,7 @@ from placer.schema.files import decode_object, decode_source, gc_paused, load_do
 from placer.schema.request import (
     SnapshotFacts,
     check_request_against_snapshot,
+    refuse_bound,
     snapshot_facts,
     plain_pods,
     request_document,
@@ -56,6 +57,7 @@ __all__ = [
     "coerce_result",
     "request_for_pods",
     "snapshot_facts",
+    "refuse_bound",
     "snapshot_gpu_models",
     "check_request_against_snapshot",
     "check_policy",
