@@ -202,3 +202,14 @@ def test_causes_are_coloured_only_when_asked(tmp_path, capsys):
     out = tmp_path / "out.txt"
     assert main(["explain", str(snap_path), str(req_path), "--color", "always", "-o", str(out)]) == 0
     assert "\033[" not in out.read_text()  # never into a file
+
+
+def test_topology_names_the_eligible_nodes_outside_every_domain():
+    nodes = [node("a", held=range(6), topology={"rack": "r1"}), node("b", held=range(6), topology={"rack": "r1"})]
+    nodes += [node(f"idle-{i}") for i in range(5)]
+    pods = [{"name": "w", "replicas": 2, "gpus": 4, "gang": "g"}]
+    p = only(explain(snapshot(nodes, levels=("rack",)), request(pods, {"g": {"topology": {"mode": "required",
+                                                                                           "level": "rack"}}})))
+    assert p.cause == "topology"
+    assert p.detail.endswith("; 5 eligible node(s) with room are outside every rack domain: idle-0, idle-1, idle-2 "
+                             "and 2 more (the topology source, e.g. Slurm's topology.conf, does not place them)")

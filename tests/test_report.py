@@ -317,3 +317,18 @@ def test_cli_color_always_and_never(tmp_path, capsys):
         assert main(argv) == 0
         assert "\033[" not in capsys.readouterr().out
     assert main(["report", str(path), "--color", "sometimes"]) == 2
+
+
+def test_gpu_nodes_outside_every_domain_of_a_level_are_a_finding():
+    def n(name, **kw):
+        return {"name": name, "gpus": 8, **kw}
+
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["block", "rack"],
+           "nodes": [n("a", topology={"block": "b1", "rack": "r1"}), n("b", topology={"block": "b1"}),
+                     n("c"), {"name": "cpu", "cpuMilli": 8000}]}
+    found = [f.detail for f in cluster_report(placer.ClusterSnapshot.from_dict(doc)).findings
+             if f.kind == "outside-topology"]
+    assert found == [
+        "1 of 3 GPU node(s) are in no block domain: c; a gang that requires level block never uses them",
+        "2 of 3 GPU node(s) are in no rack domain: b, c; a gang that requires level rack never uses them",
+    ]

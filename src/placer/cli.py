@@ -795,6 +795,7 @@ def _cmd_import_slurm(args: argparse.Namespace) -> int:
         imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
     # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
     _emit(dump_json(imported.document), args.output)
+    _notes("import slurm", imported.notes)
     return EXIT_OK
 
 

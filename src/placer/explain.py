@@ -65,7 +65,7 @@ from placer.model import (
     PodRequest,
 )
 from placer.report import gpu_count_findings, offered_resources
-from placer.textlines import paint
+from placer.textlines import paint, some_of
 
 __all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
 
@@ -399,7 +399,7 @@ def _explain_group(
         detail = (
             f"the {len(pods)} pod(s) fit on the eligible nodes together, but no {lv.level} domain "
             f"holds more than {lv.fits} (best: {lv.domain})"
-        )
+        ) + _outside_domains(cluster, lv.level, caps[0])
     else:
         free, need = _free_and_needed(cluster, shapes, hold_empty)
         short = {k: need[k] - free[k] for k in need if need[k] > free[k]}
@@ -590,6 +590,21 @@ def _nearest(
             lacks.append("a pod slot")
         out.append(NearNode(cluster.node_names[n], tuple(lacks) or ("GPU memory or NICs",), _gpu_holders(cluster, n)))
     return tuple(out)
+
+
+def _outside_domains(cluster: Cluster, level: str, cap: np.ndarray) -> str:
+    """``"; 2 eligible node(s) with room are outside every rack domain: ..."``: the nodes
+    that could take pods of the gang now (``cap``) but lack a domain at ``level`` or above
+    it ("" when there are none)."""
+    h = cluster.domains.hierarchy()
+    outside = np.zeros(len(cap), dtype=bool)
+    for ids in h.ids[: h.levels.index(level) + 1]:
+        outside |= ids < 0
+    names = [cluster.node_names[n] for n in np.flatnonzero(outside & (cap > 0)).tolist()]
+    if not names:
+        return ""
+    return (f"; {len(names)} eligible node(s) with room are outside every {level} domain: {some_of(names)} "
+            "(the topology source, e.g. Slurm's topology.conf, does not place them)")
 
 
 def _gpu_holders(cluster: Cluster, node: int) -> tuple[str, ...]:

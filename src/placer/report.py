@@ -40,7 +40,7 @@ from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, c
 from placer.mig_plans import ModelCapacity, mig_capacity
 from placer.model import ClusterSnapshot, PodRequest, Toleration
 from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL, gpu_node_label
-from placer.textlines import aligned, paint
+from placer.textlines import aligned, paint, some_of
 
 __all__ = [
     "STANDARD_SHAPES",
@@ -334,8 +334,7 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
     offered = offered_resources(snapshot)
     for name in sorted({name for pod in pods for name in pod.resources} - offered):
         users = [pod.name for pod in pods if name in pod.resources]
-        out.append(Finding("resource-not-offered", "", f"{name}, asked by {', '.join(users[:3])}"
-                           + (f" and {len(users) - 3} more" if len(users) > 3 else "") + ", is offered by no node"))
+        out.append(Finding("resource-not-offered", "", f"{name}, asked by {some_of(users)}, is offered by no node"))
     for node in snapshot.nodes:
         out += gpu_count_findings(node)
         for rp in node.pods:
@@ -362,6 +361,21 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
             text = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in blocking)
             out.append(Finding("tainted", node.name, text))
     out += _mixed_cliques(snapshot)
+    out += _outside_levels(snapshot)
+    return out
+
+
+def _outside_levels(snapshot: ClusterSnapshot) -> list[Finding]:
+    """Per topology level some GPU node is placed in, the GPU nodes in no domain of it: a
+    gang that requires the level never uses them."""
+    gpu_nodes = [node for node in snapshot.nodes if node.hardware.gpus]
+    out = []
+    for level in snapshot.topology_levels:
+        outside = [node.name for node in gpu_nodes if node.topology.get(level) is None]
+        if outside and len(outside) < len(gpu_nodes):
+            out.append(Finding("outside-topology", "",
+                               f"{len(outside)} of {len(gpu_nodes)} GPU node(s) are in no {level} domain: "
+                               f"{some_of(outside)}; a gang that requires level {level} never uses them"))
     return out
 
 

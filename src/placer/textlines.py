@@ -20,7 +20,7 @@ from typing import IO, Iterator, NoReturn, Sequence
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["TextLines", "clip", "split_outside", "aligned", "paint", "color_wanted", "COLOR_CHOICES"]
+__all__ = ["TextLines", "clip", "split_outside", "some_of", "aligned", "paint", "color_wanted", "COLOR_CHOICES"]
 
 COLOR_CHOICES = ("auto", "always", "never")
 """The values of ``--color``."""
@@ -98,6 +98,12 @@ def clip(text: str, width: int = 60) -> str:
         ``text`` itself when it fits, else its first ``width - 3`` characters and ``...``.
     """
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def some_of(names: Sequence[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, joined: ``"a, b, c and 4 more"``."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
