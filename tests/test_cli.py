@@ -422,6 +422,12 @@ def test_an_already_bound_pod_through_the_python_api(files):
     with pytest.raises(placer.InvalidInputError) as info:
         placer.place(str(snap), doc)
     assert info.value.where == "pods[1].name"
+    with pytest.raises(placer.InvalidInputError) as info:
+        placer.place(str(snap), doc, preemption="greedy")  # the override keeps the path as written
+    assert info.value.where == "pods[1].name"
+    with pytest.raises(placer.InvalidInputError) as info:
+        placer.place(str(snap), request_doc(), preemption="sometimes")
+    assert info.value.where == "preemption"
     cluster = placer.Cluster(str(snap))
     cluster.schedule(request_doc(pods=[{"name": "t/w", "gpus": 1, "replicas": 2}]))
     with pytest.raises(placer.InvalidInputError) as info:  # bound by the earlier call

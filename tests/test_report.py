@@ -288,7 +288,7 @@ def test_colour_only_when_asked(monkeypatch):
     coloured = report.to_text(color=True)
     assert "\033[33mcordoned\033[0m: cordoned" in coloured and "\033[33mdrained\033[0m: drained" in coloured
     table = nodes_text(node_rows(snap), color=True).splitlines()
-    assert "\033[31mdrained\033[0m" in table[3] and "\033[" not in table[1]
+    assert "\033[33mdrained\033[0m" in table[3] and "\033[" not in table[1]
     assert len({len(line.replace("\033[31m", "").replace("\033[33m", "").replace("\033[0m", ""))
                 for line in table}) == 1  # escapes take no width
 

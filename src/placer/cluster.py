@@ -24,7 +24,6 @@ from placer.kernel.session import Evicted
 from placer.kernel.pack import any_placed_apart, assignment, mask_to_indices, run_assignments
 from placer.kernel.session import slot_counts
 from placer.model import (
-    PREEMPTION_MODES,
     Assignment,
     ClusterSnapshot,
     GangResult,
@@ -181,10 +180,7 @@ class Cluster:
         """
         request = self._request(request, policy, seed)
         if preemption is not None:
-            if preemption not in PREEMPTION_MODES:
-                raise InvalidInputError("preemption", f"expected one of {', '.join(PREEMPTION_MODES)}, "
-                                                      f"got {preemption!r}")
-            request = replace(request, preemption=preemption)
+            request = replace(request, preemption=schema.check_preemption(preemption))
         # a PlacementRequest built in Python has not been through the decoder: get() is the
         # one check of its name (a decoded request's name is a plain hit)
         return self._run(request, policies.get(request.policy), keep=True)
@@ -200,7 +196,8 @@ class Cluster:
         """The request checked against the snapshot, with ``policy`` and ``seed`` overriding."""
         if isinstance(request, PlacementRequest):
             schema.check_request_against_snapshot(request, self._facts)
-        else:
+            schema.refuse_bound(request, self._session.first_held)
+        else:  # the decoder checks it against the facts, the pods bound now included
             request = schema.coerce_request(request, self._facts)
         changes: dict[str, Any] = {}
         if policy is not None:
@@ -290,7 +287,6 @@ class Cluster:
         """
         request = schema.request_for_pods(pod, None, policy, seed, self._facts)
         the_pod, chosen = self._single(request)
-        self._refuse_bound(request)
         index = self._session.node_index.get(node)
         if index is None:
             raise InvalidInputError("node", f"unknown node {node!r}")
@@ -318,7 +314,6 @@ class Cluster:
 
     def _run(self, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
         session = self._session
-        self._refuse_bound(request)
         session.prepare(policy, request.pods, request.seed)
         budget_ends = time.perf_counter() + request.time_budget_s
         pods = order.by_priority(request.pods)
@@ -335,10 +330,6 @@ class Cluster:
             for gone in reversed(evicted):
                 session.restore(gone)
         return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results), tuple(preempted))
-
-    def _refuse_bound(self, request: PlacementRequest) -> None:
-        """Raise InvalidInputError at the first requested pod that is bound or running."""
-        schema.refuse_bound(request, self._session.first_held)
 
     # ------------------------------------------------------------------ making room by moving
 
@@ -381,7 +372,6 @@ class Cluster:
             raise InvalidInputError(
                 f"pods[{odd}]", "defrag places single pods of whole or shared GPUs: no gang, MIG or GPU slots"
             )
-        self._refuse_bound(request)
         record = policies.get(request.policy)
         session = self._session
         session.prepare(record, request.pods, request.seed)

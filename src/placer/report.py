@@ -11,9 +11,6 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   tolerate it) and are listed among the findings.
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
   the workload, over the same nodes.
-
-Free GPUs are counted one way throughout (:data:`FREE_GPUS_SCOPE`): on schedulable nodes,
-those free on cordoned, drained and down nodes given apart.
 * **MIG** — per GPU model with GPUs in MIG mode and per profile, how many more instances
   fit now (free instances on static GPUs; free and creatable ones on dynamic GPUs) and if
   every idle static GPU were re-split, beside the free slices
@@ -24,7 +21,11 @@ those free on cordoned, drained and down nodes given apart.
   ``status.capacity`` gives),
   unhealthy GPUs, cordoned and tainted nodes, running pods whose GPU indices the source did
   not give (placer assumed them), extended resources that pods ask for but no node offers,
-  and NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids.
+  NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids, and GPU nodes
+  in no domain of a topology level (a gang that requires the level never uses them).
+
+:func:`node_rows` is the per-node view instead (``placer report --nodes``). Free GPUs are counted one way throughout (:data:`FREE_GPUS_SCOPE`): on schedulable nodes,
+those free on cordoned, drained and down nodes given apart.
 """
 from __future__ import annotations
 
@@ -74,10 +75,7 @@ STANDARD_SHAPES = (
 SLOT_SHAPES = (1, 2, 4)
 """The ``gpuSlots`` shapes reported when some node shares its GPUs (time-slicing, MPS)."""
 
-FREE_GPUS_SCOPE = (
-    "free GPUs on schedulable nodes: cordoned, drained and down nodes and GPU-sharing nodes left out, "
-    "tainted nodes counted"
-)
+FREE_GPUS_SCOPE = "schedulable nodes: cordoned, drained, down and GPU-sharing nodes left out, tainted nodes counted"
 """What the report counts as free GPUs, in its header, its shape table and its fragment."""
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -266,7 +264,7 @@ class ClusterReport:
             f"{self.nodes} node(s), {self.gpus - (self.sharing.gpus if self.sharing else 0)} GPU(s){shared}: "
             f"{self.free_gpu_milli / 1000:g} free on schedulable nodes ({self.whole_free_gpus} whole)"
             + (f"; plus {aside:g} on cordoned/drained/down nodes" if aside else ""),
-            f"  ({FREE_GPUS_SCOPE}; the shape table and the fragment count the same GPUs)",
+            f"  (free GPUs on {FREE_GPUS_SCOPE}; the same in the table and the fragment)",
             "",
             "Schedulable now, per request shape (each node counted on its own):",
             "",
@@ -502,14 +500,14 @@ def cluster_report(
     cluster = Cluster(snapshot)
     session = cluster.session
     unshared = session.free.slot_replicas == 0
-    cordoned = np.array([node.unschedulable for node in snapshot.nodes], dtype=bool)
-    schedulable = unshared & ~cordoned
+    unschedulable = np.array([node.unschedulable for node in snapshot.nodes], dtype=bool)
+    schedulable = unshared & ~unschedulable
     return ClusterReport(
         nodes=len(snapshot.nodes),
         gpus=sum(node.hardware.gpus for node in snapshot.nodes),
         free_gpu_milli=int(session.free.free_gpu_milli[schedulable].sum()),
         whole_free_gpus=int(session.free.whole_gpus[schedulable].sum()),
-        unschedulable_free_gpu_milli=int(session.free.free_gpu_milli[unshared & cordoned].sum()),
+        unschedulable_free_gpu_milli=int(session.free.free_gpu_milli[unshared & unschedulable].sum()),
         shapes=tuple(_shape_rows(session, workload.types)),
         fragment=cluster_fragment(cluster, workload, only=schedulable),  # the free state counted above
         workload_source=workload_source or "given",
@@ -578,7 +576,7 @@ def nodes_text(rows: Sequence[NodeRow], color: bool = False) -> str:
     table = [["NODE", "STATE", "GPUS FREE/TOTAL", "MIG FREE/TOTAL", "PODS"]]
     for r in rows:
         mig = "-" if r.mig_instances is None else f"{r.free_mig_instances}/{r.mig_instances}"
-        hue = "red" if r.state.split(",")[0] in ("down", "drained") else "yellow"
+        hue = "red" if any(finding_color(s) == "red" for s in r.state.split(",")) else "yellow"
         state = r.state if r.state == "ready" else paint(r.state, hue, color)
         table.append([r.name, state, f"{r.free_gpus:g}/{r.gpus}", mig, str(r.pods)])
     return "\n".join(aligned(table, right=frozenset((2, 3, 4)))) + "\n"

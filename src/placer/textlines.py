@@ -7,9 +7,10 @@ split into lines without their ``\\r\\n`` endings, and report a fault as
 does these; readers subclass it with their own grammar. :func:`clip` shortens a value
 for an error message, :func:`split_outside` splits a list at the commas outside brackets.
 
-The text placer prints goes through two helpers: :func:`aligned` lays rows out as columns
+The text placer prints goes through a few helpers: :func:`aligned` lays rows out as columns
 as wide as their widest cell, :func:`paint` colours a word with ANSI codes when asked
-(:func:`color_wanted`: on a terminal, unless ``NO_COLOR`` is set).
+(:func:`color_wanted`: on a terminal, unless ``NO_COLOR`` is set), :func:`some_of` names
+the first few of a list and how many more.
 """
 
 from __future__ import annotations

@@ -22,7 +22,14 @@ from placer import model
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_SLICES, MILLI, SEED_MAX
 from placer.model import API_VERSION, ClusterSnapshot, PlacementRequest, PlacementResult
-from placer.schema.checks import check_gpu_request, check_policy, check_seed, check_solver, check_time_limit
+from placer.schema.checks import (
+    check_gpu_request,
+    check_policy,
+    check_preemption,
+    check_seed,
+    check_solver,
+    check_time_limit,
+)
 from placer.schema.documents import LABELS, RequestDoc, ResultDoc, SnapshotDoc
 from placer.schema.errors import MISSING, bad, describe
 from placer.schema.files import decode_object, decode_source, gc_paused, load_document, read_bytes
@@ -63,6 +70,7 @@ __all__ = [
     "check_policy",
     "check_solver",
     "check_seed",
+    "check_preemption",
     "check_gpu_request",
     "check_time_limit",
     "merge_hardware",
