@@ -377,20 +377,23 @@ def test_an_empty_request_through_the_python_api(files):
         assert not result.assignments and not result.unschedulable
 
 
-def test_a_snapshot_without_nodes_leaves_every_pod_pending(files, tmp_path, capsys):
-    _, req = files
+def test_a_snapshot_without_nodes_leaves_every_pod_pending(tmp_path, capsys):
+    req = write(tmp_path / "req.json", request_doc(pods=[
+        *request_doc()["pods"], {"name": "t/mig", "mig": {"profile": "1g.10gb"}}, {"name": "t/slots", "gpuSlots": 2},
+        {"name": "t/g", "gpus": 8, "replicas": 2, "gang": "t/g"}], gangs={"t/g": {"topology": {"level": "rack"}}}))
     bare = write(tmp_path / "bare.json", {**snapshot_doc(), "nodes": []})
     out = tmp_path / "result.json"
     for command in ("place", "preempt"):
         assert main([command, str(bare), str(req), "-o", str(out)]) == 0
         result = json.loads(out.read_text())
-        assert result["assignments"] == []
-        assert [u["reason"] for u in result["unschedulable"]] == ["0/0 nodes are available."] * 3
+        assert result["assignments"] == [] and [g["placed"] for g in result["gangs"]] == [False]
+        assert [u["reason"] for u in result["unschedulable"]] == (
+            ["0/0 nodes are available."] * 5 + ["gang t/g: 0/0 nodes are available."] * 2)
         assert main(["check", str(bare), str(req), str(out)]) == 0
     capsys.readouterr()
     assert main(["explain", str(bare), str(req), "--format", "json"]) == 0
     pending = json.loads(capsys.readouterr().out)["pending"]
-    assert len(pending) == 3
+    assert len(pending) == 6
     assert all(p["cause"] == "capacity" and "no nodes" in p["detail"] for p in pending)
     assert main(["report", str(bare), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
