@@ -994,14 +994,17 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     for run in runs:
         m = run.outcome.metrics
         lines.append(f"{run.spec.title}: {run.arrivals_summary}")
+        rows = []
         for q in (*m.queues, m.cluster):
             p50 = "-" if q.delay_p50_s is None else f"{q.delay_p50_s:.0f} s"
             p99 = "-" if q.delay_p99_s is None else f"{q.delay_p99_s:.0f} s"
-            lines.append(
-                f"  {q.queue:<10} delay p50 {p50:>8}, p99 {p99:>8}; mean GPUs {q.mean_running_gpus:8.1f}; "
+            rows.append([
+                q.queue,
+                f"delay p50 {p50:>8}, p99 {p99:>8}; mean GPUs {q.mean_running_gpus:8.1f}; "
                 f"unallocated while waiting {q.unallocated_gpu_hours_while_waiting:8.1f} GPU-h; "
-                f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}"
-            )
+                f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}",
+            ])
+        lines += aligned(rows, indent="  ")
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
