@@ -308,7 +308,8 @@ class Cluster:
         pod = request.pods[0]
         if pod.mig is not None or pod.gpu_slots:
             raise InvalidInputError(
-                "pods[0]", "a pod of MIG instances or gpuSlots has no node scores; place() it"
+                "pods[0]",
+                "a pod of MIG instances or gpuSlots is placed with its whole request, not scored or put on a given node",
             )
         return pod, policies.REGISTRY[request.policy]
 
