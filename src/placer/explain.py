@@ -29,8 +29,11 @@ mig-parted`` writes them as an ``nvidia-mig-parted`` configuration).
 
 ``detail`` says what is short and by how much (GPUs, CPU, memory, GPU memory). Each
 explanation lists the nodes per reason (kube-scheduler style), the nodes nearest to
-fitting with what they lack and which pods hold their GPUs, and, for gangs with a level,
-the most pods one domain of each level can take.
+fitting (only nodes that pass its filters and could hold it when empty) with what they
+lack and which pods hold their GPUs, and, for gangs with a level, the most pods one domain
+of each level can take; a *topology* cause names the eligible nodes with room that are in
+no domain of the level. An empty request explains to "nothing is pending"; on a snapshot
+without nodes every pod is pending for *capacity* (0/0 nodes).
 """
 from __future__ import annotations
 
