@@ -596,3 +596,112 @@ def test_a_full_disk_is_one_error_line(files, to_stdout):
     assert proc.returncode == 2
     assert proc.stderr.decode() == "placer: error: /dev/full: No space left on device\n"
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written to, never renamed over
+
+
+# ---------------------------------------------------------------------------- empty inputs
+
+
+@pytest.mark.parametrize("command", ["place", "preempt", "defrag"])
+def test_an_empty_request_gives_an_empty_result(files, tmp_path, capsys, command):
+    snap, _ = files
+    empty = write(tmp_path / "empty.json", request_doc(pods=[]))
+    assert main([command, str(snap), str(empty)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["assignments"] == [] and result["unschedulable"] == []
+
+
+def test_explain_of_an_empty_request_says_nothing_is_pending(files, tmp_path, capsys):
+    snap, _ = files
+    empty = write(tmp_path / "empty.json", request_doc(pods=[]))
+    assert main(["explain", str(snap), str(empty)]) == 0
+    assert "nothing is pending" in capsys.readouterr().out
+    assert main(["explain", str(snap), str(empty), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["placed"] == 0 and data["pending"] == []
+
+
+def test_an_empty_request_through_the_python_api(files):
+    import placer
+
+    snap, _ = files
+    for run in (placer.place, placer.preempt):
+        result = run(str(snap), request_doc(pods=[]))
+        assert not result.assignments and not result.unschedulable
+
+
+def test_a_snapshot_without_nodes_leaves_every_pod_pending(tmp_path, capsys):
+    req = write(tmp_path / "req.json", request_doc(pods=[
+        *request_doc()["pods"], {"name": "t/mig", "mig": {"profile": "1g.10gb"}}, {"name": "t/slots", "gpuSlots": 2},
+        {"name": "t/g", "gpus": 8, "replicas": 2, "gang": "t/g"}], gangs={"t/g": {"topology": {"level": "rack"}}}))
+    bare = write(tmp_path / "bare.json", {**snapshot_doc(), "nodes": []})
+    out = tmp_path / "result.json"
+    for command in ("place", "preempt"):
+        assert main([command, str(bare), str(req), "-o", str(out)]) == 0
+        result = json.loads(out.read_text())
+        assert result["assignments"] == [] and [g["placed"] for g in result["gangs"]] == [False]
+        assert [u["reason"] for u in result["unschedulable"]] == (
+            ["0/0 nodes are available."] * 5 + ["gang t/g: 0/0 nodes are available."] * 2)
+        assert main(["check", str(bare), str(req), str(out)]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(bare), str(req), "--format", "json"]) == 0
+    pending = json.loads(capsys.readouterr().out)["pending"]
+    assert len(pending) == 6
+    assert all(p["cause"] == "capacity" and "no nodes" in p["detail"] for p in pending)
+    assert main(["report", str(bare), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["nodes"] == 0 and data["freeGpus"] == 0
+    assert main(["report", str(bare)]) == 0
+    assert "0 node(s)" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- hints that do not mislead
+
+
+@pytest.mark.parametrize("command", [["place"], ["place", "--preemption", "greedy"], ["preempt"], ["explain"],
+                                     ["defrag"]])
+def test_an_already_bound_pod_is_named_as_the_request_file_writes_it(files, tmp_path, capsys, command):
+    snap, _ = files
+    # two replicas before it: the pod is pods[3] once expanded, pods[2] in the file
+    req = write(tmp_path / "req.json", request_doc(pods=[
+        {"name": "t/w", "gpus": 1, "replicas": 2}, {"name": "t/x", "gpus": 1}, {"name": "old/job", "gpus": 1}]))
+    assert main([*command, str(snap), str(req)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line == f"placer: error: {req}: pods[2].name: pod 'old/job' is already bound"
+
+
+def test_an_already_bound_pod_through_the_python_api(files):
+    import placer
+
+    snap, _ = files
+    doc = request_doc(pods=[{"name": "t/w", "gpus": 1, "replicas": 2}, {"name": "old/job", "gpus": 1}])
+    with pytest.raises(placer.InvalidInputError) as info:
+        placer.place(str(snap), doc)
+    assert info.value.where == "pods[1].name"
+    with pytest.raises(placer.InvalidInputError) as info:
+        placer.place(str(snap), doc, preemption="greedy")  # the override keeps the path as written
+    assert info.value.where == "pods[1].name"
+    with pytest.raises(placer.InvalidInputError) as info:
+        placer.place(str(snap), request_doc(), preemption="sometimes")
+    assert info.value.where == "preemption"
+    cluster = placer.Cluster(str(snap))
+    cluster.schedule(request_doc(pods=[{"name": "t/w", "gpus": 1, "replicas": 2}]))
+    with pytest.raises(placer.InvalidInputError) as info:  # bound by the earlier call
+        cluster.schedule(request_doc(pods=[{"name": "t/y", "gpus": 1, "replicas": 2}, {"name": "t/w-1"}]))
+    assert info.value.where == "pods[1].name" and "'t/w-1' is already bound" in info.value.what
+
+
+@pytest.mark.parametrize(("where", "key", "meant"), [
+    ("snapshot", "gpuMilli", "gpuShares"), ("request", "gpuShares", "gpuMilli"), ("request", "unknownGpus", "gpus"),
+])
+def test_a_request_field_in_a_running_pod_hints_its_counterpart(files, tmp_path, capsys, where, key, meant):
+    snap, req = files
+    if where == "snapshot":
+        doc = snapshot_doc()
+        doc["nodes"][1]["pods"][0][key] = 500
+        snap = write(tmp_path / "snap.json", doc)
+    else:
+        req = write(tmp_path / "req.json", request_doc(pods=[{"name": "t/p", "gpus": 1, key: 1}]))
+    assert main(["place", str(snap), str(req)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert f'unknown field "{key}" (did you mean "{meant}"?' in line
+    assert "cpuMilli" not in line

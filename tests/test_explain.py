@@ -97,7 +97,7 @@ def test_cpu_only_pod_larger_than_any_node_is_too_large():
     assert p.cause == "too large" and p.node_reasons == {"Insufficient cpu": 1}
     assert p.detail == ("no node could ever hold a CPU-only pod (96 CPU): 96 CPU asked, "
                         "the largest node has 64 CPU (short 32 CPU)")
-    assert p.nearest[0].lacks == ("32 CPU",)
+    assert p.nearest == ()  # no node could hold it even empty: none is near
 
 
 def test_a_gpu_pod_asking_more_cpu_than_any_node_has_is_too_large_not_fragmentation():
@@ -170,3 +170,46 @@ def test_cli_bad_format(tmp_path, capsys, fmt):
     snap_path.write_text(json.dumps(snapshot([node("a")])))
     assert main(["explain", str(snap_path), str(snap_path), "--format", fmt]) == 2
     assert "--format" in capsys.readouterr().err
+
+
+def test_nearest_lists_only_nodes_that_could_hold_the_pod_when_empty():
+    snap = snapshot([node("big", held=range(4)), {"name": "tiny", "type": "h100", "gpus": 1},
+                     {"name": "few-cpus", "type": "h100", "cpuMilli": 4000}])
+    expl = explain(snap, request([{"name": "p", "gpus": 8, "cpuMilli": 8000}]))
+    assert [n.node for n in only(expl).nearest] == ["big"]
+    assert "tiny" not in expl.to_text() and "few-cpus" not in expl.to_text()
+
+
+def test_no_nearest_node_when_no_node_could_ever_hold_the_pod():
+    snap = snapshot([{"name": "tiny", "type": "h100", "gpus": 1}, {**node("half", held=range(2)), "gpus": 4}])
+    p = only(explain(snap, request([{"name": "p", "gpus": 8}])))
+    assert p.cause == "too large" and p.detail.startswith("no node could ever hold 8 whole GPU(s)")
+    assert p.nearest == ()
+
+
+def test_causes_are_coloured_only_when_asked(tmp_path, capsys):
+    snap = snapshot([node("a", held=range(4)), node("b", held=range(4))])
+    expl = explain(snap, request([{"name": "big", "gpus": 8}]))
+    assert "cause: \033[36mfragmentation\033[0m" in expl.to_text(color=True)
+    assert "\033[" not in expl.to_text()
+    snap_path, req_path = tmp_path / "s.json", tmp_path / "r.json"
+    snap_path.write_text(json.dumps(snap))
+    req_path.write_text(json.dumps(request([{"name": "big", "gpus": 8}])))
+    assert main(["explain", str(snap_path), str(req_path)]) == 0  # not a terminal: no colour
+    assert "\033[" not in capsys.readouterr().out
+    assert main(["explain", str(snap_path), str(req_path), "--color", "always"]) == 0
+    assert "\033[36mfragmentation" in capsys.readouterr().out
+    out = tmp_path / "out.txt"
+    assert main(["explain", str(snap_path), str(req_path), "--color", "always", "-o", str(out)]) == 0
+    assert "\033[" not in out.read_text()  # never into a file
+
+
+def test_topology_names_the_eligible_nodes_outside_every_domain():
+    nodes = [node("a", held=range(6), topology={"rack": "r1"}), node("b", held=range(6), topology={"rack": "r1"})]
+    nodes += [node(f"idle-{i}") for i in range(5)]
+    pods = [{"name": "w", "replicas": 2, "gpus": 4, "gang": "g"}]
+    p = only(explain(snapshot(nodes, levels=("rack",)), request(pods, {"g": {"topology": {"mode": "required",
+                                                                                           "level": "rack"}}})))
+    assert p.cause == "topology"
+    assert p.detail.endswith("; 5 eligible node(s) with room are outside every rack domain: idle-0, idle-1, idle-2 "
+                             "and 2 more (the topology source, e.g. Slurm's topology.conf, does not place them)")

@@ -1006,3 +1006,42 @@ def test_a_drained_or_down_node_is_reported_with_its_reason(tmp_path: Path) -> N
     (finding,) = [f for f in cluster_report(snapshot_from_slurm(path)).findings if f.node == "n1"]
     assert (finding.kind, finding.detail) == (
         "down", "Slurm State=DOWN+NOT_RESPONDING, Reason=PSU failed [root@2024-05-01T08:00:00]")
+
+
+# ------------------------------------------------------------------------ nodes outside topology.conf
+
+
+def test_nodes_no_switch_covers_are_a_note_a_finding_and_named_by_explain(tmp_path: Path, capsys) -> None:
+    from placer.cli import main
+    from placer.explain import explain
+    from placer.report import cluster_report
+
+    half = tmp_path / "topology.conf"
+    half.write_text("SwitchName=leaf1 Nodes=gpu[01-02]\n", encoding="utf-8")
+    imported = import_slurm(SLURM / HM_NODES, topology=half)
+    assert imported.notes == (
+        "topology.conf: 4 of 6 node(s) are under no switch: gpu03, gpu04, gpu05 and 1 more; they get no "
+        "topology, so a gang that requires a topology level is not placed on them",
+    )
+    out = tmp_path / "snap.json"
+    assert main(["import", "slurm", "--nodes", str(SLURM / HM_NODES), "--topology", str(half), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == f"placer: import slurm: note: {imported.notes[0]}\n"
+    assert import_slurm(SLURM / HM_NODES, topology=SLURM / HM_TOPO).notes[0].startswith(
+        "handmade-topology.conf: 1 of 6 node(s) are under no switch: cpu01;")
+
+    snapshot = imported.snapshot
+    found = [f.detail for f in cluster_report(snapshot).findings if f.kind == "outside-topology"]
+    gpu_nodes = [n.name for n in snapshot.nodes if n.hardware.gpus]
+    assert found == [f"{len(gpu_nodes) - 2} of {len(gpu_nodes)} GPU node(s) are in no switch1 domain: "
+                     f"{', '.join(gpu_nodes[2:5])}; a gang that requires level switch1 never uses them"]
+    free = {n: placer.Cluster(snapshot).node_free(n).gpu_milli.count(1000) for n in gpu_nodes}
+    inside = free[gpu_nodes[0]] + free[gpu_nodes[1]]
+    # one GPU more than leaf1 has free: the pods fit on the nodes together, not in the switch
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest",
+               "pods": [{"name": "g", "gpus": 1, "replicas": inside + 1, "gang": "g"}],
+               "gangs": {"g": {"topology": {"mode": "required", "level": "switch1"}}}}
+    pending = explain(snapshot, request).pending[0]
+    assert pending.cause == "topology"
+    usable = {n.name for n in snapshot.nodes if not n.unschedulable}
+    room = [n for n in gpu_nodes[2:] if free[n] and n in usable]  # gpu03 is drained, gpu05 not responding
+    assert f"{len(room)} eligible node(s) with room are outside every switch1 domain: {room[0]}" in pending.detail

@@ -614,3 +614,10 @@ def test_fuzz_only_invalid_input_escapes(seed: int, ops: list, allow_cut: bool) 
             counts = mig_resources(rows)
             assert sum(counts.values()) == sum(len(gpu.mig) for gpu in rows)
             assert all(name.startswith("nvidia.com/mig-") for name in counts)
+
+
+def test_a_cut_table_is_worded_in_the_users_terms() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        parse_mig_profiles(text_of(LGIP_A100), LGIP_A100)
+    assert "cut short: give the command's whole output" in info.value.what
+    assert "allow_cut" not in info.value.what and "=True" not in info.value.what

@@ -134,3 +134,12 @@ def test_pods_held_by_a_schedule_are_held_when_next_asked():
     assert not session.holds("a") and session.holds("b")
     cluster.schedule({**request, "pods": [{"name": "a", "gpus": 1}]})  # released: placed anew
     assert session.holds("a")
+
+
+def test_scoring_a_mig_pod_is_refused_in_the_users_terms():
+    cluster = Cluster({"apiVersion": "placer/v1", "kind": "ClusterSnapshot",
+                              "nodes": [{"name": "a", "gpus": 1, "gpuModel": "A100-SXM4-40GB", "mig": {"gpus": "all"}}]})
+    with pytest.raises(InvalidInputError) as info:
+        cluster.node_scores({"name": "m", "mig": {"profile": "1g.5gb"}})
+    assert info.value.where == "pods[0]" and "()" not in info.value.what
+    assert "placed with its whole request" in info.value.what

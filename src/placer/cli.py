@@ -24,6 +24,7 @@ from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import OUTPUT_FORMATS
 from placer.messages import closest
 from placer.model import PREEMPTION_MODES
+from placer.textlines import COLOR_CHOICES, aligned, color_wanted
 
 if TYPE_CHECKING:
     from placer.model import PlacementResult
@@ -238,6 +239,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_output(e)
     _add_fail_on_pending(e)
+    _add_color_option(e)
     e.set_defaults(handler=_cmd_explain)
 
     r = sub.add_parser(
@@ -257,7 +259,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--format", metavar="FMT", default="text", choices=_TEXT_OR_DOCUMENT,
                    help="text (default), json or yaml")
+    r.add_argument(
+        "--nodes", action="store_true",
+        help="instead, one row per node (like sinfo -N): state, GPUs free/total, MIG instances free/total, "
+        "pods; with --format json a \"nodes\" list",
+    )
     _add_output(r)
+    _add_color_option(r)
     r.set_defaults(handler=_cmd_report)
 
     im = sub.add_parser(
@@ -808,13 +816,11 @@ def _stdout_name() -> str:
 
 
 def _cmd_place(args: argparse.Namespace) -> int:
-    from placer.model import load_request, replace
+    from functools import partial
+
     from placer.place import place
 
-    request = args.request
-    if args.preemption is not None:
-        request = replace(load_request(request), preemption=args.preemption)
-    return _placement(args, place, request)
+    return _placement(args, partial(place, preemption=args.preemption), args.request)
 
 
 def _cmd_preempt(args: argparse.Namespace) -> int:
@@ -875,17 +881,29 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_color_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color", metavar="WHEN", default="auto", choices=COLOR_CHOICES,
+        help="colour causes and findings: auto (default: on a terminal, unless NO_COLOR is set), always, never",
+    )
+
+
+def _colored(args: argparse.Namespace) -> bool:
+    """Whether the command's text goes to stdout coloured (``--color``; never into a file)."""
+    to_file = getattr(args, "output", None) not in (None, "-")
+    return not to_file and color_wanted(args.color, sys.stdout)
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     from placer.explain import explain
-    from placer.model import load_request, load_snapshot
-
     from placer.mig_plans import render_mig_parted
+    from placer.model import load_snapshot
 
-    result = explain(load_snapshot(args.snapshot), load_request(args.request))
+    result = explain(load_snapshot(args.snapshot), args.request)  # the request checked against the snapshot
     if args.format == "mig-parted":
         text = render_mig_parted(result.relayout)
     else:
-        text = result.to_text() if args.format == "text" else _document(result.to_dict(), args.format)
+        text = result.to_text(_colored(args)) if args.format == "text" else _document(result.to_dict(), args.format)
     _emit(text, args.output)
     return _pending_status(args, result.result)
 
@@ -979,6 +997,7 @@ def _cmd_import_slurm(args: argparse.Namespace) -> int:
         imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
     # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
     _emit(_document(imported.document, args.format), args.output)
+    _notes("import slurm", imported.notes)
     return EXIT_OK
 
 
@@ -1040,9 +1059,15 @@ def _cmd_reconcile(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from placer.fragmentation import target_workload
     from placer.model import load_request, load_snapshot
-    from placer.report import cluster_report
+    from placer.report import cluster_report, node_rows, nodes_text
 
     snapshot = load_snapshot(args.snapshot)
+    if args.nodes:
+        rows = node_rows(snapshot)
+        text = (nodes_text(rows, _colored(args)) if args.format == "text"
+                else _document({"nodes": [r.to_dict() for r in rows]}, args.format))
+        _emit(text, args.output)
+        return EXIT_OK
     workload = source = None
     pods: list[Any] = []
     if args.workload is not None:
@@ -1056,7 +1081,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise InvalidInputError(args.workload, "the workload has no pods")
         workload, source = target_workload(pods), os.path.basename(args.workload)
     report = cluster_report(snapshot, workload, source, pods)
-    _emit(report.to_text() if args.format == "text" else _document(report.to_dict(), args.format), args.output)
+    text = report.to_text(_colored(args)) if args.format == "text" else _document(report.to_dict(), args.format)
+    _emit(text, args.output)
     return EXIT_OK
 
 
@@ -1173,14 +1199,17 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     for run in runs:
         m = run.outcome.metrics
         lines.append(f"{run.spec.title}: {run.arrivals_summary}")
+        rows = []
         for q in (*m.queues, m.cluster):
             p50 = "-" if q.delay_p50_s is None else f"{q.delay_p50_s:.0f} s"
             p99 = "-" if q.delay_p99_s is None else f"{q.delay_p99_s:.0f} s"
-            lines.append(
-                f"  {q.queue:<10} delay p50 {p50:>8}, p99 {p99:>8}; mean GPUs {q.mean_running_gpus:8.1f}; "
+            rows.append([
+                q.queue,
+                f"delay p50 {p50:>8}, p99 {p99:>8}; mean GPUs {q.mean_running_gpus:8.1f}; "
                 f"unallocated while waiting {q.unallocated_gpu_hours_while_waiting:8.1f} GPU-h; "
-                f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}"
-            )
+                f"borrowing {100 * q.borrowing_fraction:5.1f} %; preempted {q.preemptions_suffered}",
+            ])
+        lines += aligned(rows, indent="  ")
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
@@ -1252,7 +1281,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             [r["policy"], cell(r["median"]), cell(r["mean"]), cell(r["sd"]),
              cell(r["published_mean"]), cell(r["published_median"])]
         )
-    lines += ["  " + line for line in _table(rows, right=frozenset((1, 2, 3, 4, 5)))]
+    lines += aligned(rows, right=frozenset((1, 2, 3, 4, 5)), indent="  ")
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
@@ -1389,16 +1418,6 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _table(rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """Rows of cells as lines of aligned columns (columns in ``right`` right-aligned)."""
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    out = []
-    for r in rows:
-        cells = (cell.rjust(w) if c in right else cell.ljust(w) for c, (cell, w) in enumerate(zip(r, widths)))
-        out.append("  ".join(cells).rstrip())
-    return out
-
-
 def _dump_rows_inline(obj: Any) -> str:
     """JSON indented by 2 like :func:`dump_json`, but each list of plain values on one line."""
 
@@ -1428,14 +1447,14 @@ def _topo_text(report: dict[str, Any], source: str) -> str:
     if report["matrix"] is not None:
         rows = [head] + [[f"GPU{i}"] + row for i, row in enumerate(report["matrix"])]
         rows += [[nic["name"]] + nic["labels"] for nic in nics]
-        lines += _table(rows)
+        lines += aligned(rows)
     else:
         if report["nvswitch"]:
             lines.append(f"NVSwitch: every pair of GPUs fully connected (pair score {NVSWITCH_POINTS})")
         else:
             lines.append("no link matrix given: every pair of GPUs alike (pair score 0)")
         if nics:
-            lines += [""] + _table([head] + [[nic["name"]] + nic["labels"] for nic in nics])
+            lines += [""] + aligned([head] + [[nic["name"]] + nic["labels"] for nic in nics])
     lines.append("")
     if report["islands"]:
         text = " ".join(_set_text(g) for g in report["islands"])
@@ -1453,7 +1472,7 @@ def _topo_text(report: dict[str, Any], source: str) -> str:
             for key in ("tiling", "bestSet"):
                 row += [_set_text(e[key]["gpus"]), str(e[key]["setScore"])]
             rows.append(row)
-        lines += ["  " + line for line in _table(rows, right=frozenset((0, 2, 4)))]
+        lines += aligned(rows, right=frozenset((0, 2, 4)), indent="  ")
         shown = report["bestSets"][-1]["size"]
         if shown < n:
             lines.append(f"  (sizes above {shown} not shown; see --max-size)")

@@ -66,6 +66,8 @@ class _Step:
 
 def _steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[_Step]:
     """A request's pods as steps, in order; a gang at the position of its first pod."""
+    if not pods:
+        return []
     if not gang_specs and not any_placed_apart(pods):
         return [_Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
@@ -133,7 +135,7 @@ class Cluster:
         self._snapshot = load_snapshot(snapshot)
         self._session = KernelSession(self._snapshot)
         self._domains = Domains(self._snapshot)
-        self._facts = schema.snapshot_facts(self._snapshot)
+        self._facts = schema.snapshot_facts(self._snapshot, self._session.first_held)
         # pod name -> its latest decisions, newest last: (assignment, the pod as decided)
         self._decided: dict[str, list[tuple[Assignment, PodRequest]]] = {}
         # decisions not yet filed in _decided: a one-shot placement never needs them filed
@@ -168,16 +170,25 @@ class Cluster:
         *,
         policy: str | Policy | None = None,
         seed: int | None = None,
+        preemption: str | None = None,
     ) -> PlacementResult:
         """Place a request's pods in order, binding each placed pod.
 
         This is what :func:`placer.place` does; the state keeps the placed pods.
-        ``policy`` and ``seed``, when given, override the request's.
+        ``policy``, ``seed`` and ``preemption`` (a mode of
+        :data:`placer.model.PREEMPTION_MODES`), when given, override the request's.
         """
         request = self._request(request, policy, seed)
+        if preemption is not None:
+            request = replace(request, preemption=schema.check_preemption(preemption))
         # a PlacementRequest built in Python has not been through the decoder: get() is the
         # one check of its name (a decoded request's name is a plain hit)
         return self._run(request, policies.get(request.policy), keep=True)
+
+    def checked_request(self, request: PlacementRequest | Mapping[str, Any] | str) -> PlacementRequest:
+        """``request`` decoded and checked against this cluster (its levels, the pods bound
+        now), a fault named at the file and path as the document writes them."""
+        return self._request(request, None, None)
 
     def _request(
         self, request: PlacementRequest | Mapping[str, Any] | str, policy: str | Policy | None, seed: int | None
@@ -185,7 +196,8 @@ class Cluster:
         """The request checked against the snapshot, with ``policy`` and ``seed`` overriding."""
         if isinstance(request, PlacementRequest):
             schema.check_request_against_snapshot(request, self._facts)
-        else:
+            schema.refuse_bound(request, self._session.first_held)
+        else:  # the decoder checks it against the facts, the pods bound now included
             request = schema.coerce_request(request, self._facts)
         changes: dict[str, Any] = {}
         if policy is not None:
@@ -275,7 +287,6 @@ class Cluster:
         """
         request = schema.request_for_pods(pod, None, policy, seed, self._facts)
         the_pod, chosen = self._single(request)
-        self._refuse_bound(request)
         index = self._session.node_index.get(node)
         if index is None:
             raise InvalidInputError("node", f"unknown node {node!r}")
@@ -297,13 +308,13 @@ class Cluster:
         pod = request.pods[0]
         if pod.mig is not None or pod.gpu_slots:
             raise InvalidInputError(
-                "pods[0]", "a pod of MIG instances or gpuSlots has no node scores; place() it"
+                "pods[0]",
+                "a pod of MIG instances or gpuSlots is placed with its whole request, not scored or put on a given node",
             )
         return pod, policies.REGISTRY[request.policy]
 
     def _run(self, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
         session = self._session
-        self._refuse_bound(request)
         session.prepare(policy, request.pods, request.seed)
         budget_ends = time.perf_counter() + request.time_budget_s
         pods = order.by_priority(request.pods)
@@ -320,12 +331,6 @@ class Cluster:
             for gone in reversed(evicted):
                 session.restore(gone)
         return PlacementResult(tuple(assignments), tuple(unschedulable), tuple(gang_results), tuple(preempted))
-
-    def _refuse_bound(self, request: PlacementRequest) -> None:
-        """Raise InvalidInputError at the first requested pod that is bound or running."""
-        i = self._session.first_held(request.pods)
-        if i >= 0:
-            raise InvalidInputError(f"pods[{i}].name", f"pod {request.pods[i].name!r} is already bound")
 
     # ------------------------------------------------------------------ making room by moving
 
@@ -368,7 +373,6 @@ class Cluster:
             raise InvalidInputError(
                 f"pods[{odd}]", "defrag places single pods of whole or shared GPUs: no gang, MIG or GPU slots"
             )
-        self._refuse_bound(request)
         record = policies.get(request.policy)
         session = self._session
         session.prepare(record, request.pods, request.seed)

@@ -30,6 +30,7 @@ from placer.model import (
     load_snapshot,
     replace,
 )
+from placer.textlines import aligned
 
 __all__ = [
     "SNAPSHOT_FILE",
@@ -200,9 +201,8 @@ def play_demo(policy: str = policies.DEFAULT) -> DemoRun:
 # ---------------------------------------------------------------------- text
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(r[i]) for r in (headers, *rows)) for i in range(len(headers))]
-    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in (headers, *rows)]
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return aligned([headers, *rows], indent="  ")
 
 
 def _gpu_list(gpus: Sequence[int]) -> str:

@@ -29,8 +29,11 @@ mig-parted`` writes them as an ``nvidia-mig-parted`` configuration).
 
 ``detail`` says what is short and by how much (GPUs, CPU, memory, GPU memory). Each
 explanation lists the nodes per reason (kube-scheduler style), the nodes nearest to
-fitting with what they lack and which pods hold their GPUs, and, for gangs with a level,
-the most pods one domain of each level can take.
+fitting (only nodes that pass its filters and could hold it when empty) with what they
+lack and which pods hold their GPUs, and, for gangs with a level, the most pods one domain
+of each level can take; a *topology* cause names the eligible nodes with room that are in
+no domain of the level. An empty request explains to "nothing is pending"; on a snapshot
+without nodes every pod is pending for *capacity* (0/0 nodes).
 """
 from __future__ import annotations
 
@@ -63,17 +66,25 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
-    load_request,
 )
 from placer.report import gpu_count_findings, offered_resources
+from placer.textlines import paint, some_of
 
 __all__ = ["CAUSES", "NearNode", "LevelFit", "Pending", "Explanation", "explain"]
 
 CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "capacity")
 """The causes an explanation names, in the order they are tested."""
 
+CAUSE_COLORS = {"registration": "red", "too large": "red", "filters": "yellow", "topology": "yellow",
+                "fragmentation": "cyan", "capacity": "cyan"}
+"""The colour of each cause on a terminal: red for what no wait fixes, yellow for rules,
+cyan for what frees up as pods end."""
+
 NEAREST = 3
 """Nodes listed as nearest to fitting, per pending pod or gang."""
+
+NO_NODES = "the snapshot has no nodes: 0/0 nodes are available"
+"""The detail of every pending pod or gang of a snapshot without nodes."""
 
 NEAREST_MIG_GPUS = 6
 """MIG GPUs noted as nearest to fitting, per pending MIG pod."""
@@ -137,8 +148,10 @@ class Pending:
             "preemption": self.preemption,
         }
 
-    def to_text(self) -> str:
-        lines = [f"{self.kind} {self.name} ({self.pods} pod(s)): {self.reason}", f"  cause: {self.cause} — {self.detail}"]
+    def to_text(self, color: bool = False) -> str:
+        """The explanation as lines; ``color``: the cause coloured with ANSI escapes (for a terminal)."""
+        cause = paint(self.cause, CAUSE_COLORS[self.cause], color)
+        lines = [f"{self.kind} {self.name} ({self.pods} pod(s)): {self.reason}", f"  cause: {cause} — {self.detail}"]
         for n in self.nearest:
             held = f"; GPUs held by {', '.join(n.holders)}" if n.holders else ""
             lines.append(f"  nearest: {n.node} lacks {', '.join(n.lacks)}{held}")
@@ -173,14 +186,17 @@ class Explanation:
             "relayout": self.relayout.to_dict(),
         }
 
-    def to_text(self) -> str:
+    def to_text(self, color: bool = False) -> str:
+        """The explanation as text; ``color``: causes coloured with ANSI escapes (for a terminal)."""
         head = (
             f"{len(self.result.assignments)} pod(s) placed, {len(self.result.unschedulable)} not placed"
         )
+        if not self.result.assignments and not self.result.unschedulable:
+            head = "the request has no pods: nothing is pending"
         notes = "".join(f"\n  note: {line}" for line in self.stacked)
         if not self.pending:
             return head + notes + "\n"
-        return head + notes + "\n\n" + "\n\n".join(p.to_text() for p in self.pending) + "\n"
+        return head + notes + "\n\n" + "\n\n".join(p.to_text(color) for p in self.pending) + "\n"
 
 
 def explain(
@@ -201,7 +217,7 @@ def explain(
         that would place the pending MIG pods.
     """
     cluster = Cluster(snapshot)
-    request = load_request(request)
+    request = cluster.checked_request(request)
     result = cluster.schedule(request)  # binds what it places: the state pending pods face
     reasons = {u.pod: u.reason for u in result.unschedulable}
     plan = _placing_plan(cluster, request, [pod for pod in request.pods if pod.name in reasons])
@@ -219,7 +235,9 @@ def explain(
             members = [p for p in request.pods if p.gang == pod.gang]
             spec = request.gangs.get(pod.gang) or GangSpec(pod.gang)
             out.append(_explain_group(cluster, pod.gang, "gang", members, spec, reasons[pod.name], plan))
-    if request.preemption == "none":
+    if not cluster.session.n_nodes:
+        out = [replace(p, cause="capacity", detail=NO_NODES) for p in out]
+    elif request.preemption == "none":
         out = [_with_preemption(cluster, request, p) for p in out]
     stacked = tuple(_stacked_text(cluster, a) for a in result.assignments if a.stacked_slots)
     return Explanation(result, tuple(out), stacked, plan)
@@ -356,16 +374,16 @@ def _explain_group(
         eligible |= shape.eligible
     caps = [gangs.node_capacity(session, shape, len(pods)) for shape in shapes]
     fits_total = all(int(cap.sum()) >= shape.count for cap, shape in zip(caps, shapes))
-    nearest = _nearest(cluster, main, caps[0])
     levels = _level_fits(cluster, spec, caps[0], main.count) if spec is not None else ()
 
     hold_empty = np.zeros(session.n_nodes, dtype=bool)
     too_large = ""
-    for shape in shapes:
-        fits_empty = _fits_empty(cluster.snapshot, shape.pod)
+    fits_empty_per_shape = [_fits_empty(cluster.snapshot, shape.pod) for shape in shapes]
+    for shape, fits_empty in zip(shapes, fits_empty_per_shape):
         if not fits_empty.any() and not too_large:
             too_large = _too_large(cluster.snapshot, shape.pod)
         hold_empty |= fits_empty & shape.eligible
+    nearest = _nearest(cluster, main, caps[0], fits_empty_per_shape[0])
     registration = _registration_gap(cluster, main.pod)
     if registration:
         cause, detail = "registration", registration
@@ -373,7 +391,7 @@ def _explain_group(
         cause, detail = "too large", too_large
     elif not hold_empty.any():
         cause = "filters"
-        could = int(_fits_empty(cluster.snapshot, main.pod).sum())
+        could = int(fits_empty_per_shape[0].sum())
         detail = (
             f"{could} node(s) could hold {_pod_text(main.pod)} when empty, and every one is ruled out "
             f"before resources: {_listing(session.static_reasons(main.pod))}"
@@ -384,7 +402,7 @@ def _explain_group(
         detail = (
             f"the {len(pods)} pod(s) fit on the eligible nodes together, but no {lv.level} domain "
             f"holds more than {lv.fits} (best: {lv.domain})"
-        )
+        ) + _outside_domains(cluster, lv.level, caps[0])
     else:
         free, need = _free_and_needed(cluster, shapes, hold_empty)
         short = {k: need[k] - free[k] for k in need if need[k] > free[k]}
@@ -540,11 +558,14 @@ def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
     return "no node has GPUs"
 
 
-def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[NearNode, ...]:
-    """Eligible nodes that hold no pod of the shape, least short (GPUs, CPU, memory) first."""
+def _nearest(
+    cluster: Cluster, shape: gangs.Shape, cap: np.ndarray, fits_empty: np.ndarray
+) -> tuple[NearNode, ...]:
+    """Eligible nodes that hold no pod of the shape now but could when empty (``fits_empty``),
+    least short (GPUs, CPU, memory) first."""
     free = cluster.session.free
     pod = shape.pod
-    candidates = np.nonzero(shape.eligible & (cap == 0))[0]
+    candidates = np.nonzero(shape.eligible & fits_empty & (cap == 0))[0]
     short_milli = np.zeros(len(candidates), dtype=np.int64)  # shared pods: milli short on the best GPU
     short_gpus = np.zeros(len(candidates), dtype=np.int64)
     if pod.gpus and pod.gpu_milli >= 1000:
@@ -572,6 +593,21 @@ def _nearest(cluster: Cluster, shape: gangs.Shape, cap: np.ndarray) -> tuple[Nea
             lacks.append("a pod slot")
         out.append(NearNode(cluster.node_names[n], tuple(lacks) or ("GPU memory or NICs",), _gpu_holders(cluster, n)))
     return tuple(out)
+
+
+def _outside_domains(cluster: Cluster, level: str, cap: np.ndarray) -> str:
+    """``"; 2 eligible node(s) with room are outside every rack domain: ..."``: the nodes
+    that could take pods of the gang now (``cap``) but lack a domain at ``level`` or above
+    it ("" when there are none)."""
+    h = cluster.domains.hierarchy()
+    outside = np.zeros(len(cap), dtype=bool)
+    for ids in h.ids[: h.levels.index(level) + 1]:
+        outside |= ids < 0
+    names = [cluster.node_names[n] for n in np.flatnonzero(outside & (cap > 0)).tolist()]
+    if not names:
+        return ""
+    return (f"; {len(names)} eligible node(s) with room are outside every {level} domain: {some_of(names)} "
+            "(the topology source, e.g. Slurm's topology.conf, does not place them)")
 
 
 def _gpu_holders(cluster: Cluster, node: int) -> tuple[str, ...]:

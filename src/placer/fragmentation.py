@@ -426,7 +426,9 @@ def node_states(source: ClusterLike) -> list[NodeState]:
     return out
 
 
-def cluster_fragment(source: ClusterLike, workload: Workload) -> ClusterFragment:
+def cluster_fragment(
+    source: ClusterLike, workload: Workload, only: Sequence[bool] | np.ndarray | None = None
+) -> ClusterFragment:
     """F(M) of a cluster, its idle GPU milli, rate and per-class breakdown.
 
     Parameters
@@ -434,6 +436,9 @@ def cluster_fragment(source: ClusterLike, workload: Workload) -> ClusterFragment
     source : Cluster, ClusterSnapshot, mapping or path
         As :func:`node_states` takes it.
     workload : Workload
+    only : sequence of bool, optional
+        Per node in node order, whether to measure it (default: every node); idle GPU
+        milli and capacity are then those of the measured nodes.
 
     Returns
     -------
@@ -442,6 +447,8 @@ def cluster_fragment(source: ClusterLike, workload: Workload) -> ClusterFragment
         vectorised over the nodes with numpy).
     """
     states = node_states(source)
+    if only is not None:
+        states = [s for s, keep in zip(states, only) if keep]
     n = len(states)
     width = max((len(s.gpu_milli) for s in states), default=0)
     free = np.zeros((n, max(width, 1)), dtype=np.int64)

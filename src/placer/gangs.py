@@ -686,6 +686,10 @@ def place_gang_step(
     (greedy, model building and search), and is cut to ``budget_left_s``, what is left of
     the request's time budget; with nothing left, CP-SAT does not run.
     """
+    if not session.n_nodes:  # a cluster without nodes: nothing to search
+        line = f"gang {spec.name}: {reasons.kube_reason(0, {})}"
+        failed = [(pod, -1, 0, line, 0) for pod in pods]
+        return failed, _gang_result(domains, spec, failed, "greedy", "infeasible")
     if any(pod.mig is not None for pod in pods):
         from placer.mig_gangs import place_mig_gang
 

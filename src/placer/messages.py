@@ -9,7 +9,19 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MISSING", "HugeInt", "closest", "describe", "unknown_field"]
+__all__ = ["MISSING", "HugeInt", "closest", "describe", "unknown_field", "FIELD_CONFUSIONS"]
+
+FIELD_CONFUSIONS: Mapping[str, tuple[str, str]] = {
+    "gpuMilli": ("gpuShares", 'a running pod holds GPU shares as gpuShares: {"<GPU index>": milli}; '
+                              "gpuMilli is what a request asks"),
+    "gpuShares": ("gpuMilli", "a request asks a share of a GPU as gpuMilli (with gpus: 1); gpuShares is what a "
+                              "running pod holds"),
+    "unknownGpus": ("gpus", "a request asks a number of gpus; unknownGpus is for a running pod whose GPU "
+                            "indices the source did not give"),
+    "unknownGpuSlots": ("gpuSlots", "a request asks a number of gpuSlots; unknownGpuSlots is for a running pod"),
+}
+"""Fields of a request pod written in a running pod (or the other way round): the field
+meant instead, and why, when the document's fields have it (:func:`unknown_field`)."""
 
 MISSING: Any = object()
 """Stands for an absent value in messages (``got nothing``)."""
@@ -54,6 +66,10 @@ def unknown_field(key: Any, fields: Iterable[str]) -> str:
     if type(key) is not str:
         return f"unknown field {describe(key)}"
     text = f'unknown field "{key}"'
+    fields = list(fields)
+    meant = FIELD_CONFUSIONS.get(key)
+    if meant is not None and meant[0] in fields:
+        return f'{text} (did you mean "{meant[0]}"? {meant[1]})'
     close = closest(key, fields)
     return text + (f' (did you mean "{close}"?)' if close is not None else "")
 

@@ -21,6 +21,7 @@ def place(
     *,
     policy: str | Policy | None = None,
     seed: int | None = None,
+    preemption: str | None = None,
 ) -> PlacementResult:
     """Place a request's pods on a snapshot, in order.
 
@@ -35,6 +36,8 @@ def place(
         (checked here), or a record of it.
     seed : int, optional
         Override the request's ``seed``.
+    preemption : str, optional
+        Override the request's ``preemption`` mode (:data:`placer.model.PREEMPTION_MODES`).
 
     Returns
     -------
@@ -42,7 +45,7 @@ def place(
         Every pod either assigned (node and GPU indices) or unschedulable with a reason.
     """
     with gc_paused():  # everything built here is acyclic: collections would only cost time
-        return Cluster(snapshot).schedule(request, policy=policy, seed=seed)
+        return Cluster(snapshot).schedule(request, policy=policy, seed=seed, preemption=preemption)
 
 
 def preempt(

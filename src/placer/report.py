@@ -10,7 +10,7 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   are left out; tainted nodes count (GPU nodes are commonly tainted for GPU pods, which
   tolerate it) and are listed among the findings.
 * **Fragmentation** — the FGD measure (:func:`placer.fragmentation.cluster_fragment`) for
-  the workload.
+  the workload, over the same nodes.
 * **MIG** — per GPU model with GPUs in MIG mode and per profile, how many more instances
   fit now (free instances on static GPUs; free and creatable ones on dynamic GPUs) and if
   every idle static GPU were re-split, beside the free slices
@@ -21,7 +21,11 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   ``status.capacity`` gives),
   unhealthy GPUs, cordoned and tainted nodes, running pods whose GPU indices the source did
   not give (placer assumed them), extended resources that pods ask for but no node offers,
-  and NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids.
+  NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids, and GPU nodes
+  in no domain of a topology level (a gang that requires the level never uses them).
+
+:func:`node_rows` is the per-node view instead (``placer report --nodes``). Free GPUs are counted one way throughout (:data:`FREE_GPUS_SCOPE`): on schedulable nodes,
+those free on cordoned, drained and down nodes given apart.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from placer.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, c
 from placer.mig_plans import ModelCapacity, mig_capacity
 from placer.model import ClusterSnapshot, PodRequest, Toleration
 from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL, gpu_node_label
+from placer.textlines import aligned, paint, some_of
 
 __all__ = [
     "STANDARD_SHAPES",
@@ -50,6 +55,11 @@ __all__ = [
     "SLOT_SHAPES",
     "SlotRow",
     "SharingSummary",
+    "FREE_GPUS_SCOPE",
+    "NodeRow",
+    "node_rows",
+    "nodes_text",
+    "finding_color",
 ]
 
 STANDARD_SHAPES = (
@@ -65,12 +75,16 @@ STANDARD_SHAPES = (
 SLOT_SHAPES = (1, 2, 4)
 """The ``gpuSlots`` shapes reported when some node shares its GPUs (time-slicing, MPS)."""
 
+FREE_GPUS_SCOPE = "schedulable nodes: cordoned, drained, down and GPU-sharing nodes left out, tainted nodes counted"
+"""What the report counts as free GPUs, in its header, its shape table and its fragment."""
+
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 _TOLERATE_ALL = (Toleration(operator="Exists"),)
 _NO_LIMIT = 1 << 40
 _GPU_RESOURCE = "nvidia.com/gpu"
 _MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 _GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+_MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
 _CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
@@ -195,12 +209,12 @@ class SharingSummary:
             f"GPU sharing (time-slicing, MPS): {self.nodes} node(s), {self.gpus} GPU(s) × {per} slots = "
             f"{self.slots} slots, {self.free_slots} free; whole-GPU shapes above leave these GPUs out",
             "",
-            f"  {'shape':<22} {'pods':>6} {'slots':>8} {'nodes':>6}",
         ]
+        rows = [["shape", "pods", "slots", "nodes"]]
         for row in self.rows:
             label = f"{row.slots} slot" + ("s" if row.slots > 1 else "")
-            lines.append(f"  {label:<22} {row.pods:>6} {row.pods * row.slots:>8} {row.nodes:>6}")
-        return lines
+            rows.append([label, str(row.pods), str(row.pods * row.slots), str(row.nodes)])
+        return lines + aligned(rows, right=frozenset((1, 2, 3)), indent="  ")
 
 
 @dataclass(frozen=True)
@@ -209,7 +223,7 @@ class ClusterReport:
 
     nodes: int
     gpus: int
-    free_gpu_milli: int
+    free_gpu_milli: int  # on the schedulable nodes (FREE_GPUS_SCOPE), as every figure of the report
     whole_free_gpus: int
     shapes: tuple[ShapeRow, ...]
     fragment: ClusterFragment
@@ -217,6 +231,7 @@ class ClusterReport:
     findings: tuple[Finding, ...]
     sharing: SharingSummary | None = None
     mig: tuple[ModelCapacity, ...] = ()
+    unschedulable_free_gpu_milli: int = 0  # on cordoned, drained and down nodes: counted nowhere else
 
     def to_dict(self) -> dict[str, Any]:
         frag = self.fragment
@@ -226,6 +241,8 @@ class ClusterReport:
             "gpus": self.gpus,
             "freeGpus": round(self.free_gpu_milli / 1000, 3),
             "wholeFreeGpus": self.whole_free_gpus,
+            "freeGpusOnUnschedulableNodes": round(self.unschedulable_free_gpu_milli / 1000, 3),
+            "freeGpusScope": FREE_GPUS_SCOPE,
             **extra,
             "schedulable": [row.to_dict() for row in self.shapes],
             "fragmentation": {
@@ -239,39 +256,51 @@ class ClusterReport:
             "findings": [f.to_dict() for f in self.findings],
         }
 
-    def to_text(self) -> str:
-        """A readable table."""
+    def to_text(self, color: bool = False) -> str:
+        """A readable table; ``color``: findings coloured with ANSI escapes (for a terminal)."""
         shared = "" if self.sharing is None else f" and {self.sharing.gpus} shared GPU(s) (below)"
+        aside = self.unschedulable_free_gpu_milli / 1000
         lines = [
             f"{self.nodes} node(s), {self.gpus - (self.sharing.gpus if self.sharing else 0)} GPU(s){shared}: "
-            f"{self.free_gpu_milli / 1000:g} free ({self.whole_free_gpus} whole)",
+            f"{self.free_gpu_milli / 1000:g} free on schedulable nodes ({self.whole_free_gpus} whole)"
+            + (f"; plus {aside:g} on cordoned/drained/down nodes" if aside else ""),
+            f"  (free GPUs on {FREE_GPUS_SCOPE}; the same in the table and the fragment)",
             "",
             "Schedulable now, per request shape (each node counted on its own):",
             "",
-            f"  {'shape':<22} {'pods':>6} {'GPUs':>8} {'of free':>8} {'usable':>7} {'nodes':>6}",
         ]
+        rows = [["shape", "pods", "GPUs", "of free", "usable", "nodes"]]
         for row in self.shapes:
             usable = "—" if row.usable_pct is None else f"{row.usable_pct:.1f}%"
-            lines.append(
-                f"  {shape_label(row.shape):<22} {row.pods:>6} {row.gpus:>8g} "
-                f"{row.reachable_free_gpus:>8g} {usable:>7} {row.nodes:>6}"
-            )
+            rows.append([shape_label(row.shape), str(row.pods), f"{row.gpus:g}", f"{row.reachable_free_gpus:g}",
+                         usable, str(row.nodes)])
+        lines += aligned(rows, right=frozenset((1, 2, 3, 4, 5)), indent="  ")
         if self.sharing is not None:
             lines += self.sharing.to_text()
         frag = self.fragment
         lines += [
             "",
             f"Fragmentation (FGD measure, workload: {self.workload_source}): "
-            f"{frag.total / 1000:.2f} GPU(s), {frag.amount_pct:.2f} % of capacity, "
+            f"{frag.total / 1000:.2f} GPU(s), {frag.amount_pct:.2f} % of the schedulable nodes' capacity, "
             f"{100 * frag.rate:.1f} % of the free GPUs",
         ]
         lines += _mig_lines(self.mig)
         if self.findings:
             lines += ["", "Findings:"]
-            lines += [f"  {f.kind}: {f.node + ': ' if f.node else ''}{f.detail}" for f in self.findings]
+            lines += [f"  {paint(f.kind, finding_color(f.kind), color)}: {f.node + ': ' if f.node else ''}{f.detail}"
+                      for f in self.findings]
         else:
             lines += ["", "Findings: none"]
         return "\n".join(lines) + "\n"
+
+
+_SEVERE_FINDINGS = frozenset(("unhealthy-gpus", "down", "gpu-capacity-missing", "gpu-registration",
+                              "resource-not-offered"))
+
+
+def finding_color(kind: str) -> str:
+    """The colour of a finding's kind on a terminal: red for what breaks placement, else yellow."""
+    return "red" if kind in _SEVERE_FINDINGS else "yellow"
 
 
 def _mig_lines(models: Sequence[ModelCapacity]) -> list[str]:
@@ -291,10 +320,10 @@ def _mig_lines(models: Sequence[ModelCapacity]) -> list[str]:
         ]
         if not m.placements_confirmed:
             lines.append("  starts inferred, not read from nvidia-smi")
-        lines.append(f"  {'profile':<12} {'now':>5} {'static':>7} {'dynamic':>8} {'re-split':>9} {'slices':>7}")
-        for p in m.profiles:
-            lines.append(f"  {p.profile:<12} {p.now:>5} {p.static:>7} {p.dynamic:>8} {p.if_resplit:>9} "
-                         f"{p.now * p.memory_slices:>7}")
+        rows = [["profile", "now", "static", "dynamic", "re-split", "slices"]]
+        rows += [[p.profile, str(p.now), str(p.static), str(p.dynamic), str(p.if_resplit), str(p.now * p.memory_slices)]
+                 for p in m.profiles]
+        lines += aligned(rows, right=frozenset((1, 2, 3, 4, 5)), indent="  ")
     return lines
 
 
@@ -303,8 +332,7 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
     offered = offered_resources(snapshot)
     for name in sorted({name for pod in pods for name in pod.resources} - offered):
         users = [pod.name for pod in pods if name in pod.resources]
-        out.append(Finding("resource-not-offered", "", f"{name}, asked by {', '.join(users[:3])}"
-                           + (f" and {len(users) - 3} more" if len(users) > 3 else "") + ", is offered by no node"))
+        out.append(Finding("resource-not-offered", "", f"{name}, asked by {some_of(users)}, is offered by no node"))
     for node in snapshot.nodes:
         out += gpu_count_findings(node)
         for rp in node.pods:
@@ -331,6 +359,21 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
             text = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in blocking)
             out.append(Finding("tainted", node.name, text))
     out += _mixed_cliques(snapshot)
+    out += _outside_levels(snapshot)
+    return out
+
+
+def _outside_levels(snapshot: ClusterSnapshot) -> list[Finding]:
+    """Per topology level some GPU node is placed in, the GPU nodes in no domain of it: a
+    gang that requires the level never uses them."""
+    gpu_nodes = [node for node in snapshot.nodes if node.hardware.gpus]
+    out = []
+    for level in snapshot.topology_levels:
+        outside = [node.name for node in gpu_nodes if node.topology.get(level) is None]
+        if outside and len(outside) < len(gpu_nodes):
+            out.append(Finding("outside-topology", "",
+                               f"{len(outside)} of {len(gpu_nodes)} GPU node(s) are in no {level} domain: "
+                               f"{some_of(outside)}; a gang that requires level {level} never uses them"))
     return out
 
 
@@ -383,17 +426,28 @@ def gpu_count_findings(node: Any) -> list[Finding]:
         return [Finding("gpu-capacity-missing", node.name, detail)]
     sharing_ = node.hardware.gpu_sharing
     per_gpu = 1 if sharing_ is None else sharing_.replicas  # a sharing node offers slots
+    mig_gpus = len(node.hardware.mig_gpus)
+    single = node.labels.get(_MIG_STRATEGY_LABEL) == "single"
     seen = {"hardware": node.hardware.gpus * per_gpu}
+    # each count, as the GPUs it stands for: nvidia.com/gpu leaves out the GPUs in MIG mode
+    # (mixed strategy), GFD's count label counts the MIG devices under the single strategy
+    meant = dict(seen)
     res = node.resources.get(_GPU_RESOURCE)
     if res is not None:
         seen["capacity"] = res.capacity
         seen["allocatable"] = res.allocatable
+        meant["capacity"] = res.capacity + mig_gpus * per_gpu
+        meant["allocatable"] = res.allocatable + mig_gpus * per_gpu
     label = node.labels.get(_GPU_COUNT_LABEL)
     if label is not None and label.isdigit():
-        seen["label"] = int(label) * per_gpu
-    if len(set(seen.values())) <= 1:
+        seen["label"] = meant["label"] = int(label) * per_gpu
+        if single and int(label) == len(node.mig_instances):
+            meant["label"] = meant["hardware"]
+    if len(set(meant.values())) <= 1:
         return []
     text = ", ".join(f"{k} {v}" for k, v in seen.items())
+    if mig_gpus and res is not None:
+        text = f"{text} ({mig_gpus} GPU(s) in MIG mode, which {_GPU_RESOURCE} does not count)"
     if sharing_ is not None:
         return [Finding("gpu-registration", node.name,
                         f"GPU slot counts disagree ({sharing_.replicas} slots per GPU): {text}")]
@@ -443,20 +497,89 @@ def cluster_report(
     if workload is None:
         workload = standard_workload()
         workload_source = workload_source or "standard shapes (1, 2, 4, 8, 0.5, 0.25 GPU)"
-    session = Cluster(snapshot).session
+    cluster = Cluster(snapshot)
+    session = cluster.session
     unshared = session.free.slot_replicas == 0
+    unschedulable = np.array([node.unschedulable for node in snapshot.nodes], dtype=bool)
+    schedulable = unshared & ~unschedulable
     return ClusterReport(
         nodes=len(snapshot.nodes),
         gpus=sum(node.hardware.gpus for node in snapshot.nodes),
-        free_gpu_milli=int(session.free.free_gpu_milli[unshared].sum()),
-        whole_free_gpus=int(session.free.whole_gpus[unshared].sum()),
+        free_gpu_milli=int(session.free.free_gpu_milli[schedulable].sum()),
+        whole_free_gpus=int(session.free.whole_gpus[schedulable].sum()),
+        unschedulable_free_gpu_milli=int(session.free.free_gpu_milli[unshared & unschedulable].sum()),
         shapes=tuple(_shape_rows(session, workload.types)),
-        fragment=cluster_fragment(snapshot, workload),
+        fragment=cluster_fragment(cluster, workload, only=schedulable),  # the free state counted above
         workload_source=workload_source or "given",
         findings=tuple(_findings(snapshot, pods)),
         sharing=_sharing_summary(session),
         mig=mig_capacity(session.mig),
     )
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One node as ``placer report --nodes`` shows it (like ``sinfo -N``).
+
+    Attributes
+    ----------
+    name : str
+    state : str
+        ``ready``, else what keeps pods off it, comma-joined: ``cordoned``, ``drained``,
+        ``down`` (Slurm states), ``tainted`` (a NoSchedule or NoExecute taint),
+        ``unhealthy-gpus``.
+    gpus : int
+    free_gpus : float
+        Free GPUs (whole, and shares' rests) outside MIG mode.
+    mig_instances, free_mig_instances : int or None
+        The MIG instances of the node and those no pod holds (None: no GPU in MIG mode).
+    pods : int
+        Running pods.
+    """
+
+    name: str
+    state: str
+    gpus: int
+    free_gpus: float
+    mig_instances: int | None
+    free_mig_instances: int | None
+    pods: int
+
+    def to_dict(self) -> dict[str, Any]:
+        mig = None if self.mig_instances is None else {"free": self.free_mig_instances, "total": self.mig_instances}
+        return {"name": self.name, "state": self.state, "gpus": self.gpus, "freeGpus": round(self.free_gpus, 3),
+                "migInstances": mig, "pods": self.pods}
+
+
+def node_rows(snapshot: ClusterSnapshot) -> tuple[NodeRow, ...]:
+    """Per node of ``snapshot``, in order, its state, GPUs, MIG instances and pods."""
+    session = Cluster(snapshot).session
+    out = []
+    for i, node in enumerate(snapshot.nodes):
+        states = [_unschedulable(node).kind] if node.unschedulable else []
+        if any(t.effect in _BLOCKING_EFFECTS for t in node.taints):
+            states.append("tainted")
+        if node.unhealthy_gpus:
+            states.append("unhealthy-gpus")
+        total = free = None
+        if node.hardware.mig is not None:
+            held = {(m.gpu, m.start) for rp in node.pods for m in rp.mig}
+            total = len(node.mig_instances)
+            free = sum((m.gpu, m.start) not in held for m in node.mig_instances)
+        out.append(NodeRow(node.name, ",".join(states) or "ready", node.hardware.gpus,
+                           float(session.free.free_gpu_milli[i]) / 1000, total, free, len(node.pods)))
+    return tuple(out)
+
+
+def nodes_text(rows: Sequence[NodeRow], color: bool = False) -> str:
+    """The per-node view as aligned columns; ``color``: states other than ready coloured."""
+    table = [["NODE", "STATE", "GPUS FREE/TOTAL", "MIG FREE/TOTAL", "PODS"]]
+    for r in rows:
+        mig = "-" if r.mig_instances is None else f"{r.free_mig_instances}/{r.mig_instances}"
+        hue = "red" if any(finding_color(s) == "red" for s in r.state.split(",")) else "yellow"
+        state = r.state if r.state == "ready" else paint(r.state, hue, color)
+        table.append([r.name, state, f"{r.free_gpus:g}/{r.gpus}", mig, str(r.pods)])
+    return "\n".join(aligned(table, right=frozenset((2, 3, 4)))) + "\n"
 
 
 def _sharing_summary(session: KernelSession) -> SharingSummary | None:

@@ -6,15 +6,28 @@ split into lines without their ``\\r\\n`` endings, and report a fault as
 :class:`~placer.exceptions.InvalidInputError` at ``"<source>:<line>"``. :class:`TextLines`
 does these; readers subclass it with their own grammar. :func:`clip` shortens a value
 for an error message, :func:`split_outside` splits a list at the commas outside brackets.
+
+The text placer prints goes through a few helpers: :func:`aligned` lays rows out as columns
+as wide as their widest cell, :func:`paint` colours a word with ANSI codes when asked
+(:func:`color_wanted`: on a terminal, unless ``NO_COLOR`` is set), :func:`some_of` names
+the first few of a list and how many more.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, NoReturn
+import os
+import re
+from typing import IO, Iterator, NoReturn, Sequence
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["TextLines", "clip", "split_outside"]
+__all__ = ["TextLines", "clip", "split_outside", "some_of", "aligned", "paint", "color_wanted", "COLOR_CHOICES"]
+
+COLOR_CHOICES = ("auto", "always", "never")
+"""The values of ``--color``."""
+
+_ANSI = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1"}
+_ESCAPE = re.compile("\033\\[[0-9;]*m")
 
 
 class TextLines:
@@ -88,6 +101,12 @@ def clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def some_of(names: Sequence[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, joined: ``"a, b, c and 4 more"``."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
     """Split ``text`` at the commas outside ``opening``/``closing`` brackets.
 
@@ -128,3 +147,51 @@ def split_outside(text: str, opening: str, closing: str) -> tuple[list[str], str
         problem = f"{opening!r} without {closing!r}"
     pieces.append(text[start:])
     return pieces, problem
+
+
+def aligned(rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset(), indent: str = "") -> list[str]:
+    """Rows of cells as lines of aligned columns, each as wide as its widest cell.
+
+    Parameters
+    ----------
+    rows : sequence of sequences of str
+        The rows, a header first when there is one; every row has the same cells. A cell
+        may be coloured (:func:`paint`): its escapes do not count towards its width.
+    right : frozenset of int
+        The columns aligned right (numbers); the others are aligned left.
+    indent : str
+        Put before every line.
+
+    Returns
+    -------
+    list of str
+        One line per row, trailing blanks dropped.
+    """
+    if not rows:
+        return []
+    widths = [max(_width(r[c]) for r in rows) for c in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        pads = (" " * (w - _width(cell)) for cell, w in zip(r, widths))
+        cells = (pad + cell if c in right else cell + pad for c, (cell, pad) in enumerate(zip(r, pads)))
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
+
+
+def _width(cell: str) -> int:
+    """The columns ``cell`` takes on a terminal: its ANSI colour escapes take none."""
+    return len(_ESCAPE.sub("", cell)) if "\033" in cell else len(cell)
+
+
+def paint(text: str, color: str, on: bool) -> str:
+    """``text`` in ``color`` (``red``, ``yellow``, ``green``, ``cyan``, ``bold``) as ANSI
+    escapes when ``on``, else ``text`` itself."""
+    return f"\033[{_ANSI[color]}m{text}\033[0m" if on else text
+
+
+def color_wanted(choice: str, stream: IO[str]) -> bool:
+    """Whether to colour what goes to ``stream``: ``choice`` ``always`` or ``never``, or
+    ``auto``: when ``stream`` is a terminal and ``NO_COLOR`` is unset or empty (no-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    return not os.environ.get("NO_COLOR") and bool(getattr(stream, "isatty", lambda: False)())

@@ -768,7 +768,7 @@ class _TableReader(_Output):
                 fail(
                     i + 1,
                     f"expected the border '+---...---+' that closes the row at line {start}, got {got} "
-                    "(the table is cut short; allow_cut=True returns its complete rows)",
+                    "(the table is cut short: give the command's whole output)",
                 )
             if not _BORDER.fullmatch(lines[i]):
                 fail(i + 1, f"expected the border '+---...---+' that closes the row at line {start}, got {_show(lines[i])}")

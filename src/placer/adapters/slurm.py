@@ -41,7 +41,7 @@ from placer.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
 from placer.mig_layout import fewest_gpus, layout_instances
 from placer.mig_profiles import PROFILE_NAME, MigTable, model_key, tables
 from placer.node_labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL
-from placer.textlines import clip, split_outside
+from placer.textlines import clip, some_of, split_outside
 
 __all__ = [
     "GresGpu",
@@ -976,16 +976,10 @@ def _check_nodes_below(
     where = f"{source}:{line}"
     shown = set(expand_hostlist(listed, where)) if listed else set()
     if shown != below:
-        wrong = [f"{_some(sorted(shown - below))} too"] if shown - below else []
-        wrong += [f"{_some(sorted(below - shown))} missing"] if below - shown else []
+        wrong = [f"{some_of(sorted(shown - below))} too"] if shown - below else []
+        wrong += [f"{some_of(sorted(below - shown))} missing"] if below - shown else []
         _fail(where, f"expected Nodes= of SwitchName={name} to be the {len(below)} nodes under "
                      f"Switches=, got {' and '.join(wrong)}")
-
-
-def _some(names: list[str], shown: int = 3) -> str:
-    """The first ``shown`` of ``names``, joined, with how many more there are."""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
 
 
 def _tree(switches: dict[str, tuple[int, dict[str, str]]], source: str) -> SlurmTopology:
@@ -1367,10 +1361,14 @@ class SlurmImport:
         ``placer import slurm`` writes. It gives every node's ``unschedulable``,
         ``false`` included; ``snapshot.to_dict()`` is the same document without
         ``unschedulable: false`` (the default).
+    notes : tuple of str
+        What the files leave out that placer cannot model, one line each (the nodes that
+        no switch or block of ``topology.conf`` covers).
     """
 
     snapshot: ClusterSnapshot
     document: dict[str, Any]
+    notes: tuple[str, ...] = ()
 
 
 def import_slurm(
@@ -1454,7 +1452,23 @@ def import_slurm_texts(
             raise
         line = parsed_nodes[int(m.group(1))].line
         raise InvalidInputError(f"{nodes_name}:{line}", f"{e.what} (placer/v1 {e.where})") from None
-    return SlurmImport(snapshot=snapshot, document=document)
+    notes = ()
+    if topology is not None and parsed_topology is not None:
+        notes = uncovered_notes(parsed_nodes, parsed_topology, topology[1])
+    return SlurmImport(snapshot=snapshot, document=document, notes=notes)
+
+
+def uncovered_notes(nodes: list[SlurmNode], topology: SlurmTopology, source: str) -> tuple[str, ...]:
+    """A note naming the nodes that no switch or block of ``topology`` covers (none when
+    every node is covered, or the file has neither)."""
+    if topology.form == "none":
+        return ()
+    outside = [node.name for node in nodes if node.name not in topology.nodes]
+    if not outside:
+        return ()
+    what = "switch" if topology.form == "tree" else "block"
+    return (f"{source}: {len(outside)} of {len(nodes)} node(s) are under no {what}: {some_of(outside)}; "
+            f"they get no topology, so a gang that requires a topology level is not placed on them",)
 
 
 def snapshot_from_slurm(

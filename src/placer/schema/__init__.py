@@ -23,13 +23,21 @@ from placer._io import source_name
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_SLICES, MILLI, SEED_MAX
 from placer.model import API_VERSION, ClusterSnapshot, PlacementRequest, PlacementResult
-from placer.schema.checks import check_gpu_request, check_policy, check_seed, check_solver, check_time_limit
+from placer.schema.checks import (
+    check_gpu_request,
+    check_policy,
+    check_preemption,
+    check_seed,
+    check_solver,
+    check_time_limit,
+)
 from placer.schema.documents import LABELS, RequestDoc, ResultDoc, SnapshotDoc
 from placer.schema.errors import MISSING, bad, describe
 from placer.schema.files import decode_object, decode_source, gc_paused, load_document, read_bytes
 from placer.schema.request import (
     SnapshotFacts,
     check_request_against_snapshot,
+    refuse_bound,
     snapshot_facts,
     plain_pods,
     request_document,
@@ -57,11 +65,13 @@ __all__ = [
     "coerce_result",
     "request_for_pods",
     "snapshot_facts",
+    "refuse_bound",
     "snapshot_gpu_models",
     "check_request_against_snapshot",
     "check_policy",
     "check_solver",
     "check_seed",
+    "check_preemption",
     "check_gpu_request",
     "check_time_limit",
     "merge_hardware",

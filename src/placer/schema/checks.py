@@ -11,11 +11,11 @@ from typing import Any
 from placer.exceptions import InvalidInputError
 from placer.limits import SEED_MAX
 from placer import policies
-from placer.model import SOLVERS
+from placer.model import PREEMPTION_MODES, SOLVERS
 from placer.schema.errors import bad as _bad
 from placer.schema.errors import one_of as _one_of
 
-__all__ = ["check_policy", "check_solver", "check_seed", "check_gpu_request", "check_time_limit"]
+__all__ = ["check_policy", "check_solver", "check_preemption", "check_seed", "check_gpu_request", "check_time_limit"]
 
 
 def _int_desc(lo: int, hi: int) -> str:
@@ -50,6 +50,19 @@ def check_solver(name: Any, where: str = "solver") -> str:
     if type(name) is str and name in SOLVERS:
         return name
     raise _bad(where, _one_of(SOLVERS), name)
+
+
+def check_preemption(mode: Any, where: str = "preemption") -> str:
+    """Return ``mode`` if it is a preemption mode (one of :data:`placer.model.PREEMPTION_MODES`).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``mode`` is not ``none``, ``greedy``, ``exact`` or ``auto``.
+    """
+    if type(mode) is str and mode in PREEMPTION_MODES:
+        return mode
+    raise _bad(where, _one_of(PREEMPTION_MODES), mode)
 
 
 def check_seed(value: Any, where: str = "seed") -> int:

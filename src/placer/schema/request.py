@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import msgspec
 
@@ -24,6 +24,7 @@ from placer.schema.errors import bad, control_error, has_control, listing, nest
 __all__ = [
     "SnapshotFacts",
     "snapshot_facts",
+    "refuse_bound",
     "request_from_doc",
     "request_from_plain_pods",
     "plain_pods",
@@ -33,17 +34,25 @@ __all__ = [
 
 
 class SnapshotFacts:
-    """What a request is checked against: the snapshot's topology levels."""
+    """What a request is checked against: the snapshot's topology levels and, when given,
+    ``first_held``: the position of the first of some pods that is bound or running now
+    (-1 for none), so that a pod already bound is named as the request file writes it."""
 
-    __slots__ = ("levels",)
+    __slots__ = ("levels", "first_held")
 
-    def __init__(self, levels: Sequence[str]) -> None:
+    def __init__(
+        self, levels: Sequence[str], first_held: Callable[[Sequence[PodRequest]], int] | None = None
+    ) -> None:
         self.levels = (*levels, "node")
+        self.first_held = first_held
 
 
-def snapshot_facts(snapshot: ClusterSnapshot) -> SnapshotFacts:
-    """What requests are checked against: the snapshot's levels."""
-    return SnapshotFacts(snapshot.topology_levels)
+def snapshot_facts(
+    snapshot: ClusterSnapshot, first_held: Callable[[Sequence[PodRequest]], int] | None = None
+) -> SnapshotFacts:
+    """What requests are checked against: the snapshot's levels, and ``first_held`` (see
+    :class:`SnapshotFacts`)."""
+    return SnapshotFacts(snapshot.topology_levels, first_held)
 
 
 # The fields of a pod entry that plain_pods reads from a dict as written: the name, then
@@ -300,7 +309,7 @@ def _request(
     gang_size = dict.fromkeys(gangs, 0)
     if common is not None:
         pods = common
-        origin = range(len(entries))
+        origin = range(len(pods))  # one pod per entry (the entries may not be decoded)
     else:
         pods, origin = _expand(entries, gangs, gang_size)
         _names(entries, pods, origin)
@@ -328,7 +337,34 @@ def _request(
     )
     if against is not None and common is None:  # plain pods have no gang to check
         check_request_against_snapshot(request, against, origin)
+    if against is not None and against.first_held is not None:
+        refuse_bound(request, against.first_held, origin)
     return request
+
+
+def refuse_bound(
+    request: PlacementRequest, first_held: Callable[[Sequence[PodRequest]], int], origin: Sequence[int] | None = None
+) -> None:
+    """Raise at the first pod of ``request`` that is bound or running now.
+
+    Parameters
+    ----------
+    request : PlacementRequest
+    first_held : callable
+        As :class:`SnapshotFacts` takes it.
+    origin : sequence of int, optional
+        The document index of each pod (replicas share their entry's); by default a pod's
+        index in ``request.pods``.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``pods[i].name``, ``i`` as the document writes it.
+    """
+    i = first_held(request.pods)
+    if i >= 0:
+        at = i if origin is None else origin[i]
+        raise InvalidInputError(f"pods[{at}].name", f"pod {request.pods[i].name!r} is already bound")
 
 
 def check_request_against_snapshot(
