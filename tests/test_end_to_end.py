@@ -9,6 +9,9 @@ pod) and nvidia-smi CSVs of node dgx-h100-1. These are the README's commands.
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
 from pathlib import Path
 
 import yaml
@@ -103,3 +106,26 @@ def test_import_errors_are_one_line(tmp_path, capsys):
     out = tmp_path / "never.json"
     assert main(["import", "slurm", "--nodes", str(tmp_path / "missing.txt"), "-o", str(out)]) == 2
     assert not out.exists()
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_real_cluster_commands_print_what_it_shows(tmp_path, capsys, monkeypatch):
+    """The "Real clusters" section's commands run in a folder of the e2e files, and each of its
+    ``$ placer ...`` blocks is exactly what that command prints there."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Real clusters", 1)[1].split("\n## ", 1)[0]
+    commands = re.search(r"```bash\n(.*?)```", section, re.S).group(1).splitlines()
+    shown = re.findall(r"```\n\$ (placer [^\n]*)\n(.*?)```", section, re.S)
+    assert [c for c, _ in shown] == ["placer explain cluster.json request.json", "placer report cluster.json"]
+    for f in DATA.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    monkeypatch.chdir(tmp_path)
+    levels = shlex.split(commands[0].partition("=")[2])[0]
+    for line in commands[1:]:
+        argv = shlex.split(line.replace("$L", levels), comments=True)
+        assert argv[0] == "placer"
+        run(capsys, *argv[1:])
+    for command, output in shown:
+        assert run(capsys, *shlex.split(command)[1:]) == output
