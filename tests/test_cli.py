@@ -344,3 +344,13 @@ def test_help_describes_the_command_and_names_the_policies(command, capsys):
     if "--policy" in text:
         unwrapped = re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse wraps after a hyphen
         assert all(name in unwrapped for name in policies.names())
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(args: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_demo", interrupted)
+    assert main(["demo"]) == 130
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "placer: interrupted\n")
