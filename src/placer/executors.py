@@ -32,8 +32,8 @@ from typing import Any, Callable, Generator, Hashable, Iterator, Optional, Seque
 
 from placer.exceptions import InvalidInputError
 
-__all__ = ["EXECUTORS", "TaskFailure", "TaskResult", "RunsInterrupted", "run_tasks", "require_ray",
-           "check_ray_address", "progress_bar", "grid_results", "local_workers", "interrupts_deferred", "DEFAULT_CONNECT_TIMEOUT_S"]
+__all__ = ["EXECUTORS", "DEFAULT_CONNECT_TIMEOUT_S", "TaskFailure", "TaskResult", "RunsInterrupted", "run_tasks",
+           "grid_results", "local_workers", "interrupts_deferred", "require_ray", "check_ray_address", "progress_bar"]
 
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2
@@ -357,7 +357,10 @@ def _run_ray(ray: Any, fn: Callable[..., Any], shared: Any, tasks: Sequence[tupl
                     yield _failure(key, cause)
     finally:
         for ref in refs:  # interrupted, or the caller stopped reading
-            ray.cancel(ref, force=True)
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # already ended, or the cluster went away: nothing left to stop
+                pass
         if started_here:
             ray.shutdown()
 
