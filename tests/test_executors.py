@@ -95,6 +95,20 @@ def test_an_address_where_no_ray_answers_is_one_line_after_the_timeout(
         list(run_tasks(square_unless_marked, {}, [(1, (1,))], executor="ray", address=address, connect_timeout=0.2))
 
 
+def test_a_listener_that_is_not_ray_is_given_up_on_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Something accepts connections on the port but never speaks Ray's protocol: Ray's client
+    # gives up within the timeout, not after its own 5 + 10 + 15 s.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        address = f"ray://127.0.0.1:{listener.getsockname()[1]}"
+        argv = ["sweep", "fgd-study", "--executor", "ray", "--address", address, "--connect-timeout", "1",
+                "--out", str(tmp_path / "never")]
+        assert main(argv) == 2
+    assert capsys.readouterr().err == f"placer: error: --address {address}: no Ray cluster answered within 1 s\n"
+    assert not ray.is_initialized()
+
+
 def test_connect_timeout_must_be_positive_seconds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--connect-timeout", "0", "--out", str(tmp_path / "never")]) == 2
     assert capsys.readouterr().err.startswith("placer: error: --connect-timeout: expected a number of seconds > 0")

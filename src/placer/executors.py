@@ -312,8 +312,31 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 # ---------------------------------------------------------------------- Ray
 
+@contextmanager
+def _ray_client_attempts_within(seconds: float) -> Iterator[None]:
+    """Ray's client makes 3 attempts to connect, of 5, 10 and 15 s (``INITIAL_TIMEOUT_SEC``
+    and ``MAX_TIMEOUT_SEC`` of ``ray.util.client.worker``, read when it connects): here each
+    takes a third of ``seconds``."""
+    try:
+        from ray.util.client import worker
+    except ImportError:
+        yield
+        return
+    names = [name for name in ("INITIAL_TIMEOUT_SEC", "MAX_TIMEOUT_SEC") if hasattr(worker, name)]
+    saved = {name: getattr(worker, name) for name in names}
+    for name in names:
+        setattr(worker, name, max(seconds / 3, 0.1))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(worker, name, value)
+
+
 def _connect_ray(ray: Any, jobs: Optional[int], address: Optional[str], timeout: float) -> None:
-    """``ray.init`` on ``address`` once it answers, Ray's own retry log and warnings silenced."""
+    """``ray.init`` on ``address`` once it answers, all within ``timeout`` seconds, Ray's own
+    retry log and warnings silenced."""
+    started = time.monotonic()
     check_ray_address(address, timeout)
     options: dict[str, Any] = {"address": address, "include_dashboard": False, "log_to_driver": False,
                                "configure_logging": False}
@@ -323,10 +346,11 @@ def _connect_ray(ray: Any, jobs: Optional[int], address: Optional[str], timeout:
     level = ray_log.level
     ray_log.setLevel(logging.CRITICAL)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _ray_client_attempts_within(timeout - (time.monotonic() - started)):
             warnings.simplefilter("ignore")
             ray.init(**options)
     except ConnectionError:
+        ray.shutdown()  # a failed ray:// connection leaves Ray's client mode on in this process
         if address is None:
             raise
         raise _unanswered(address, timeout) from None
