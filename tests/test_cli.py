@@ -705,3 +705,13 @@ def test_a_request_field_in_a_running_pod_hints_its_counterpart(files, tmp_path,
     line = one_error_line(capsys.readouterr().err)
     assert f'unknown field "{key}" (did you mean "{meant}"?' in line
     assert "cpuMilli" not in line
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(args: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_demo", interrupted)
+    assert main(["demo"]) == 130
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "placer: interrupted\n")

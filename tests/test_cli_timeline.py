@@ -3,7 +3,9 @@ the offered load it prints, and one error line for bad options."""
 from __future__ import annotations
 
 import csv
+import io
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,57 @@ def test_timeline_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert captured.err.count("\n") == 1 and captured.err.startswith(f"placer: error: {where}: ")
     assert "Traceback" not in captured.err and captured.out == ""
     assert not out.exists()
+
+
+def test_timeline_ctrl_c_writes_the_finished_runs_and_says_how_many(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import placer.queues.timeline as timeline
+
+    real = timeline.run_spec
+
+    def ctrl_c_at_load_1(snapshot, trace, spec, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if spec.load == 1.1:
+            raise KeyboardInterrupt
+        return real(snapshot, trace, spec, *args, **kwargs)
+
+    monkeypatch.setattr(timeline, "run_spec", ctrl_c_at_load_1)
+    out = tmp_path / "out"
+    assert main([*SMALL, "--load", "0.7,1.1,1.3", "--jobs", "1", "--no-plot", "--out", str(out)]) == 130
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "placer: interrupted; 1 of 3 runs kept\n")
+    with open(out / "timeline.csv", newline="") as f:
+        assert {r["run"] for r in csv.DictReader(f)} == {"load0.7-qos-best-fit-besteffortfifo-preempt-on-seed7"}
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_timeline_progress_goes_to_a_terminal_only_with_a_bar_over_the_grid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = [a for a in SMALL if a != "--quiet"] + ["--load", "0.7,1.1", "--jobs", "1", "--no-plot"]
+    assert main([*argv, "--out", str(tmp_path / "file")]) == 0
+    assert capsys.readouterr().err == ""  # stderr is not a terminal: no bar
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main([*argv, "--out", str(tmp_path / "tty")]) == 0
+    shown = terminal.getvalue()
+    assert re.search(r"timeline: +\d+%.*\| [012]/2 \[\d\d:\d\d<\d\d:\d\d", shown)  # the grid's bar, time left
+    assert re.search(r"run 2/2 load 1\.1: .*/0\.5 h", shown)  # each run's simulated hours
+
+
+def test_timeline_summary_counts_the_jobs_never_admitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Three times the cluster's GPUs offered for 30 min: most jobs submitted in the window wait until the end.
+    out = tmp_path / "out"
+    assert main([*SMALL, "--load", "3", "--no-plot", "--out", str(out)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  all "))
+    found = re.search(r"delay p50 +(>= )?\d+ s, p99 >= \d+ s \((\d+) of (\d+) never admitted\)", line)
+    assert found, line
+    never, jobs = int(found.group(2)), int(found.group(3))
+    assert 0 < never <= jobs
+    text = (out / "queues.md").read_text()
+    assert f"Delays are over the {jobs} jobs submitted in the window" in text and f"({never} never admitted)" in text
+    assert re.search(r"\| \*\*all\*\* \| \d+ \| \d+ \| \d+ \| [^|]+ \| ≥ [\d.]+ min \|", text)

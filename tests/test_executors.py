@@ -2,6 +2,7 @@
 once more and then reported by its key while the others' results are kept, clear errors."""
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,59 @@ def test_ray_missing_is_an_error_naming_the_extra(monkeypatch: pytest.MonkeyPatc
 # ---------------------------------------------------------------------- on a local Ray
 
 ray = pytest.importorskip("ray", reason="Ray is the optional extra placer[ray]; CI installs it")
+
+
+def closed_loopback_port() -> int:
+    """A loopback port nothing listens on (bound once, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("scheme", ["ray://", ""])
+def test_an_address_where_no_ray_answers_is_one_line_after_the_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], scheme: str
+) -> None:
+    address = f"{scheme}127.0.0.1:{closed_loopback_port()}"
+    for command in (["simulate"], ["simulate", "--timeline"], ["sweep", "fgd-study"]):
+        argv = [*command, "--executor", "ray", "--address", address, "--connect-timeout", "0.3",
+                "--out", str(tmp_path / "never")]
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"placer: error: --address {address}: no Ray cluster answered within 0.3 s\n"
+    assert not (tmp_path / "never").exists()
+    with pytest.raises(InvalidInputError, match="no Ray cluster answered within 0.2 s"):
+        list(run_tasks(square_unless_marked, {}, [(1, (1,))], executor="ray", address=address, connect_timeout=0.2))
+
+
+def test_a_listener_that_is_not_ray_is_given_up_on_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Something accepts connections on the port but never speaks Ray's protocol: Ray's client
+    # gives up within the timeout, not after its own 5 + 10 + 15 s.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        address = f"ray://127.0.0.1:{listener.getsockname()[1]}"
+        argv = ["sweep", "fgd-study", "--executor", "ray", "--address", address, "--connect-timeout", "1",
+                "--out", str(tmp_path / "never")]
+        assert main(argv) == 2
+    assert capsys.readouterr().err == f"placer: error: --address {address}: no Ray cluster answered within 1 s\n"
+    assert not ray.is_initialized()
+
+
+def test_connect_timeout_must_be_positive_seconds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--connect-timeout", "0", "--out", str(tmp_path / "never")]) == 2
+    assert capsys.readouterr().err.startswith("placer: error: --connect-timeout: expected a number of seconds > 0")
+
+
+def test_a_ray_client_address_without_the_client_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "grpc", None)  # Ray without ray[client]
+    assert main(["sweep", "fgd-study", "--executor", "ray", "--address", "ray://127.0.0.1:1",
+                 "--out", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'placer[ray]'" in err and "Traceback" not in err
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'ray = ["ray[client]>=2.9"]' in pyproject  # the extra brings Ray's client
 
 
 @pytest.fixture(scope="module")

@@ -449,3 +449,27 @@ def test_fgd_pack_weights_reach_the_kernel() -> None:
     assert run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(0.0, 0.0)).at(100) != default.at(100)
     with pytest.raises(InvalidInputError, match="regretWeight"):
         run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(-1.0, 0.5))
+
+
+def test_cli_ctrl_c_writes_the_finished_replays_and_says_how_many(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import placer.simulate as module
+
+    real = module.run_replay
+
+    def ctrl_c_on_seed_3(snapshot, pods, policy, seed, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if seed == 3:
+            raise KeyboardInterrupt
+        return real(snapshot, pods, policy, seed, *args, **kwargs)
+
+    monkeypatch.setattr(module, "run_replay", ctrl_c_on_seed_3)
+    nodes, pods = write_subsample(tmp_path)
+    out = tmp_path / "out"
+    argv = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--out", str(out), "--quiet", "--no-plot",
+            "--policy", "best-fit", "--seeds", "1-4", "--jobs", "1"]
+    assert main(argv) == 130
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "placer: interrupted; 2 of 4 runs kept\n")
+    seeds = {row["seed"] for row in csv.DictReader(io.StringIO((out / "curves.csv").read_text()))}
+    assert seeds == {"1", "2"}

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import placer
 import placer.sweep as sweep
 from placer.adapters import openb
 from placer.cli import main
@@ -145,3 +151,40 @@ def test_cli_sweep_bad_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "out").exists()
     assert main(["sweep", "no-such-sweep", "--out", str(tmp_path / "out")]) == 2
     assert "bundled: fgd-study" in capsys.readouterr().err
+
+
+def _placer_process(argv: list[str]) -> subprocess.Popen[str]:
+    """``python -m placer ARGV`` in a session of its own (Ctrl-C reaches its whole group),
+    with this checkout's placer first on the path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(placer.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "placer", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+
+
+def _wait_for_rows(process: subprocess.Popen[str], path: Path) -> None:
+    """Until ``path`` holds a row besides its header (or the process has ended)."""
+    while process.poll() is None:
+        if path.exists() and len(path.read_text(encoding="utf-8").splitlines()) >= 2:
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_keeps_the_finished_runs_in_one_line_and_the_sweep_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str
+) -> None:
+    spec = write_spec(tmp_path, policies=["best-fit"], seeds="1-50")
+    out = tmp_path / "out"
+    process = _placer_process(["sweep", str(spec), "--out", str(out), "--jobs", jobs, "--no-plot"])
+    _wait_for_rows(process, out / "results.csv")
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: the workers too
+    _, err = process.communicate(timeout=120)
+    kept = len(rows(out))
+    assert process.returncode == 130, err
+    assert err == f"placer: interrupted; {kept} of 50 runs kept\n"
+    assert 1 <= kept < 50
+    assert main(["sweep", str(spec), "--out", str(out), "--jobs", "1", "--quiet", "--no-plot"]) == 0
+    assert f"{50 - kept} run(s) done, {kept} already in results.csv, 0 failed" in capsys.readouterr().out
+    assert sorted(int(r["seed"]) for r in rows(out)) == list(range(1, 51))
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]

@@ -156,13 +156,16 @@ def check_log(outcome: tl.TimelineOutcome, snapshot: ClusterSnapshot, jobs: Sequ
     assert series.running_gpus.sum(axis=1) == pytest.approx([running_at[t] for t in series.times], abs=1e-6)
     assert (series.running_gpus.sum(axis=1) <= series.cluster_gpus + 1e-9).all()
     assert (series.unallocated_gpus >= -1e-9).all()
-    # Delays: jobs admitted and not waiting again at the end, without those in progress at 0.
-    delays = [waited[k] for k, s in state.items() if s != "pending" and not by_key[k].initial]
+    # Delays of the jobs not in progress at 0; one pending at the end counted at its wait so far.
+    delays = [waited[k] + (outcome.end - pending_since[k] if s == "pending" else 0.0)
+              for k, s in state.items() if not by_key[k].initial]
     m = outcome.metrics.cluster
     if delays:
         assert (m.delay_p50_s, m.delay_p99_s) == pytest.approx(tuple(np.percentile(delays, [50, 99])))
     else:
         assert m.delay_p50_s is None
+    assert m.never_admitted == sum(1 for k in state if k not in admitted_at and not by_key[k].initial)
+    assert m.delays_censored == sum(1 for k, s in state.items() if s == "pending" and not by_key[k].initial)
 
 
 # ---------------------------------------------------------------------- issue #16 scenario (1) over time

@@ -11,6 +11,7 @@ import csv
 import math
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -443,13 +444,23 @@ def test_metrics_by_hand():
     m = hand_log().metrics(end=60)
     a, b, all_ = m.queue("A"), m.queue("B"), m.queue(met.ALL_QUEUES)
     # Delays: a1 0; a2 5 + (30 − 10) = 25 (it waits again after its eviction and both
-    # waits count); b1 10; b2 10; b3 still waits. numpy's linear percentiles:
-    # A [0, 25] → p50 12.5, p99 24.75; B [10, 10] → 10, 10;
-    # all [0, 10, 10, 25] → p50 10, p99 10 + 0.97 × 15 = 24.55.
+    # waits count); b1 10; b2 10; b3 still waits at 60: 5 s so far, censored. numpy's
+    # linear percentiles: A [0, 25] → p50 12.5, p99 24.75; B [5, 10, 10] → 10, 10;
+    # all [0, 5, 10, 10, 25] → p50 10, p99 10 + 0.96 × 15 = 24.4.
     assert (a.delay_p50_s, a.delay_p99_s) == pytest.approx((12.5, 24.75))
     assert (b.delay_p50_s, b.delay_p99_s) == pytest.approx((10.0, 10.0))
-    assert (all_.delay_p50_s, all_.delay_p99_s) == pytest.approx((10.0, 24.55))
-    assert a.delay_mean_s == pytest.approx(12.5)
+    assert (all_.delay_p50_s, all_.delay_p99_s) == pytest.approx((10.0, 24.4))
+    assert a.delay_mean_s == pytest.approx(12.5) and b.delay_mean_s == pytest.approx(25 / 3)
+    # b3 waiting longer would raise the p99s (it is one of the two values they interpolate)
+    # and the means, not the p50s: those are lower bounds.
+    assert (b.delay_p50_lower_bound, b.delay_p99_lower_bound, b.delay_mean_lower_bound) == (False, True, True)
+    assert (all_.delay_p50_lower_bound, all_.delay_p99_lower_bound) == (False, True)
+    assert (a.delay_p99_lower_bound, a.delay_mean_lower_bound) == (False, False)
+    assert (a.never_admitted, b.never_admitted, all_.never_admitted) == (0, 1, 1)
+    assert (a.delays_censored, b.delays_censored, all_.delays_censored) == (0, 1, 1)
+    assert (a.delay_jobs, b.delay_jobs, all_.delay_jobs) == (2, 3, 5)
+    as_json = msgspec.json.decode(msgspec.json.encode(b))
+    assert (as_json["never_admitted"], as_json["delay_p99_lower_bound"]) == (1, True)
     assert (a.waiting_at_end, b.waiting_at_end, all_.waiting_at_end) == (0, 1, 1)
     assert (a.submitted, a.admitted, a.finished) == (2, 2, 1)
     assert (b.submitted, b.admitted, b.finished) == (3, 2, 1)
@@ -556,8 +567,10 @@ def test_queues_md(tmp_path):
     assert "## qos queues, preemption on" in text and "## qos queues, preemption off" in text
     assert "Offered GPU load **0.900** on 8 GPUs" in text and "Offered GPU load **1.100** on 8 GPUs" in text
     assert "| A | 2 | 2 | 0 | 12 s | 25 s | 3.2 | 0.0 | 8.3 % | 1 | 0 |" in text
-    assert "| B | 3 | 2 | 1 | 10 s | 10 s | 3.3 | 0.0 | 16.7 % | 0 | 1 |" in text
-    assert "| **all** | 5 | 4 | 1 | 10 s | 25 s | 6.5 | 0.0 | 25.0 % | 1 | 1 |" in text
+    assert "| B | 3 | 2 | 1 | 10 s | ≥ 10 s | 3.3 | 0.0 | 16.7 % | 0 | 1 |" in text
+    assert "| **all** | 5 | 4 | 1 | 10 s | ≥ 24 s | 6.5 | 0.0 | 25.0 % | 1 | 1 |" in text
+    assert text.count("Delays are over the 5 jobs submitted in the window; the 1 still waiting at the end "
+                      "(1 never admitted) count at their wait so far") == 2
 
 
 def test_timeline_png(tmp_path):

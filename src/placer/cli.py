@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, NoReturn, Sequence
 from placer import __version__, policies
 from placer._io import STDIN, dump_json, dump_yaml, read_text, source_name, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
+from placer.executors import RunsInterrupted
 from placer.formats import OUTPUT_FORMATS
 from placer.messages import closest
 from placer.model import PREEMPTION_MODES
@@ -37,6 +38,7 @@ EXIT_VIOLATIONS = 1
 EXIT_PENDING = 1  # with --fail-on-pending, as ``kubectl wait`` fails on a timeout
 EXIT_BAD_INPUT = 2
 EXIT_BROKEN_PIPE = 141
+EXIT_INTERRUPTED = 130
 
 
 _POLICY_CHOICES = ", ".join(policies.names())  # --policy accepts these (placer.policies.REGISTRY)
@@ -506,6 +508,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="local (default: processes on this machine) or ray (pip install 'placer[ray]')")
     s.add_argument("--address", metavar="ADDR",
                    help="the Ray cluster for --executor ray (e.g. ray://head:10001; default: a local Ray)")
+    _connect_timeout_argument(s)
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--no-plot", action="store_true", help="skip curves.png (and importing matplotlib)")
     t = s.add_argument_group(
@@ -612,6 +615,7 @@ def _add_sweep_parser(sub: Any) -> None:
     sw.add_argument("--out", metavar="DIR", required=True, help="output directory (created; reused to resume)")
     sw.add_argument("--executor", metavar="E", default="local", help="local (default) or ray")
     sw.add_argument("--address", metavar="ADDR", help="the Ray cluster for --executor ray (default: a local Ray)")
+    _connect_timeout_argument(sw)
     sw.add_argument("--jobs", metavar="N", help="worker processes (default: the CPU count), or a local Ray's CPUs")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.add_argument("--no-plot", action="store_true", help="skip summary.png")
@@ -629,7 +633,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_out_dir(args.out)
     failed: list[Any] = []
     outcome = run_sweep(spec, args.out, executor=executor, jobs=jobs, address=args.address,
-                        progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append)
+                        progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append,
+                        connect_timeout=args.connect_timeout)
     for failure in failed:
         sys.stderr.write(f"placer: sweep: run {' '.join(v for v in failure.key if v)} failed twice: {failure.error}\n")
     _emit(
@@ -1147,13 +1152,13 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     from itertools import product
 
     from placer.adapters import openb
+    from placer.queues.metrics import at_least
     from placer.queues.timeline import (
         TimelineSpec,
         parse_choices,
         parse_duration,
         parse_fractions,
         parse_queue_setup,
-        run_spec,
         run_specs,
         write_timeline_outputs,
     )
@@ -1177,18 +1182,13 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
         for policy, strategy, preempt, load, seed in product(placement, strategies, preemption, loads, seeds)
     ]
     failed: list[Any] = []
-    if executor == "ray" or (jobs or 1) > 1:
+    try:
         runs = run_specs(snapshot, trace, specs, executor=executor, jobs=jobs, address=args.address,
-                         on_failure=failed.append)
-    else:  # one after the other in this process, each with a bar over its simulated hours
-        runs = []
-        for i, spec in enumerate(specs, 1):
-            bar = None if args.quiet else _TimelineBar(spec, i, len(specs))
-            try:
-                runs.append(run_spec(snapshot, trace, spec, progress=None if bar is None else bar.advance))
-            finally:
-                if bar is not None:
-                    bar.close()
+                         on_failure=failed.append, progress=not args.quiet, connect_timeout=args.connect_timeout)
+    except RunsInterrupted as stop:
+        if stop.results:
+            write_timeline_outputs(stop.results, args.out, plot=not args.no_plot)
+        raise
     for failure in failed:
         sys.stderr.write(f"placer: simulate: run {failure.key[1]} failed twice: {failure.error}\n")
     if not runs:
@@ -1201,8 +1201,10 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
         lines.append(f"{run.spec.title}: {run.arrivals_summary}")
         rows = []
         for q in (*m.queues, m.cluster):
-            p50 = "-" if q.delay_p50_s is None else f"{q.delay_p50_s:.0f} s"
-            p99 = "-" if q.delay_p99_s is None else f"{q.delay_p99_s:.0f} s"
+            p50 = "-" if q.delay_p50_s is None else at_least(q.delay_p50_lower_bound, f"{q.delay_p50_s:.0f} s")
+            p99 = "-" if q.delay_p99_s is None else at_least(q.delay_p99_lower_bound, f"{q.delay_p99_s:.0f} s")
+            if q.never_admitted:
+                p99 += f" ({q.never_admitted} of {q.delay_jobs} never admitted)"
             rows.append([
                 q.queue,
                 f"delay p50 {p50:>8}, p99 {p99:>8}; mean GPUs {q.mean_running_gpus:8.1f}; "
@@ -1213,26 +1215,6 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     lines.append("wrote " + ", ".join(str(p) for p in paths))
     _emit("\n".join(lines) + "\n")
     return EXIT_VIOLATIONS if failed else EXIT_OK
-
-
-class _TimelineBar:
-    """A progress bar over simulated hours (tqdm on stderr)."""
-
-    def __init__(self, spec: Any, index: int, total: int) -> None:
-        from tqdm import tqdm
-
-        self._bar = tqdm(total=round(spec.horizon_s / 3600, 2), unit="h", file=sys.stderr, leave=False,
-                         desc=f"run {index}/{total} load {spec.load:g}", bar_format="{l_bar}{bar}| {n:.1f}/{total} h")
-        self._done = 0.0
-
-    def advance(self, now: float) -> None:
-        hours = round(now / 3600, 2)
-        if hours > self._done:
-            self._bar.update(hours - self._done)
-            self._done = hours
-
-    def close(self) -> None:
-        self._bar.close()
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -1256,8 +1238,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"placer: simulate: skipped {', '.join(skipped)} (not available yet)\n")
         sys.stderr.flush()
     failed: list[Any] = []
-    curves = simulate(snapshot, pods, policies, seeds, jobs=jobs, progress=not args.quiet, name=name,
-                      executor=executor, address=args.address, on_failure=failed.append)
+    try:
+        curves = simulate(snapshot, pods, policies, seeds, jobs=jobs, progress=not args.quiet, name=name,
+                          executor=executor, address=args.address, on_failure=failed.append,
+                          connect_timeout=args.connect_timeout)
+    except RunsInterrupted as stop:
+        if stop.results:
+            write_outputs(stop.results, args.out, plot=not args.no_plot)
+        raise
     for failure in failed:
         workload, policy, seed = failure.key
         sys.stderr.write(f"placer: simulate: run {workload} {policy} seed {seed} failed twice: {failure.error}\n")
@@ -1301,16 +1289,27 @@ def _replay_options(args: argparse.Namespace) -> tuple[Any, str, Any, Any]:
 
 
 def _executor(args: argparse.Namespace) -> str:
-    """``--executor`` checked (Ray importable when asked for) with ``--address``."""
-    from placer.executors import EXECUTORS, require_ray
+    """``--executor`` checked with ``--address`` and ``--connect-timeout`` (made a number of
+    seconds): Ray importable when asked for, and the cluster at ``--address`` answering."""
+    from placer.executors import EXECUTORS, check_ray_address, require_ray
 
     if args.executor not in EXECUTORS:
         raise InvalidInputError("--executor", f"expected one of {', '.join(EXECUTORS)}, got {args.executor!r}")
     if args.address is not None and args.executor != "ray":
         raise InvalidInputError("--address", "is for --executor ray")
+    args.connect_timeout = _seconds(args.connect_timeout, "--connect-timeout", positive=True)
     if args.executor == "ray":
-        require_ray()
+        require_ray(address=args.address)
+        check_ray_address(args.address, args.connect_timeout)
     return str(args.executor)
+
+
+def _connect_timeout_argument(parser: argparse.ArgumentParser) -> None:
+    from placer.executors import DEFAULT_CONNECT_TIMEOUT_S
+
+    parser.add_argument("--connect-timeout", metavar="SECONDS", default=str(DEFAULT_CONNECT_TIMEOUT_S),
+                        help=f"give up when the Ray cluster at --address has not answered within this many "
+                        f"seconds (default: {DEFAULT_CONNECT_TIMEOUT_S:g})")
 
 
 # ------------------------------------------------------------------ gpus and topo
@@ -1579,11 +1578,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit status: 0 done; 1 violations found by ``check``, pods left pending under
         ``--fail-on-pending``, a failed run of ``simulate``/``sweep`` or a failed round of
-        ``reconcile --watch``; 2 bad input or usage.
+        ``reconcile --watch``; 2 bad input or usage; 130 interrupted (Ctrl-C: one line on
+        stderr, with the runs kept of a grid).
     """
     _tolerate_unencodable()
-    parser = _build_parser()
     try:
+        parser = _build_parser()
         args = parser.parse_args(argv)
         _check_files(args)
         return int(args.handler(args))
@@ -1600,5 +1600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.filename is None:
             return _fail(str(exc.strerror or exc))
         return _fail(f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}")
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        kept = f"; {exc.kept} of {exc.total} runs kept" if isinstance(exc, RunsInterrupted) else ""
+        sys.stderr.write(f"placer: interrupted{kept}\n")
+        return EXIT_INTERRUPTED

@@ -55,7 +55,7 @@ import numpy as np
 from placer import policies as _registry
 from placer._io import write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
-from placer.executors import TaskFailure, progress_bar, run_tasks
+from placer.executors import DEFAULT_CONNECT_TIMEOUT_S, RunsInterrupted, TaskFailure, grid_results
 from placer.fragmentation import Workload, target_workload
 from placer.model import ClusterSnapshot, PodRequest, replace
 
@@ -408,6 +408,7 @@ def simulate(
     executor: str = "local",
     address: str | None = None,
     on_failure: Callable[[TaskFailure], None] | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
 ) -> list[Curve]:
     """Replay every (policy, seed) of one workload, in parallel processes or on Ray.
 
@@ -422,7 +423,8 @@ def simulate(
         Worker processes (default: the CPU count; 1 runs in this process); with ``ray``
         and no address, the CPUs of the local Ray instance.
     progress : bool
-        Show a tqdm bar on stderr (only when stderr is a terminal).
+        Show a tqdm bar over the replays, with the time left, on stderr (only when stderr is
+        a terminal).
     name, workload, ratio, stop
         As in :func:`run_replay`.
     executor : {"local", "ray"}
@@ -433,11 +435,18 @@ def simulate(
         Told of each replay that failed twice (its key is ``(name, policy, seed)``); the
         others' curves are returned. Without it the first failure raises
         :class:`RuntimeError` once every replay has ended.
+    connect_timeout : float
+        Seconds the Ray cluster at ``address`` has to answer.
 
     Returns
     -------
     list of Curve
         Ordered by the given policies, then seeds.
+
+    Raises
+    ------
+    RunsInterrupted
+        On Ctrl-C, with the curves of the replays that had finished (in the order above).
     """
     policies = list(policies)
     seeds = [int(s) for s in seeds]
@@ -456,19 +465,25 @@ def simulate(
     shared = (snapshot, pods, workload, name, ratio, stop)
     done: dict[Any, Curve] = {}
     failures: list[TaskFailure] = []
-    with progress_bar(len(tasks), "simulate", progress) as bar:
-        for result in run_tasks(_replay_task, shared, tasks, executor=executor, jobs=jobs, address=address):
+    def in_order() -> list[Curve]:
+        return [done[key] for key, _ in tasks if key in done]
+
+    try:
+        for result in grid_results(_replay_task, shared, tasks, "simulate", progress, executor=executor, jobs=jobs,
+                                   address=address, connect_timeout=connect_timeout):
             if result.failure is not None:
                 failures.append(result.failure)
                 if on_failure is not None:
                     on_failure(result.failure)
             else:
                 done[result.key] = result.value
-            bar.update(1)
+    except KeyboardInterrupt:
+        kept = in_order()
+        raise RunsInterrupted(len(kept), len(tasks), kept) from None
     if failures and on_failure is None:
         first = failures[0]
         raise RuntimeError(f"{len(failures)} replay(s) failed; {first.key}: {first.error}")
-    return [done[key] for key, _ in tasks if key in done]
+    return in_order()
 
 
 # ------------------------------------------------------------------ published values

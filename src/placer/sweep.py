@@ -37,7 +37,7 @@ from msgspec import Meta, Struct, field
 from placer import policies as _registry
 from placer._io import PathLike, read_text, write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
-from placer.executors import TaskFailure, progress_bar, run_tasks
+from placer.executors import DEFAULT_CONNECT_TIMEOUT_S, RunsInterrupted, TaskFailure, grid_results, interrupts_deferred
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT
 
 __all__ = [
@@ -62,8 +62,10 @@ FGD_METRICS = ("unallocated_pct_90", "unallocated_pct_100", "unallocated_pct_110
 """The figures of an ``fgd`` run: unallocated GPU % at 90..130 % arrived, fragment % at 100 %."""
 
 TIMELINE_METRICS = ("offered_load", "jobs", "delay_p50_s", "delay_p99_s", "delay_mean_s", "waiting_at_end",
-                    "mean_allocated_pct", "unallocated_gpu_hours_while_waiting", "borrowing_pct", "preemptions")
-"""The figures of a ``timeline`` run (all queues together)."""
+                    "mean_allocated_pct", "unallocated_gpu_hours_while_waiting", "borrowing_pct", "preemptions",
+                    "never_admitted")
+"""The figures of a ``timeline`` run (all queues together; delays count the jobs waiting at the
+end at their wait so far, :mod:`placer.queues.metrics`)."""
 
 HEADLINE = {"fgd": ("unallocated_pct_100", "frag_pct_100"),
             "timeline": ("delay_p99_s", "waiting_at_end", "mean_allocated_pct")}
@@ -287,6 +289,7 @@ def _run_one(shared: Mapping[str, Any], run: SweepRun) -> dict[str, str]:
         "mean_allocated_pct": 100.0 * c.mean_running_gpus / result.cluster_gpus,
         "unallocated_gpu_hours_while_waiting": c.unallocated_gpu_hours_while_waiting,
         "borrowing_pct": 100.0 * c.borrowing_fraction, "preemptions": c.preemptions_suffered,
+        "never_admitted": c.never_admitted,
     }
     return {k: _cell(v) for k, v in figures.items()}
 
@@ -328,13 +331,21 @@ def run_sweep(
     progress: bool = True,
     plot: bool = True,
     on_failure: Optional[Callable[[TaskFailure], None]] = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
 ) -> SweepOutcome:
     """Run the runs of a spec not yet in ``out_dir/results.csv`` (module docstring).
+
+    ``progress`` shows a bar over the runs with the time left (on a terminal); a run that
+    failed twice is told to ``on_failure``; ``executor``, ``jobs``, ``address`` and
+    ``connect_timeout`` are :func:`placer.executors.run_tasks`'s.
 
     Raises
     ------
     InvalidInputError
         A bad spec, or a ``results.csv`` of another sweep in ``out_dir``.
+    RunsInterrupted
+        On Ctrl-C: ``results.csv`` holds every run finished until then (``kept`` of the
+        grid's ``total``), and the same call on the same directory resumes.
     """
     from placer.adapters import openb
 
@@ -362,9 +373,9 @@ def run_sweep(
                   "traces": {w: read(p) for w, p in loaded.traces.items() if w in needed},
                   "horizon_s": loaded.horizon_s, "shrink": loaded.spec.shrink}
         tasks = [(r.key(), (r,)) for r in todo]
-        with progress_bar(len(todo), "sweep", progress) as bar:
-            for result in run_tasks(_timed, shared, tasks, executor=executor, jobs=jobs, address=address):
-                bar.update(1)
+        try:
+            for result in grid_results(_timed, shared, tasks, "sweep", progress, executor=executor, jobs=jobs,
+                                       address=address, connect_timeout=connect_timeout):
                 if result.failure is not None:
                     failures.append(result.failure)
                     if on_failure is not None:
@@ -373,8 +384,12 @@ def run_sweep(
                 figures, wall = result.value
                 by_key[result.key] = {**dict(zip(GRID_COLUMNS, result.key)), **figures}
                 timings.append({**dict(zip(GRID_COLUMNS, result.key)), "wall_s": f"{wall:.3f}"})
-                write_text_atomic(results_path, _csv(columns, in_grid_order()))
-                write_text_atomic(timings_path, _csv(GRID_COLUMNS + ("wall_s",), timings))
+                with interrupts_deferred():
+                    write_text_atomic(results_path, _csv(columns, in_grid_order()))
+                    write_text_atomic(timings_path, _csv(GRID_COLUMNS + ("wall_s",), timings))
+        except KeyboardInterrupt:
+            on_disk = {tuple(row[c] for c in GRID_COLUMNS) for row in _read_results(results_path, columns)}
+            raise RunsInterrupted(sum(1 for r in loaded.runs if r.key() in on_disk), len(loaded.runs)) from None
     rows = in_grid_order()
     if not results_path.exists():
         write_text_atomic(results_path, _csv(columns, []))

@@ -13,9 +13,12 @@ the last one until ``end``; before the first sample nothing runs and nothing wai
 
 * **queueing delay** of a job: the time it spent pending before its last admission,
   summed over its waits — a preempted job waits again from its eviction and both waits
-  count. Jobs pending at ``end`` have no delay yet; they are counted as *waiting at end*.
-  p50 and p99 are numpy's linear-interpolation percentiles over the queue's jobs that have
-  a delay (and were submitted ``measured``).
+  count. A job still pending at ``end`` (*waiting at end*; *never admitted* when it was
+  never admitted at all) is counted at its wait so far, censored at ``end`` (its delay is at
+  least that), so that a queue that admits little does not show small delays. p50, p99
+  and the mean are over the queue's jobs submitted ``measured`` (numpy's
+  linear-interpolation percentiles); a figure that a censored delay can raise is a lower
+  bound, flagged ``*_lower_bound`` (shown ``≥``).
 * **mean GPUs allocated**: the time-weighted mean of the queue's running GPUs (a shared
   GPU counts ``gpu_milli / 1000``).
 * **GPU-hours unallocated while waiting**: the integral of the cluster's unallocated GPUs
@@ -52,6 +55,7 @@ __all__ = [
     "timeline_figure",
     "write_timeline_plot",
     "format_duration",
+    "at_least",
 ]
 
 ALL_QUEUES = "all"
@@ -100,8 +104,10 @@ class TimelineSeries:
 
 class QueueMetrics(Struct, frozen=True):
     """The figures of one queue (or of the whole cluster, ``queue`` = :data:`ALL_QUEUES`)
-    over a window; the module docstring defines them. Delays are ``None`` when no job of
-    the queue was admitted."""
+    over a window; the module docstring defines them. Delays are ``None`` when the queue
+    had no measured job. ``delay_jobs`` counts the measured jobs (those the delays are
+    over), ``never_admitted`` those of them never admitted and ``delays_censored`` those
+    still pending at the end (their delay is their wait until then)."""
 
     queue: str
     submitted: int
@@ -118,6 +124,12 @@ class QueueMetrics(Struct, frozen=True):
     admitted_borrowing: int
     preemptions_suffered: int
     preemptions_caused: int
+    delay_jobs: int = 0
+    never_admitted: int = 0
+    delays_censored: int = 0
+    delay_p50_lower_bound: bool = False
+    delay_p99_lower_bound: bool = False
+    delay_mean_lower_bound: bool = False
 
 
 class TimelineMetrics(Struct, frozen=True):
@@ -316,6 +328,7 @@ class TimelineRecorder:
                 _queue_row(
                     name,
                     per_queue_jobs[name],
+                    end,
                     mean_running=share(float(np.dot(s.running_gpus[:, i], dt))),
                     gpu_hours=float(np.dot(s.running_gpus[:, i], dt)) / 3600,
                     unallocated_while=float(np.dot(unalloc_while[:, i], dt)) / 3600,
@@ -329,6 +342,7 @@ class TimelineRecorder:
         cluster = _queue_row(
             ALL_QUEUES,
             list(self._jobs.values()),
+            end,
             mean_running=share(float(np.dot(total_running, dt))),
             gpu_hours=float(np.dot(total_running, dt)) / 3600,
             unallocated_while=float(np.dot(s.unallocated_gpus * any_waiting, dt)) / 3600,
@@ -364,9 +378,24 @@ class TimelineRecorder:
         return job
 
 
+def _delay_of(job: _Job, end: float) -> float:
+    """The job's queueing delay; for a job pending at ``end``, its wait until then."""
+    return job.waited + (end - job.pending_since if job.state == _PENDING else 0.0)
+
+
+def _percentile_lower_bounds(delays: np.ndarray, censored: np.ndarray, qs: Sequence[float]) -> list[bool]:
+    """Per percentile in ``qs`` (0-100), whether the censored delays, were they longer, would
+    raise it: it moves when they are all put above every delay."""
+    if not censored.any():
+        return [False] * len(qs)
+    longer = np.where(censored, delays.max() + 1.0, delays)
+    return [bool(x != y) for x, y in zip(np.percentile(delays, qs), np.percentile(longer, qs))]
+
+
 def _queue_row(
     name: str,
     jobs: Sequence[_Job],
+    end: float,
     *,
     mean_running: float,
     gpu_hours: float,
@@ -376,12 +405,14 @@ def _queue_row(
     suffered: int,
     caused: int,
 ) -> QueueMetrics:
-    delays = np.array(
-        [j.waited for j in jobs if j.measured and j.admissions and j.state != _PENDING], dtype=np.float64
-    )
+    measured = [j for j in jobs if j.measured]
+    delays = np.array([_delay_of(j, end) for j in measured], dtype=np.float64)
+    censored = np.array([j.state == _PENDING for j in measured], dtype=bool)
     p50 = p99 = mean = None
+    p50_low = p99_low = False
     if len(delays):
         p50, p99 = (float(x) for x in np.percentile(delays, [50, 99]))
+        p50_low, p99_low = _percentile_lower_bounds(delays, censored, [50, 99])
         mean = float(delays.mean())
     return QueueMetrics(
         queue=name,
@@ -399,6 +430,12 @@ def _queue_row(
         admitted_borrowing=admitted_borrowing,
         preemptions_suffered=suffered,
         preemptions_caused=caused,
+        delay_jobs=len(measured),
+        never_admitted=sum(1 for j in measured if not j.admissions),
+        delays_censored=int(censored.sum()),
+        delay_p50_lower_bound=p50_low,
+        delay_p99_lower_bound=p99_low,
+        delay_mean_lower_bound=bool(censored.any()),
     )
 
 
@@ -454,11 +491,17 @@ def queues_markdown(runs: Sequence[TimelineRun]) -> str:
         for q in (*m.queues, m.cluster):
             name = "**all**" if q.queue == ALL_QUEUES else q.queue
             lines.append(
-                f"| {name} | {q.submitted} | {q.admitted} | {q.waiting_at_end} | {format_duration(q.delay_p50_s)} "
-                f"| {format_duration(q.delay_p99_s)} | {q.mean_running_gpus:.1f} "
+                f"| {name} | {q.submitted} | {q.admitted} | {q.waiting_at_end} "
+                f"| {at_least(q.delay_p50_lower_bound, format_duration(q.delay_p50_s), '≥ ')} "
+                f"| {at_least(q.delay_p99_lower_bound, format_duration(q.delay_p99_s), '≥ ')} | {q.mean_running_gpus:.1f} "
                 f"| {q.unallocated_gpu_hours_while_waiting:.1f} | {100 * q.borrowing_fraction:.1f} % "
                 f"| {q.preemptions_suffered} | {q.preemptions_caused} |"
             )
+        c = m.cluster
+        if c.delays_censored:
+            lines += ["", f"Delays are over the {c.delay_jobs} jobs submitted in the window; the {c.delays_censored} "
+                      f"still waiting at the end ({c.never_admitted} never admitted) count at their wait so far: "
+                      "a delay marked ≥ is a lower bound."]
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 
@@ -477,6 +520,11 @@ def format_duration(seconds: Optional[float], hour_digits: int = 1) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.{hour_digits}f} h"
+
+
+def at_least(lower_bound: bool, text: str, sign: str = ">= ") -> str:
+    """``text`` marked as a lower bound (``sign`` before it) when ``lower_bound``."""
+    return sign + text if lower_bound else text
 
 
 def _gpus(x: float) -> str:

@@ -44,6 +44,7 @@ from placer import policies
 from placer._io import PathLike, write_text_atomic
 from placer.cluster import Cluster
 from placer.exceptions import InvalidInputError
+from placer.executors import DEFAULT_CONNECT_TIMEOUT_S, RunsInterrupted, grid_results, local_workers, progress_bar
 from placer.fragmentation import target_workload
 from placer.model import Assignment, ClusterSnapshot, load_snapshot
 from placer.queues.arrivals import Arrivals, TimelineJob, TracePod, jobs_at_load, offered_load, shrink_cluster
@@ -668,8 +669,29 @@ def run_spec(
     return TimelineRunResult(spec, outcome, arrivals, summary, len(cluster.nodes), gpus, left_out)
 
 
-def _spec_task(shared: tuple[ClusterSnapshot, Sequence[TracePod]], spec: TimelineSpec) -> TimelineRunResult:
-    return run_spec(shared[0], shared[1], spec)
+def _spec_task(shared: tuple[ClusterSnapshot, Sequence[TracePod]], spec: TimelineSpec, hours_bar: Optional[str]
+               ) -> TimelineRunResult:
+    """One run of :func:`run_specs`; ``hours_bar``: the description of a bar over its simulated
+    hours (only for runs in the caller's process: bars of parallel workers would interleave)."""
+    if hours_bar is None:
+        return run_spec(shared[0], shared[1], spec)
+    with progress_bar(round(spec.horizon_s / 3600, 2), hours_bar, unit="h",
+                      bar_format="{l_bar}{bar}| {n:.1f}/{total} h") as bar:
+        return run_spec(shared[0], shared[1], spec, progress=_HoursDone(bar))
+
+
+class _HoursDone:
+    """A :data:`Progress` callback moving a bar to the simulated hour reached."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+        self._done = 0.0
+
+    def __call__(self, now: float) -> None:
+        hours = round(now / 3600, 2)
+        if hours > self._done:
+            self._bar.update(hours - self._done)
+            self._done = hours
 
 
 def run_specs(
@@ -681,8 +703,13 @@ def run_specs(
     jobs: Optional[int] = None,
     address: Optional[str] = None,
     on_failure: Optional[Callable[[Any], None]] = None,
+    progress: bool = False,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
 ) -> list[TimelineRunResult]:
     """Several :func:`run_spec` runs on local processes or Ray (:func:`placer.executors.run_tasks`).
+
+    ``progress`` shows, on a terminal, a bar over the runs with the time left and, for runs
+    in this process (``jobs=1``, or one run), a bar over each run's simulated hours.
 
     Returns
     -------
@@ -690,22 +717,36 @@ def run_specs(
         In the order of ``specs``; a run that failed twice is left out and told to
         ``on_failure`` (a :class:`placer.executors.TaskFailure` keyed by its index and
         title); without ``on_failure`` it raises :class:`RuntimeError` once all have ended.
-    """
-    from placer.executors import run_tasks
 
+    Raises
+    ------
+    RunsInterrupted
+        On Ctrl-C, with the results of the runs that had finished (in the order of ``specs``).
+    """
+    here = progress and executor == "local" and local_workers(jobs, len(specs)) == 1
     done: dict[Any, TimelineRunResult] = {}
     failures = []
-    tasks = [((i, spec.title), (spec,)) for i, spec in enumerate(specs)]
-    for result in run_tasks(_spec_task, (snapshot, trace), tasks, executor=executor, jobs=jobs, address=address):
-        if result.failure is None:
-            done[result.key] = result.value
-        elif on_failure is not None:
-            on_failure(result.failure)
-        else:
-            failures.append(result.failure)
+    tasks = [((i, spec.title), (spec, f"run {i + 1}/{len(specs)} load {spec.load:g}" if here else None))
+             for i, spec in enumerate(specs)]
+
+    def in_order() -> list[TimelineRunResult]:
+        return [done[key] for key, _ in tasks if key in done]
+
+    try:
+        for result in grid_results(_spec_task, (snapshot, trace), tasks, "timeline", progress and len(specs) > 1,
+                                   executor=executor, jobs=jobs, address=address, connect_timeout=connect_timeout):
+            if result.failure is None:
+                done[result.key] = result.value
+            elif on_failure is not None:
+                on_failure(result.failure)
+            else:
+                failures.append(result.failure)
+    except KeyboardInterrupt:
+        kept = in_order()
+        raise RunsInterrupted(len(kept), len(specs), kept) from None
     if failures:
         raise RuntimeError(f"{len(failures)} run(s) failed; {failures[0].key[1]}: {failures[0].error}")
-    return [done[key] for key, _ in tasks if key in done]
+    return in_order()
 
 
 def write_timeline_outputs(runs: Sequence[TimelineRunResult], out_dir: PathLike, plot: bool = True) -> list[Path]:
