@@ -784,3 +784,42 @@ def test_every_certificate_of_a_bundle_is_checked(tmp_path, pki):
     check_certificates(str(pki["ca"].cert), "--client-ca")  # the good one alone passes
     with pytest.raises(InvalidInputError, match="it holds no PEM certificate"):
         check_certificates(str(pki["ca"].key), "--client-ca")
+
+
+def test_the_documented_mutual_tls_setup_serves_the_scheduler_and_the_probe(tmp_path):
+    import shlex
+
+    import yaml
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to run the documented commands")
+    text = (Path(__file__).parent.parent / "docs" / "extender.md").read_text()
+    section = text[text.index("## Security model"):text.index("## Speed")]
+    commands = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ").strip().splitlines()
+    for command in commands[:-1]:
+        subprocess.run(command, shell=True, check=True, capture_output=True, cwd=tmp_path)
+    serve = shlex.split(commands[-1])
+    assert serve[:2] == ["placer", "serve"]
+    args, skipped = [], {"--snapshot", "--kubeconfig", "--port"}  # the Server gives its own; no API server here
+    for option, value in zip(serve[2::2], serve[3::2]):
+        args += [] if option in skipped else [option, value]
+    scheduler, probe = (yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S))
+    (extender,) = scheduler["extenders"]
+    assert extender["enableHTTPS"] is True and extender["urlPrefix"].startswith("https://")
+    s = Server(tmp_path, *args, "--dry-run")
+    try:
+        files = {key: tmp_path / Path(path).name for key, path in extender["tlsConfig"].items()}
+        s.tls_context = ssl.create_default_context(cafile=str(files["caFile"]))
+        s.tls_context.load_cert_chain(str(files["certFile"]), str(files["keyFile"]))
+        status, result = s.post(extender["filterVerb"], {"Pod": pod("a", 6), "NodeNames": NAMES})
+        assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+        for name in ("crt", "key"):
+            shutil.copy(tmp_path / f"scheduler.{name}", tmp_path / f"probe.{name}")
+        python, flag, program = probe["livenessProbe"]["exec"]["command"]
+        program = program.replace("/etc/placer/tls/", f"{tmp_path}/").replace(":8888/", f":{s.port}/")
+        assert subprocess.run([sys.executable, flag, program], capture_output=True, timeout=30).returncode == 0
+        s.tls_context = ssl.create_default_context(cafile=str(files["caFile"]))
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            s.request("GET", "/livez")  # no client certificate: refused
+    finally:
+        s.stop()
