@@ -682,7 +682,7 @@ def test_serve_reads_the_token_file_and_refuses_bad_ones(tmp_path):
     for args, message in [
         (("--token-file", "missing"), "--token-file: cannot read missing: No such file or directory"),
         (("--token-file", "short"), "--token-file: short: expected one line of at least 16 visible ASCII"),
-        (("--token-file", "spaced"), "with spaces or control characters"),
+        (("--token-file", "spaced"), "got 23 characters with spaces, control or non-ASCII characters"),
         (("--token-file", "token", "--client-ca", "token"), "give --client-ca or --token-file, not both"),
         (("--client-ca", "token"), "--client-ca: give --tls-cert and --tls-key too"),
     ]:

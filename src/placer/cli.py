@@ -657,7 +657,9 @@ def _add_serve_parser(sub: Any) -> None:
             "--insecure. docs/extender.md has a KubeSchedulerConfiguration and the security model."
         ),
         epilog="examples:\n  placer serve --snapshot cluster.json --port 8888 --dry-run\n"
-               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --level rack=topology.kubernetes.io/rack",
+               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --level rack=topology.kubernetes.io/rack\n"
+               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --host 0.0.0.0 \\\n"
+               "      --tls-cert server.crt --tls-key server.key --client-ca ca.crt",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sv.add_argument("--snapshot", metavar="FILE", required=True,

@@ -285,7 +285,7 @@ def read_token(path: str) -> str:
         raise InvalidInputError(
             "--token-file", f"{path}: expected one line of at least {_MIN_TOKEN_CHARS} visible ASCII characters, no "
             f"spaces (e.g. openssl rand -hex 32 > {path}), got {len(token)} characters"
-            + (" with spaces or control characters" if len(token) >= _MIN_TOKEN_CHARS else "")
+            + (" with spaces, control or non-ASCII characters" if len(token) >= _MIN_TOKEN_CHARS else "")
         )
     return token
 
