@@ -42,8 +42,8 @@ class Server:
         self.notes: list[str] = []  # the lines before the banner
         while True:
             line = self.proc.stderr.readline()
-            found = re.search(r"listening on (https?)://127\.0\.0\.1:(\d+)", line)
-            if found is not None or not line.startswith("placer: serve: note: "):
+            found = re.search(r"listening on (https?)://\S+:(\d+) ", line)
+            if found is not None or not line.startswith(("placer: serve: note: ", "placer: serve: warning: ")):
                 break
             self.notes.append(line)
         if found is None:
@@ -55,7 +55,8 @@ class Server:
         self.log = ""
         self.tls_context: ssl.SSLContext | None = None  # set by a test serving HTTPS
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any, str]:
+    def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+                ) -> tuple[int, Any, str]:
         if self.tls_context is not None:
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
                 "127.0.0.1", self.port, timeout=30, context=self.tls_context
@@ -63,7 +64,7 @@ class Server:
         else:
             conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+            conn.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
             response = conn.getresponse()
             text = response.read().decode()
         finally:
@@ -415,7 +416,8 @@ def test_serve_speaks_https_with_a_certificate(tmp_path):
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-def asgi_request(app, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+def asgi_request(app, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+                 ) -> tuple[int, bytes]:
     """One request through the ASGI application itself, without a server: its status and body."""
     import asyncio
 
@@ -431,7 +433,8 @@ def asgi_request(app, method: str, path: str, body: bytes = b"") -> tuple[int, b
     path, _, query = path.partition("?")
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
              "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "",
-             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                         *((k.lower().encode(), v.encode()) for k, v in (headers or {}).items())],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
     asyncio.run(app(scope, receive, send))
     status = next(m["status"] for m in sent if m["type"] == "http.response.start")
@@ -545,3 +548,278 @@ def test_an_unreachable_api_server_fails_readyz_and_its_retries_are_logged_once(
         s.stop()
     assert s.log.count("watch of Nodes failed: connection refused") == 1, s.log
     assert "watch of Nodes" not in s.log.replace("watch of Nodes failed: connection refused", "", 1), s.log
+
+
+# --- authentication and certificates -------------------------------------------------------------------------------
+
+class Issued:
+    """A certificate and its key, written as PEM files, as a CA or the CA's client or server."""
+
+    def __init__(self, directory: Path, name: str, *, by: "Issued | None" = None, ca: bool = False, bits: int = 2048,
+                 days: tuple[float, float] = (-1, 30)) -> None:
+        import datetime
+        import ipaddress
+
+        x509 = pytest.importorskip("cryptography.x509")
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.x509.oid import NameOID
+
+        self.private_key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+        self.subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        signer = by or self
+        now = datetime.datetime.now(datetime.timezone.utc)
+        public_key = self.private_key.public_key()
+        builder = (
+            x509.CertificateBuilder().subject_name(self.subject).issuer_name(signer.subject).public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now + datetime.timedelta(days=days[0]))
+            .not_valid_after(now + datetime.timedelta(days=days[1]))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.private_key.public_key()),
+                           critical=False)
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        certificate = builder.sign(signer.private_key, hashes.SHA256())
+        self.cert, self.key = directory / f"{name}.crt", directory / f"{name}.key"
+        self.cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+        self.key.write_bytes(self.private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Issued]:
+    """A CA with a server and a client certificate, another CA with its own client, and
+    certificates placer must refuse to serve with."""
+    directory = tmp_path_factory.mktemp("pki")
+    ca = Issued(directory, "ca", ca=True)
+    other_ca = Issued(directory, "other-ca", ca=True)
+    return {
+        "ca": ca, "other-ca": other_ca,
+        "server": Issued(directory, "server", by=ca), "client": Issued(directory, "client", by=ca),
+        "stranger": Issued(directory, "stranger", by=other_ca),
+        "expired": Issued(directory, "expired", by=ca, days=(-30, -1)),
+        "future": Issued(directory, "future", by=ca, days=(2, 30)),
+        "rsa-1024": Issued(directory, "rsa-1024", by=ca, bits=1024),
+    }
+
+
+def client_context(pki: dict[str, Issued], certificate: str | None) -> ssl.SSLContext:
+    """A client trusting ``pki``'s CA, presenting ``certificate`` (None: none)."""
+    context = ssl.create_default_context(cafile=str(pki["ca"].cert))
+    if certificate is not None:
+        context.load_cert_chain(str(pki[certificate].cert), str(pki[certificate].key))
+    return context
+
+
+def test_with_client_ca_only_clients_with_a_certificate_of_that_ca_are_served(tmp_path, pki):
+    s = Server(tmp_path, "--tls-cert", str(pki["server"].cert), "--tls-key", str(pki["server"].key),
+               "--client-ca", str(pki["ca"].cert), "--dry-run")
+    args = {"Pod": pod("a", 6), "NodeNames": NAMES}
+    try:
+        for refused in (None, "stranger"):  # no certificate; one another CA signed
+            s.tls_context = client_context(pki, refused)
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                s.post("filter", args)
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                s.request("GET", "/livez")  # the handshake refuses every route
+        s.tls_context = client_context(pki, "client")
+        status, result = s.post("filter", args)
+        assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        assert (status, bound) == (200, {"Error": ""})
+        assert s.request("GET", "/livez")[::2] == (200, "ok")
+    finally:
+        s.stop()
+    assert s.proc.returncode is not None
+
+
+def test_with_a_token_the_verbs_need_it_and_the_probes_do_not():
+    from placer.adapters.kube_extender import Extender, RecordingBinder
+    from placer.serve import VERBS, create_app
+
+    app = create_app(Extender(cluster_document(), binder=RecordingBinder()), token="s3cret-token-0123456789")
+    body = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
+    for headers, why in [
+        ({}, "no Authorization header"),
+        ({"Authorization": "Basic czNjcmV0"}, "is not 'Bearer <token>'"),
+        ({"Authorization": "Bearer s3cret-token-012345678"}, "is not the one of --token-file"),  # one short
+        ({"Authorization": "Bearer s3cret-token-0123456789x"}, "is not the one of --token-file"),
+    ]:
+        for verb in VERBS:
+            status, answer = asgi_request(app, "POST", f"/{verb}", body, headers)
+            (error,) = json.loads(answer).values()
+            assert status == 401 and error.startswith(f"POST /{verb}: unauthorized: ") and why in error, error
+        status, _ = asgi_request(app, "GET", "/filter/", b"", headers)  # any other route too
+        assert status == 401
+    status, answer = asgi_request(app, "POST", "/filter", body, {"Authorization": "bearer s3cret-token-0123456789"})
+    assert status == 200 and json.loads(answer)["NodeNames"] == ["gpu-1", "gpu-2"]
+    for path in ("/livez", "/readyz", "/healthz", "/metrics"):
+        assert asgi_request(app, "GET", path)[0] == 200, path
+    _, metrics = asgi_request(app, "GET", "/metrics")
+    refused = re.search(rb'^placer_extender_requests_total\{code="401",verb="filter"\} (\d+)', metrics, re.M)
+    assert refused is not None and int(float(refused.group(1))) == 4
+
+
+def test_serve_reads_the_token_file_and_refuses_bad_ones(tmp_path):
+    (tmp_path / "token").write_text("s3cret-token-0123456789\n")
+    s = Server(tmp_path, "--token-file", str(tmp_path / "token"))
+    try:
+        args = {"Pod": pod("a", 6), "NodeNames": NAMES}
+        assert s.post("filter", args)[0] == 401
+        status, result, _ = s.request("POST", "/filter", json.dumps(args).encode(),
+                                      {"Authorization": "Bearer s3cret-token-0123456789"})
+        assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+        assert s.request("GET", "/readyz")[::2] == (200, "ok")
+    finally:
+        s.stop()
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    (tmp_path / "short").write_text("abc\n")
+    (tmp_path / "spaced").write_text("s3cret token 0123456789\n")
+    for args, message in [
+        (("--token-file", "missing"), "--token-file: cannot read missing: No such file or directory"),
+        (("--token-file", "short"), "--token-file: short: expected one line of at least 16 visible ASCII"),
+        (("--token-file", "spaced"), "got 23 characters with spaces, control or non-ASCII characters"),
+        (("--token-file", "token", "--client-ca", "token"), "give --client-ca or --token-file, not both"),
+        (("--client-ca", "token"), "--client-ca: give --tls-cert and --tls-key too"),
+    ]:
+        done = run_cli("serve", "--snapshot", "cluster.json", "--port", "0", *args, cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("127.0.0.1", True), ("127.3.2.1", True), ("::1", True), ("localhost", True), ("LOCALHOST", True),
+    ("0.0.0.0", False), ("::", False), ("10.0.0.7", False), ("placer.example", False),
+])
+def test_only_loopback_may_listen_without_authentication(host, loopback):
+    from placer.exceptions import InvalidInputError
+    from placer.serve import exposure_warning, is_loopback
+
+    assert is_loopback(host) is loopback
+    plain = {"tls": False, "client_ca": False, "token": False}
+    if loopback:
+        assert exposure_warning(host, **plain, insecure=False) is None
+        return
+    with pytest.raises(InvalidInputError, match=r"^--host: listening on .* with no --client-ca or --token-file: .*"
+                                                r"or accept it with --insecure$"):
+        exposure_warning(host, **plain, insecure=False)
+    with pytest.raises(InvalidInputError, match="the --token-file token travels in plain HTTP"):
+        exposure_warning(host, **{**plain, "token": True}, insecure=False)
+    assert exposure_warning(host, tls=True, client_ca=True, token=False, insecure=False) is None
+    assert exposure_warning(host, tls=True, client_ca=False, token=True, insecure=False) is None
+    assert exposure_warning(host, **plain, insecure=True).startswith(f"--insecure: listening on {host}, beyond loopback")
+
+
+def test_listening_beyond_loopback_without_auth_needs_insecure_and_is_warned(tmp_path):
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    done = run_cli("serve", "--snapshot", "cluster.json", "--port", "0", "--host", "0.0.0.0", cwd=tmp_path)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("placer: error: --host: listening on 0.0.0.0, beyond loopback") and "--insecure" in \
+        done.stderr
+    s = Server(tmp_path, "--host", "0.0.0.0", "--insecure")
+    try:
+        (warning,) = s.notes
+        assert warning.startswith("placer: serve: warning: --insecure: listening on 0.0.0.0, beyond loopback, with no "
+                                  "--client-ca or --token-file")
+        assert s.banner.startswith("placer serve: listening on http://0.0.0.0:")
+        assert s.request("GET", "/livez")[::2] == (200, "ok")  # through 127.0.0.1 only
+    finally:
+        s.stop()
+    s = Server(tmp_path, "--insecure")
+    try:
+        assert s.notes == ["placer: serve: note: --insecure has no effect: 127.0.0.1 is loopback\n"]
+    finally:
+        s.stop()
+
+
+def write_weak_signed(directory: Path, digest: str) -> tuple[Path, Path]:
+    """A self-signed certificate signed with ``digest`` (cryptography refuses to sign so: openssl)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to sign with a weak digest")
+    cert, key = directory / f"{digest}.crt", directory / f"{digest}.key"
+    made = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", f"-{digest}", "-subj",
+         f"/CN={digest}", "-keyout", str(key), "-out", str(cert)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"this openssl does not sign with {digest}: {made.stderr.strip()}")
+    return cert, key
+
+
+@pytest.mark.parametrize("which, problem", [
+    ("expired", r"certificate 1 \(CN=expired\): expired on \d{4}-\d\d-\d\d \d\d:\d\d UTC"),
+    ("future", r"certificate 1 \(CN=future\): not valid before \d{4}-\d\d-\d\d \d\d:\d\d UTC"),
+    ("rsa-1024", r"certificate 1 \(CN=rsa-1024\): RSA key of 1024 bits, fewer than 2048"),
+    ("sha1", r"certificate 1 \(CN=sha1\): signed with SHA-1, which can be forged"),
+    ("md5", r"certificate 1 \(CN=md5\): signed with MD5, which can be forged"),
+])
+def test_expired_and_weak_certificates_are_refused_at_start(tmp_path, pki, which, problem):
+    if which in ("sha1", "md5"):
+        cert, key = write_weak_signed(tmp_path, which)
+    else:
+        cert, key = pki[which].cert, pki[which].key
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    good = pki["server"]
+    for args, where in [
+        (("--tls-cert", str(cert), "--tls-key", str(key)), f"--tls-cert: {cert}"),
+        (("--tls-cert", str(good.cert), "--tls-key", str(good.key), "--client-ca", str(cert)), f"--client-ca: {cert}"),
+    ]:
+        done = run_cli("serve", "--snapshot", "cluster.json", "--port", "0", *args, cwd=tmp_path)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert re.fullmatch(rf"placer: error: {re.escape(where)}: {problem}.*\n", done.stderr), done.stderr
+
+
+def test_every_certificate_of_a_bundle_is_checked(tmp_path, pki):
+    from placer.exceptions import InvalidInputError
+    from placer.serve import check_certificates
+
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(pki["ca"].cert.read_bytes() + pki["expired"].cert.read_bytes())
+    with pytest.raises(InvalidInputError, match=rf"^--client-ca: {re.escape(str(bundle))}: certificate 2 "
+                                                r"\(CN=expired\): expired on "):
+        check_certificates(str(bundle), "--client-ca")
+    check_certificates(str(pki["ca"].cert), "--client-ca")  # the good one alone passes
+    with pytest.raises(InvalidInputError, match="it holds no PEM certificate"):
+        check_certificates(str(pki["ca"].key), "--client-ca")
+
+
+def test_the_documented_mutual_tls_setup_serves_the_scheduler_and_the_probe(tmp_path):
+    import shlex
+
+    import yaml
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to run the documented commands")
+    text = (Path(__file__).parent.parent / "docs" / "extender.md").read_text()
+    section = text[text.index("## Security model"):text.index("## Speed")]
+    commands = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ").strip().splitlines()
+    for command in commands[:-1]:
+        subprocess.run(command, shell=True, check=True, capture_output=True, cwd=tmp_path)
+    serve = shlex.split(commands[-1])
+    assert serve[:2] == ["placer", "serve"]
+    args, skipped = [], {"--snapshot", "--kubeconfig", "--port"}  # the Server gives its own; no API server here
+    for option, value in zip(serve[2::2], serve[3::2]):
+        args += [] if option in skipped else [option, value]
+    scheduler, probe = (yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S))
+    (extender,) = scheduler["extenders"]
+    assert extender["enableHTTPS"] is True and extender["urlPrefix"].startswith("https://")
+    s = Server(tmp_path, *args, "--dry-run")
+    try:
+        files = {key: tmp_path / Path(path).name for key, path in extender["tlsConfig"].items()}
+        s.tls_context = ssl.create_default_context(cafile=str(files["caFile"]))
+        s.tls_context.load_cert_chain(str(files["certFile"]), str(files["keyFile"]))
+        status, result = s.post(extender["filterVerb"], {"Pod": pod("a", 6), "NodeNames": NAMES})
+        assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+        for name in ("crt", "key"):
+            shutil.copy(tmp_path / f"scheduler.{name}", tmp_path / f"probe.{name}")
+        python, flag, program = probe["livenessProbe"]["exec"]["command"]
+        program = program.replace("/etc/placer/tls/", f"{tmp_path}/").replace(":8888/", f":{s.port}/")
+        assert subprocess.run([sys.executable, flag, program], capture_output=True, timeout=30).returncode == 0
+        s.tls_context = ssl.create_default_context(cafile=str(files["caFile"]))
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            s.request("GET", "/livez")  # no client certificate: refused
+    finally:
+        s.stop()

@@ -655,11 +655,16 @@ def _add_serve_parser(sub: Any) -> None:
             "(--kubeconfig) or recorded (--watch-file: kubectl get pods -w -o json output).\n"
             "bind posts the Binding through --kubeconfig; without it, bind is refused unless\n"
             "--dry-run (binds recorded in placer's state, nothing posted).\n"
-            "Pods of a PodGroup wait in filter until the whole gang fits. docs/extender.md has a\n"
-            "KubeSchedulerConfiguration to use it."
+            "Pods of a PodGroup wait in filter until the whole gang fits.\n"
+            "Callers authenticate by a client certificate (--client-ca, with --tls-cert: what\n"
+            "kube-scheduler's tlsConfig sends) or a bearer token (--token-file, for other callers;\n"
+            "the GET probes and /metrics stay open). Beyond loopback one of them is required, or\n"
+            "--insecure. docs/extender.md has a KubeSchedulerConfiguration and the security model."
         ),
         epilog="examples:\n  placer serve --snapshot cluster.json --port 8888 --dry-run\n"
-               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --level rack=topology.kubernetes.io/rack",
+               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --level rack=topology.kubernetes.io/rack\n"
+               "  placer serve --snapshot cluster.json --kubeconfig ~/.kube/config --host 0.0.0.0 \\\n"
+               "      --tls-cert server.crt --tls-key server.key --client-ca ca.crt",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sv.add_argument("--snapshot", metavar="FILE", required=True,
@@ -684,6 +689,14 @@ def _add_serve_parser(sub: Any) -> None:
     sv.add_argument("--port", metavar="N", default="8888", help="port (default: 8888; 0: any free port)")
     sv.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (with --tls-key)")
     sv.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    sv.add_argument("--client-ca", metavar="PEM",
+                    help="require of every connection a client certificate signed by one of these CAs "
+                         "(mutual TLS; with --tls-cert)")
+    sv.add_argument("--token-file", metavar="FILE",
+                    help="require 'Authorization: Bearer <the file's token>' for the verbs (not for GET "
+                         "/livez, /readyz, /healthz, /metrics); kube-scheduler cannot send one: use --client-ca")
+    sv.add_argument("--insecure", action="store_true",
+                    help="allow listening beyond loopback without --client-ca or --token-file (warned at start)")
     sv.set_defaults(handler=_cmd_serve)
 
 
@@ -693,7 +706,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from placer.adapters import kube_live
     from placer.adapters.kube_extender import Binder, Extender, RecordingBinder, RefusingBinder
-    from placer.serve import MAX_STALENESS_S, create_app, require_server, run
+    from placer.serve import MAX_STALENESS_S, create_app, exposure_warning, read_token, require_server, run
 
     require_server()
     port = _port(args.port)
@@ -701,6 +714,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise InvalidInputError("--tls-cert", "give both --tls-cert and --tls-key, or neither")
     tls = (args.tls_cert, args.tls_key) if args.tls_cert is not None else None
     scheme = "https" if tls else "http"
+    if args.client_ca is not None and args.token_file is not None:
+        raise InvalidInputError("--token-file", "give --client-ca or --token-file, not both: with --client-ca every "
+                                                "caller has a certificate, and kube-scheduler sends no token")
+    token = read_token(args.token_file) if args.token_file is not None else None
+    warning = exposure_warning(args.host, tls=tls is not None, client_ca=args.client_ca is not None,
+                               token=token is not None, insecure=args.insecure)
     policy = policies.get(args.policy, "--policy").name
     podgroups = [pg for f in args.podgroups for pg in kube_live.read_podgroups(f)]
     events = [e for f in args.watch_file for e in kube_live.read_watch_file(f)]
@@ -717,11 +736,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         notes.append("--dry-run: binds are held in placer's state only; no Binding is posted")
     if args.max_staleness is not None and client is None:
         notes.append("--max-staleness has no effect without --kubeconfig (no watch to go stale)")
+    if args.insecure and warning is None:
+        notes.append("--insecure has no effect: " + ("callers authenticate" if args.client_ca or token else
+                                                     f"{args.host} is loopback"))
     extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
                         sync_interval_s=interval)
     extender.queue(events)
     extender.sync(now=True)
     _notes("serve", notes)
+    if warning is not None:
+        sys.stderr.write(f"placer: serve: warning: {warning}\n")
     feed: queue.Queue[kube_live.WatchEvent] = queue.Queue()
     stop = threading.Event()
     watch = kube_live.WatchHealth() if client is not None else None
@@ -737,8 +761,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             kube_live.watch_cluster(client, feed.put, stop, health=watch)
 
     try:
-        run(create_app(extender, feed, watch=watch, max_staleness_s=max_staleness), args.host, port, ready=ready,
-            tls=tls)
+        run(create_app(extender, feed, watch=watch, max_staleness_s=max_staleness, token=token), args.host, port,
+            ready=ready, tls=tls, client_ca=args.client_ca)
     finally:
         stop.set()
     return EXIT_OK

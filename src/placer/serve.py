@@ -14,13 +14,23 @@ field; a fault of placer's own is answered 500 the same way and logged with its
 traceback. Either way nothing changed and the service keeps serving. Requests are served
 one at a time on the event loop (the state is one cluster); watch events arrive from
 other threads through a queue and are applied before the next verb.
+
+Authentication (docs/extender.md, "Security model"): with a client CA (``--client-ca``)
+the TLS handshake refuses every connection without a certificate that CA signed; with a
+token (``--token-file``) every route but the GET probes and metrics (:data:`OPEN_PATHS`)
+needs ``Authorization: Bearer <token>``. :func:`exposure_warning` refuses to listen beyond
+loopback without either; :func:`check_certificates` refuses expired and weak certificates.
 """
 from __future__ import annotations
 
+import datetime
+import hmac
+import ipaddress
 import logging
 import queue
 from collections import Counter
 import time
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import msgspec
@@ -35,9 +45,20 @@ from placer.schema.extender import (
     decode_preemption_args,
 )
 
-__all__ = ["VERBS", "MAX_STALENESS_S", "create_app", "readiness", "require_server", "run"]
+__all__ = [
+    "VERBS", "OPEN_PATHS", "MAX_STALENESS_S", "check_certificates", "create_app", "exposure_warning", "is_loopback",
+    "read_token", "readiness", "require_server", "run",
+]
 
 VERBS = ("filter", "prioritize", "preempt", "bind")
+OPEN_PATHS = ("/livez", "/readyz", "/healthz", "/metrics")
+"""The routes a GET reaches without the ``--token-file`` token: kubelet's probes and
+Prometheus's scrape. They change nothing and tell the state's counts only."""
+MIN_RSA_BITS = 2048
+MIN_EC_BITS = 256
+WEAK_SIGNATURE_HASHES = {"md5": "MD5", "sha1": "SHA-1"}
+"""Signature hashes refused in a certificate (collisions can be made), by cryptography's name."""
+_MIN_TOKEN_CHARS = 16
 
 _log = logging.getLogger("placer.serve")
 MAX_STALENESS_S = 2.0 * WATCH_TIMEOUT_S
@@ -128,7 +149,7 @@ def _binds(extender: Extender) -> str:
 
 def create_app(
     extender: Extender, events: "queue.Queue[WatchEvent] | None" = None, *, watch: WatchHealth | None = None,
-    max_staleness_s: float = MAX_STALENESS_S,
+    max_staleness_s: float = MAX_STALENESS_S, token: str | None = None,
 ) -> Any:
     """The ASGI application of ``placer serve``.
 
@@ -142,6 +163,9 @@ def create_app(
         How the watch that puts ``events`` is doing, for ``/readyz`` and ``/metrics``.
     max_staleness_s : float
         ``/readyz`` fails when the watch's last news is older than this.
+    token : str, optional
+        The bearer token every request needs but a GET of :data:`OPEN_PATHS`
+        (``--token-file``); refused ones are answered 401 and counted in ``/metrics``.
     """
     require_server()
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -233,33 +257,231 @@ def create_app(
     routes.append(Route("/livez", livez, methods=["GET"]))
     routes.append(Route("/readyz", readyz, methods=["GET"]))
     routes.append(Route("/metrics", prometheus, methods=["GET"]))
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    if token is None:
+        return app
+
+    def refused(path: str) -> None:
+        if path.lstrip("/") in VERBS:
+            metrics.requests.labels(path.lstrip("/"), "401").inc()
+
+    return _require_token(app, token, refused)
 
 
-def run(
-    app: Any, host: str, port: int, *, ready: Callable[[int], None] | None = None,
-    tls: tuple[str, str] | None = None,
-) -> None:
-    """Serve ``app`` until interrupted; ``ready`` gets the port once it listens (port 0
-    picks a free one). ``tls``: a certificate and its key (PEM files) to serve HTTPS, as
-    kube-scheduler's ``enableHTTPS: true`` expects.
+def read_token(path: str) -> str:
+    """The bearer token of ``--token-file``: the file's one line of at least 16 visible
+    ASCII characters (RFC 6750's token characters), its surrounding whitespace dropped.
 
     Raises
     ------
     InvalidInputError
-        At ``--port`` when the address cannot be listened on; at ``--tls-cert`` when the
-        certificate and key cannot be loaded.
+        At ``--token-file`` when the file cannot be read or holds no such token.
+    """
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInputError("--token-file", f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+    if len(token) < _MIN_TOKEN_CHARS or not all("!" <= c <= "~" for c in token):
+        raise InvalidInputError(
+            "--token-file", f"{path}: expected one line of at least {_MIN_TOKEN_CHARS} visible ASCII characters, no "
+            f"spaces (e.g. openssl rand -hex 32 > {path}), got {len(token)} characters"
+            + (" with spaces, control or non-ASCII characters" if len(token) >= _MIN_TOKEN_CHARS else "")
+        )
+    return token
+
+
+def _token_problem(headers: list[tuple[bytes, bytes]], expected: bytes) -> str | None:
+    """Why a request's headers do not carry the bearer token ``expected`` (None when they
+    do); the token is compared in constant time."""
+    given = [value for name, value in headers if name == b"authorization"]
+    if not given:
+        return "no Authorization header: send 'Authorization: Bearer <token>' with the token of --token-file"
+    if len(given) > 1:
+        return f"{len(given)} Authorization headers: send one"
+    scheme, _, credentials = given[0].partition(b" ")
+    if scheme.lower() != b"bearer":
+        return "the Authorization header is not 'Bearer <token>'"
+    if not hmac.compare_digest(credentials.strip(), expected):
+        return "the bearer token is not the one of --token-file"
+    return None
+
+
+def _require_token(app: Any, token: str, refused: Callable[[str], None]) -> Any:
+    """``app`` behind a bearer token: every HTTP request but a GET (or HEAD) of
+    :data:`OPEN_PATHS` needs it; the others are answered 401 ``{"Error": ...}`` and their
+    path is given to ``refused``."""
+    expected = token.encode()
+
+    async def guarded(scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable[[dict], Awaitable[None]]
+                      ) -> None:
+        if scope["type"] != "http" or (scope["method"] in ("GET", "HEAD") and scope["path"] in OPEN_PATHS):
+            await app(scope, receive, send)
+            return
+        why = _token_problem(scope["headers"], expected)
+        if why is None:
+            await app(scope, receive, send)
+            return
+        refused(scope["path"])
+        verb = scope["path"].lstrip("/")
+        source = f"{scope['method']} /{verb}: " if verb in VERBS else ""
+        body = msgspec.json.encode({"Error": f"{source}unauthorized: {why}"})
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b'Bearer realm="placer serve"'),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+    return guarded
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (``--host``) is a loopback address: ``localhost``, 127.0.0.0/8 or ::1."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
+
+
+def exposure_warning(host: str, *, tls: bool, client_ca: bool, token: bool, insecure: bool) -> str | None:
+    """Whether ``placer serve`` may listen on ``host`` so, and the warning to print if so.
+
+    Loopback is always allowed. Beyond it, callers must authenticate: by a client
+    certificate (``client_ca``), or by a token over TLS (``token`` and ``tls``; over plain
+    HTTP the token can be read off the network). Otherwise only ``insecure`` allows it, and
+    the warning returned says what that exposes.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``--host`` when callers beyond loopback would not authenticate and ``insecure``
+        is not given; the message names ``--insecure``.
+    """
+    if is_loopback(host) or client_ca or (token and tls):
+        return None
+    why = ("the --token-file token travels in plain HTTP (add --tls-cert and --tls-key)" if token
+           else "no --client-ca or --token-file")
+    risk = (f"listening on {host}, beyond loopback, with {why}: whoever reaches it can call bind and the other "
+            "verbs as kube-scheduler")
+    if not insecure:
+        raise InvalidInputError("--host", f"{risk}; require client certificates (--client-ca) or a token "
+                                          "(--token-file), or accept it with --insecure")
+    return f"--insecure: {risk}"
+
+
+def _certificate_problem(certificate: Any, now: datetime.datetime) -> str | None:
+    """What makes one X.509 certificate unfit to serve or trust (None when nothing does)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
+
+    if certificate.not_valid_after_utc < now:
+        return f"expired on {certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
+    if certificate.not_valid_before_utc > now:
+        return f"not valid before {certificate.not_valid_before_utc:%Y-%m-%d %H:%M} UTC"
+    try:
+        signature_hash = certificate.signature_hash_algorithm
+    except UnsupportedAlgorithm:
+        return f"signed with an algorithm placer cannot check ({certificate.signature_algorithm_oid.dotted_string})"
+    if signature_hash is not None and signature_hash.name in WEAK_SIGNATURE_HASHES:
+        return (f"signed with {WEAK_SIGNATURE_HASHES[signature_hash.name]}, which can be forged: issue it signed "
+                "with SHA-256")
+    key = certificate.public_key()
+    if isinstance(key, (rsa.RSAPublicKey, dsa.DSAPublicKey)) and key.key_size < MIN_RSA_BITS:
+        kind = "RSA" if isinstance(key, rsa.RSAPublicKey) else "DSA"
+        return f"{kind} key of {key.key_size} bits, fewer than {MIN_RSA_BITS}"
+    if isinstance(key, ec.EllipticCurvePublicKey) and key.curve.key_size < MIN_EC_BITS:
+        return f"elliptic-curve key of {key.curve.key_size} bits ({key.curve.name}), fewer than {MIN_EC_BITS}"
+    return None
+
+
+def check_certificates(path: str, where: str, *, now: datetime.datetime | None = None) -> None:
+    """Refuse a PEM file's certificates that are out of their validity period, signed with
+    MD5 or SHA-1, or hold an RSA or DSA key under 2048 bits (an elliptic-curve key under
+    256); every certificate of the file is checked (a chain, a CA bundle).
+
+    Parameters
+    ----------
+    path : str
+        The PEM file (``--tls-cert``, ``--client-ca``).
+    where : str
+        The option the file came from, for the error.
+    now : datetime, optional
+        The time to check validity at (default: now, UTC).
+
+    Raises
+    ------
+    InvalidInputError
+        At ``where``, naming the file, the certificate's subject and what is wrong.
+    """
+    try:
+        from cryptography import x509
+    except ImportError:
+        raise InvalidInputError(where, "checking certificates needs the cryptography package: "
+                                       "pip install 'placer[serve]'") from None
+    try:
+        certificates = x509.load_pem_x509_certificates(Path(path).read_bytes())
+    except OSError as e:
+        raise InvalidInputError(where, f"cannot read {path}: {e.strerror}") from None
+    except ValueError:
+        raise InvalidInputError(where, f"cannot load {path}: it holds no PEM certificate that can be read") from None
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    for number, certificate in enumerate(certificates, 1):
+        problem = _certificate_problem(certificate, now)
+        if problem is not None:
+            subject = certificate.subject.rfc4514_string() or "no subject"
+            raise InvalidInputError(where, f"{path}: certificate {number} ({subject}): {problem}")
+
+
+def _ssl_options(tls: tuple[str, str] | None, client_ca: str | None) -> dict[str, Any]:
+    """uvicorn's TLS settings: the certificate and key of ``tls`` and, with ``client_ca``,
+    a client certificate that CA signed required in every handshake; each file loaded and
+    its certificates checked (:func:`check_certificates`) first."""
+    import ssl
+
+    if tls is None:
+        if client_ca is not None:
+            raise InvalidInputError("--client-ca", "give --tls-cert and --tls-key too: client certificates are "
+                                                   "asked for in the TLS handshake")
+        return {}
+    check_certificates(tls[0], "--tls-cert")  # first: OpenSSL's own refusals name no certificate
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(*tls)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidInputError("--tls-cert", f"cannot load {tls[0]} with key {tls[1]}: {e}") from None
+    options: dict[str, Any] = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
+    if client_ca is None:
+        return options
+    check_certificates(client_ca, "--client-ca")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(client_ca)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidInputError("--client-ca", f"cannot load {client_ca}: {e}") from None
+    return {**options, "ssl_ca_certs": client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED}
+
+
+def run(
+    app: Any, host: str, port: int, *, ready: Callable[[int], None] | None = None,
+    tls: tuple[str, str] | None = None, client_ca: str | None = None,
+) -> None:
+    """Serve ``app`` until interrupted; ``ready`` gets the port once it listens (port 0
+    picks a free one). ``tls``: a certificate and its key (PEM files) to serve HTTPS, as
+    kube-scheduler's ``enableHTTPS: true`` expects. ``client_ca``: a PEM bundle of CAs;
+    with it (and ``tls``) every connection must present a certificate one of them signed
+    (kube-scheduler's ``tlsConfig.certFile``/``keyFile``).
+
+    Raises
+    ------
+    InvalidInputError
+        At ``--port`` when the address cannot be listened on; at ``--tls-cert`` or
+        ``--client-ca`` when a file cannot be loaded or a certificate is expired or weak
+        (:func:`check_certificates`).
     """
     import socket
-    import ssl
 
     import uvicorn
 
-    if tls is not None:
-        try:
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(*tls)
-        except (OSError, ssl.SSLError) as e:
-            raise InvalidInputError("--tls-cert", f"cannot load {tls[0]} with key {tls[1]}: {e}") from None
+    ssl_options = _ssl_options(tls, client_ca)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -271,7 +493,6 @@ def run(
     if ready is not None:
         ready(sock.getsockname()[1])
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off",
-        ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None,
+        app, log_level="warning", access_log=False, lifespan="off", **ssl_options,
     )
     uvicorn.Server(config).run(sockets=[sock])
