@@ -19,7 +19,9 @@ Cases (``--pods`` pods of 1, 2, 4 or 8 GPUs, seeded):
 * ``batch``: one ``schedule()`` of every pod (the lock is taken a few times per call).
 
 Prints µs per pod, the median of ``--rounds`` rounds, and each variant's ratio to
-``unlocked``, then the ns of one cheap call (``session.holds``) per variant; ``--threads 3`` also times the ``loop`` split over three threads on one
+``unlocked``, and how many times per pod a call takes the lock (the methods of the session
+that the cluster's methods call take it again); then the ns of one cheap call
+(``session.holds``) per variant; ``--threads 3`` also times the ``loop`` split over three threads on one
 locked cluster (every call serialised: no speed-up is expected, no fault is allowed).
 
 Run: ``PYTHONPATH=src python bench/bench_cluster_threads.py --nodes 1000 --pods 3000 --rounds 7``.
@@ -75,9 +77,22 @@ def _variant(cls: type, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
     return type(f"{cls.__name__}_{'unlocked' if wrap is None else wrap.__name__}", (cls,), members)
 
 
+_CALLS = [0]
+
+
+def _counted(function: Callable[..., Any]) -> Callable[..., Any]:
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _CALLS[0] += 1
+        with self.lock:
+            return function(self, *args, **kwargs)
+
+    return counted
+
+
 _CLASSES = {
     "unlocked": (_variant(Cluster, None), _variant(KernelSession, None)),
     "guarded": (_variant(Cluster, _guarded), _variant(KernelSession, _guarded)),
+    "counted": (_variant(Cluster, _counted), _variant(KernelSession, _counted)),  # the lock's calls, untimed
 }
 
 
@@ -165,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
     snapshot = workloads.cluster(args.nodes)
     batch = pods(args.pods)
     print(f"{args.nodes} nodes, {args.pods} pods, median of {args.rounds} rounds, µs per pod")
-    print(f"{'case':<9} " + " ".join(f"{v:>9}" for v in VARIANTS) + "   locked/unlocked  guarded/unlocked")
+    print(f"{'case':<9} " + " ".join(f"{v:>9}" for v in VARIANTS) + "   locked/unlocked  guarded/unlocked"
+          "  locks/pod")
     for case in CASES:
         times: dict[str, list[float]] = {v: [] for v in VARIANTS}
         outcomes: dict[str, set[int]] = {v: set() for v in VARIANTS}
@@ -178,8 +194,11 @@ def main(argv: list[str] | None = None) -> None:
         if len({frozenset(o) for o in outcomes.values()}) != 1:
             raise SystemExit(f"{case}: the variants decided differently: {outcomes}")
         us = {v: statistics.median(times[v]) / len(batch) * 1e6 for v in VARIANTS}
+        _CALLS[0] = 0
+        RUNS[case](fresh(snapshot, "counted"), batch, args.keep)
         print(f"{case:<9} " + " ".join(f"{us[v]:9.2f}" for v in VARIANTS)
-              + f"   {us['locked'] / us['unlocked']:15.3f}  {us['guarded'] / us['unlocked']:16.3f}")
+              + f"   {us['locked'] / us['unlocked']:15.3f}  {us['guarded'] / us['unlocked']:16.3f}"
+              + f"  {_CALLS[0] / len(batch):9.2f}")
     per_call = {}
     for variant in VARIANTS:
         session = fresh(snapshot, variant).session
