@@ -84,6 +84,37 @@ class Worker:
             del self.bound[next(iter(self.bound))]
 
 
+class Reader:
+    """A thread that reads the whole state while the workers change it: each snapshot it
+    takes must be one state (no GPU held twice, no share past a whole GPU)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.done = threading.Event()
+        self.reads = 0
+        self.torn: list[str] = []
+        self.faults: list[BaseException] = []
+
+    def run(self) -> None:
+        try:
+            while not self.done.is_set() or not self.reads:
+                self._read()
+        except BaseException as e:  # the test reports it
+            self.faults.append(e)
+
+    def _read(self) -> None:
+        self.reads += 1
+        for node in self.cluster.to_snapshot().nodes:
+            milli = [0] * GPUS
+            for pod in node.pods:
+                for gpu in pod.gpus:
+                    milli[gpu] += 1000
+                for gpu, share in pod.gpu_shares.items():
+                    milli[gpu] += share
+            if max(milli) > 1000:
+                self.torn.append(f"{node.name}: GPU milli held {milli}")
+
+
 def pods_for(tag: str, count: int, seed: int) -> list[PodRequest]:
     rng = random.Random(seed)
     pods = []
@@ -96,11 +127,18 @@ def pods_for(tag: str, count: int, seed: int) -> list[PodRequest]:
 def run_threads(snapshot: ClusterSnapshot, per_thread: list[list[PodRequest]], keep: int) -> tuple[Cluster, list[Worker]]:
     cluster = Cluster(snapshot)
     workers = [Worker(cluster, f"t{t}", pods, keep) for t, pods in enumerate(per_thread)]
+    reader = Reader(cluster)
     threads = [threading.Thread(target=w.run) for w in workers]
+    reading = threading.Thread(target=reader.run)
+    reading.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    reader.done.set()
+    reading.join()
+    assert not reader.faults, f"reader: {reader.faults[0]!r}"
+    assert not reader.torn, reader.torn[:5]
     return cluster, workers
 
 
@@ -122,7 +160,8 @@ def free_arrays(cluster: Cluster) -> list[list]:
 
 
 def check_shared_run(snapshot: ClusterSnapshot, per_thread: list[list[PodRequest]], keep: int) -> None:
-    """Run the threads on one cluster and check every decision and the state they leave."""
+    """Run the threads on one cluster, a reader beside them, and check every decision, every
+    state read and the state they leave."""
     cluster, workers = run_threads(snapshot, per_thread, keep)
     for w in workers:
         assert not w.faults, f"{w.tag}: {w.faults[0]!r}"
