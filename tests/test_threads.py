@@ -80,8 +80,9 @@ class Worker:
         else:
             self.bound[pod.name] = (pod, result.assignments[0])
         if len(self.bound) > self.keep:
-            self.cluster.release(next(iter(self.bound)))
-            del self.bound[next(iter(self.bound))]
+            oldest = next(iter(self.bound))
+            self.cluster.release(oldest)
+            del self.bound[oldest]
 
 
 class Reader:
