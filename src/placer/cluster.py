@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import gangs, order, policies, preemption, preemption_exact, schema, sharing
+from placer._serial import serialised
 from placer.defrag import RoomFinder
 from placer.domains import Domains
 from placer.exceptions import InvalidInputError
@@ -115,13 +116,26 @@ def _slot_list(a: Assignment) -> tuple[int, ...]:
     return tuple(gpu for gpu, count in sorted(a.gpu_slots.items()) for _ in range(count))
 
 
+@serialised
 class Cluster:
     """Placement state of one cluster.
+
+    Safe to share between threads: every public method and property holds :attr:`lock`
+    for the whole call, and so does every method of the :attr:`session` it hands out (the
+    same lock), so calls run one at a time, each on the state the last one left. A
+    sequence of calls that must see no other thread's change in between (place, then bind
+    what was placed, say) holds the lock around them: ``with cluster.lock: ...``; so does a
+    reader of the live arrays of ``session.free``.
 
     Parameters
     ----------
     snapshot : ClusterSnapshot, dict or path
         The cluster as it is now.
+
+    Attributes
+    ----------
+    lock : threading.RLock
+        The lock every call holds (reentrant: a thread holding it may call on).
 
     Examples
     --------
@@ -134,6 +148,7 @@ class Cluster:
     def __init__(self, snapshot: ClusterSnapshot | Mapping[str, Any] | str) -> None:
         self._snapshot = load_snapshot(snapshot)
         self._session = KernelSession(self._snapshot)
+        self.lock = self._session.lock
         self._domains = Domains(self._snapshot)
         self._facts = schema.snapshot_facts(self._snapshot, self._session.first_held)
         # pod name -> its latest decisions, newest last: (assignment, the pod as decided)

@@ -459,7 +459,8 @@ def pick(found: Sequence[Candidate]) -> Candidate | None:
 
 def choose(session: KernelSession, snapshot: ClusterSnapshot, pod: PodRequest) -> tuple[Candidate | None, str]:
     """The node and victims for ``pod``, or None with why not."""
-    why = eligible(pod, session.running(), session.node_index)
+    # the pods running are read only for a nominated node's (session.running() builds them all)
+    why = eligible(pod, session.running() if pod.nominated_node is not None else (), session.node_index)
     if why:
         return None, why
     best = pick(candidates(session, snapshot, pod, prune=True))

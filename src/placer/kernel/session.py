@@ -9,6 +9,7 @@ array by name.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from placer import reasons
+from placer._serial import serialised
 from placer.exceptions import InvalidInputError
 from placer.fragmentation import Fragmentation, Workload, target_workload
 from placer.kernel import pack
@@ -156,16 +158,27 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return view
 
 
+@serialised
 class KernelSession:
     """The kernel state of one cluster: packed arrays, runs, GPU-set tables, holdings.
+
+    Every public method and property holds :attr:`lock` while it runs, the kernel's
+    ``nogil`` loops included, so threads may share a session; the arrays of :attr:`free`
+    are live views, consistent when read under the lock.
 
     Parameters
     ----------
     snapshot : ClusterSnapshot
         The cluster as it is now; its running pods hold their resources from the start.
+
+    Attributes
+    ----------
+    lock : threading.RLock
+        Held by every public method and property; hold it to make several calls one step.
     """
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.lock = threading.RLock()
         self.snapshot = snapshot
         self._packed: PackedCluster = pack.pack_snapshot(snapshot)
         p = self._packed
@@ -934,10 +947,9 @@ class KernelSession:
         mig = tuple(MigInstance(gpu=u.gpu, profile=u.profile, start=u.start) for u in self.mig_uses(pod.name))
         return _record(pod, mask, mig)
 
-    def running(self) -> Iterable[tuple[int, RunningPod]]:
+    def running(self) -> list[tuple[int, RunningPod]]:
         """(node, record) of every pod that holds resources now, bound ones included."""
-        for node, what in self._holdings().values():
-            yield node, self._as_record(what)
+        return [(node, self._as_record(what)) for node, what in self._holdings().values()]
 
 
 def slot_counts(slots: Sequence[int]) -> dict[int, int]:
