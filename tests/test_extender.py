@@ -386,7 +386,7 @@ def test_a_mig_pod_gets_the_node_and_instance_placer_chooses():
     assert held[0].mig[0].start != 2  # mig-infer-0 holds the instance at start 2
     # three 1g.5gb instances were free; two more pods take them, a fourth finds none
     for k in range(2):
-        p["metadata"]["name"] = f"mig-{k}"
+        p["metadata"].update(name=f"mig-{k}", uid=f"uid-mig-{k}")  # another pod: another UID
         verbs(ex, p, names)
         assert bind(ex, f"mig-{k}", "a100-mig-0") == {"Error": ""}
     p["metadata"]["name"] = "mig-last"

@@ -116,8 +116,9 @@ def test_the_banner_says_what_is_served(server):
 
 
 def test_a_dry_run_is_announced_at_start_and_in_healthz_and_readyz(server):
-    assert server.notes == ["placer: serve: note: --dry-run: binds are held in placer's state only; no Binding is "
-                            "posted\n"]
+    # what a restart keeps of a dry run: nothing (no Binding is posted to come back through a list)
+    assert server.notes == ["placer: serve: note: --dry-run: binds are held in placer's memory only: no Binding is "
+                            "posted, and a restart forgets them\n"]
     status, health, _ = server.request("GET", "/healthz")
     assert status == 200 and health["binds"] == "dry-run"
     status, _, text = server.request("GET", "/readyz?verbose")
@@ -136,7 +137,7 @@ def test_without_kubeconfig_or_dry_run_bind_is_refused_naming_kubeconfig(tmp_pat
                            "stale)\n"]
         args = {"Pod": pod("a", 6), "NodeNames": NAMES}
         assert s.post("filter", args)[1]["NodeNames"] == ["gpu-1", "gpu-2"]
-        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"})
         assert status == 200 and bound["Error"].startswith("POST /bind: binding ml/a to gpu-1 failed: no API server")
         assert "--kubeconfig" in bound["Error"] and "--dry-run" in bound["Error"]
         # nothing held: gpu-1's six GPUs are still free
@@ -182,7 +183,8 @@ def test_a_gpu_pod_is_filtered_scored_and_bound_over_http(server):
     status, priorities = server.post("prioritize", args)
     assert status == 200 and [h["Host"] for h in priorities] == NAMES
     assert all(0 <= h["Score"] <= 10 for h in priorities)
-    status, bound = server.post("bind", {"PodName": "http-a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+    binding = {"PodName": "http-a", "PodNamespace": "ml", "PodUID": "uid-http-a", "Node": "gpu-1"}
+    status, bound = server.post("bind", binding)
     assert (status, bound) == (200, {"Error": ""})
     status, result = server.post("filter", {"Pod": pod("http-b", 6), "NodeNames": NAMES})
     assert result["NodeNames"] == ["gpu-2"]  # gpu-1 now holds http-a's six GPUs
@@ -250,7 +252,7 @@ def test_a_gang_waits_in_filter_then_binds_whole_over_http(server):
     status, result = server.post("filter", {"Pod": pod("g-0", 1, **member), "NodeNames": NAMES})
     (node_0,) = result["NodeNames"]
     for name, node in (("g-0", node_0), ("g-1", node_1)):
-        status, bound = server.post("bind", {"PodName": name, "PodNamespace": "ml", "PodUID": name, "Node": node})
+        status, bound = server.post("bind", {"PodName": name, "PodNamespace": "ml", "PodUID": f"uid-{name}", "Node": node})
         assert (status, bound) == (200, {"Error": ""})
 
 
