@@ -547,3 +547,95 @@ def test_an_unreachable_api_server_fails_readyz_and_its_retries_are_logged_once(
         s.stop()
     assert s.log.count("watch of Nodes failed: connection refused") == 1, s.log
     assert "watch of Nodes" not in s.log.replace("watch of Nodes failed: connection refused", "", 1), s.log
+
+
+class LiveWatch:
+    """The service's state and verbs (through the ASGI application) fed by a real watch of
+    the stand-in API server, in this process: what ``placer serve --kubeconfig`` runs."""
+
+    def __init__(self, api, tmp: Path, **extender: Any) -> None:
+        import queue
+        import threading
+
+        from placer.adapters.kube_extender import Extender
+        from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+        from placer.serve import create_app
+
+        self.health, feed, self.stop = WatchHealth(), queue.Queue(), threading.Event()
+        self.extender = Extender(cluster_document(), **extender)
+        self.app = create_app(self.extender, feed, watch=self.health)
+        client = api_client(str(api.kubeconfig(tmp / "kubeconfig")))
+        self.threads = watch_cluster(client, feed.put, self.stop, health=self.health)
+
+    def post(self, verb: str, payload: dict) -> tuple[int, Any]:
+        return asgi_post(self.app, f"/{verb}", json.dumps(payload).encode())
+
+    def fits(self, name: str, gpus: int) -> list[str]:
+        """The nodes filter passes for a new pod (none while the state is not current)."""
+        return self.post("filter", {"Pod": pod(name, gpus), "NodeNames": NAMES})[1]["NodeNames"]
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=10)
+
+
+def running_pod(name: str, node: str, gpus: int) -> dict:
+    from test_extender import running_pod_object
+
+    return running_pod_object(name, node, gpus)
+
+
+@pytest.mark.parametrize("gone_as", ["status", "event"])
+def test_after_410_gone_the_pods_are_listed_again_and_the_list_replaces_them(tmp_path, gone_as):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    big = running_pod("big", "gpu-1", 8)
+    api.push("ADDED", big)
+    live = LiveWatch(api, tmp_path)
+    try:
+        wait_for(lambda: live.fits("a", 8) == ["gpu-2"], "the running pod listed")
+        # while no watch sees it, big is deleted and a pod starts on gpu-2; then the watches' version is too old
+        api.compact([("DELETED", big), ("ADDED", running_pod("newcomer", "gpu-2", 8))], gone_as=gone_as)
+        wait_for(lambda: live.fits("b", 8) == ["gpu-1"], "big's GPUs released, the newcomer's held")
+        assert api.listed.count("Pod") == 2 and live.health.errors()["Pod"] == 0  # a 410 is no failure
+        # no double-booking: gpu-2's GPUs are the newcomer's; gpu-1's are free again
+        status, bound = live.post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "uid-b", "Node": "gpu-2"})
+        assert status == 200 and "pod ml/b does not fit on gpu-2: " in bound["Error"]
+        assert "Insufficient nvidia.com/gpu" in bound["Error"]
+        status, bound = live.post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "uid-b", "Node": "gpu-1"})
+        assert (status, bound) == (200, {"Error": ""})
+        held = {p.name: n.name for n in live.extender.cluster.to_snapshot().nodes for p in n.pods}
+        assert held == {"ml/old": "gpu-0", "ml/newcomer": "gpu-2", "ml/b": "gpu-1"}
+    finally:
+        live.close()
+        api.stop()
+
+
+def test_bookmarks_move_the_watch_on_so_a_compaction_needs_no_list(tmp_path):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    live = LiveWatch(api, tmp_path)
+    try:
+        wait_for(lambda: asgi_request(live.app, "GET", "/readyz")[0] == 200, "the first lists")
+        node = {"kind": "Node", "metadata": {"name": "gpu-3", "labels": {"topology.kubernetes.io/rack": "r1"}},
+                "spec": {"unschedulable": True},
+                "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}}
+        api.push("MODIFIED", node)  # a newer resourceVersion than any pod's
+        wait_for(lambda: live.fits("a", 1) is not None and live.extender.state()["events_applied"] == 1,
+                 "the node event applied")
+        api.bookmark()
+        wait_for(lambda: "Pod" in api.bookmarked, "a bookmark sent to the pods' watch")
+        api.compact()
+        watches = api.requests.count("GET /api/v1/pods")
+        wait_for(lambda: api.requests.count("GET /api/v1/pods") >= watches + 2, "two more watches of pods")
+        assert sorted(api.listed) == ["Node", "Pod"] and live.health.errors() == {"Node": 0, "Pod": 0, "PodGroup": 0}
+        state = live.extender.state()
+        assert state["events_applied"] == 1 and state["events_refused"] == 0  # the bookmark is no change
+    finally:
+        live.close()
+        api.stop()
