@@ -639,3 +639,44 @@ def test_bookmarks_move_the_watch_on_so_a_compaction_needs_no_list(tmp_path):
     finally:
         live.close()
         api.stop()
+
+
+def test_no_verb_decides_on_a_state_known_not_current():
+    from placer.adapters.kube_extender import Extender
+    from placer.adapters.kube_live import WatchHealth
+    from placer.serve import create_app
+
+    now = [0.0]
+    health = WatchHealth(("Node", "Pod"), clock=lambda: now[0])
+    extender = Extender(cluster_document())
+    app = create_app(extender, watch=health, max_staleness_s=60)
+    filter_args = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
+    bind_args = json.dumps({"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"}).encode()
+    preempt_args = json.dumps({"Pod": pod("vip", 8, priority=100), "NodeNameToVictims": {}}).encode()
+
+    def answers() -> dict[str, tuple[int, Any]]:
+        return {verb: asgi_post(app, f"/{verb}", body) for verb, body in
+                (("filter", filter_args), ("prioritize", filter_args), ("bind", bind_args), ("preempt", preempt_args))}
+
+    refusal = "placer's cluster state is not current, so placer does not decide on it: "
+    got = answers()  # nothing listed yet
+    assert got["filter"][0] == 200 and got["filter"][1]["NodeNames"] == []
+    assert got["filter"][1]["Error"].startswith(f"POST /filter: {refusal}watch-nodes: not listed yet")
+    assert got["bind"] == (200, {"Error": got["filter"][1]["Error"].replace("/filter", "/bind")})
+    for verb in ("prioritize", "preempt"):  # no Error field in their results: HTTP 503
+        assert got[verb] == (503, {"Error": got["filter"][1]["Error"].replace("/filter", f"/{verb}")})
+    assert extender.cluster.session.holding("ml/a") is None and extender.binder.bindings == []
+    health.news("Node")
+    health.news("Pod")
+    got = answers()
+    assert got["filter"][1] == {**got["filter"][1], "NodeNames": ["gpu-1", "gpu-2"], "Error": ""}
+    assert got["prioritize"][0] == got["preempt"][0] == 200 and got["bind"] == (200, {"Error": ""})
+    health.gap("Pod", "resourceVersion expired (HTTP 410 Gone): listing again")
+    _, result = asgi_post(app, "/filter", filter_args)
+    assert result["Error"] == f"POST /filter: {refusal}watch-pods: resourceVersion expired (HTTP 410 Gone): listing again"
+    health.news("Pod")
+    now[0] = 61.0  # the Nodes' last news is older than max_staleness_s
+    health.news("Pod")
+    _, result = asgi_post(app, "/filter", filter_args)
+    assert result["Error"] == (f"POST /filter: {refusal}state-age: the API server's last news is 61 s old, more than "
+                               "--max-staleness 60 s")
