@@ -354,8 +354,7 @@ class Extender:
             if not same:
                 return False
         uid = _uid(obj)
-        if held is not None and entry is None and not _same_pod(self._uid_of.get(key, ""), uid):
-            self._drop_holder(key)  # a new pod under the name: the one placer held is gone
+        if entry is None and self._drop_if_replaced(key, uid):
             held = None
         elif entry is not None and uid:
             self._uid_of[key] = uid
@@ -488,13 +487,17 @@ class Extender:
         if gang is not None:
             gang.pending.pop(key, None)
 
-    def _drop_holder(self, key: str) -> None:
-        """Another pod has the name ``key`` now (a new UID): the pod placer held under it is
-        gone, and what it held is released. The new pod's pending object is kept."""
+    def _drop_if_replaced(self, key: str, uid: str) -> bool:
+        """When ``uid`` is not the UID of the pod placer holds under the name ``key``, that
+        pod is gone (a name is one pod at a time): release what it held, and say so. The new
+        pod's pending object is kept."""
+        if not self.cluster.session.holds(key) or _same_pod(self._uid_of.get(key, ""), uid):
+            return False
         self.cluster.release(key)
         self._bound.pop(key, None)
         self._uid_of.pop(key, None)
         self._reserved.pop(key, None)
+        return True
 
     def _note_podgroup(self, event: WatchEvent) -> None:
         obj = event.object
@@ -596,23 +599,25 @@ class Extender:
     def bind(self, args: BindingArgs, source: str = "POST /bind") -> dict[str, Any]:
         """``ExtenderBindingResult``: ``Error`` empty when the pod is bound (state and
         binder), else why not, with nothing changed. The pod is the one of that UID: placer
-        must have seen it pending (filter, watch); a retry of its bind succeeds again; a UID
-        other than the one placer holds under that name is a new pod (the old is released)."""
+        must have seen it pending (filter, watch) with that UID (a filter of a new UID under a
+        held name released the old pod); a retry of its bind succeeds again."""
         self.sync()
         why = self.not_current()
         if why:
             return {"Error": _not_deciding(source, why)}
         key, uid = args.key, args.pod_uid
         held = self.cluster.session.holding(key)
-        if held is not None and not _same_pod(self._uid_of.get(key, ""), uid):
-            self._drop_holder(key)  # a name is one pod at a time: the one placer held is gone
-            held = None
         reserved = self._reserved.get(key)
-        if reserved is None and key in self._bound and held is not None:
+        if reserved is None and key in self._bound and held is not None and _same_pod(self._bound[key], uid):
             if self.cluster.session.node_names[held[0]] == args.node:
                 return {"Error": ""}  # a retry of a bind already made: nothing more to do
         try:
             if reserved is not None:
+                if not _same_pod(self._uid_of.get(key, ""), uid):
+                    raise InvalidInputError(
+                        source, f"pod {key} with UID {uid} is not the pod reserved with its gang (UID "
+                        f"{self._uid_of[key]}); placer binds only a pod it has seen"
+                    )
                 if reserved.node != args.node:
                     raise InvalidInputError(
                         source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
@@ -693,7 +698,9 @@ class Extender:
             raise StateNotCurrent(_not_deciding(source, why))
 
     def _remember(self, key: str, pod: Mapping[str, Any]) -> None:
-        """Note a pending pod ``filter`` or ``prioritize`` sees; forget the expired ones."""
+        """Note a pending pod ``filter`` or ``prioritize`` sees (a new UID under a held name
+        releases the old pod); forget the expired ones."""
+        self._drop_if_replaced(key, _uid(pod))
         if key in self._filtered_at or key not in self._pending:  # not a pending pod the watch reports
             self._filtered_at.pop(key, None)
             self._filtered_at[key] = self._clock()  # last: the most recently filtered
