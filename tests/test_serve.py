@@ -286,6 +286,8 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         (("--snapshot", "cluster.json", "--podgroups", "cluster.json"), "expected PodGroup objects only"),
         (("--snapshot", "cluster.json", "--kubeconfig", "nope.yaml"), "--kubeconfig"),
         (("--snapshot", "cluster.json", "--max-staleness", "0"), "--max-staleness: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--pending-ttl", "-1"), "--pending-ttl: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--max-pending", "0"), "--max-pending: expected an integer >= 1"),
     ]:
         done = run_cli("serve", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
@@ -353,10 +355,14 @@ def test_a_dry_run_with_a_kubeconfig_watches_and_posts_no_binding(tmp_path):
 
 
 def test_the_help_gives_the_default_max_staleness(tmp_path):
+    from placer.adapters.kube_extender import MAX_PENDING, PENDING_TTL_S
     from placer.serve import MAX_STALENESS_S
 
     done = run_cli("serve", "--help", cwd=tmp_path)
-    assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in " ".join(done.stdout.split())
+    text = " ".join(done.stdout.split())
+    assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in text
+    assert f"after its last filter (default: {PENDING_TTL_S:g})" in text
+    assert f"oldest forgotten first (default: {MAX_PENDING})" in text
 
 
 def test_the_documented_scheduler_configuration_calls_the_served_verbs(server):
@@ -680,3 +686,32 @@ def test_no_verb_decides_on_a_state_known_not_current():
     _, result = asgi_post(app, "/filter", filter_args)
     assert result["Error"] == (f"POST /filter: {refusal}state-age: the API server's last news is 61 s old, more than "
                                "--max-staleness 60 s")
+
+
+def test_with_a_kubeconfig_a_restart_recovers_placers_binds_from_the_api(tmp_path):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    api.push("ADDED", {**pod("a", 8), "kind": "Pod", "apiVersion": "v1"})
+    kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+    try:
+        first = Server(tmp_path, "--kubeconfig", kubeconfig, "--sync-interval", "0")
+        try:
+            wait_for(lambda: first.request("GET", "/readyz")[0] == 200, "the first lists")
+            assert first.post("filter", {"Pod": pod("a", 8), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+            binding = {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"}
+            assert first.post("bind", binding) == (200, {"Error": ""})
+        finally:
+            first.stop()
+        (posted,) = api.bindings
+        second = Server(tmp_path, "--kubeconfig", kubeconfig, "--sync-interval", "0")
+        try:  # the bound pod comes back through the list, on the GPUs placer chose
+            wait_for(lambda: second.request("GET", "/readyz")[0] == 200, "the lists after the restart")
+            assert second.post("filter", {"Pod": pod("b", 8), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-2"]
+            assert second.request("GET", "/healthz")[1]["pods"] == 2  # ml/old and ml/a
+        finally:
+            second.stop()
+    finally:
+        api.stop()
+    assert posted["metadata"]["annotations"] == {"placer.io/gpus": "0,1,2,3,4,5,6,7"}
