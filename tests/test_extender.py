@@ -532,3 +532,18 @@ def test_pods_seen_only_by_filter_are_forgotten_after_the_ttl_and_beyond_the_cap
     assert "ml/a was not seen by filter" in bind(ex, "a", "gpu-1")["Error"]
     verbs(ex, pod("a", 1))
     assert bind(ex, "a", "gpu-1") == {"Error": ""}
+
+
+def test_late_watch_events_of_a_replaced_pod_leave_its_successor_held():
+    ex = Extender(cluster_document())
+    old = running_pod_object("a", "gpu-1", 8)
+    old["metadata"]["uid"] = "uid-1"
+    ex.queue([WatchEvent("ADDED", old)])
+    verbs(ex, pod("a", 8, uid="uid-2"))  # the new pod under the name: the old one is gone
+    assert bind_uid(ex, "a", "uid-2", "gpu-1") == {"Error": ""}
+    held = held_gpus(ex)
+    ex.queue([WatchEvent("MODIFIED", {**old, "status": {"phase": "Running"}}), WatchEvent("DELETED", old)])
+    assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-2"] and held_gpus(ex) == held
+    ex.queue([WatchEvent("DELETED", {**running_pod_object("a", "gpu-1", 8), "metadata": {
+        "name": "a", "namespace": "ml", "uid": "uid-2"}})])  # the new pod's own deletion does release
+    assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]

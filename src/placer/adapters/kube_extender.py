@@ -88,6 +88,7 @@ _log = logging.getLogger("placer.serve")
 _NO_SCORE = np.iinfo(np.int64).min
 _ENCODER = msgspec.json.Encoder()
 _KEPT_REQUESTS = 256
+_KEPT_REPLACED = 4096
 _UNKNOWN_NODE = "node not in placer's cluster state (yet)"
 # Reasons that name a pod, gang or node, by words they start with and hold -> their metric label
 _NAMED_REASONS = (
@@ -240,6 +241,7 @@ class Extender:
         self._uid_of: dict[str, str] = {}  # pod key -> UID of the pod holding resources (or a victim's)
         self._bound: dict[str, str] = {}  # pod key -> UID this extender bound (a retried bind succeeds again)
         self._filtered_at: dict[str, float] = {}  # pending pods no watch reports, oldest filter first
+        self._replaced: dict[str, None] = {}  # UIDs of pods replaced under their name, oldest first
         self._from_api: dict[str, set[str]] = {kind: set() for kind in ("Node", "Pod", "PodGroup")}
         self.not_current: Callable[[], str] = not_current if not_current is not None else lambda: ""
         self.pending_ttl_s = pending_ttl_s
@@ -304,13 +306,21 @@ class Extender:
         return [*gone, *(WatchEvent("ADDED", item, listing.where) for item in listing.items)]
 
     def _apply_all(self, events: Sequence[WatchEvent]) -> None:
-        """Apply ``events`` (see :meth:`sync`), noting which objects the API told of."""
+        """Apply ``events`` (see :meth:`sync`), noting which objects the API told of. Events
+        of a pod placer knows was replaced under its name (its UID) are late news of a pod
+        that is gone: they change nothing."""
+        kept = []
         for event in events:
             obj = event.object
             kind = obj.get("kind") if isinstance(obj, Mapping) else None
+            if kind == "Pod" and isinstance(obj.get("metadata"), Mapping) and _uid(obj) in self._replaced:
+                self.applied_events += 1
+                continue
             if kind in self._from_api and _named(obj):
                 keys = self._from_api[kind]
                 (keys.discard if event.type == "DELETED" else keys.add)(_api_key(obj))
+            kept.append(event)
+        events = kept
         quick = 0
         while quick < len(events) and self._apply_quickly(events[quick]):
             quick += 1
@@ -495,7 +505,11 @@ class Extender:
             return False
         self.cluster.release(key)
         self._bound.pop(key, None)
-        self._uid_of.pop(key, None)
+        old = self._uid_of.pop(key, "")
+        if old:
+            self._replaced[old] = None
+            if len(self._replaced) > _KEPT_REPLACED:
+                del self._replaced[next(iter(self._replaced))]
         self._reserved.pop(key, None)
         return True
 
@@ -530,15 +544,14 @@ class Extender:
     def filter(self, args: ExtenderArgs, source: str = "POST /filter") -> dict[str, Any]:
         """``ExtenderFilterResult`` for ``args``: the nodes that pass in the form they came in
         (none, and ``Error``, while the state is not current)."""
-        self.sync()
-        why = self.not_current()
         key = pod_key(args.pod)
-        if why:
-            passing: list[str] = []
-            failed: dict[str, str] = {}
-            unresolvable: dict[str, str] = {}
+        try:
+            self._require_current(source)
+        except StateNotCurrent as e:
+            error, passing, failed, unresolvable = str(e), [], {}, {}
         else:
             self._remember(key, args.pod)
+            error = ""
             passing, failed, unresolvable = self._judge(key, args.pod, args.names, source)
         result: dict[str, Any] = {}
         if args.node_names is not None:
@@ -548,7 +561,7 @@ class Extender:
             result["Nodes"] = {"metadata": {}, "items": [n for n in args.nodes or () if n["metadata"]["name"] in kept]}
         result["FailedNodes"] = failed
         result["FailedAndUnresolvableNodes"] = unresolvable
-        result["Error"] = _not_deciding(source, why) if why else ""
+        result["Error"] = error
         return result
 
     def prioritize(self, args: ExtenderArgs, source: str = "POST /prioritize") -> list[dict[str, Any]]:
@@ -601,10 +614,10 @@ class Extender:
         binder), else why not, with nothing changed. The pod is the one of that UID: placer
         must have seen it pending (filter, watch) with that UID (a filter of a new UID under a
         held name released the old pod); a retry of its bind succeeds again."""
-        self.sync()
-        why = self.not_current()
-        if why:
-            return {"Error": _not_deciding(source, why)}
+        try:
+            self._require_current(source)
+        except StateNotCurrent as e:
+            return {"Error": str(e)}
         key, uid = args.key, args.pod_uid
         held = self.cluster.session.holding(key)
         reserved = self._reserved.get(key)
@@ -695,7 +708,8 @@ class Extender:
         self.sync()
         why = self.not_current()
         if why:
-            raise StateNotCurrent(_not_deciding(source, why))
+            raise StateNotCurrent(f"{source}: placer's cluster state is not current, so placer does not decide on it: "
+                                  f"{why}")
 
     def _remember(self, key: str, pod: Mapping[str, Any]) -> None:
         """Note a pending pod ``filter`` or ``prioritize`` sees (a new UID under a held name
@@ -857,10 +871,6 @@ class Extender:
             "events_queued": len(self._queued),
             "pending_dropped": self.pending_dropped,
         }
-
-
-def _not_deciding(source: str, why: str) -> str:
-    return f"{source}: placer's cluster state is not current, so placer does not decide on it: {why}"
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
