@@ -362,16 +362,18 @@ def _watch_kind(
 ) -> None:
     version = ""
     backoff = _FIRST_RETRY_S
+    gone = False  # the last watch was answered 410 Gone
     while not stop.is_set():
         try:
             if not version:
                 version = _list(kind, lister, put)
                 health.news(kind)
             version = _watch(kubernetes, kind, lister, put, stop, timeout_s, health, version)
-            backoff = _FIRST_RETRY_S
+            backoff, gone = _FIRST_RETRY_S, False
         except Exception as e:  # network, API errors: note, list again (events may be lost), resume
             version = ""
-            if getattr(e, "status", None) == _GONE:
+            if getattr(e, "status", None) == _GONE and not gone:  # at once, unless it was so just after a list
+                gone = True
                 health.gap(kind, f"resourceVersion expired ({watch_failure(e)}): listing again")
                 _log.info("watch of %ss: %s; listing again", kind, watch_failure(e))
                 continue
