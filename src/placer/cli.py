@@ -728,7 +728,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     extender.queue(events)
     extender.sync(now=True)
     _notes("serve", notes)
-    feed: queue.Queue[kube_live.WatchEvent] = queue.Queue()
+    feed: queue.Queue[kube_live.WatchEvent | kube_live.Listing] = queue.Queue()
     stop = threading.Event()
     watch = kube_live.WatchHealth() if client is not None else None
     state = extender.state()
