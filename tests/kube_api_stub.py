@@ -4,8 +4,15 @@ No kube-apiserver can be installed here (no Debian or PyPI package), so this spe
 of the API the official client uses for placer: list (the objects as the events pushed so far
 leave them) and watch of Nodes and Pods (newline-separated watch events, resumed from
 ``resourceVersion``), 404 for the PodGroup API (a cluster without scheduler-plugins), and
-``POST .../pods/{name}/binding``, recorded. While :attr:`KubeApiStub.failing` holds an HTTP
+``POST .../pods/{name}/binding``, recorded and applied to the pod pushed under that name (its
+node and annotations, as a MODIFIED event). While :attr:`KubeApiStub.failing` holds an HTTP
 status, every GET is answered with it, as by an API server in trouble.
+
+:meth:`KubeApiStub.compact` makes a gap, as etcd's compaction does: changes no open watch
+sees, after which a watch from an older resourceVersion is answered ``410 Gone``, as an HTTP
+status or as an ERROR event (both are what API servers send). With
+``allowWatchBookmarks=true``, watches get a BOOKMARK of the current version when
+:meth:`KubeApiStub.bookmark` is called.
 """
 from __future__ import annotations
 
@@ -25,13 +32,19 @@ _BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 
 class KubeApiStub:
     """Serve until :meth:`stop`; :meth:`push` adds a watch event; :attr:`bindings` are the
-    Binding bodies received; :attr:`failing`, when set, is the status of every GET."""
+    Binding bodies received; :attr:`listed` the kinds listed; :attr:`failing`, when set, is
+    the status of every GET."""
 
     def __init__(self) -> None:
         self.events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object)
         self.bindings: list[dict[str, Any]] = []
         self.requests: list[str] = []
+        self.listed: list[str] = []  # the kind of each list answered
+        self.bookmarked: list[str] = []  # the kind of each watch sent a BOOKMARK
         self.failing: int | None = None
+        self.compacted = 0  # watches from a resourceVersion below are too old
+        self.gone_as = "status"  # how a too old resourceVersion is answered: "status" or "event"
+        self._bookmarks = 0  # bookmark() calls so far
         self._version = 1
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -53,9 +66,11 @@ class KubeApiStub:
                     return self._json(404, {"kind": "Status", "code": 404, "message": "the server could not find it"})
                 query = parse_qs(url.query)
                 if query.get("watch", ["false"])[0].lower() in ("true", "1"):
-                    return self._watch(kind, int(query.get("resourceVersion", ["0"])[0] or 0))
+                    bookmarks = query.get("allowWatchBookmarks", ["false"])[0].lower() in ("true", "1")
+                    return self._watch(kind, int(query.get("resourceVersion", ["0"])[0] or 0), bookmarks)
                 with stub._lock:
                     version, items = stub._version, stub._current(kind)
+                stub.listed.append(kind)
                 self._json(200, {"kind": f"{kind}List", "apiVersion": "v1",
                                  "metadata": {"resourceVersion": str(version)}, "items": items})
 
@@ -66,6 +81,7 @@ class KubeApiStub:
                 if _BINDING.match(url.path) is None:
                     return self._json(404, {"kind": "Status", "code": 404})
                 stub.bindings.append(body)
+                stub._bound(body)
                 self._json(201, body)
 
             def _json(self, status: int, data: Any) -> None:
@@ -76,21 +92,38 @@ class KubeApiStub:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def _watch(self, kind: str, since: int) -> None:
+            def _watch(self, kind: str, since: int, bookmarks: bool) -> None:
+                with stub._lock:
+                    too_old = since < stub.compacted
+                if too_old and stub.gone_as == "status":
+                    return self._json(410, stub._gone(since))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                sent = since
+                sent, marked = since, stub._bookmarks
                 ends = time.monotonic() + 1.0  # then close: the client watches again from its version
                 while time.monotonic() < ends and not stub._stopping.is_set():
                     with stub._lock:
+                        if sent < stub.compacted:  # the events since were compacted away
+                            if stub.gone_as == "event":
+                                self._event("ERROR", stub._gone(sent))
+                            return
                         due = [e for e in stub.events if e[0] > sent and e[2].get("kind") == kind]
+                        bookmark = bookmarks and marked < stub._bookmarks
+                        marked, version_now = stub._bookmarks, stub._version
                     for version, kind_of_event, obj in due:
-                        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}}
-                        self.wfile.write(json.dumps({"type": kind_of_event, "object": obj}).encode() + b"\n")
-                        self.wfile.flush()
+                        self._event(kind_of_event, {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}})
                         sent = version
+                    if bookmark:
+                        self._event("BOOKMARK", {"kind": kind, "apiVersion": "v1",
+                                                 "metadata": {"resourceVersion": str(version_now)}})
+                        sent = max(sent, version_now)
+                        stub.bookmarked.append(kind)
                     time.sleep(0.02)
+
+            def _event(self, kind_of_event: str, obj: dict[str, Any]) -> None:
+                self.wfile.write(json.dumps({"type": kind_of_event, "object": obj}).encode() + b"\n")
+                self.wfile.flush()
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -113,8 +146,42 @@ class KubeApiStub:
 
     def push(self, kind_of_event: str, obj: dict[str, Any]) -> None:
         with self._lock:
-            self._version += 1
-            self.events.append((self._version, kind_of_event, obj))
+            self._push(kind_of_event, obj)
+
+    def _push(self, kind_of_event: str, obj: dict[str, Any]) -> None:
+        self._version += 1
+        self.events.append((self._version, kind_of_event, obj))
+
+    def compact(self, changes: list[tuple[str, dict[str, Any]]] = (), gone_as: str = "status") -> None:
+        """Make ``changes`` (event type, object) that no open watch sees, then answer a watch
+        from a resourceVersion before them ``410 Gone`` (``gone_as``: ``"status"``, the HTTP
+        status, or ``"event"``, an ERROR event)."""
+        with self._lock:
+            self.gone_as = gone_as
+            for kind_of_event, obj in changes:
+                self._push(kind_of_event, obj)
+            self.compacted = self._version
+
+    def bookmark(self) -> None:
+        """Send each watch that allows bookmarks one BOOKMARK of the current resourceVersion."""
+        with self._lock:
+            self._bookmarks += 1
+
+    def _gone(self, since: int) -> dict[str, Any]:
+        return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired", "code": 410,
+                "message": f"too old resource version: {since} ({self.compacted})"}
+
+    def _bound(self, binding: dict[str, Any]) -> None:
+        """A Binding's effect on the pod pushed under its name: a MODIFIED with its node and annotations."""
+        meta = binding["metadata"]
+        with self._lock:
+            pods = {(p["metadata"].get("namespace", ""), p["metadata"]["name"]): p for p in self._current("Pod")}
+            found = pods.get((meta.get("namespace", ""), meta["name"]))
+            if found is None:
+                return
+            annotations = {**found["metadata"].get("annotations", {}), **meta.get("annotations", {})}
+            self._push("MODIFIED", {**found, "metadata": {**found["metadata"], "annotations": annotations},
+                                    "spec": {**found["spec"], "nodeName": binding["target"]["name"]}})
 
     def kubeconfig(self, path: Path) -> Path:
         return write_kubeconfig(path, self.port)

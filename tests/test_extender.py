@@ -386,7 +386,7 @@ def test_a_mig_pod_gets_the_node_and_instance_placer_chooses():
     assert held[0].mig[0].start != 2  # mig-infer-0 holds the instance at start 2
     # three 1g.5gb instances were free; two more pods take them, a fourth finds none
     for k in range(2):
-        p["metadata"]["name"] = f"mig-{k}"
+        p["metadata"].update(name=f"mig-{k}", uid=f"uid-mig-{k}")  # another pod: another UID
         verbs(ex, p, names)
         assert bind(ex, f"mig-{k}", "a100-mig-0") == {"Error": ""}
     p["metadata"]["name"] = "mig-last"
@@ -443,3 +443,107 @@ def test_a_deletion_naming_only_the_pod_releases_what_it_held():
     ex.sync()
     assert not ex.cluster.session.holds("ml/old") and ex.state()["events_applied"] == 1
     assert ex.cluster.node_free("gpu-0").gpu_milli.count(1000) == 8
+
+
+def bind_uid(ex: Extender, name: str, uid: str, node: str) -> dict:
+    body = json.dumps({"PodName": name, "PodNamespace": "ml", "PodUID": uid, "Node": node}).encode()
+    return ex.bind(decode_binding_args(body, "POST /bind"))
+
+
+def held_gpus(ex: Extender) -> dict[str, tuple[int, ...]]:
+    return {p.name: p.gpus for n in ex.cluster.to_snapshot().nodes for p in n.pods}
+
+
+def test_a_pod_recreated_under_its_name_with_a_new_uid_is_bound_anew():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 6, uid="uid-1"))
+    assert bind_uid(ex, "a", "uid-1", "gpu-1") == {"Error": ""}
+    # deleted and created again under the same name before the watch said so: another pod
+    verbs(ex, pod("a", 6, uid="uid-2"))
+    assert bind_uid(ex, "a", "uid-2", "gpu-1") == {"Error": ""}
+    first, second = ex.binder.bindings
+    assert (first["metadata"]["uid"], second["metadata"]["uid"]) == ("uid-1", "uid-2")
+    gpus = tuple(int(g) for g in second["metadata"]["annotations"]["placer.io/gpus"].split(","))
+    assert held_gpus(ex)["ml/a"] == gpus and len(gpus) == 6  # the old pod's six GPUs were given back first
+    assert bind_uid(ex, "a", "uid-2", "gpu-1") == {"Error": ""} and len(ex.binder.bindings) == 2  # a retry
+
+
+def test_bind_of_a_uid_placer_has_not_seen_is_refused_and_changes_nothing():
+    ex = Extender(cluster_document())
+    verbs(ex, pod("a", 6))
+    before = ex.cluster.to_snapshot()
+    assert bind_uid(ex, "a", "uid-other", "gpu-1") == {"Error": (
+        "POST /bind: pod ml/a with UID uid-other was not seen by filter (placer saw UID uid-a); placer binds only "
+        "a pod it has seen")}
+    assert "ml/b was not seen by filter" in bind_uid(ex, "b", "uid-b", "gpu-1")["Error"]
+    assert ex.binder.bindings == [] and ex.cluster.to_snapshot() == before
+    assert bind_uid(ex, "a", "uid-a", "gpu-1") == {"Error": ""}
+    held = ex.cluster.to_snapshot()
+    # another UID under the bound name, never filtered: not a retry, and the bound pod keeps its GPUs
+    assert "ml/a was not seen by filter" in bind_uid(ex, "a", "uid-other", "gpu-1")["Error"]
+    assert len(ex.binder.bindings) == 1 and ex.cluster.to_snapshot() == held
+
+
+def test_a_gang_member_binds_only_under_the_uid_placer_reserved():
+    ex = Extender(cluster_document(), podgroups=[podgroup("pg", 2)])
+    member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"}}
+    verbs(ex, pod("g-0", 1, **member))
+    (node,) = verbs(ex, pod("g-1", 1, **member))[0]["NodeNames"]
+    assert "is not the pod reserved with its gang (UID uid-g-1)" in bind_uid(ex, "g-1", "uid-x", node)["Error"]
+    assert bind_uid(ex, "g-1", "uid-g-1", node) == {"Error": ""}
+
+
+def test_a_watched_pod_pending_under_a_held_name_with_a_new_uid_releases_the_old_one():
+    ex = Extender(cluster_document())
+    ex.queue([WatchEvent("ADDED", running_pod_object("a", "gpu-1", 8))])
+    assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-2"]
+    ex.queue([WatchEvent("ADDED", {**pod("a", 8, uid="uid-new"), "kind": "Pod"})])  # a new pod, pending
+    assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]
+    assert "ml/a" not in held_gpus(ex) and ex.state()["pending"] == 2  # a (the new one) and x
+
+
+def test_a_list_replaces_what_the_api_told_of_its_kind_and_keeps_the_snapshots_own():
+    from placer.adapters.kube_live import Listing
+
+    ex = Extender(cluster_document())
+    ex.queue([WatchEvent("ADDED", running_pod_object("gone", "gpu-1", 8)),
+              WatchEvent("ADDED", running_pod_object("stays", "gpu-2", 2))])
+    verbs(ex, pod("filtered", 1))
+    assert set(held_gpus(ex)) == {"ml/old", "ml/gone", "ml/stays"} and ex.state()["pending"] == 1
+    ex.queue([Listing("Pod", [running_pod_object("stays", "gpu-2", 2), running_pod_object("new", "gpu-1", 3)])])
+    ex.sync()  # a list applies at once, whatever the interval
+    assert set(held_gpus(ex)) == {"ml/old", "ml/stays", "ml/new"}  # ml/old: only the snapshot had it
+    assert ex.state()["pending"] == 0  # the filtered pod is not in the list: deleted
+
+
+def test_pods_seen_only_by_filter_are_forgotten_after_the_ttl_and_beyond_the_cap():
+    now = [0.0]
+    ex = Extender(cluster_document(), pending_ttl_s=60, max_pending=2, clock=lambda: now[0])
+    ex.queue([WatchEvent("ADDED", {**pod("watched", 1), "kind": "Pod"})])  # the watch reports it: kept
+    for name in ("a", "b"):
+        verbs(ex, pod(name, 1))
+        now[0] += 1
+    verbs(ex, pod("a", 1))  # a is the most recently filtered now
+    verbs(ex, pod("c", 1))  # three: the oldest, b, goes
+    assert "ml/b was not seen by filter" in bind(ex, "b", "gpu-1")["Error"]
+    assert ex.state()["pending"] == 3 and ex.state()["pending_dropped"] == 1  # watched, a, c
+    now[0] += 61
+    assert ex.state()["pending"] == 1 and ex.state()["pending_dropped"] == 3  # a and c expired
+    assert "ml/a was not seen by filter" in bind(ex, "a", "gpu-1")["Error"]
+    verbs(ex, pod("a", 1))
+    assert bind(ex, "a", "gpu-1") == {"Error": ""}
+
+
+def test_late_watch_events_of_a_replaced_pod_leave_its_successor_held():
+    ex = Extender(cluster_document())
+    old = running_pod_object("a", "gpu-1", 8)
+    old["metadata"]["uid"] = "uid-1"
+    ex.queue([WatchEvent("ADDED", old)])
+    verbs(ex, pod("a", 8, uid="uid-2"))  # the new pod under the name: the old one is gone
+    assert bind_uid(ex, "a", "uid-2", "gpu-1") == {"Error": ""}
+    held = held_gpus(ex)
+    ex.queue([WatchEvent("MODIFIED", {**old, "status": {"phase": "Running"}}), WatchEvent("DELETED", old)])
+    assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-2"] and held_gpus(ex) == held
+    ex.queue([WatchEvent("DELETED", {**running_pod_object("a", "gpu-1", 8), "metadata": {
+        "name": "a", "namespace": "ml", "uid": "uid-2"}})])  # the new pod's own deletion does release
+    assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]

@@ -117,8 +117,9 @@ def test_the_banner_says_what_is_served(server):
 
 
 def test_a_dry_run_is_announced_at_start_and_in_healthz_and_readyz(server):
-    assert server.notes == ["placer: serve: note: --dry-run: binds are held in placer's state only; no Binding is "
-                            "posted\n"]
+    # what a restart keeps of a dry run: nothing (no Binding is posted to come back through a list)
+    assert server.notes == ["placer: serve: note: --dry-run: binds are held in placer's memory only: no Binding is "
+                            "posted, and a restart forgets them\n"]
     status, health, _ = server.request("GET", "/healthz")
     assert status == 200 and health["binds"] == "dry-run"
     status, _, text = server.request("GET", "/readyz?verbose")
@@ -137,7 +138,7 @@ def test_without_kubeconfig_or_dry_run_bind_is_refused_naming_kubeconfig(tmp_pat
                            "stale)\n"]
         args = {"Pod": pod("a", 6), "NodeNames": NAMES}
         assert s.post("filter", args)[1]["NodeNames"] == ["gpu-1", "gpu-2"]
-        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"})
         assert status == 200 and bound["Error"].startswith("POST /bind: binding ml/a to gpu-1 failed: no API server")
         assert "--kubeconfig" in bound["Error"] and "--dry-run" in bound["Error"]
         # nothing held: gpu-1's six GPUs are still free
@@ -183,7 +184,8 @@ def test_a_gpu_pod_is_filtered_scored_and_bound_over_http(server):
     status, priorities = server.post("prioritize", args)
     assert status == 200 and [h["Host"] for h in priorities] == NAMES
     assert all(0 <= h["Score"] <= 10 for h in priorities)
-    status, bound = server.post("bind", {"PodName": "http-a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+    binding = {"PodName": "http-a", "PodNamespace": "ml", "PodUID": "uid-http-a", "Node": "gpu-1"}
+    status, bound = server.post("bind", binding)
     assert (status, bound) == (200, {"Error": ""})
     status, result = server.post("filter", {"Pod": pod("http-b", 6), "NodeNames": NAMES})
     assert result["NodeNames"] == ["gpu-2"]  # gpu-1 now holds http-a's six GPUs
@@ -251,7 +253,7 @@ def test_a_gang_waits_in_filter_then_binds_whole_over_http(server):
     status, result = server.post("filter", {"Pod": pod("g-0", 1, **member), "NodeNames": NAMES})
     (node_0,) = result["NodeNames"]
     for name, node in (("g-0", node_0), ("g-1", node_1)):
-        status, bound = server.post("bind", {"PodName": name, "PodNamespace": "ml", "PodUID": name, "Node": node})
+        status, bound = server.post("bind", {"PodName": name, "PodNamespace": "ml", "PodUID": f"uid-{name}", "Node": node})
         assert (status, bound) == (200, {"Error": ""})
 
 
@@ -285,6 +287,8 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         (("--snapshot", "cluster.json", "--podgroups", "cluster.json"), "expected PodGroup objects only"),
         (("--snapshot", "cluster.json", "--kubeconfig", "nope.yaml"), "--kubeconfig"),
         (("--snapshot", "cluster.json", "--max-staleness", "0"), "--max-staleness: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--pending-ttl", "-1"), "--pending-ttl: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--max-pending", "0"), "--max-pending: expected an integer >= 1"),
     ]:
         done = run_cli("serve", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
@@ -352,10 +356,14 @@ def test_a_dry_run_with_a_kubeconfig_watches_and_posts_no_binding(tmp_path):
 
 
 def test_the_help_gives_the_default_max_staleness(tmp_path):
+    from placer.adapters.kube_extender import MAX_PENDING, PENDING_TTL_S
     from placer.serve import MAX_STALENESS_S
 
     done = run_cli("serve", "--help", cwd=tmp_path)
-    assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in " ".join(done.stdout.split())
+    text = " ".join(done.stdout.split())
+    assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in text
+    assert f"after its last filter (default: {PENDING_TTL_S:g})" in text
+    assert f"oldest forgotten first (default: {MAX_PENDING})" in text
 
 
 def test_the_documented_scheduler_configuration_calls_the_served_verbs(server):
@@ -629,7 +637,7 @@ def test_with_client_ca_only_clients_with_a_certificate_of_that_ca_are_served(tm
         s.tls_context = client_context(pki, "client")
         status, result = s.post("filter", args)
         assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
-        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        status, bound = s.post("bind", {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"})
         assert (status, bound) == (200, {"Error": ""})
         assert s.request("GET", "/livez")[::2] == (200, "ok")
     finally:
@@ -823,3 +831,165 @@ def test_the_documented_mutual_tls_setup_serves_the_scheduler_and_the_probe(tmp_
             s.request("GET", "/livez")  # no client certificate: refused
     finally:
         s.stop()
+
+
+class LiveWatch:
+    """The service's state and verbs (through the ASGI application) fed by a real watch of
+    the stand-in API server, in this process: what ``placer serve --kubeconfig`` runs."""
+
+    def __init__(self, api, tmp: Path, **extender: Any) -> None:
+        import queue
+        import threading
+
+        from placer.adapters.kube_extender import Extender
+        from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+        from placer.serve import create_app
+
+        self.health, feed, self.stop = WatchHealth(), queue.Queue(), threading.Event()
+        self.extender = Extender(cluster_document(), **extender)
+        self.app = create_app(self.extender, feed, watch=self.health)
+        client = api_client(str(api.kubeconfig(tmp / "kubeconfig")))
+        self.threads = watch_cluster(client, feed.put, self.stop, health=self.health)
+
+    def post(self, verb: str, payload: dict) -> tuple[int, Any]:
+        return asgi_post(self.app, f"/{verb}", json.dumps(payload).encode())
+
+    def fits(self, name: str, gpus: int) -> list[str]:
+        """The nodes filter passes for a new pod (none while the state is not current)."""
+        return self.post("filter", {"Pod": pod(name, gpus), "NodeNames": NAMES})[1]["NodeNames"]
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=10)
+
+
+def running_pod(name: str, node: str, gpus: int) -> dict:
+    from test_extender import running_pod_object
+
+    return running_pod_object(name, node, gpus)
+
+
+@pytest.mark.parametrize("gone_as", ["status", "event"])
+def test_after_410_gone_the_pods_are_listed_again_and_the_list_replaces_them(tmp_path, gone_as):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    big = running_pod("big", "gpu-1", 8)
+    api.push("ADDED", big)
+    live = LiveWatch(api, tmp_path)
+    try:
+        wait_for(lambda: live.fits("a", 8) == ["gpu-2"], "the running pod listed")
+        # while no watch sees it, big is deleted and a pod starts on gpu-2; then the watches' version is too old
+        api.compact([("DELETED", big), ("ADDED", running_pod("newcomer", "gpu-2", 8))], gone_as=gone_as)
+        wait_for(lambda: live.fits("b", 8) == ["gpu-1"], "big's GPUs released, the newcomer's held")
+        assert api.listed.count("Pod") == 2 and live.health.errors()["Pod"] == 0  # a 410 is no failure
+        # no double-booking: gpu-2's GPUs are the newcomer's; gpu-1's are free again
+        status, bound = live.post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "uid-b", "Node": "gpu-2"})
+        assert status == 200 and "pod ml/b does not fit on gpu-2: " in bound["Error"]
+        assert "Insufficient nvidia.com/gpu" in bound["Error"]
+        status, bound = live.post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "uid-b", "Node": "gpu-1"})
+        assert (status, bound) == (200, {"Error": ""})
+        held = {p.name: n.name for n in live.extender.cluster.to_snapshot().nodes for p in n.pods}
+        assert held == {"ml/old": "gpu-0", "ml/newcomer": "gpu-2", "ml/b": "gpu-1"}
+    finally:
+        live.close()
+        api.stop()
+
+
+def test_bookmarks_move_the_watch_on_so_a_compaction_needs_no_list(tmp_path):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    live = LiveWatch(api, tmp_path)
+    try:
+        wait_for(lambda: asgi_request(live.app, "GET", "/readyz")[0] == 200, "the first lists")
+        node = {"kind": "Node", "metadata": {"name": "gpu-3", "labels": {"topology.kubernetes.io/rack": "r1"}},
+                "spec": {"unschedulable": True},
+                "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}}
+        api.push("MODIFIED", node)  # a newer resourceVersion than any pod's
+        wait_for(lambda: live.fits("a", 1) is not None and live.extender.state()["events_applied"] == 1,
+                 "the node event applied")
+        api.bookmark()
+        wait_for(lambda: "Pod" in api.bookmarked, "a bookmark sent to the pods' watch")
+        api.compact()
+        watches = api.requests.count("GET /api/v1/pods")
+        wait_for(lambda: api.requests.count("GET /api/v1/pods") >= watches + 2, "two more watches of pods")
+        assert sorted(api.listed) == ["Node", "Pod"] and live.health.errors() == {"Node": 0, "Pod": 0, "PodGroup": 0}
+        state = live.extender.state()
+        assert state["events_applied"] == 1 and state["events_refused"] == 0  # the bookmark is no change
+    finally:
+        live.close()
+        api.stop()
+
+
+def test_no_verb_decides_on_a_state_known_not_current():
+    from placer.adapters.kube_extender import Extender
+    from placer.adapters.kube_live import WatchHealth
+    from placer.serve import create_app
+
+    now = [0.0]
+    health = WatchHealth(("Node", "Pod"), clock=lambda: now[0])
+    extender = Extender(cluster_document())
+    app = create_app(extender, watch=health, max_staleness_s=60)
+    filter_args = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
+    bind_args = json.dumps({"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"}).encode()
+    preempt_args = json.dumps({"Pod": pod("vip", 8, priority=100), "NodeNameToVictims": {}}).encode()
+
+    def answers() -> dict[str, tuple[int, Any]]:
+        return {verb: asgi_post(app, f"/{verb}", body) for verb, body in
+                (("filter", filter_args), ("prioritize", filter_args), ("bind", bind_args), ("preempt", preempt_args))}
+
+    refusal = "placer's cluster state is not current, so placer does not decide on it: "
+    got = answers()  # nothing listed yet
+    assert got["filter"][0] == 200 and got["filter"][1]["NodeNames"] == []
+    assert got["filter"][1]["Error"].startswith(f"POST /filter: {refusal}watch-nodes: not listed yet")
+    assert got["bind"] == (200, {"Error": got["filter"][1]["Error"].replace("/filter", "/bind")})
+    for verb in ("prioritize", "preempt"):  # no Error field in their results: HTTP 503
+        assert got[verb] == (503, {"Error": got["filter"][1]["Error"].replace("/filter", f"/{verb}")})
+    assert extender.cluster.session.holding("ml/a") is None and extender.binder.bindings == []
+    health.news("Node")
+    health.news("Pod")
+    got = answers()
+    assert got["filter"][1] == {**got["filter"][1], "NodeNames": ["gpu-1", "gpu-2"], "Error": ""}
+    assert got["prioritize"][0] == got["preempt"][0] == 200 and got["bind"] == (200, {"Error": ""})
+    health.gap("Pod", "resourceVersion expired (HTTP 410 Gone): listing again")
+    _, result = asgi_post(app, "/filter", filter_args)
+    assert result["Error"] == f"POST /filter: {refusal}watch-pods: resourceVersion expired (HTTP 410 Gone): listing again"
+    health.news("Pod")
+    now[0] = 61.0  # the Nodes' last news is older than max_staleness_s
+    health.news("Pod")
+    _, result = asgi_post(app, "/filter", filter_args)
+    assert result["Error"] == (f"POST /filter: {refusal}state-age: the API server's last news is 61 s old, more than "
+                               "--max-staleness 60 s")
+
+
+def test_with_a_kubeconfig_a_restart_recovers_placers_binds_from_the_api(tmp_path):
+    pytest.importorskip("kubernetes")
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    api.push("ADDED", {**pod("a", 8), "kind": "Pod", "apiVersion": "v1"})
+    kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+    try:
+        first = Server(tmp_path, "--kubeconfig", kubeconfig, "--sync-interval", "0")
+        try:
+            wait_for(lambda: first.request("GET", "/readyz")[0] == 200, "the first lists")
+            assert first.post("filter", {"Pod": pod("a", 8), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+            binding = {"PodName": "a", "PodNamespace": "ml", "PodUID": "uid-a", "Node": "gpu-1"}
+            assert first.post("bind", binding) == (200, {"Error": ""})
+        finally:
+            first.stop()
+        (posted,) = api.bindings
+        second = Server(tmp_path, "--kubeconfig", kubeconfig, "--sync-interval", "0")
+        try:  # the bound pod comes back through the list, on the GPUs placer chose
+            wait_for(lambda: second.request("GET", "/readyz")[0] == 200, "the lists after the restart")
+            assert second.post("filter", {"Pod": pod("b", 8), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-2"]
+            assert second.request("GET", "/healthz")[1]["pods"] == 2  # ml/old and ml/a
+        finally:
+            second.stop()
+    finally:
+        api.stop()
+    assert posted["metadata"]["annotations"] == {"placer.io/gpus": "0,1,2,3,4,5,6,7"}

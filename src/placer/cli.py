@@ -683,6 +683,10 @@ def _add_serve_parser(sub: Any) -> None:
     sv.add_argument("--max-staleness", metavar="SECONDS",
                     help="with --kubeconfig: /readyz fails when the API server's last news is older "
                          "(default: 600, twice the watch's timeout)")
+    sv.add_argument("--pending-ttl", metavar="SECONDS",
+                    help="forget a pod seen only through filter this long after its last filter (default: 300)")
+    sv.add_argument("--max-pending", metavar="N",
+                    help="remember at most N pods seen only through filter, oldest forgotten first (default: 10000)")
     sv.add_argument("--sync-interval", metavar="SECONDS", default="1",
                     help="apply watch events at most this often (default: 1; 0: before every verb)")
     sv.add_argument("--host", metavar="ADDR", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
@@ -705,7 +709,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from placer.adapters import kube_live
-    from placer.adapters.kube_extender import Binder, Extender, RecordingBinder, RefusingBinder
+    from placer.adapters.kube_extender import (
+        MAX_PENDING, PENDING_TTL_S, Binder, Extender, RecordingBinder, RefusingBinder,
+    )
     from placer.serve import MAX_STALENESS_S, create_app, exposure_warning, read_token, require_server, run
 
     require_server()
@@ -728,25 +734,30 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         RecordingBinder() if args.dry_run else kube_live.KubeBinder(client) if client is not None else RefusingBinder()
     )
     interval = _seconds(args.sync_interval, "--sync-interval")
+    pending_ttl = PENDING_TTL_S
+    if args.pending_ttl is not None:
+        pending_ttl = _seconds(args.pending_ttl, "--pending-ttl", positive=True)
+    max_pending = MAX_PENDING if args.max_pending is None else _count(args.max_pending, "--max-pending", least=1)
     max_staleness = MAX_STALENESS_S
     if args.max_staleness is not None:
         max_staleness = _seconds(args.max_staleness, "--max-staleness", positive=True)
     notes = []
     if args.dry_run:
-        notes.append("--dry-run: binds are held in placer's state only; no Binding is posted")
+        notes.append("--dry-run: binds are held in placer's memory only: no Binding is posted, and a restart "
+                     "forgets them")
     if args.max_staleness is not None and client is None:
         notes.append("--max-staleness has no effect without --kubeconfig (no watch to go stale)")
     if args.insecure and warning is None:
         notes.append("--insecure has no effect: " + ("callers authenticate" if args.client_ca or token else
                                                      f"{args.host} is loopback"))
     extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
-                        sync_interval_s=interval)
+                        sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
     extender.queue(events)
     extender.sync(now=True)
     _notes("serve", notes)
     if warning is not None:
         sys.stderr.write(f"placer: serve: warning: {warning}\n")
-    feed: queue.Queue[kube_live.WatchEvent] = queue.Queue()
+    feed: queue.Queue[kube_live.WatchEvent | kube_live.Listing] = queue.Queue()
     stop = threading.Event()
     watch = kube_live.WatchHealth() if client is not None else None
     state = extender.state()

@@ -9,6 +9,10 @@ nothing of the watch) and ``GET /metrics`` (Prometheus text: requests and latenc
 filter's reasons per node turned away, the state's gauges, the watch's errors and the
 state's age).
 
+While ``/readyz`` fails, the verbs do not decide on the state: ``filter`` and ``bind``
+answer 200 with ``Error`` (kube-scheduler fails the pod's scheduling cycle, unless the
+extender is ``ignorable``), ``prioritize`` and ``preempt``, whose results have no ``Error``
+field, answer 503 (kube-scheduler ignores the scores, and preempts nothing).
 A body that does not decode is answered 400 with the error in the result's ``Error``
 field; a fault of placer's own is answered 500 the same way and logged with its
 traceback. Either way nothing changed and the service keeps serving. Requests are served
@@ -37,7 +41,7 @@ import msgspec
 
 from placer.adapters.kube_live import WATCH_TIMEOUT_S, WatchEvent, WatchHealth
 from placer.exceptions import InvalidInputError
-from placer.adapters.kube_extender import Extender, RecordingBinder, RefusingBinder, reason_label
+from placer.adapters.kube_extender import Extender, RecordingBinder, RefusingBinder, StateNotCurrent, reason_label
 from placer.schema.extender import (
     MAX_BODY_BYTES,
     decode_binding_args,
@@ -47,7 +51,7 @@ from placer.schema.extender import (
 
 __all__ = [
     "VERBS", "OPEN_PATHS", "MAX_STALENESS_S", "check_certificates", "create_app", "exposure_warning", "is_loopback",
-    "read_token", "readiness", "require_server", "run",
+    "not_ready", "read_token", "readiness", "require_server", "run",
 ]
 
 VERBS = ("filter", "prioritize", "preempt", "bind")
@@ -139,6 +143,11 @@ def readiness(watch: WatchHealth | None, max_staleness_s: float) -> dict[str, st
     return checks
 
 
+def not_ready(watch: WatchHealth | None, max_staleness_s: float) -> str:
+    """The failing checks of :func:`readiness` in one line ("" when ready)."""
+    return "; ".join(f"{name}: {why}" for name, why in readiness(watch, max_staleness_s).items() if why)
+
+
 def _binds(extender: Extender) -> str:
     """How binds are answered: ``posted`` (to the API server), ``dry-run`` (recorded, not
     posted) or ``refused`` (no API server and no ``--dry-run``)."""
@@ -166,6 +175,8 @@ def create_app(
     token : str, optional
         The bearer token every request needs but a GET of :data:`OPEN_PATHS`
         (``--token-file``); refused ones are answered 401 and counted in ``/metrics``.
+
+    With ``watch``, the extender decides only while ``/readyz`` passes (its ``not_current``).
     """
     require_server()
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -175,6 +186,8 @@ def create_app(
     from starlette.routing import Route
 
     metrics = _Metrics(extender, watch)
+    if watch is not None:
+        extender.not_current = lambda: not_ready(watch, max_staleness_s)
     encoder = msgspec.json.Encoder()
 
     def json_response(data: Any, status: int = 200) -> Response:
@@ -206,6 +219,8 @@ def create_app(
                 data = answer(raw, source)
             except InvalidInputError as e:
                 status, data = 400, {"Error": str(e)}
+            except StateNotCurrent as e:
+                status, data = 503, {"Error": str(e)}
             except Exception as e:  # a fault of placer's: answer, log, keep serving
                 _log.exception("%s failed", source)
                 status, data = 500, {"Error": f"{source}: internal error: {type(e).__name__}: {e}"}

@@ -18,14 +18,25 @@ No HTTP here (:mod:`placer.serve` carries the verbs over HTTP); the bodies are d
   member's ``filter`` keeps its reserved node. ``bind`` confirms one member at a time.
 * ``bind``: the GPUs placer chose for the pod on the node kube-scheduler chose (or its
   reservation), held at once; the binder writes the Binding and the ``placer.io/gpus``
-  annotation. A bind that cannot be honoured changes nothing and answers ``Error``.
+  annotation. A bind that cannot be honoured changes nothing and answers ``Error``. Binds
+  are keyed by UID: placer binds only a pod it has seen (filter, watch) with that UID, a
+  retry of a bind it made succeeds again, and a new UID under a held name is a new pod (the
+  old one is gone: what it held is released).
 * ``preempt``: per node kube-scheduler proposes, placer's victims there
   (:func:`placer.preemption.candidates`, kube's rules over gangs and budgets), by UID;
   nodes where placer finds none are dropped.
 * Watch events (Nodes, Pods, PodGroups) are queued and applied before the next verb (at
   most once per ``sync_interval_s``). Those that change no holding but a release apply in
   place; the others rebuild the cluster state, all at once when they validate together,
-  else one by one, each refused event counted and the state it would have broken kept.
+  else one by one, each refused event counted and the state it would have broken kept. A
+  list (:class:`~placer.adapters.kube_live.Listing`) replaces what the watch told of its
+  kind: objects placer knows from the API, filter or its binds that the list lacks are
+  deleted. A queued list is applied before the next verb, whatever the interval.
+* While the state is not current (``not_current`` says why: :mod:`placer.serve` asks the
+  watch's health), no verb decides on it: ``filter`` and ``bind`` answer ``Error``,
+  ``prioritize`` and ``preempt`` raise :class:`StateNotCurrent`.
+* Pods seen only through ``filter`` (no watch reports them) are forgotten after
+  ``pending_ttl_s``, oldest first beyond ``max_pending``.
 """
 from __future__ import annotations
 
@@ -40,7 +51,7 @@ import msgspec
 import numpy as np
 
 from placer import policies
-from placer.adapters.kube_live import WatchEvent
+from placer.adapters.kube_live import Listing, WatchEvent
 from placer.adapters.kubernetes import GPUS_ANNOTATION, node_from_object, running_pod_from_object
 from placer.adapters.kubernetes_scheduling import named_group
 from placer.adapters.kubernetes_workloads import workloads_from_objects
@@ -54,6 +65,10 @@ from placer.schema.extender import BindingArgs, ExtenderArgs, PreemptionArgs, po
 __all__ = [
     "MAX_SCORE",
     "WatchEvent",
+    "Listing",
+    "StateNotCurrent",
+    "PENDING_TTL_S",
+    "MAX_PENDING",
     "Binder",
     "RecordingBinder",
     "RefusingBinder",
@@ -64,11 +79,16 @@ __all__ = [
 
 MAX_SCORE = 10
 """kube-scheduler's MaxExtenderPriority; scores run from 0 to it."""
+PENDING_TTL_S = 300.0
+"""How long a pod seen only through ``filter`` is remembered (``--pending-ttl``)."""
+MAX_PENDING = 10_000
+"""How many pods seen only through ``filter`` are remembered at most (``--max-pending``)."""
 
 _log = logging.getLogger("placer.serve")
 _NO_SCORE = np.iinfo(np.int64).min
 _ENCODER = msgspec.json.Encoder()
 _KEPT_REQUESTS = 256
+_KEPT_REPLACED = 4096
 _UNKNOWN_NODE = "node not in placer's cluster state (yet)"
 # Reasons that name a pod, gang or node, by words they start with and hold -> their metric label
 _NAMED_REASONS = (
@@ -88,6 +108,11 @@ def reason_label(reason: str) -> str:
         if reason.startswith(start) and holds in reason:
             return label
     return reason
+
+
+class StateNotCurrent(PlacerError):
+    """The cluster state is known not to be current (the watch failed, missed events or is
+    old): placer does not decide on it. :mod:`placer.serve` answers it HTTP 503."""
 
 
 class Binder(Protocol):
@@ -178,6 +203,15 @@ class Extender:
     sync_interval_s : float
         Apply queued watch events at most this often (each application rebuilds the
         cluster state: about 0.2 s on 5,000 nodes); 0 applies them before every verb.
+    not_current : callable, optional
+        Why the state is not current now ("" when it is); while it says why, no verb
+        decides (default: always current).
+    pending_ttl_s : float
+        Forget a pod seen only through ``filter`` this long after its last ``filter``.
+    max_pending : int
+        Remember at most this many pods seen only through ``filter`` (oldest forgotten first).
+    clock : callable
+        Seconds of a monotonic clock, for ``pending_ttl_s`` (tests give their own).
     """
 
     def __init__(
@@ -190,6 +224,10 @@ class Extender:
         podgroups: Iterable[Mapping[str, Any]] = (),
         binder: Binder | None = None,
         sync_interval_s: float = 0.0,
+        not_current: Callable[[], str] | None = None,
+        pending_ttl_s: float = PENDING_TTL_S,
+        max_pending: int = MAX_PENDING,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cluster = Cluster(snapshot)
         self.policy = policies.get(policy, "policy").name
@@ -200,11 +238,20 @@ class Extender:
         self._pending: dict[str, Mapping[str, Any]] = {}  # pod key -> the Pod object last seen
         self._reserved: dict[str, Assignment] = {}  # pod key -> its gang's reservation
         self._decided: dict[str, Assignment] = {}  # pod key -> placer's node (MIG, gpuSlots)
-        self._uid_of: dict[str, str] = {}
-        self._bound: set[str] = set()  # pods this extender bound (a retried bind succeeds again)
+        self._uid_of: dict[str, str] = {}  # pod key -> UID of the pod holding resources (or a victim's)
+        self._bound: dict[str, str] = {}  # pod key -> UID this extender bound (a retried bind succeeds again)
+        self._filtered_at: dict[str, float] = {}  # pending pods no watch reports, oldest filter first
+        self._replaced: dict[str, None] = {}  # UIDs of pods replaced under their name, oldest first
+        self._from_api: dict[str, set[str]] = {kind: set() for kind in ("Node", "Pod", "PodGroup")}
+        self.not_current: Callable[[], str] = not_current if not_current is not None else lambda: ""
+        self.pending_ttl_s = pending_ttl_s
+        self.max_pending = max_pending
+        self.pending_dropped = 0
+        self._clock = clock
         self._requests: dict[bytes, Any] = {}  # a Pod object's encoding -> its request
         self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
-        self._queued: list[WatchEvent] = []
+        self._queued: list[WatchEvent | Listing] = []
+        self._listing_queued = False
         self.sync_interval_s = sync_interval_s
         self._synced_at = -math.inf
         self.refused_events = 0
@@ -214,19 +261,66 @@ class Extender:
 
     # ------------------------------------------------------------------ watch
 
-    def queue(self, events: Iterable[WatchEvent]) -> None:
-        """Queue watch events; they are applied before the next verb (:meth:`sync`)."""
-        self._queued.extend(events)
+    def queue(self, events: Iterable[WatchEvent | Listing]) -> None:
+        """Queue watch events and lists; they are applied before the next verb (:meth:`sync`)."""
+        for event in events:
+            self._queued.append(event)
+            self._listing_queued |= isinstance(event, Listing)
 
     def sync(self, *, now: bool = False) -> None:
         """Apply the queued events (when :attr:`sync_interval_s` has passed since the last
-        time, or ``now``): all at once when the cluster they make is valid, else one at a
-        time, an event that would make it invalid refused (logged and counted) with
-        nothing of it kept."""
-        if not self._queued or (not now and time.monotonic() - self._synced_at < self.sync_interval_s):
+        time, ``now``, or a list is queued): all at once when the cluster they make is
+        valid, else one at a time, an event that would make it invalid refused (logged and
+        counted) with nothing of it kept. A list applies as the events that make the state
+        of its kind what it lists (:meth:`_replacing`)."""
+        if not self._queued or (
+            not now and not self._listing_queued and time.monotonic() - self._synced_at < self.sync_interval_s
+        ):
             return
-        events, self._queued = self._queued, []
+        events, self._queued, self._listing_queued = self._queued, [], False
         self._synced_at = time.monotonic()
+        part: list[WatchEvent] = []
+        for event in events:
+            if isinstance(event, Listing):
+                self._apply_all(part)
+                part = self._replacing(event)
+            else:
+                part.append(event)
+        self._apply_all(part)
+
+    def _replacing(self, listing: Listing) -> list[WatchEvent]:
+        """The events that make the state of ``listing.kind`` what it lists: a DELETED for
+        each object of the kind known from the API (its events, ``filter``, placer's binds)
+        that it lacks, then an ADDED per item. Objects only the snapshot holds are kept."""
+        listed = {_api_key(item) for item in listing.items if _named(item)}
+        known = set(self._from_api.get(listing.kind, ()))
+        pending: Mapping[str, Mapping[str, Any]] = {}
+        if listing.kind == "Pod":
+            known.update(self._pending, self._bound, self._reserved)
+            pending = self._pending  # its labels name its gang
+        gone = [
+            WatchEvent("DELETED", {**pending.get(key, _named_object(listing.kind, key)), "kind": listing.kind},
+                       listing.where)
+            for key in sorted(known - listed)
+        ]
+        return [*gone, *(WatchEvent("ADDED", item, listing.where) for item in listing.items)]
+
+    def _apply_all(self, events: Sequence[WatchEvent]) -> None:
+        """Apply ``events`` (see :meth:`sync`), noting which objects the API told of. Events
+        of a pod placer knows was replaced under its name (its UID) are late news of a pod
+        that is gone: they change nothing."""
+        kept = []
+        for event in events:
+            obj = event.object
+            kind = obj.get("kind") if isinstance(obj, Mapping) else None
+            if kind == "Pod" and isinstance(obj.get("metadata"), Mapping) and _uid(obj) in self._replaced:
+                self.applied_events += 1
+                continue
+            if kind in self._from_api and _named(obj):
+                keys = self._from_api[kind]
+                (keys.discard if event.type == "DELETED" else keys.add)(_api_key(obj))
+            kept.append(event)
+        events = kept
         quick = 0
         while quick < len(events) and self._apply_quickly(events[quick]):
             quick += 1
@@ -269,8 +363,10 @@ class Extender:
             same = tuple(gpus) == record.gpus if gpus is not None else entry.get("unknownGpus", 0) == len(record.gpus)
             if not same:
                 return False
-        uid = (obj.get("metadata") or {}).get("uid")
-        if isinstance(uid, str) and uid:
+        uid = _uid(obj)
+        if entry is None and self._drop_if_replaced(key, uid):
+            held = None
+        elif entry is not None and uid:
             self._uid_of[key] = uid
         gang = self._gang_of(obj)
         if gone:
@@ -328,13 +424,13 @@ class Extender:
         return document
 
     def _edit_node(self, nodes: dict[str, dict[str, Any]], where_pod: dict[str, str], event: WatchEvent) -> None:
+        if event.type == "DELETED" and _named(event.object):  # its name is all that counts
+            for pod in (nodes.pop(event.object["metadata"]["name"], None) or {}).get("pods", ()):
+                where_pod.pop(pod["name"], None)
+            return
         entry = node_from_object(event.object, event.where, self.levels)
         name = entry["name"]
         old = nodes.pop(name, None)
-        if event.type == "DELETED":
-            for pod in (old or {}).get("pods", ()):
-                where_pod.pop(pod["name"], None)
-            return
         if old is not None:
             # what a Node object cannot tell: the pods, GPU topology and NICs, MIG layout
             for key, value in old.items():
@@ -350,9 +446,6 @@ class Extender:
         key = pod_key(obj) if _named(obj) else None
         if key is None:
             raise InvalidInputError(event.where, "a Pod without metadata.name")
-        uid = (obj.get("metadata") or {}).get("uid")
-        if isinstance(uid, str) and uid:
-            effects.append(lambda: self._uid_of.__setitem__(key, uid))
         old_node = where_pod.pop(key, None)
         old_entry = None
         if old_node is not None and old_node in nodes:
@@ -377,26 +470,48 @@ class Extender:
                 entry = {**{k: v for k, v in entry.items() if k != "unknownGpus"}, "gpus": old_entry["gpus"]}
         node.setdefault("pods", []).append(entry)
         where_pod[key] = node_name
+        uid = _uid(obj)
+        if uid:
+            effects.append(lambda: self._uid_of.__setitem__(key, uid))
         effects.append(lambda: self._forget(key, gang))
 
     def _note_pending(self, key: str, obj: Mapping[str, Any], gang: _Gang | None) -> None:
         if key in self._reserved or self.cluster.session.holds(key):
             return  # placer holds it already: bound here, not yet seen bound by the API
         self._pending[key] = obj
+        self._filtered_at.pop(key, None)  # the API reports it: its deletion will come
         if gang is not None:
             gang.pending[key] = obj
 
     def _gone(self, key: str, gang: _Gang | None) -> None:
         """The pod finished or was deleted."""
-        self._bound.discard(key)
+        self._bound.pop(key, None)
+        self._uid_of.pop(key, None)
         self._forget(key, gang)
 
     def _forget(self, key: str, gang: _Gang | None) -> None:
         """The pod is no longer pending (it runs, finished or is gone)."""
         self._pending.pop(key, None)
+        self._filtered_at.pop(key, None)
         self._reserved.pop(key, None)
         if gang is not None:
             gang.pending.pop(key, None)
+
+    def _drop_if_replaced(self, key: str, uid: str) -> bool:
+        """When ``uid`` is not the UID of the pod placer holds under the name ``key``, that
+        pod is gone (a name is one pod at a time): release what it held, and say so. The new
+        pod's pending object is kept."""
+        if not self.cluster.session.holds(key) or _same_pod(self._uid_of.get(key, ""), uid):
+            return False
+        self.cluster.release(key)
+        self._bound.pop(key, None)
+        old = self._uid_of.pop(key, "")
+        if old:
+            self._replaced[old] = None
+            if len(self._replaced) > _KEPT_REPLACED:
+                del self._replaced[next(iter(self._replaced))]
+        self._reserved.pop(key, None)
+        return True
 
     def _note_podgroup(self, event: WatchEvent) -> None:
         obj = event.object
@@ -427,12 +542,17 @@ class Extender:
     # ------------------------------------------------------------------ verbs
 
     def filter(self, args: ExtenderArgs, source: str = "POST /filter") -> dict[str, Any]:
-        """``ExtenderFilterResult`` for ``args``: the nodes that pass in the form they came in."""
-        self.sync()
+        """``ExtenderFilterResult`` for ``args``: the nodes that pass in the form they came in
+        (none, and ``Error``, while the state is not current)."""
         key = pod_key(args.pod)
-        self._remember(key, args.pod)
-        names = args.names
-        passing, failed, unresolvable = self._judge(key, args.pod, names, source)
+        try:
+            self._require_current(source)
+        except StateNotCurrent as e:
+            error, passing, failed, unresolvable = str(e), [], {}, {}
+        else:
+            self._remember(key, args.pod)
+            error = ""
+            passing, failed, unresolvable = self._judge(key, args.pod, args.names, source)
         result: dict[str, Any] = {}
         if args.node_names is not None:
             result["NodeNames"] = passing
@@ -441,12 +561,18 @@ class Extender:
             result["Nodes"] = {"metadata": {}, "items": [n for n in args.nodes or () if n["metadata"]["name"] in kept]}
         result["FailedNodes"] = failed
         result["FailedAndUnresolvableNodes"] = unresolvable
-        result["Error"] = ""
+        result["Error"] = error
         return result
 
     def prioritize(self, args: ExtenderArgs, source: str = "POST /prioritize") -> list[dict[str, Any]]:
-        """``HostPriorityList`` for ``args``: one ``{Host, Score}`` per candidate node."""
-        self.sync()
+        """``HostPriorityList`` for ``args``: one ``{Host, Score}`` per candidate node.
+
+        Raises
+        ------
+        StateNotCurrent
+            While the state is not current (the list has no ``Error`` field).
+        """
+        self._require_current(source)
         key = pod_key(args.pod)
         self._remember(key, args.pod)
         names = args.names
@@ -485,16 +611,26 @@ class Extender:
 
     def bind(self, args: BindingArgs, source: str = "POST /bind") -> dict[str, Any]:
         """``ExtenderBindingResult``: ``Error`` empty when the pod is bound (state and
-        binder), else why not, with nothing changed."""
-        self.sync()
-        key = args.key
-        reserved = self._reserved.get(key)
+        binder), else why not, with nothing changed. The pod is the one of that UID: placer
+        must have seen it pending (filter, watch) with that UID (a filter of a new UID under a
+        held name released the old pod); a retry of its bind succeeds again."""
+        try:
+            self._require_current(source)
+        except StateNotCurrent as e:
+            return {"Error": str(e)}
+        key, uid = args.key, args.pod_uid
         held = self.cluster.session.holding(key)
-        if reserved is None and key in self._bound and held is not None:
+        reserved = self._reserved.get(key)
+        if reserved is None and key in self._bound and held is not None and _same_pod(self._bound[key], uid):
             if self.cluster.session.node_names[held[0]] == args.node:
                 return {"Error": ""}  # a retry of a bind already made: nothing more to do
         try:
             if reserved is not None:
+                if not _same_pod(self._uid_of.get(key, ""), uid):
+                    raise InvalidInputError(
+                        source, f"pod {key} with UID {uid} is not the pod reserved with its gang (UID "
+                        f"{self._uid_of[key]}); placer binds only a pod it has seen"
+                    )
                 if reserved.node != args.node:
                     raise InvalidInputError(
                         source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
@@ -506,6 +642,11 @@ class Extender:
                 obj = self._pending.get(key)
                 if obj is None:
                     raise InvalidInputError(source, f"pod {key} was not seen by filter; placer does not know its requests")
+                if not _same_pod(_uid(obj), uid):
+                    raise InvalidInputError(
+                        source, f"pod {key} with UID {uid} was not seen by filter (placer saw UID {_uid(obj)}); "
+                        "placer binds only a pod it has seen"
+                    )
                 assignment = self._assignment_on(key, obj, args.node, source)
                 self.cluster.bind(assignment)
                 try:
@@ -515,21 +656,28 @@ class Extender:
                     self.cluster.release(assignment.pod)
                     raise
                 self._pending.pop(key, None)
+                self._filtered_at.pop(key, None)
                 self._decided.pop(key, None)
         except InvalidInputError as e:
             return {"Error": str(e)}
         except Exception as e:  # the binder's own failure (API server, network)
             return {"Error": f"{source}: binding {key} to {args.node} failed: {e}"}
-        if args.pod_uid:
-            self._uid_of[key] = args.pod_uid
-        self._bound.add(key)
+        if uid:
+            self._uid_of[key] = uid
+        self._bound[key] = uid
         return {"Error": ""}
 
     def preempt(self, args: PreemptionArgs, source: str = "POST /preempt") -> dict[str, Any]:
         """``ExtenderPreemptionResult``: per node kube-scheduler proposed, placer's victims
         there by UID (nodes where placer finds no victims that let the pod fit, or victims
-        whose UIDs it does not know, are left out)."""
-        self.sync()
+        whose UIDs it does not know, are left out).
+
+        Raises
+        ------
+        StateNotCurrent
+            While the state is not current.
+        """
+        self._require_current(source)
         for victim in args.victim_pods:
             uid = victim["metadata"].get("uid")
             if uid:
@@ -555,14 +703,43 @@ class Extender:
 
     # ------------------------------------------------------------------ decisions
 
+    def _require_current(self, source: str) -> None:
+        """Apply the queued events; raise :class:`StateNotCurrent` while the state is not current."""
+        self.sync()
+        why = self.not_current()
+        if why:
+            raise StateNotCurrent(f"{source}: placer's cluster state is not current, so placer does not decide on it: "
+                                  f"{why}")
+
     def _remember(self, key: str, pod: Mapping[str, Any]) -> None:
+        """Note a pending pod ``filter`` or ``prioritize`` sees (a new UID under a held name
+        releases the old pod); forget the expired ones."""
+        self._drop_if_replaced(key, _uid(pod))
+        if key in self._filtered_at or key not in self._pending:  # not a pending pod the watch reports
+            self._filtered_at.pop(key, None)
+            self._filtered_at[key] = self._clock()  # last: the most recently filtered
         self._pending[key] = pod
-        uid = pod["metadata"].get("uid")
-        if isinstance(uid, str) and uid:
-            self._uid_of[key] = uid
+        self._expire_pending()
         gang = self._gang_of(pod)
         if gang is not None and key not in self._reserved and not self.cluster.session.holds(key):
             gang.pending[key] = pod
+
+    def _expire_pending(self) -> None:
+        """Forget the pods seen only through ``filter`` longer ago than :attr:`pending_ttl_s`,
+        and the oldest beyond :attr:`max_pending`."""
+        now = self._clock()
+        for key, seen in list(self._filtered_at.items()):
+            if now - seen <= self.pending_ttl_s and len(self._filtered_at) <= self.max_pending:
+                break
+            del self._filtered_at[key]
+            obj = self._pending.pop(key, None)
+            self._decided.pop(key, None)
+            gang = self._gang_of(obj) if obj is not None else None
+            if gang is not None:
+                gang.pending.pop(key, None)
+                if gang.podgroup is None and not gang.pending:
+                    del self._gangs[gang.name]
+            self.pending_dropped += 1
 
     def _request(self, pod: Mapping[str, Any], source: str, extra: Sequence[Mapping[str, Any]] = ()) -> Any:
         """The PlacementRequest of a pending Pod object (and of ``extra`` objects: its gang);
@@ -657,7 +834,9 @@ class Extender:
         self.cluster.bind(result)
         for a in result.assignments:
             self._reserved[a.pod] = a
-            gang.pending.pop(a.pod, None)
+            uid = _uid(gang.pending.pop(a.pod, None) or {})
+            if uid:
+                self._uid_of[a.pod] = uid
         return ""
 
     def _assignment_on(self, key: str, obj: Mapping[str, Any], node: str, source: str) -> Assignment:
@@ -677,7 +856,9 @@ class Extender:
         return result.assignments[0]
 
     def state(self) -> dict[str, Any]:
-        """What ``/healthz`` reports: nodes, pods running, pending, reserved, events."""
+        """What ``/healthz`` reports: nodes, pods running, pending, reserved, events, pending
+        pods forgotten (:attr:`pending_ttl_s`, :attr:`max_pending`)."""
+        self._expire_pending()
         session = self.cluster.session
         return {
             "nodes": session.n_nodes,
@@ -688,7 +869,31 @@ class Extender:
             "events_applied": self.applied_events,
             "events_refused": self.refused_events,
             "events_queued": len(self._queued),
+            "pending_dropped": self.pending_dropped,
         }
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    uid = (obj.get("metadata") or {}).get("uid")
+    return uid if isinstance(uid, str) else ""
+
+
+def _same_pod(uid: str, other: str) -> bool:
+    """Whether two UIDs name the same pod (a missing one matches any)."""
+    return not uid or not other or uid == other
+
+
+def _api_key(obj: Mapping[str, Any]) -> str:
+    """How placer names an object: ``namespace/name`` (a Node: its name)."""
+    return obj["metadata"]["name"] if obj.get("kind") == "Node" else pod_key(obj)
+
+
+def _named_object(kind: str, key: str) -> dict[str, Any]:
+    """The least object of ``kind`` that :func:`_api_key` names ``key``: what a deletion needs."""
+    if kind == "Node":
+        return {"kind": kind, "metadata": {"name": key}}
+    namespace, _, name = key.partition("/")
+    return {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
 
 
 def _named(obj: Any) -> bool:

@@ -10,11 +10,14 @@ Two sources give the same :class:`WatchEvent` objects, so the code that applies 
   seen only as the object's last state (use ``--output-watch-events`` to replay deletions).
   A ``List`` (the first answer of ``kubectl get -o json``) counts as ADDED items.
 * :func:`watch_cluster`: the API server itself, through the official ``kubernetes``
-  client and a kubeconfig: list then watch Nodes, Pods and coscheduling PodGroups,
-  resuming from the last resourceVersion and listing again when the server says it is
-  too old (HTTP 410). :class:`WatchHealth` follows how each kind's watch is doing (for
-  ``/readyz`` and ``/metrics``) and logs a run of failures in two lines: the first, then
-  how it ended (recovered, or another error).
+  client and a kubeconfig: list then watch Nodes, Pods and coscheduling PodGroups, as
+  client-go's reflector does. A watch that ends at its timeout resumes from the last
+  resourceVersion (which BOOKMARK events advance, without a change to apply); a watch
+  that fails (``410 Gone``: the version is too old, as an HTTP status or an ERROR event;
+  or any other error: events may have been missed) lists again, and the list
+  (:class:`Listing`) replaces what was known of that kind. :class:`WatchHealth` follows
+  how each kind's watch is doing (for ``/readyz`` and ``/metrics``) and logs a run of
+  failures in two lines: the first, then how it ended (recovered, or another error).
 
 :class:`KubeBinder` writes placer's decisions through the same client: the pod's Binding,
 with the ``placer.io/gpus`` annotation.
@@ -35,7 +38,7 @@ from placer.adapters.kubernetes import GPUS_ANNOTATION
 from placer.exceptions import InvalidInputError
 
 __all__ = [
-    "EVENT_TYPES", "WatchEvent", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
+    "EVENT_TYPES", "WatchEvent", "Listing", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
     "WATCH_TIMEOUT_S", "WatchHealth", "watch_failure", "require_kubernetes",
     "api_client", "KubeBinder",
 ]
@@ -44,6 +47,7 @@ EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 _KINDS = ("Node", "Pod", "PodGroup")
 _PODGROUP_API = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 _FIRST_RETRY_S, _LAST_RETRY_S = 1.0, 60.0
+_GONE = 410
 WATCH_TIMEOUT_S = 300
 """The watch's server-side timeout: a healthy watch of a quiet cluster answers this often."""
 
@@ -59,6 +63,17 @@ class WatchEvent:
     type: str
     object: Mapping[str, Any]
     where: str = "watch"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A list of one kind (``Node``, ``Pod`` or ``PodGroup``) from the API server: every
+    object of that kind as it is now. It replaces what was known of the kind: objects
+    known before and not in ``items`` are gone (deleted while no watch saw it)."""
+
+    kind: str
+    items: Sequence[Mapping[str, Any]]
+    where: str = "list"
 
 
 def read_watch_stream(text: str, source: str) -> Iterator[WatchEvent]:
@@ -226,6 +241,7 @@ class WatchHealth:
         self.started = clock()
         self._news: dict[str, float | None] = dict.fromkeys(kinds)
         self._failing: dict[str, _Failing] = {}
+        self._gaps: dict[str, str] = {}
         self._errors = dict.fromkeys(kinds, 0)
 
     def news(self, kind: str) -> None:
@@ -233,6 +249,7 @@ class WatchHealth:
         with self._lock:
             now = self._news[kind] = self._clock()
             failing = self._failing.pop(kind, None)
+            self._gaps.pop(kind, None)
         if failing is not None:
             _log.warning("watch of %ss: recovered after %s in %.0f s", kind, _attempts(failing.attempts),
                          now - failing.since)
@@ -260,11 +277,18 @@ class WatchHealth:
             _log.warning("watch of %ss: %s with that error in %.0f s; now failing: %s", kind,
                          _attempts(repeated), repeated_s, error)
 
+    def gap(self, kind: str, why: str) -> None:
+        """Events of ``kind`` may have been missed (``why``): the state is not current until
+        its next list (:meth:`news`)."""
+        with self._lock:
+            self._gaps[kind] = why
+
     def absent(self, kind: str) -> None:
         """The API server does not serve ``kind`` (no PodGroup API): it is not watched."""
         with self._lock:
             self._news.pop(kind, None)
             self._failing.pop(kind, None)
+            self._gaps.pop(kind, None)
 
     def errors(self) -> dict[str, int]:
         """Failed attempts so far, by kind."""
@@ -279,8 +303,8 @@ class WatchHealth:
             return max((now - (t if t is not None else self.started) for t in self._news.values()), default=0.0)
 
     def problems(self) -> dict[str, str]:
-        """Per kind watched, why its state is not current (its run of failures, or that it
-        was not listed yet); "" when it is."""
+        """Per kind watched, why its state is not current (its run of failures, a gap in its
+        events until it is listed again, or that it was not listed yet); "" when it is."""
         with self._lock:
             now = self._clock()
             out: dict[str, str] = {}
@@ -288,6 +312,8 @@ class WatchHealth:
                 failing = self._failing.get(kind)
                 if failing is not None:
                     out[kind] = f"{failing.error} ({_attempts(failing.attempts)} in {now - failing.since:.0f} s)"
+                elif kind in self._gaps:
+                    out[kind] = self._gaps[kind]
                 elif seen is None:
                     out[kind] = f"not listed yet ({now - self.started:.0f} s since the start)"
                 else:
@@ -300,11 +326,12 @@ def _attempts(n: int) -> str:
 
 
 def watch_cluster(
-    client: Any, put: Callable[[WatchEvent], None], stop: threading.Event, *, timeout_s: int = WATCH_TIMEOUT_S,
+    client: Any, put: Callable[[WatchEvent | Listing], None], stop: threading.Event, *, timeout_s: int = WATCH_TIMEOUT_S,
     health: WatchHealth | None = None,
 ) -> list[threading.Thread]:
     """Start one daemon thread per kind (Nodes, Pods, PodGroups) that lists, then watches
-    through ``client`` (:func:`api_client`), and passes every event to ``put``; they end
+    through ``client`` (:func:`api_client`), and passes every list (:class:`Listing`) and
+    event to ``put`` (see the module docs for when it lists again); they end
     when ``stop`` is set (within ``timeout_s``, the watch's server-side timeout). Each
     answer and failure is told to ``health``."""
     kubernetes = require_kubernetes()
@@ -330,40 +357,26 @@ def watch_cluster(
 
 
 def _watch_kind(
-    kubernetes: Any, kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent], None],
+    kubernetes: Any, kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None],
     stop: threading.Event, timeout_s: int, health: WatchHealth,
 ) -> None:
     version = ""
     backoff = _FIRST_RETRY_S
+    gone = False  # the last watch was answered 410 Gone
     while not stop.is_set():
         try:
             if not version:
-                listed = json.loads(lister(_preload_content=False).data)
-                for item in listed.get("items") or ():
-                    item.setdefault("kind", kind)
-                    put(WatchEvent("ADDED", item, f"list {kind}"))
-                version = (listed.get("metadata") or {}).get("resourceVersion", "")
+                version = _list(kind, lister, put)
                 health.news(kind)
-            watcher = kubernetes.watch.Watch()
-            for event in watcher.stream(lister, resource_version=version, timeout_seconds=timeout_s):
-                if stop.is_set():
-                    watcher.stop()
-                    break
-                obj = event.get("raw_object") or {}
-                if event.get("type") == "ERROR":
-                    if obj.get("code") == 410:
-                        version = ""  # too old: list again
-                        break
-                    raise RuntimeError(obj.get("message", "watch error"))
-                health.news(kind)
-                obj.setdefault("kind", kind)
-                version = (obj.get("metadata") or {}).get("resourceVersion", version)
-                if event.get("type") in EVENT_TYPES:
-                    put(WatchEvent(event["type"], obj, f"watch {kind}"))
-            else:
-                health.news(kind)  # the watch ran to its timeout
-            backoff = _FIRST_RETRY_S
-        except Exception as e:  # network, API errors: note, wait, resume
+            version = _watch(kubernetes, kind, lister, put, stop, timeout_s, health, version)
+            backoff, gone = _FIRST_RETRY_S, False
+        except Exception as e:  # network, API errors: note, list again (events may be lost), resume
+            version = ""
+            if getattr(e, "status", None) == _GONE and not gone:  # at once, unless it was so just after a list
+                gone = True
+                health.gap(kind, f"resourceVersion expired ({watch_failure(e)}): listing again")
+                _log.info("watch of %ss: %s; listing again", kind, watch_failure(e))
+                continue
             if kind == "PodGroup" and "404" in str(e):
                 health.absent(kind)
                 _log.info("no PodGroup API on this cluster; gangs come from --podgroups only")
@@ -372,6 +385,42 @@ def _watch_kind(
             stop.wait(backoff)
             backoff = min(backoff * 2, _LAST_RETRY_S)
             time.sleep(0)
+
+
+def _list(kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None]) -> str:
+    """List ``kind``, pass the :class:`Listing` to ``put``; the list's resourceVersion."""
+    listed = json.loads(lister(_preload_content=False).data)
+    items = listed.get("items") or []
+    for item in items:
+        item.setdefault("kind", kind)
+    put(Listing(kind, items, f"list {kind}"))
+    return str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _watch(
+    kubernetes: Any, kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None],
+    stop: threading.Event, timeout_s: int, health: WatchHealth, version: str,
+) -> str:
+    """Watch ``kind`` from ``version`` until the server ends the watch (or ``stop``); the
+    last resourceVersion seen. Raises what the client raises, ``410 Gone`` included (the
+    client raises an ERROR event as an ``ApiException`` when given ``timeout_seconds``)."""
+    watcher = kubernetes.watch.Watch()
+    for event in watcher.stream(lister, resource_version=version, timeout_seconds=timeout_s,
+                                allow_watch_bookmarks=True):
+        if stop.is_set():
+            watcher.stop()
+            break
+        obj = event.get("raw_object") or {}
+        if event.get("type") == "ERROR":  # raised by the client; kept in case a client yields it
+            raise kubernetes.client.rest.ApiException(status=obj.get("code"), reason=obj.get("message"))
+        health.news(kind)
+        version = str((obj.get("metadata") or {}).get("resourceVersion", version))
+        if event.get("type") in EVENT_TYPES:  # a BOOKMARK only moves the version on
+            obj.setdefault("kind", kind)
+            put(WatchEvent(event["type"], obj, f"watch {kind}"))
+    else:
+        health.news(kind)  # the watch ran to its timeout
+    return version
 
 
 class KubeBinder:
