@@ -5,7 +5,8 @@ of the API the official client uses for placer: list (the objects as the events 
 leave them) and watch of Nodes and Pods (newline-separated watch events, resumed from
 ``resourceVersion``), 404 for the PodGroup API (a cluster without scheduler-plugins), and
 ``POST .../pods/{name}/binding``, recorded. While :attr:`KubeApiStub.failing` holds an HTTP
-status, every GET is answered with it, as by an API server in trouble.
+status, every GET is answered with it, as by an API server in trouble; a Binding is
+answered :attr:`KubeApiStub.bind_delay_s` seconds after it came (an API server that is slow).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class KubeApiStub:
         self.bindings: list[dict[str, Any]] = []
         self.requests: list[str] = []
         self.failing: int | None = None
+        self.bind_delay_s = 0.0
         self._version = 1
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -66,6 +68,7 @@ class KubeApiStub:
                 if _BINDING.match(url.path) is None:
                     return self._json(404, {"kind": "Status", "code": 404})
                 stub.bindings.append(body)
+                stub._stopping.wait(stub.bind_delay_s)
                 self._json(201, body)
 
             def _json(self, status: int, data: Any) -> None:

@@ -284,6 +284,12 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         (("--snapshot", "cluster.json", "--podgroups", "cluster.json"), "expected PodGroup objects only"),
         (("--snapshot", "cluster.json", "--kubeconfig", "nope.yaml"), "--kubeconfig"),
         (("--snapshot", "cluster.json", "--max-staleness", "0"), "--max-staleness: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--api-timeout", "soon"), "--api-timeout: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--header-timeout", "0"), "--header-timeout: expected a number of seconds"),
+        (("--snapshot", "cluster.json", "--body-timeout", "-1"), "--body-timeout: expected a number of seconds"),
+        (("--snapshot", "cluster.json", "--max-connections", "0"), "--max-connections: expected an integer >= 1"),
+        (("--snapshot", "cluster.json", "--max-body-bytes", "1e6"), "--max-body-bytes: expected an integer >= 1"),
+        (("--snapshot", "cluster.json", "--max-body-bytes", str(2**28 + 1)), "--max-body-bytes: expected at most"),
     ]:
         done = run_cli("serve", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
@@ -355,6 +361,20 @@ def test_the_help_gives_the_default_max_staleness(tmp_path):
 
     done = run_cli("serve", "--help", cwd=tmp_path)
     assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in " ".join(done.stdout.split())
+
+
+def test_the_help_gives_the_default_limits(tmp_path):
+    from placer.adapters.kube_live import API_TIMEOUT_S
+    from placer.serve import Limits
+
+    limits = Limits()
+    text = " ".join(run_cli("serve", "--help", cwd=tmp_path).stdout.split())
+    for option, default in [
+        ("--api-timeout SECONDS", f"{API_TIMEOUT_S:g}"), ("--max-body-bytes N", f"{limits.max_body_bytes}, 64 MiB"),
+        ("--header-timeout SECONDS", f"{limits.header_timeout_s:g}"),
+        ("--body-timeout SECONDS", f"{limits.body_timeout_s:g}"), ("--max-connections N", f"{limits.max_connections}"),
+    ]:
+        assert re.search(rf"{option} [^-]*\(default: {re.escape(default)}[,;)]", text), option
 
 
 def test_the_documented_scheduler_configuration_calls_the_served_verbs(server):
@@ -545,3 +565,138 @@ def test_an_unreachable_api_server_fails_readyz_and_its_retries_are_logged_once(
         s.stop()
     assert s.log.count("watch of Nodes failed: connection refused") == 1, s.log
     assert "watch of Nodes" not in s.log.replace("watch of Nodes failed: connection refused", "", 1), s.log
+
+
+def test_probes_answer_while_a_bind_waits_on_a_slow_api_server_and_the_bind_times_out(tmp_path):
+    pytest.importorskip("kubernetes")
+    import threading
+
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    api.bind_delay_s = 60.0
+    s = Server(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig")), "--api-timeout", "4")
+    answers: list[tuple[int, Any]] = []
+    try:
+        wait_for(lambda: s.request("GET", "/readyz")[0] == 200, "the first lists")
+        assert s.post("filter", {"Pod": pod("slow", 6), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+        binding = threading.Thread(target=lambda: answers.append(s.post(
+            "bind", {"PodName": "slow", "PodNamespace": "ml", "PodUID": "uid-slow", "Node": "gpu-1"})))
+        binding.start()
+        wait_for(lambda: api.bindings, "the Binding to reach the API server")
+        # the bind waits on the API server: the probes answer meanwhile
+        assert s.request("GET", "/livez")[::2] == (200, "ok")
+        assert s.request("GET", "/readyz")[::2] == (200, "ok")
+        status, health, _ = s.request("GET", "/healthz")
+        assert answers == [] and status == 200 and health["busy"] == "bind"
+        binding.join(timeout=30)
+        (status, bound), = answers
+        assert status == 200 and bound["Error"] == (
+            "POST /bind: binding ml/slow to gpu-1 failed: the API server did not answer within 4 s (--api-timeout)")
+        status, health, _ = s.request("GET", "/healthz")
+        assert health["busy"] == "" and health["pods"] == 1  # the failed bind holds nothing
+    finally:
+        s.stop()
+        api.stop()
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = Server(tmp_path_factory.mktemp("limited"), "--dry-run", "--api-timeout", "5", "--max-body-bytes", "100000",
+               "--header-timeout", "1", "--body-timeout", "1")
+    yield s
+    s.stop()
+
+
+def raw_connection(server: Server) -> "socket.socket":
+    import socket
+
+    return socket.create_connection(("127.0.0.1", server.port), timeout=20)
+
+
+def read_until_closed(sock: "socket.socket") -> bytes:
+    """Everything the server sends until it closes the connection (a socket timeout fails the test)."""
+    got = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+
+
+def test_api_timeout_without_a_binding_to_post_is_noted(limited):
+    assert "placer: serve: note: --api-timeout has no effect with --dry-run (no Binding is posted)\n" in limited.notes
+
+
+def test_a_chunked_body_past_the_cap_is_refused_413_before_it_is_read_whole(limited):
+    with raw_connection(limited) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1\r\nHost: placer\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        chunk = b'{"Pod": ' + b" " * 65528
+        for _ in range(2):  # 128 KiB, past the cap of 100,000 bytes; the body never ends
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        answer = read_until_closed(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ") and b"connection: close" in head.lower()
+    assert json.loads(body) == {"Error": "POST /filter: body of more than 100000 bytes, the most read "
+                                         "(--max-body-bytes)"}
+    assert limited.request("GET", "/livez")[::2] == (200, "ok")
+
+
+def test_a_content_length_past_the_cap_is_refused_413_without_reading_the_body(limited):
+    with raw_connection(limited) as sock:
+        sock.sendall(b"POST /bind HTTP/1.1\r\nHost: placer\r\nContent-Length: 100001\r\n\r\n{")
+        head, _, body = read_until_closed(sock).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ")
+    assert json.loads(body)["Error"] == "POST /bind: body of 100001 bytes, more than the 100000 read (--max-body-bytes)"
+
+
+@pytest.mark.parametrize("sent", [b"", b"POST /filter HTTP/1.1\r\nHost: placer\r\nContent-Le"])
+def test_a_connection_without_whole_headers_is_closed_after_the_header_timeout(limited, sent):
+    with raw_connection(limited) as sock:
+        sock.sendall(sent)
+        assert read_until_closed(sock) == b""  # closed with no answer, long before the socket's 20 s
+
+
+def test_a_body_that_does_not_come_is_answered_408_after_the_body_timeout(limited):
+    with raw_connection(limited) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1\r\nHost: placer\r\nContent-Length: 50\r\n\r\n{\"Pod\"")
+        head, _, body = read_until_closed(sock).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert json.loads(body)["Error"] == ("POST /filter: the body did not come whole within 1 s (--body-timeout); "
+                                         "6 bytes came")
+
+
+def test_a_kept_alive_connection_serves_requests_until_it_idles_past_the_header_timeout(limited):
+    with raw_connection(limited) as sock:
+        for _ in range(3):
+            sock.sendall(b"GET /livez HTTP/1.1\r\nHost: placer\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"\r\n\r\nok"):
+                answer += sock.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 200 ")
+        assert read_until_closed(sock) == b""
+
+
+def test_every_accepted_connection_has_tcp_nodelay():
+    import socket
+    import threading
+
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app, listening_socket, server
+
+    listening = listening_socket("127.0.0.1", 0)
+    running = server(create_app(Extender(cluster_document())))
+    thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: running.started, "the server to start")
+        conn = http.client.HTTPConnection("127.0.0.1", listening.getsockname()[1], timeout=20)
+        conn.request("GET", "/livez")
+        assert conn.getresponse().read() == b"ok"
+        (accepted,) = running.server_state.connections
+        assert accepted.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        conn.close()
+    finally:
+        running.should_exit = True
+        thread.join(timeout=10)
