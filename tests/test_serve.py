@@ -5,6 +5,7 @@ bodies while the service keeps serving, health, metrics, recorded watch streams,
 Each test module run starts one server process per configuration and stops it by pid."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -678,25 +679,87 @@ def test_a_kept_alive_connection_serves_requests_until_it_idles_past_the_header_
         assert read_until_closed(sock) == b""
 
 
-def test_every_accepted_connection_has_tcp_nodelay():
-    import socket
+@contextlib.contextmanager
+def in_process(app) -> Iterator[Any]:
+    """``app`` served by :func:`placer.serve.server` in a thread of this process, on a free
+    loopback port: yields the ``uvicorn.Server`` (its port as ``.port``)."""
     import threading
 
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app, listening_socket, server
+    from placer.serve import listening_socket, server
 
     listening = listening_socket("127.0.0.1", 0)
-    running = server(create_app(Extender(cluster_document())))
+    running = server(app)
+    running.port = listening.getsockname()[1]
     thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     try:
         wait_for(lambda: running.started, "the server to start")
-        conn = http.client.HTTPConnection("127.0.0.1", listening.getsockname()[1], timeout=20)
+        yield running
+    finally:
+        running.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_every_accepted_connection_has_tcp_nodelay():
+    import socket
+
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    with in_process(create_app(Extender(cluster_document()))) as running:
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
         conn.request("GET", "/livez")
         assert conn.getresponse().read() == b"ok"
         (accepted,) = running.server_state.connections
         assert accepted.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         conn.close()
-    finally:
-        running.should_exit = True
-        thread.join(timeout=10)
+
+
+def test_a_verb_at_work_holds_the_state_not_the_event_loop():
+    import threading
+
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(Extender):
+        def filter(self, args, source="POST /filter"):
+            entered.set()
+            release.wait(30)  # a long decision (a big body, a large cluster)
+            return super().filter(args, source)
+
+    def get(port: int, path: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    body = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
+    answers: list[Any] = []
+    with in_process(create_app(Slow(cluster_document()))) as running:
+        def post(path: str) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+            conn.request("POST", path, body=body)
+            answers.append((path, json.loads(conn.getresponse().read())))
+            conn.close()
+
+        first = threading.Thread(target=post, args=("/filter",))
+        first.start()
+        assert entered.wait(20)
+        second = threading.Thread(target=post, args=("/prioritize",))  # waits for the state, not the loop
+        second.start()
+        assert get(running.port, "/livez") == (200, b"ok")
+        assert get(running.port, "/readyz") == (200, b"ok")
+        status, health = get(running.port, "/healthz")
+        assert status == 200 and json.loads(health)["busy"] == "filter"
+        assert get(running.port, "/metrics")[0] == 200
+        assert answers == []  # all of that while filter worked
+        release.set()
+        first.join(timeout=30)
+        second.join(timeout=30)
+    answered = dict(answers)
+    assert answered["/filter"]["NodeNames"] == ["gpu-1", "gpu-2"] and len(answered["/prioritize"]) == len(NAMES)
