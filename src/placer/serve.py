@@ -231,8 +231,8 @@ class _StateGate:
         self.extender.queue(got)
 
     async def run(self, holder: str, work: Callable[[], Any]) -> Any:
-        """``work()`` after the queued watch events are applied, in a worker thread,
-        holding the state."""
+        """``work()`` in a worker thread, holding the state, the watch events that came
+        meanwhile handed to the extender first (its verbs apply them)."""
         from starlette.concurrency import run_in_threadpool
 
         def locked() -> Any:
