@@ -290,7 +290,8 @@ def create_app(
     encoder = msgspec.json.Encoder()
 
     def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-        return Response(encoder.encode(data), status_code=status, media_type="application/json", headers=headers)
+        body = data if isinstance(data, bytes) else encoder.encode(data)
+        return Response(body, status_code=status, media_type="application/json", headers=headers)
 
     def verb(name: str, answer: Callable[[bytes, str], Any]) -> Callable[[Request], Awaitable[Response]]:
         source = f"POST /{name}"
@@ -300,7 +301,7 @@ def create_app(
             status, headers = 200, None
             try:
                 raw = await _read_body(request, source, limits)
-                data = await gate.run(name, lambda: answer(raw, source))
+                data = await gate.run(name, lambda: msgspec.json.encode(answer(raw, source)))  # off the loop too
             except _BodyRefused as e:  # the rest of the body is not read: the connection cannot be reused
                 status, data, headers = e.status, {"Error": str(e)}, {"Connection": "close"}
             except InvalidInputError as e:
