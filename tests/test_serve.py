@@ -609,7 +609,8 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     s.stop()
 
 
-def raw_connection(server: Server) -> "socket.socket":
+def raw_connection(server: Any) -> "socket.socket":
+    """A plain TCP connection to ``server`` (anything with a ``port``)."""
     import socket
 
     return socket.create_connection(("127.0.0.1", server.port), timeout=20)
@@ -680,15 +681,16 @@ def test_a_kept_alive_connection_serves_requests_until_it_idles_past_the_header_
 
 
 @contextlib.contextmanager
-def in_process(app) -> Iterator[Any]:
-    """``app`` served by :func:`placer.serve.server` in a thread of this process, on a free
-    loopback port: yields the ``uvicorn.Server`` (its port as ``.port``)."""
+def in_process(app, **limits: Any) -> Iterator[Any]:
+    """``app`` served by :func:`placer.serve.server` under ``Limits(**limits)`` in a thread
+    of this process, on a free loopback port: yields the ``uvicorn.Server`` (its port as
+    ``.port``)."""
     import threading
 
-    from placer.serve import listening_socket, server
+    from placer.serve import Limits, listening_socket, server
 
     listening = listening_socket("127.0.0.1", 0)
-    running = server(app)
+    running = server(app, limits=Limits(**limits))
     running.port = listening.getsockname()[1]
     thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
@@ -763,3 +765,23 @@ def test_a_verb_at_work_holds_the_state_not_the_event_loop():
         second.join(timeout=30)
     answered = dict(answers)
     assert answered["/filter"]["NodeNames"] == ["gpu-1", "gpu-2"] and len(answered["/prioritize"]) == len(NAMES)
+
+
+def test_past_max_connections_requests_are_answered_503():
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    with in_process(create_app(Extender(cluster_document())), max_connections=3) as running:
+        held = [raw_connection(running) for _ in range(2)]
+        wait_for(lambda: len(running.server_state.connections) == 2, "the two connections to be accepted")
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
+        conn.request("GET", "/livez")
+        assert conn.getresponse().status == 503  # the third connection
+        conn.close()
+        held.pop().close()
+        wait_for(lambda: len(running.server_state.connections) == 1, "a connection to close")
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
+        conn.request("GET", "/livez")
+        assert conn.getresponse().read() == b"ok"
+        conn.close()
+        held.pop().close()
