@@ -785,3 +785,40 @@ def test_past_max_connections_requests_are_answered_503():
         assert conn.getresponse().read() == b"ok"
         conn.close()
         held.pop().close()
+
+
+def test_a_body_being_decoded_holds_neither_the_state_nor_the_other_verbs(monkeypatch):
+    import threading
+
+    import placer.serve
+    from placer.adapters.kube_extender import Extender
+    from placer.schema.extender import decode_filter_args
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_decode(raw: bytes, source: str):
+        entered.set()
+        release.wait(30)  # a body of 50 MB
+        return decode_filter_args(raw, source)
+
+    monkeypatch.setattr(placer.serve, "decode_filter_args", slow_decode)
+    answers: list[Any] = []
+    with in_process(placer.serve.create_app(Extender(cluster_document()))) as running:
+        def post(verb: str, payload: Any) -> Any:
+            conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+            try:
+                conn.request("POST", f"/{verb}", body=json.dumps(payload).encode())
+                return json.loads(conn.getresponse().read())
+            finally:
+                conn.close()
+
+        decoding = threading.Thread(target=lambda: answers.append(post("filter", {"Pod": pod("a", 6),
+                                                                                  "NodeNames": NAMES})))
+        decoding.start()
+        assert entered.wait(20)
+        bound = post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        assert bound["Error"] == "POST /bind: pod ml/b was not seen by filter; placer does not know its requests"
+        assert answers == []  # answered while filter's body was being decoded
+        release.set()
+        decoding.join(timeout=30)
+    assert answers[0]["NodeNames"] == ["gpu-1", "gpu-2"]

@@ -13,11 +13,12 @@ A body that does not decode is answered 400 with the error in the result's ``Err
 field; a fault of placer's own is answered 500 the same way and logged with its
 traceback. Either way nothing changed and the service keeps serving.
 
-The event loop only reads requests and writes answers: each verb's decoding, decision and
-Binding call run in a worker thread, one verb at a time (the state is one cluster; an
+The event loop only reads requests and writes answers. A body is decoded in a worker
+thread beside the state (one body over 1 MiB at a time); each verb's decision (and Binding
+call) then runs in a worker thread, one verb at a time (the state is one cluster; an
 ``asyncio.Lock`` serialises them), so the probes answer while a verb works: ``/healthz``
-(``busy``: the verb) and ``/metrics`` then give the state as they last read it. Watch events arrive from
-other threads through a queue and are applied before the next verb. :class:`Limits` bounds
+(``busy``: the verb) and ``/metrics`` then give the state as they last read it. Watch
+events arrive from other threads through a queue and are applied before the next verb. :class:`Limits` bounds
 what one client can hold: the body (413 once it passes the cap, read chunk by chunk,
 ``Content-Length`` or chunked), the time to send the headers and the body, the
 connections; every accepted connection has ``TCP_NODELAY``.
@@ -25,6 +26,7 @@ connections; every accepted connection has ``TCP_NODELAY``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import socket
@@ -57,6 +59,7 @@ MAX_STALENESS_S = 2.0 * WATCH_TIMEOUT_S
 cluster's healthy watch answers at least every
 :data:`~placer.adapters.kube_live.WATCH_TIMEOUT_S`."""
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_LARGE_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Default of ``--max-body-bytes``: a NodeList of 5,000 full Node objects (about 50 MB)
 fits; kube-scheduler with ``nodeCacheCapable`` sends names only (70 KB for 5,000)."""
@@ -293,15 +296,24 @@ def create_app(
         body = data if isinstance(data, bytes) else encoder.encode(data)
         return Response(body, status_code=status, media_type="application/json", headers=headers)
 
-    def verb(name: str, answer: Callable[[bytes, str], Any]) -> Callable[[Request], Awaitable[Response]]:
+    decoding_large = asyncio.Lock()  # one large body decoded at a time: decoded, it takes many times its size
+
+    def verb(
+        name: str, decode: Callable[[bytes, str], Any], decide: Callable[[Any, str], Any],
+    ) -> Callable[[Request], Awaitable[Response]]:
         source = f"POST /{name}"
 
         async def endpoint(request: Request) -> Response:
+            from starlette.concurrency import run_in_threadpool
+
             started = time.perf_counter()
             status, headers = 200, None
             try:
                 raw = await _read_body(request, source, limits)
-                data = await gate.run(name, lambda: msgspec.json.encode(answer(raw, source)))  # off the loop too
+                async with decoding_large if len(raw) > _LARGE_BODY_BYTES else contextlib.nullcontext():
+                    args = await run_in_threadpool(decode, raw, source)  # beside the state: a verb decides meanwhile
+                del raw
+                data = await gate.run(name, lambda: msgspec.json.encode(decide(args, source)))  # off the loop too
             except _BodyRefused as e:  # the rest of the body is not read: the connection cannot be reused
                 status, data, headers = e.status, {"Error": str(e)}, {"Connection": "close"}
             except InvalidInputError as e:
@@ -315,8 +327,8 @@ def create_app(
 
         return endpoint
 
-    def filter_answer(raw: bytes, source: str) -> Any:
-        result = extender.filter(decode_filter_args(raw, source), source)
+    def filter_answer(args: Any, source: str) -> Any:
+        result = extender.filter(args, source)
         counts = Counter(result["FailedNodes"].values())
         counts.update(result["FailedAndUnresolvableNodes"].values())
         for reason, count in counts.items():
@@ -324,12 +336,10 @@ def create_app(
         return result
 
     routes = [
-        Route("/filter", verb("filter", filter_answer), methods=["POST"]),
-        Route("/prioritize", verb("prioritize", lambda raw, s: extender.prioritize(decode_filter_args(raw, s), s)),
-              methods=["POST"]),
-        Route("/preempt", verb("preempt", lambda raw, s: extender.preempt(decode_preemption_args(raw, s), s)),
-              methods=["POST"]),
-        Route("/bind", verb("bind", lambda raw, s: extender.bind(decode_binding_args(raw, s), s)), methods=["POST"]),
+        Route("/filter", verb("filter", decode_filter_args, filter_answer), methods=["POST"]),
+        Route("/prioritize", verb("prioritize", decode_filter_args, extender.prioritize), methods=["POST"]),
+        Route("/preempt", verb("preempt", decode_preemption_args, extender.preempt), methods=["POST"]),
+        Route("/bind", verb("bind", decode_binding_args, extender.bind), methods=["POST"]),
     ]
 
     async def healthz(request: Request) -> Response:
