@@ -14,7 +14,7 @@ field; a fault of placer's own is answered 500 the same way and logged with its
 traceback. Either way nothing changed and the service keeps serving.
 
 The event loop only reads requests and writes answers. A body is decoded in a worker
-thread beside the state (one body over 1 MiB at a time); each verb's decision (and Binding
+thread beside the state (one at a time, and one over 1 MiB); each verb's decision (and Binding
 call) then runs in a worker thread, one verb at a time (the state is one cluster; an
 ``asyncio.Lock`` serialises them), so the probes answer while a verb works: ``/healthz``
 (``busy``: the verb) and ``/metrics`` then give the state as they last read it. Watch
@@ -26,7 +26,6 @@ connections; every accepted connection has ``TCP_NODELAY``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import queue
 import socket
@@ -296,7 +295,9 @@ def create_app(
         body = data if isinstance(data, bytes) else encoder.encode(data)
         return Response(body, status_code=status, media_type="application/json", headers=headers)
 
-    decoding_large = asyncio.Lock()  # one large body decoded at a time: decoded, it takes many times its size
+    # one body decoded at a time, and one over 1 MiB (decoded, a body takes many times its size): not more
+    # threads than that contend with the verb's for the GIL
+    decoding = {large: asyncio.Lock() for large in (False, True)}
 
     def verb(
         name: str, decode: Callable[[bytes, str], Any], decide: Callable[[Any, str], Any],
@@ -310,7 +311,7 @@ def create_app(
             status, headers = 200, None
             try:
                 raw = await _read_body(request, source, limits)
-                async with decoding_large if len(raw) > _LARGE_BODY_BYTES else contextlib.nullcontext():
+                async with decoding[len(raw) > _LARGE_BODY_BYTES]:
                     args = await run_in_threadpool(decode, raw, source)  # beside the state: a verb decides meanwhile
                 del raw
                 data = await gate.run(name, lambda: msgspec.json.encode(decide(args, source)))  # off the loop too
