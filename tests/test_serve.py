@@ -798,22 +798,22 @@ def test_a_body_being_decoded_holds_neither_the_state_nor_the_other_verbs(monkey
 
     def slow_decode(raw: bytes, source: str):
         entered.set()
-        release.wait(30)  # a body of 50 MB
+        release.wait(30)  # as long as a body of 50 MB takes
         return decode_filter_args(raw, source)
 
     monkeypatch.setattr(placer.serve, "decode_filter_args", slow_decode)
     answers: list[Any] = []
     with in_process(placer.serve.create_app(Extender(cluster_document()))) as running:
-        def post(verb: str, payload: Any) -> Any:
+        def post(verb: str, payload: Any, padding: int = 0) -> Any:
             conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
             try:
-                conn.request("POST", f"/{verb}", body=json.dumps(payload).encode())
+                conn.request("POST", f"/{verb}", body=json.dumps(payload).encode() + b" " * padding)
                 return json.loads(conn.getresponse().read())
             finally:
                 conn.close()
 
-        decoding = threading.Thread(target=lambda: answers.append(post("filter", {"Pod": pod("a", 6),
-                                                                                  "NodeNames": NAMES})))
+        large = {"Pod": pod("a", 6), "NodeNames": NAMES}  # over 1 MiB with its padding
+        decoding = threading.Thread(target=lambda: answers.append(post("filter", large, padding=2**21)))
         decoding.start()
         assert entered.wait(20)
         bound = post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
