@@ -13,15 +13,15 @@ A body that does not decode is answered 400 with the error in the result's ``Err
 field; a fault of placer's own is answered 500 the same way and logged with its
 traceback. Either way nothing changed and the service keeps serving.
 
-The event loop only reads requests and writes answers. A body is decoded in a worker
-thread beside the state (one at a time, and one over 1 MiB); each verb's decision (and Binding
-call) then runs in a worker thread, one verb at a time (the state is one cluster; an
-``asyncio.Lock`` serialises them), so the probes answer while a verb works: ``/healthz``
-(``busy``: the verb) and ``/metrics`` then give the state as they last read it. Watch
-events arrive from other threads through a queue and are applied before the next verb. :class:`Limits` bounds
-what one client can hold: the body (413 once it passes the cap, read chunk by chunk,
-``Content-Length`` or chunked), the time to send the headers and the body, the
-connections; every accepted connection has ``TCP_NODELAY``.
+The event loop only reads requests and writes answers. Each verb's decoding, decision and
+Binding call run in a worker thread, one verb at a time (the state is one cluster; an
+``asyncio.Lock`` serialises them); a body over 1 MiB is decoded first, in a worker thread
+of its own beside the state (one such body at a time). So the probes answer while a verb
+works: ``/healthz`` (``busy``: the verb) and ``/metrics`` then give the state as they last
+read it. Watch events arrive from other threads through a queue and are applied before the
+next verb. :class:`Limits` bounds what one client can hold: the body (413 once it passes
+the cap, read chunk by chunk, ``Content-Length`` or chunked), the time to send the headers
+and the body, the connections; every accepted connection has ``TCP_NODELAY``.
 """
 from __future__ import annotations
 
@@ -295,9 +295,7 @@ def create_app(
         body = data if isinstance(data, bytes) else encoder.encode(data)
         return Response(body, status_code=status, media_type="application/json", headers=headers)
 
-    # one body decoded at a time, and one over 1 MiB (decoded, a body takes many times its size): not more
-    # threads than that contend with the verb's for the GIL
-    decoding = {large: asyncio.Lock() for large in (False, True)}
+    decoding_large = asyncio.Lock()  # decoded, a body takes many times its size
 
     def verb(
         name: str, decode: Callable[[bytes, str], Any], decide: Callable[[Any, str], Any],
@@ -311,10 +309,12 @@ def create_app(
             status, headers = 200, None
             try:
                 raw = await _read_body(request, source, limits)
-                async with decoding[len(raw) > _LARGE_BODY_BYTES]:
-                    args = await run_in_threadpool(decode, raw, source)  # beside the state: a verb decides meanwhile
-                del raw
-                data = await gate.run(name, lambda: msgspec.json.encode(decide(args, source)))  # off the loop too
+                if len(raw) > _LARGE_BODY_BYTES:  # decoded beside the state, one at a time: a verb decides meanwhile
+                    async with decoding_large:
+                        args = await run_in_threadpool(decode, raw, source)
+                    data = await gate.run(name, lambda: msgspec.json.encode(decide(args, source)))
+                else:  # one worker thread's call for all of it
+                    data = await gate.run(name, lambda: msgspec.json.encode(decide(decode(raw, source), source)))
             except _BodyRefused as e:  # the rest of the body is not read: the connection cannot be reused
                 status, data, headers = e.status, {"Error": str(e)}, {"Connection": "close"}
             except InvalidInputError as e:
