@@ -283,6 +283,7 @@ def create_app(
     require_server()
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
@@ -303,8 +304,6 @@ def create_app(
         source = f"POST /{name}"
 
         async def endpoint(request: Request) -> Response:
-            from starlette.concurrency import run_in_threadpool
-
             started = time.perf_counter()
             status, headers = 200, None
             try:
