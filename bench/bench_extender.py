@@ -64,12 +64,15 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
-def start_server(snapshot: Path) -> tuple[subprocess.Popen, int]:
+def start_server(snapshot: Path, *options: str) -> tuple[subprocess.Popen, int]:
+    """``placer serve`` of ``snapshot`` with ``options`` on a free loopback port: the process and its port."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "placer", "serve", "--snapshot", str(snapshot), "--port", "0"],
+        [sys.executable, "-m", "placer", "serve", "--snapshot", str(snapshot), "--port", "0", *options],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
     )
     line = proc.stderr.readline() if proc.stderr else ""
+    while line.startswith("placer: serve: note: ") and proc.stderr:  # --dry-run is announced before the banner
+        line = proc.stderr.readline()
     found = re.search(r":(\d+) \(", line)
     if found is None:
         proc.kill()

@@ -6,7 +6,8 @@ leave them) and watch of Nodes and Pods (newline-separated watch events, resumed
 ``resourceVersion``), 404 for the PodGroup API (a cluster without scheduler-plugins), and
 ``POST .../pods/{name}/binding``, recorded and applied to the pod pushed under that name (its
 node and annotations, as a MODIFIED event). While :attr:`KubeApiStub.failing` holds an HTTP
-status, every GET is answered with it, as by an API server in trouble.
+status, every GET is answered with it, as by an API server in trouble; a Binding is
+answered :attr:`KubeApiStub.bind_delay_s` seconds after it came (an API server that is slow).
 
 :meth:`KubeApiStub.compact` makes a gap, as etcd's compaction does: changes no open watch
 sees, after which a watch from an older resourceVersion is answered ``410 Gone``, as an HTTP
@@ -45,6 +46,7 @@ class KubeApiStub:
         self.compacted = 0  # watches from a resourceVersion below are too old
         self.gone_as = "status"  # how a too old resourceVersion is answered: "status" or "event"
         self._bookmarks = 0  # bookmark() calls so far
+        self.bind_delay_s = 0.0
         self._version = 1
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -81,6 +83,7 @@ class KubeApiStub:
                 if _BINDING.match(url.path) is None:
                     return self._json(404, {"kind": "Status", "code": 404})
                 stub.bindings.append(body)
+                stub._stopping.wait(stub.bind_delay_s)
                 stub._bound(body)
                 self._json(201, body)
 

@@ -5,6 +5,7 @@ bodies while the service keeps serving, health, metrics, recorded watch streams,
 Each test module run starts one server process per configuration and stops it by pid."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -289,6 +290,12 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         (("--snapshot", "cluster.json", "--max-staleness", "0"), "--max-staleness: expected a number of seconds > 0"),
         (("--snapshot", "cluster.json", "--pending-ttl", "-1"), "--pending-ttl: expected a number of seconds > 0"),
         (("--snapshot", "cluster.json", "--max-pending", "0"), "--max-pending: expected an integer >= 1"),
+        (("--snapshot", "cluster.json", "--api-timeout", "soon"), "--api-timeout: expected a number of seconds > 0"),
+        (("--snapshot", "cluster.json", "--header-timeout", "0"), "--header-timeout: expected a number of seconds"),
+        (("--snapshot", "cluster.json", "--body-timeout", "-1"), "--body-timeout: expected a number of seconds"),
+        (("--snapshot", "cluster.json", "--max-connections", "0"), "--max-connections: expected an integer >= 1"),
+        (("--snapshot", "cluster.json", "--max-body-bytes", "1e6"), "--max-body-bytes: expected an integer >= 1"),
+        (("--snapshot", "cluster.json", "--max-body-bytes", str(2**28 + 1)), "--max-body-bytes: expected at most"),
     ]:
         done = run_cli("serve", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
@@ -364,6 +371,20 @@ def test_the_help_gives_the_default_max_staleness(tmp_path):
     assert f"(default: {MAX_STALENESS_S:g}, twice the watch's timeout)" in text
     assert f"after its last filter (default: {PENDING_TTL_S:g})" in text
     assert f"oldest forgotten first (default: {MAX_PENDING})" in text
+
+
+def test_the_help_gives_the_default_limits(tmp_path):
+    from placer.adapters.kube_live import API_TIMEOUT_S
+    from placer.serve import Limits
+
+    limits = Limits()
+    text = " ".join(run_cli("serve", "--help", cwd=tmp_path).stdout.split())
+    for option, default in [
+        ("--api-timeout SECONDS", f"{API_TIMEOUT_S:g}"), ("--max-body-bytes N", f"{limits.max_body_bytes}, 64 MiB"),
+        ("--header-timeout SECONDS", f"{limits.header_timeout_s:g}"),
+        ("--body-timeout SECONDS", f"{limits.body_timeout_s:g}"), ("--max-connections N", f"{limits.max_connections}"),
+    ]:
+        assert re.search(rf"{option} [^-]*\(default: {re.escape(default)}[,;)]", text), option
 
 
 def test_the_documented_scheduler_configuration_calls_the_served_verbs(server):
@@ -993,3 +1014,259 @@ def test_with_a_kubeconfig_a_restart_recovers_placers_binds_from_the_api(tmp_pat
     finally:
         api.stop()
     assert posted["metadata"]["annotations"] == {"placer.io/gpus": "0,1,2,3,4,5,6,7"}
+
+
+def test_probes_answer_while_a_bind_waits_on_a_slow_api_server_and_the_bind_times_out(tmp_path):
+    pytest.importorskip("kubernetes")
+    import threading
+
+    from kube_api_stub import KubeApiStub
+
+    api = KubeApiStub()
+    api.bind_delay_s = 60.0
+    s = Server(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig")), "--api-timeout", "4")
+    answers: list[tuple[int, Any]] = []
+    try:
+        wait_for(lambda: s.request("GET", "/readyz")[0] == 200, "the first lists")
+        assert s.post("filter", {"Pod": pod("slow", 6), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+        binding = threading.Thread(target=lambda: answers.append(s.post(
+            "bind", {"PodName": "slow", "PodNamespace": "ml", "PodUID": "uid-slow", "Node": "gpu-1"})))
+        binding.start()
+        wait_for(lambda: api.bindings, "the Binding to reach the API server")
+        # the bind waits on the API server: the probes answer meanwhile
+        assert s.request("GET", "/livez")[::2] == (200, "ok")
+        assert s.request("GET", "/readyz")[::2] == (200, "ok")
+        status, health, _ = s.request("GET", "/healthz")
+        assert answers == [] and status == 200 and health["busy"] == "bind"
+        binding.join(timeout=30)
+        (status, bound), = answers
+        assert status == 200 and bound["Error"] == (
+            "POST /bind: binding ml/slow to gpu-1 failed: the API server did not answer within 4 s (--api-timeout)")
+        status, health, _ = s.request("GET", "/healthz")
+        assert health["busy"] == "" and health["pods"] == 1  # the failed bind holds nothing
+    finally:
+        s.stop()
+        api.stop()
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = Server(tmp_path_factory.mktemp("limited"), "--dry-run", "--api-timeout", "5", "--max-body-bytes", "100000",
+               "--header-timeout", "1", "--body-timeout", "1")
+    yield s
+    s.stop()
+
+
+def raw_connection(server: Any) -> "socket.socket":
+    """A plain TCP connection to ``server`` (anything with a ``port``)."""
+    import socket
+
+    return socket.create_connection(("127.0.0.1", server.port), timeout=20)
+
+
+def read_until_closed(sock: "socket.socket") -> bytes:
+    """Everything the server sends until it closes the connection (a socket timeout fails the test)."""
+    got = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+
+
+def test_api_timeout_without_a_binding_to_post_is_noted(limited):
+    assert "placer: serve: note: --api-timeout has no effect with --dry-run (no Binding is posted)\n" in limited.notes
+
+
+def test_a_chunked_body_past_the_cap_is_refused_413_before_it_is_read_whole(limited):
+    with raw_connection(limited) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1\r\nHost: placer\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        chunk = b'{"Pod": ' + b" " * 65528
+        for _ in range(2):  # 128 KiB, past the cap of 100,000 bytes; the body never ends
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        answer = read_until_closed(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ") and b"connection: close" in head.lower()
+    assert json.loads(body) == {"Error": "POST /filter: body of more than 100000 bytes, the most read "
+                                         "(--max-body-bytes)"}
+    assert limited.request("GET", "/livez")[::2] == (200, "ok")
+
+
+def test_a_content_length_past_the_cap_is_refused_413_without_reading_the_body(limited):
+    with raw_connection(limited) as sock:
+        sock.sendall(b"POST /bind HTTP/1.1\r\nHost: placer\r\nContent-Length: 100001\r\n\r\n{")
+        head, _, body = read_until_closed(sock).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ")
+    assert json.loads(body)["Error"] == "POST /bind: body of 100001 bytes, more than the 100000 read (--max-body-bytes)"
+
+
+@pytest.mark.parametrize("sent", [b"", b"POST /filter HTTP/1.1\r\nHost: placer\r\nContent-Le"])
+def test_a_connection_without_whole_headers_is_closed_after_the_header_timeout(limited, sent):
+    with raw_connection(limited) as sock:
+        sock.sendall(sent)
+        assert read_until_closed(sock) == b""  # closed with no answer, long before the socket's 20 s
+
+
+def test_a_body_that_does_not_come_is_answered_408_after_the_body_timeout(limited):
+    with raw_connection(limited) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1\r\nHost: placer\r\nContent-Length: 50\r\n\r\n{\"Pod\"")
+        head, _, body = read_until_closed(sock).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert json.loads(body)["Error"] == ("POST /filter: the body did not come whole within 1 s (--body-timeout); "
+                                         "6 bytes came")
+
+
+def test_a_kept_alive_connection_serves_requests_until_it_idles_past_the_header_timeout(limited):
+    with raw_connection(limited) as sock:
+        for _ in range(3):
+            sock.sendall(b"GET /livez HTTP/1.1\r\nHost: placer\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"\r\n\r\nok"):
+                answer += sock.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 200 ")
+        assert read_until_closed(sock) == b""
+
+
+@contextlib.contextmanager
+def in_process(app, **limits: Any) -> Iterator[Any]:
+    """``app`` served by :func:`placer.serve.server` under ``Limits(**limits)`` in a thread
+    of this process, on a free loopback port: yields the ``uvicorn.Server`` (its port as
+    ``.port``)."""
+    import threading
+
+    from placer.serve import Limits, listening_socket, server
+
+    listening = listening_socket("127.0.0.1", 0)
+    running = server(app, limits=Limits(**limits))
+    running.port = listening.getsockname()[1]
+    thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: running.started, "the server to start")
+        yield running
+    finally:
+        running.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_every_accepted_connection_has_tcp_nodelay():
+    import socket
+
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    with in_process(create_app(Extender(cluster_document()))) as running:
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
+        conn.request("GET", "/livez")
+        assert conn.getresponse().read() == b"ok"
+        (accepted,) = running.server_state.connections
+        assert accepted.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        conn.close()
+
+
+def test_a_verb_at_work_holds_the_state_not_the_event_loop():
+    import threading
+
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(Extender):
+        def filter(self, args, source="POST /filter"):
+            entered.set()
+            release.wait(30)  # a long decision (a big body, a large cluster)
+            return super().filter(args, source)
+
+    def get(port: int, path: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    body = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
+    answers: list[Any] = []
+    with in_process(create_app(Slow(cluster_document()))) as running:
+        def post(path: str) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+            conn.request("POST", path, body=body)
+            answers.append((path, json.loads(conn.getresponse().read())))
+            conn.close()
+
+        first = threading.Thread(target=post, args=("/filter",))
+        first.start()
+        assert entered.wait(20)
+        second = threading.Thread(target=post, args=("/prioritize",))  # waits for the state, not the loop
+        second.start()
+        assert get(running.port, "/livez") == (200, b"ok")
+        assert get(running.port, "/readyz") == (200, b"ok")
+        status, health = get(running.port, "/healthz")
+        assert status == 200 and json.loads(health)["busy"] == "filter"
+        assert get(running.port, "/metrics")[0] == 200
+        assert answers == []  # all of that while filter worked
+        release.set()
+        first.join(timeout=30)
+        second.join(timeout=30)
+    answered = dict(answers)
+    assert answered["/filter"]["NodeNames"] == ["gpu-1", "gpu-2"] and len(answered["/prioritize"]) == len(NAMES)
+
+
+def test_past_max_connections_requests_are_answered_503():
+    from placer.adapters.kube_extender import Extender
+    from placer.serve import create_app
+
+    with in_process(create_app(Extender(cluster_document())), max_connections=3) as running:
+        held = [raw_connection(running) for _ in range(2)]
+        wait_for(lambda: len(running.server_state.connections) == 2, "the two connections to be accepted")
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
+        conn.request("GET", "/livez")
+        assert conn.getresponse().status == 503  # the third connection
+        conn.close()
+        held.pop().close()
+        wait_for(lambda: len(running.server_state.connections) == 1, "a connection to close")
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
+        conn.request("GET", "/livez")
+        assert conn.getresponse().read() == b"ok"
+        conn.close()
+        held.pop().close()
+
+
+def test_a_body_being_decoded_holds_neither_the_state_nor_the_other_verbs(monkeypatch):
+    import threading
+
+    import placer.serve
+    from placer.adapters.kube_extender import Extender
+    from placer.schema.extender import decode_filter_args
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_decode(raw: bytes, source: str):
+        entered.set()
+        release.wait(30)  # as long as a body of 50 MB takes
+        return decode_filter_args(raw, source)
+
+    monkeypatch.setattr(placer.serve, "decode_filter_args", slow_decode)
+    answers: list[Any] = []
+    with in_process(placer.serve.create_app(Extender(cluster_document()))) as running:
+        def post(verb: str, payload: Any, padding: int = 0) -> Any:
+            conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+            try:
+                conn.request("POST", f"/{verb}", body=json.dumps(payload).encode() + b" " * padding)
+                return json.loads(conn.getresponse().read())
+            finally:
+                conn.close()
+
+        large = {"Pod": pod("a", 6), "NodeNames": NAMES}  # over 1 MiB with its padding
+        decoding = threading.Thread(target=lambda: answers.append(post("filter", large, padding=2**21)))
+        decoding.start()
+        assert entered.wait(20)
+        bound = post("bind", {"PodName": "b", "PodNamespace": "ml", "PodUID": "u", "Node": "gpu-1"})
+        assert bound["Error"] == "POST /bind: pod ml/b was not seen by filter; placer does not know its requests"
+        assert answers == []  # answered while filter's body was being decoded
+        release.set()
+        decoding.join(timeout=30)
+    assert answers[0]["NodeNames"] == ["gpu-1", "gpu-2"]

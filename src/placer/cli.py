@@ -701,7 +701,45 @@ def _add_serve_parser(sub: Any) -> None:
                          "/livez, /readyz, /healthz, /metrics); kube-scheduler cannot send one: use --client-ca")
     sv.add_argument("--insecure", action="store_true",
                     help="allow listening beyond loopback without --client-ca or --token-file (warned at start)")
+    _add_serve_limits(sv)
     sv.set_defaults(handler=_cmd_serve)
+
+
+def _add_serve_limits(sv: argparse.ArgumentParser) -> None:
+    # the defaults are placer.serve.Limits' and kube_live.API_TIMEOUT_S (not imported here: every command builds
+    # this parser); a test compares
+    sv.add_argument("--api-timeout", metavar="SECONDS",
+                    help="the most a Binding call to the API server may take; then bind answers an error "
+                         "(default: 10)")
+    sv.add_argument("--max-body-bytes", metavar="N",
+                    help="a larger request body is answered 413 (default: 67108864, 64 MiB; at most 256 MiB)")
+    sv.add_argument("--header-timeout", metavar="SECONDS",
+                    help="close a connection whose request headers take longer, or that idles that long after "
+                         "an answer (default: 10)")
+    sv.add_argument("--body-timeout", metavar="SECONDS",
+                    help="answer 408 to a body not read whole in this time (default: 30)")
+    sv.add_argument("--max-connections", metavar="N",
+                    help="past this many open connections, requests are answered 503 (default: 256)")
+
+
+def _serve_limits(args: argparse.Namespace) -> Any:
+    """The :class:`placer.serve.Limits` of ``placer serve``'s options (its defaults for those not given)."""
+    from placer.schema.extender import MAX_BODY_BYTES
+    from placer.serve import Limits
+
+    given: dict[str, Any] = {}
+    if args.max_body_bytes is not None:
+        given["max_body_bytes"] = _positive_int(args.max_body_bytes, "--max-body-bytes")
+        if given["max_body_bytes"] > MAX_BODY_BYTES:
+            raise InvalidInputError("--max-body-bytes", f"expected at most {MAX_BODY_BYTES} (256 MiB), got "
+                                    f"{args.max_body_bytes}")
+    if args.header_timeout is not None:
+        given["header_timeout_s"] = _seconds(args.header_timeout, "--header-timeout", positive=True)
+    if args.body_timeout is not None:
+        given["body_timeout_s"] = _seconds(args.body_timeout, "--body-timeout", positive=True)
+    if args.max_connections is not None:
+        given["max_connections"] = _positive_int(args.max_connections, "--max-connections")
+    return Limits(**given)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -730,8 +768,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     podgroups = [pg for f in args.podgroups for pg in kube_live.read_podgroups(f)]
     events = [e for f in args.watch_file for e in kube_live.read_watch_file(f)]
     client = kube_live.api_client(args.kubeconfig) if args.kubeconfig else None
+    api_timeout = kube_live.API_TIMEOUT_S
+    if args.api_timeout is not None:
+        api_timeout = _seconds(args.api_timeout, "--api-timeout", positive=True)
+    limits = _serve_limits(args)
     binder: Binder = (
-        RecordingBinder() if args.dry_run else kube_live.KubeBinder(client) if client is not None else RefusingBinder()
+        RecordingBinder() if args.dry_run
+        else kube_live.KubeBinder(client, timeout_s=api_timeout) if client is not None else RefusingBinder()
     )
     interval = _seconds(args.sync_interval, "--sync-interval")
     pending_ttl = PENDING_TTL_S
@@ -750,6 +793,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.insecure and warning is None:
         notes.append("--insecure has no effect: " + ("callers authenticate" if args.client_ca or token else
                                                      f"{args.host} is loopback"))
+    if args.api_timeout is not None and not isinstance(binder, kube_live.KubeBinder):
+        notes.append(f"--api-timeout has no effect {'with --dry-run' if args.dry_run else 'without --kubeconfig'} "
+                     "(no Binding is posted)")
     extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
                         sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
     extender.queue(events)
@@ -772,8 +818,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             kube_live.watch_cluster(client, feed.put, stop, health=watch)
 
     try:
-        run(create_app(extender, feed, watch=watch, max_staleness_s=max_staleness, token=token), args.host, port,
-            ready=ready, tls=tls, client_ca=args.client_ca)
+        app = create_app(extender, feed, watch=watch, max_staleness_s=max_staleness, token=token, limits=limits)
+        run(app, args.host, port, ready=ready, tls=tls, client_ca=args.client_ca, limits=limits)
     finally:
         stop.set()
     return EXIT_OK

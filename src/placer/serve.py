@@ -15,9 +15,17 @@ extender is ``ignorable``), ``prioritize`` and ``preempt``, whose results have n
 field, answer 503 (kube-scheduler ignores the scores, and preempts nothing).
 A body that does not decode is answered 400 with the error in the result's ``Error``
 field; a fault of placer's own is answered 500 the same way and logged with its
-traceback. Either way nothing changed and the service keeps serving. Requests are served
-one at a time on the event loop (the state is one cluster); watch events arrive from
-other threads through a queue and are applied before the next verb.
+traceback. Either way nothing changed and the service keeps serving.
+
+The event loop only reads requests and writes answers. Each verb's decoding, decision and
+Binding call run in a worker thread, one verb at a time (the state is one cluster; an
+``asyncio.Lock`` serialises them); a body over 1 MiB is decoded first, in a worker thread
+of its own beside the state (one such body at a time). So the probes answer while a verb
+works: ``/healthz`` (``busy``: the verb) and ``/metrics`` then give the state as they last
+read it. Watch events arrive from other threads through a queue and are applied before the
+next verb. :class:`Limits` bounds what one client can hold: the body (413 once it passes
+the cap, read chunk by chunk, ``Content-Length`` or chunked), the time to send the headers
+and the body, the connections; every accepted connection has ``TCP_NODELAY``.
 
 Authentication (docs/extender.md, "Security model"): with a client CA (``--client-ca``)
 the TLS handshake refuses every connection without a certificate that CA signed; with a
@@ -27,13 +35,16 @@ loopback without either; :func:`check_certificates` refuses expired and weak cer
 """
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hmac
 import ipaddress
 import logging
 import queue
-from collections import Counter
+import socket
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -43,15 +54,15 @@ from placer.adapters.kube_live import WATCH_TIMEOUT_S, WatchEvent, WatchHealth
 from placer.exceptions import InvalidInputError
 from placer.adapters.kube_extender import Extender, RecordingBinder, RefusingBinder, StateNotCurrent, reason_label
 from placer.schema.extender import (
-    MAX_BODY_BYTES,
     decode_binding_args,
     decode_filter_args,
     decode_preemption_args,
 )
 
 __all__ = [
-    "VERBS", "OPEN_PATHS", "MAX_STALENESS_S", "check_certificates", "create_app", "exposure_warning", "is_loopback",
-    "not_ready", "read_token", "readiness", "require_server", "run",
+    "VERBS", "OPEN_PATHS", "MAX_STALENESS_S", "DEFAULT_MAX_BODY_BYTES", "Limits", "check_certificates", "create_app",
+    "exposure_warning", "is_loopback", "listening_socket", "not_ready", "read_token", "readiness", "require_server",
+    "server", "run",
 ]
 
 VERBS = ("filter", "prioritize", "preempt", "bind")
@@ -70,6 +81,38 @@ MAX_STALENESS_S = 2.0 * WATCH_TIMEOUT_S
 cluster's healthy watch answers at least every
 :data:`~placer.adapters.kube_live.WATCH_TIMEOUT_S`."""
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_LARGE_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Default of ``--max-body-bytes``: a NodeList of 5,000 full Node objects (about 50 MB)
+fits; kube-scheduler with ``nodeCacheCapable`` sends names only (70 KB for 5,000)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client can hold of ``placer serve`` (its options of the same names).
+
+    Parameters
+    ----------
+    max_body_bytes : int
+        ``--max-body-bytes``: a larger body is answered 413 as soon as its
+        ``Content-Length`` says so, or its bytes read pass it (at most
+        :data:`~placer.schema.extender.MAX_BODY_BYTES`).
+    header_timeout_s : float
+        ``--header-timeout``: a connection is closed when a request's headers have not all
+        come this long after it opened, after the request's first byte, or after the last
+        answer (an idle keep-alive connection).
+    body_timeout_s : float
+        ``--body-timeout``: a body not read whole this long after its headers is answered
+        408 and the connection closed.
+    max_connections : int
+        ``--max-connections``: past this many open connections (or requests in progress),
+        requests are answered 503.
+    """
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 256
 
 
 def require_server() -> None:
@@ -83,9 +126,10 @@ def require_server() -> None:
 
 
 class _Metrics:
-    """The service's Prometheus metrics, in a registry of its own."""
+    """The service's Prometheus metrics, in a registry of its own; ``state`` gives the
+    extender's state (:meth:`_StateGate.current`'s)."""
 
-    def __init__(self, extender: Extender, watch: WatchHealth | None) -> None:
+    def __init__(self, state: Callable[[], dict[str, Any]], watch: WatchHealth | None) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -106,7 +150,7 @@ class _Metrics:
 
         class _State:
             def collect(self) -> Any:
-                for name, value in extender.state().items():
+                for name, value in state().items():
                     yield GaugeMetricFamily(f"placer_extender_{name}", f"The extender's {name.replace('_', ' ')}",
                                             value=value)
 
@@ -156,9 +200,98 @@ def _binds(extender: Extender) -> str:
     return "dry-run" if isinstance(extender.binder, RecordingBinder) else "posted"
 
 
+class _BodyRefused(InvalidInputError):
+    """A request body refused before it is decoded, with the HTTP status of the answer."""
+
+    def __init__(self, where: str, what: str, status: int) -> None:
+        super().__init__(where, what)
+        self.status = status
+
+
+async def _read_body(request: Any, source: str, limits: Limits) -> bytes:
+    """The request's body, read chunk by chunk: refused (413) as soon as its
+    ``Content-Length`` or the bytes read pass ``limits.max_body_bytes``, and (408) when not
+    read whole within ``limits.body_timeout_s``."""
+    import anyio
+    from starlette.requests import ClientDisconnect
+
+    cap = limits.max_body_bytes
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > cap:
+        raise _BodyRefused(source, f"body of {length} bytes, more than the {cap} read (--max-body-bytes)", 413)
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        with anyio.fail_after(limits.body_timeout_s):
+            async for chunk in request.stream():
+                total += len(chunk)
+                if total > cap:
+                    raise _BodyRefused(source, f"body of more than {cap} bytes, the most read (--max-body-bytes)",
+                                       413)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _BodyRefused(source, f"the body did not come whole within {limits.body_timeout_s:g} s "
+                           f"(--body-timeout); {total} bytes came", 408) from None
+    except ClientDisconnect:
+        raise _BodyRefused(source, f"the client closed the connection after {total} bytes of the body", 400) from None
+    return b"".join(chunks)
+
+
+class _StateGate:
+    """The one way to the extender's state: a verb's work runs in a worker thread while it
+    holds :attr:`lock`, one at a time. The probes sync and read the state when it is free;
+    while a verb holds it they answer at once with :attr:`state`, as they last read it."""
+
+    def __init__(self, extender: Extender, events: "queue.Queue[WatchEvent] | None") -> None:
+        self.extender = extender
+        self.events = events
+        self.lock = asyncio.Lock()
+        self.holder = ""  # the verb working on the state, "" when none
+        self.state: dict[str, Any] = extender.state()
+
+    def _drain(self) -> None:
+        if self.events is None:
+            return
+        got: list[WatchEvent] = []
+        while True:
+            try:
+                got.append(self.events.get_nowait())
+            except queue.Empty:
+                break
+        self.extender.queue(got)
+
+    async def run(self, holder: str, work: Callable[[], Any]) -> Any:
+        """``work()`` in a worker thread, holding the state, the watch events that came
+        meanwhile handed to the extender first (its verbs apply them)."""
+        from starlette.concurrency import run_in_threadpool
+
+        def locked() -> Any:
+            self._drain()
+            return work()
+
+        async with self.lock:
+            self.holder = holder
+            try:
+                return await run_in_threadpool(locked)
+            finally:
+                self.holder = ""
+
+    async def current(self) -> tuple[dict[str, Any], str]:
+        """The state, synced now unless a verb holds it; and that verb ("" when none)."""
+        if self.lock.locked():
+            return self.state, self.holder
+
+        def synced() -> dict[str, Any]:
+            self.extender.sync()
+            self.state = self.extender.state()
+            return self.state
+
+        return await self.run("healthz", synced), ""
+
+
 def create_app(
     extender: Extender, events: "queue.Queue[WatchEvent] | None" = None, *, watch: WatchHealth | None = None,
-    max_staleness_s: float = MAX_STALENESS_S, token: str | None = None,
+    max_staleness_s: float = MAX_STALENESS_S, token: str | None = None, limits: Limits = Limits(),
 ) -> Any:
     """The ASGI application of ``placer serve``.
 
@@ -176,47 +309,49 @@ def create_app(
         The bearer token every request needs but a GET of :data:`OPEN_PATHS`
         (``--token-file``); refused ones are answered 401 and counted in ``/metrics``.
 
+    limits : Limits
+        The body cap and the body's read timeout (the others are :func:`server`'s).
+
     With ``watch``, the extender decides only while ``/readyz`` passes (its ``not_current``).
     """
     require_server()
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
 
-    metrics = _Metrics(extender, watch)
+    gate = _StateGate(extender, events)
+    metrics = _Metrics(lambda: gate.state, watch)
     if watch is not None:
         extender.not_current = lambda: not_ready(watch, max_staleness_s)
     encoder = msgspec.json.Encoder()
 
-    def json_response(data: Any, status: int = 200) -> Response:
-        return Response(encoder.encode(data), status_code=status, media_type="application/json")
+    def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+        body = data if isinstance(data, bytes) else encoder.encode(data)
+        return Response(body, status_code=status, media_type="application/json", headers=headers)
 
-    def drain() -> None:
-        if events is None:
-            return
-        got: list[WatchEvent] = []
-        while True:
-            try:
-                got.append(events.get_nowait())
-            except queue.Empty:
-                break
-        extender.queue(got)
+    decoding_large = asyncio.Lock()  # decoded, a body takes many times its size
 
-    def verb(name: str, answer: Callable[[bytes, str], Any]) -> Callable[[Request], Awaitable[Response]]:
+    def verb(
+        name: str, decode: Callable[[bytes, str], Any], decide: Callable[[Any, str], Any],
+    ) -> Callable[[Request], Awaitable[Response]]:
         source = f"POST /{name}"
 
         async def endpoint(request: Request) -> Response:
             started = time.perf_counter()
-            status = 200
+            status, headers = 200, None
             try:
-                length = request.headers.get("content-length")
-                if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-                    raise InvalidInputError(source, f"body of {length} bytes, more than the {MAX_BODY_BYTES} read")
-                raw = await request.body()
-                drain()
-                data = answer(raw, source)
+                raw = await _read_body(request, source, limits)
+                if len(raw) > _LARGE_BODY_BYTES:  # decoded beside the state, one at a time: a verb decides meanwhile
+                    async with decoding_large:
+                        args = await run_in_threadpool(decode, raw, source)
+                    data = await gate.run(name, lambda: msgspec.json.encode(decide(args, source)))
+                else:  # one worker thread's call for all of it
+                    data = await gate.run(name, lambda: msgspec.json.encode(decide(decode(raw, source), source)))
+            except _BodyRefused as e:  # the rest of the body is not read: the connection cannot be reused
+                status, data, headers = e.status, {"Error": str(e)}, {"Connection": "close"}
             except InvalidInputError as e:
                 status, data = 400, {"Error": str(e)}
             except StateNotCurrent as e:
@@ -226,12 +361,12 @@ def create_app(
                 status, data = 500, {"Error": f"{source}: internal error: {type(e).__name__}: {e}"}
             metrics.requests.labels(name, str(status)).inc()
             metrics.latency.labels(name).observe(time.perf_counter() - started)
-            return json_response(data, status)
+            return json_response(data, status, headers)
 
         return endpoint
 
-    def filter_answer(raw: bytes, source: str) -> Any:
-        result = extender.filter(decode_filter_args(raw, source), source)
+    def filter_answer(args: Any, source: str) -> Any:
+        result = extender.filter(args, source)
         counts = Counter(result["FailedNodes"].values())
         counts.update(result["FailedAndUnresolvableNodes"].values())
         for reason, count in counts.items():
@@ -239,18 +374,15 @@ def create_app(
         return result
 
     routes = [
-        Route("/filter", verb("filter", filter_answer), methods=["POST"]),
-        Route("/prioritize", verb("prioritize", lambda raw, s: extender.prioritize(decode_filter_args(raw, s), s)),
-              methods=["POST"]),
-        Route("/preempt", verb("preempt", lambda raw, s: extender.preempt(decode_preemption_args(raw, s), s)),
-              methods=["POST"]),
-        Route("/bind", verb("bind", lambda raw, s: extender.bind(decode_binding_args(raw, s), s)), methods=["POST"]),
+        Route("/filter", verb("filter", decode_filter_args, filter_answer), methods=["POST"]),
+        Route("/prioritize", verb("prioritize", decode_filter_args, extender.prioritize), methods=["POST"]),
+        Route("/preempt", verb("preempt", decode_preemption_args, extender.preempt), methods=["POST"]),
+        Route("/bind", verb("bind", decode_binding_args, extender.bind), methods=["POST"]),
     ]
 
     async def healthz(request: Request) -> Response:
-        drain()
-        extender.sync()
-        return json_response({"status": "ok", **extender.state(), "binds": _binds(extender)})
+        state, busy = await gate.current()
+        return json_response({"status": "ok", **state, "binds": _binds(extender), "busy": busy})
 
     async def livez(request: Request) -> Response:
         return Response("ok", media_type="text/plain")
@@ -266,6 +398,7 @@ def create_app(
         return Response("\n".join(lines) + "\n", status_code=200 if ready else 503, media_type="text/plain")
 
     async def prometheus(request: Request) -> Response:
+        await gate.current()
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes.append(Route("/healthz", healthz, methods=["GET"]))
@@ -475,15 +608,96 @@ def _ssl_options(tls: tuple[str, str] | None, client_ca: str | None) -> dict[str
     return {**options, "ssl_ca_certs": client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED}
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` (port 0 picks a free one). It is made with
+    ``IPPROTO_TCP``: the connections it accepts inherit that, and asyncio sets
+    ``TCP_NODELAY`` only on sockets that say TCP (a socket of protocol 0 gets Nagle's delay
+    on every small answer: about 40 ms with the client's delayed ACK).
+
+    Raises
+    ------
+    InvalidInputError
+        At ``--port`` when the address cannot be listened on.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise InvalidInputError("--port", f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(2048)  # connections wait in the backlog until the server accepts them
+    return sock
+
+
+def _header_deadline_protocol() -> type:
+    """uvicorn's HTTP/1.1 protocol (h11) that also closes a connection whose request
+    headers do not all come within its ``timeout_keep_alive``, counted from the connection's
+    start or the request's first byte (uvicorn itself times only the idle wait after an
+    answer)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadlineProtocol(H11Protocol):
+        _headers_due: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_headers()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE:  # the next request's headers are not all here
+                self._await_headers()
+            else:
+                self._headers_came()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._headers_came()
+            super().connection_lost(exc)
+
+        def _await_headers(self) -> None:
+            if self._headers_due is None and not self.transport.is_closing():
+                self._headers_due = self.loop.call_later(self.timeout_keep_alive, self._headers_late)
+
+        def _headers_came(self) -> None:
+            if self._headers_due is not None:
+                self._headers_due.cancel()
+                self._headers_due = None
+
+        def _headers_late(self) -> None:
+            self._headers_due = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
+
+
+def server(
+    app: Any, *, limits: Limits = Limits(), tls: tuple[str, str] | None = None, client_ca: str | None = None,
+) -> Any:
+    """The ``uvicorn.Server`` of ``app`` under ``limits``: headers within
+    ``header_timeout_s`` (also the idle keep-alive bound), at most ``max_connections``;
+    HTTPS with ``tls``, client certificates required with ``client_ca`` (:func:`run`)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", http=_header_deadline_protocol(),
+        timeout_keep_alive=limits.header_timeout_s,  # type: ignore[arg-type]  # uvicorn takes any number
+        limit_concurrency=limits.max_connections, **_ssl_options(tls, client_ca),
+    )
+    return uvicorn.Server(config)
+
+
 def run(
     app: Any, host: str, port: int, *, ready: Callable[[int], None] | None = None,
-    tls: tuple[str, str] | None = None, client_ca: str | None = None,
+    tls: tuple[str, str] | None = None, client_ca: str | None = None, limits: Limits = Limits(),
 ) -> None:
     """Serve ``app`` until interrupted; ``ready`` gets the port once it listens (port 0
     picks a free one). ``tls``: a certificate and its key (PEM files) to serve HTTPS, as
     kube-scheduler's ``enableHTTPS: true`` expects. ``client_ca``: a PEM bundle of CAs;
     with it (and ``tls``) every connection must present a certificate one of them signed
-    (kube-scheduler's ``tlsConfig.certFile``/``keyFile``).
+    (kube-scheduler's ``tlsConfig.certFile``/``keyFile``). ``limits``: see :class:`Limits`.
 
     Raises
     ------
@@ -492,22 +706,8 @@ def run(
         ``--client-ca`` when a file cannot be loaded or a certificate is expired or weak
         (:func:`check_certificates`).
     """
-    import socket
-
-    import uvicorn
-
-    ssl_options = _ssl_options(tls, client_ca)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        sock.close()
-        raise InvalidInputError("--port", f"cannot listen on {host}:{port}: {e.strerror}") from None
-    sock.listen(2048)  # connections wait in the backlog until the server accepts them
+    running = server(app, limits=limits, tls=tls, client_ca=client_ca)  # certificates checked before listening
+    sock = listening_socket(host, port)
     if ready is not None:
         ready(sock.getsockname()[1])
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", **ssl_options,
-    )
-    uvicorn.Server(config).run(sockets=[sock])
+    running.run(sockets=[sock])

@@ -40,7 +40,7 @@ from placer.exceptions import InvalidInputError
 __all__ = [
     "EVENT_TYPES", "WatchEvent", "Listing", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
     "WATCH_TIMEOUT_S", "WatchHealth", "watch_failure", "require_kubernetes",
-    "api_client", "KubeBinder",
+    "api_client", "API_TIMEOUT_S", "KubeBinder",
 ]
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
@@ -50,6 +50,8 @@ _FIRST_RETRY_S, _LAST_RETRY_S = 1.0, 60.0
 _GONE = 410
 WATCH_TIMEOUT_S = 300
 """The watch's server-side timeout: a healthy watch of a quiet cluster answers this often."""
+API_TIMEOUT_S = 10.0
+"""Default of ``--api-timeout``: the most a Binding call to the API server may take."""
 
 _log = logging.getLogger("placer.watch")
 
@@ -432,12 +434,16 @@ class KubeBinder:
     ----------
     client
         :func:`api_client`.
+    timeout_s : float
+        The most one Binding call may take (``--api-timeout``); past it, :meth:`bind`
+        raises :class:`TimeoutError` (kube-scheduler then sees the bind fail and retries).
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, timeout_s: float = API_TIMEOUT_S) -> None:
         kubernetes = require_kubernetes()
         self._models = kubernetes.client
         self._core = kubernetes.client.CoreV1Api(client)
+        self.timeout_s = timeout_s
 
     def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
         m = self._models
@@ -446,5 +452,13 @@ class KubeBinder:
             metadata=m.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None, annotations=annotations),
             target=m.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
-        # the generated client cannot read the Binding the server returns: take it raw
-        self._core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
+        from urllib3.exceptions import MaxRetryError, TimeoutError as Urllib3Timeout
+
+        try:
+            # the generated client cannot read the Binding the server returns: take it raw
+            self._core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False,
+                                                     _request_timeout=self.timeout_s)
+        except (Urllib3Timeout, MaxRetryError) as e:
+            if isinstance(e, MaxRetryError) and not isinstance(e.reason, Urllib3Timeout):
+                raise
+            raise TimeoutError(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)") from None

@@ -35,7 +35,9 @@ __all__ = [
 ]
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
-"""The largest request body read (a NodeList of 5,000 full Node objects is about 50 MB)."""
+"""The largest request body decoded (a NodeList of 5,000 full Node objects is about 50 MB),
+and so the most ``placer serve --max-body-bytes`` takes; the service itself refuses a body
+past its own cap (64 MiB by default) while reading it, before it is decoded."""
 
 _INT32_MAX = 2**31 - 1
 
