@@ -2,13 +2,16 @@
 
 JSON goes straight from bytes into the document's Structs (msgspec); YAML is parsed by
 PyYAML's C loader and then converted. Either way a repeated key is refused (decoders keep
-the last one silently), and the file's name is put before every error's path.
+the last one silently), so is nesting deeper than :data:`MAX_NESTING` levels (decoders and
+walkers recurse once per level: deep input would crash them), and the file's name is put
+before every error's path.
 """
 from __future__ import annotations
 
 import gc
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, TypeVar, Union
@@ -25,17 +28,24 @@ from placer.schema.errors import (
     bad,
     first_fault,
     from_msgspec,
+    join_path,
     msgspec_path,
     strip_nulls,
     value_at,
 )
 
 __all__ = [
+    "MAX_NESTING",
     "read_bytes",
     "load_document",
     "decode_source",
     "decode_object",
     "first_duplicate_key",
+    "check_json_nesting",
+    "check_yaml_nesting",
+    "check_data_nesting",
+    "decode_json_generic",
+    "yaml_generic",
     "gc_paused",
     "PathLike",
 ]
@@ -46,6 +56,10 @@ _T = TypeVar("_T")
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_INT_DIGITS = 4000  # longer integer literals are reported, never converted
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+MAX_NESTING = 64
+"""The deepest nesting of lists and mappings a document may have (its top level is level 1);
+no placer, Kubernetes or Kueue document comes near it."""
 
 
 def read_bytes(path: PathLike) -> bytes:
@@ -137,6 +151,157 @@ def check_json_keys(raw: bytes, name: str) -> None:
     raise InvalidInputError(f"{name}:{line}", f"duplicate key {key!r}, first at line {first_line}")
 
 
+# ----------------------------------------------------------------------------- nesting
+
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_SAME_BRACKETS = bytes.maketrans(b"[]", b"{}")
+_STRING_LEFT = re.compile(rb'"[^"]*"')
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep(text: bytes) -> bool:
+    """Whether a JSON text nests more than :data:`MAX_NESTING` levels: C-speed byte passes
+    (no Python loop per byte), for every text read."""
+    if b"\\" in text:
+        text = text.replace(b"\\\\", b"").replace(b'\\"', b"")  # escapes gone, quotes pair up
+    structure = text.translate(None, _NOT_STRUCTURE)
+    if structure.count(b"[") + structure.count(b"{") <= MAX_NESTING:
+        return False
+    # removing '""' (close-open or open-close) keeps the quotes paired: strings without brackets vanish
+    brackets = _STRING_LEFT.sub(b"", structure.replace(b'""', b"")).translate(_SAME_BRACKETS)
+    for _ in range(MAX_NESTING):  # each round removes the innermost level
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"{}", b"")
+    return bool(brackets)
+
+
+def _nesting_error(where: str, detail: str = "") -> InvalidInputError:
+    return InvalidInputError(where, f"nesting deeper than {MAX_NESTING} levels of lists and mappings{detail}")
+
+
+def check_json_nesting(raw: bytes, name: str) -> None:
+    """Refuse a JSON text that nests lists and objects more than :data:`MAX_NESTING` deep.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``name:line``, with the column of the bracket that opens the level too many.
+    """
+    if not _too_deep(raw):
+        return
+    depth = 0
+    for token in _JSON_TOKEN.finditer(raw):
+        c = raw[token.start()]
+        if c in b"[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = raw.count(b"\n", 0, token.start()) + 1
+                column = token.start() - raw.rfind(b"\n", 0, token.start())
+                raise _nesting_error(f"{name}:{line}", f" (column {column})")
+        elif c in b"]}":
+            depth -= 1
+    # unbalanced brackets counted deeper than the text nests: the decoder says where it breaks
+
+
+def check_data_nesting(data: Any, where: str = "") -> None:
+    """Refuse plain data (a caller's mapping) nested more than :data:`MAX_NESTING` deep, or
+    holding itself.
+
+    Raises
+    ------
+    InvalidInputError
+        At the JSON path of the list or mapping one level too deep (after ``where``).
+    """
+    deepest_seen: dict[int, int] = {}  # a container shared by several parents is walked once per depth
+    pending: list[tuple[Any, int, str]] = [(data, 1, where)]
+    while pending:
+        value, depth, path = pending.pop()
+        if isinstance(value, Mapping):
+            children: Any = ((join_path(path, str(k)), v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if depth > MAX_NESTING:
+            raise _nesting_error(path)
+        if deepest_seen.get(id(value), 0) >= depth:
+            continue
+        deepest_seen[id(value)] = depth
+        pending.extend((v, depth + 1, at) for at, v in children)
+
+
+def check_yaml_nesting(text: str, name: str) -> None:
+    """Refuse a YAML text nested more than :data:`MAX_NESTING` deep (aliases counted as the
+    node they stand for) or whose alias stands for a node that holds it.
+
+    Only the parser's events are read: the composer recurses in C (a segfault on deep text)
+    and must not see such a text. A syntax error is left to the loader that reads the text.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``name:line`` of the collection or alias one level too deep.
+    """
+    parser = _BASE_LOADER(text)
+    open_collections: list[tuple[str | None, list[int]]] = []  # (anchor, [height of its deepest child])
+    heights: dict[str, int | None] = {}  # anchor -> levels its node nests (None: still open)
+    try:
+        while True:
+            event = parser.get_event()
+            if event is None:
+                return
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                open_collections.append((event.anchor, [0]))
+                if event.anchor is not None:
+                    heights[event.anchor] = None
+                if len(open_collections) > MAX_NESTING:
+                    raise _nesting_error(f"{name}:{event.start_mark.line + 1}")
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                anchor, deepest = open_collections.pop()
+                height = deepest[0] + 1
+                if anchor is not None:
+                    heights[anchor] = height
+                if open_collections:
+                    below = open_collections[-1][1]
+                    below[0] = max(below[0], height)
+            elif kind is yaml.AliasEvent:
+                height = heights.get(event.anchor, 0)
+                if height is None:
+                    raise InvalidInputError(
+                        f"{name}:{event.start_mark.line + 1}", f"alias *{event.anchor} inside the node it stands for"
+                    )
+                if len(open_collections) + height > MAX_NESTING:
+                    raise _nesting_error(f"{name}:{event.start_mark.line + 1}", f" (through alias *{event.anchor})")
+                if open_collections:
+                    below = open_collections[-1][1]
+                    below[0] = max(below[0], height)
+            elif kind is yaml.ScalarEvent and event.anchor is not None:
+                heights[event.anchor] = 0
+    except yaml.YAMLError:
+        return
+    finally:
+        parser.dispose()
+
+
+def decode_json_generic(raw: bytes, name: str) -> Any:
+    """Plain Python data of a JSON text, its nesting and keys checked.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``name:line`` for text that does not parse, nests too deeply or repeats a key.
+    """
+    check_json_nesting(raw, name)
+    try:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        data = json_generic(raw, name)  # raises with the line and column (or holds huge integers)
+    check_json_keys(raw, name)
+    return data
+
+
 # ----------------------------------------------------------------------------- YAML
 
 
@@ -165,7 +330,9 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _yaml_generic(text: str, name: str) -> Any:
+def yaml_generic(text: str, name: str) -> Any:
+    """Plain Python data of a YAML text, its nesting and keys checked (errors at ``name:line``)."""
+    check_yaml_nesting(text, name)
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
@@ -199,16 +366,15 @@ def _generic(raw: bytes, name: str) -> Any:
         raise InvalidInputError(f"{name}:1", "empty file, expected a JSON or YAML document")
     fmt = _format(name, raw)
     if fmt == "yaml":
-        doc = _yaml_generic(raw.decode("utf-8"), name)
+        doc = yaml_generic(raw.decode("utf-8"), name)
     else:
         try:
-            doc = json_generic(raw, name)
-            check_json_keys(raw, name)
+            doc = decode_json_generic(raw, name)
         except InvalidInputError as json_error:
             if fmt == "json":
                 raise
             try:
-                doc = _yaml_generic(raw.decode("utf-8"), name)
+                doc = yaml_generic(raw.decode("utf-8"), name)
             except InvalidInputError as yaml_error:
                 raise (json_error if raw.lstrip()[:1] in (b"{", b"[") else yaml_error) from None
     if doc is None:
@@ -267,6 +433,7 @@ def decode_object(
             return msgspec.convert(data, doc_type, str_keys=True)
         except msgspec.ValidationError as e:
             failed = e
+    check_data_nesting(data)  # the walks below recurse once per level
     if value_at(data, msgspec_path(failed)) is None:
         data = strip_nulls(data)  # a null where the type takes none: null means absent
         try:
@@ -302,6 +469,7 @@ def decode_source(
             doc = _decoder(doc_type).decode(raw)
         except msgspec.ValidationError as e:
             failed = e
+            check_json_nesting(raw, name)  # the typed decoding stopped at the fault, maybe above deep text
             try:
                 generic = msgspec.json.decode(raw)
             except msgspec.DecodeError:
