@@ -146,3 +146,27 @@ def test_the_kueue_configuration_in_a_configmap_refuses_a_repeated_key(tmp_path)
     (tmp_path / "kueue.json").write_text(json.dumps(doc))
     with pytest.raises(InvalidInputError, match=r"the embedded Kueue Configuration:3: .*duplicate key 'kind'"):
         read_kueue([tmp_path / "kueue.json"])
+
+
+# ----------------------------------------------------------------------------- bounded messages
+
+HUGE = "n" * 10_000_000
+
+
+@pytest.mark.parametrize("node", [
+    {HUGE: 1, "name": "a", "gpus": 8},  # an unknown field
+    {"name": "a", "gpus": 8, "type": HUGE},  # an unknown node type
+    {"name": HUGE + "\u0007", "gpus": 8},  # a control character
+    {"name": "a", "gpus": 8, "labels": {HUGE: ["x"]}},  # a path through a huge key
+])
+def test_a_value_of_megabytes_is_echoed_in_a_short_error_line(tmp_path, node):
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [node]}))
+    line = one_error_line(run_cli("report", str(path), cwd=tmp_path))
+    assert len(line) < 400 and "nnnnnnnnnn... (100000" in line.replace("'", ""), line
+
+
+def test_a_slurm_line_of_megabytes_is_echoed_in_a_short_error_line(tmp_path):
+    (tmp_path / "nodes.txt").write_text(f"{HUGE} NodeName=a\n")
+    line = one_error_line(run_cli("import", "slurm", "--nodes", "nodes.txt", cwd=tmp_path))
+    assert len(line) < 400, line

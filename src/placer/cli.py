@@ -22,7 +22,7 @@ from placer import __version__, policies
 from placer._io import STDIN, dump_json, dump_yaml, read_text, source_name, write_text_atomic
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import OUTPUT_FORMATS
-from placer.messages import closest
+from placer.messages import bounded, closest
 from placer.model import PREEMPTION_MODES
 from placer.textlines import COLOR_CHOICES, aligned, color_wanted
 
@@ -929,7 +929,7 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
 def _notes(command: str, notes: Sequence[str]) -> None:
     """Print what an importer read but did not carry over, one line each, on stderr."""
     for note in notes:
-        sys.stderr.write(f"placer: {command}: note: {note}\n")
+        sys.stderr.write(f"placer: {command}: note: {bounded(note)}\n")
     sys.stderr.flush()
 
 
@@ -1498,7 +1498,7 @@ def _cmd_topo(args: argparse.Namespace) -> int:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write("placer: error: " + " ".join(message.split("\n")) + "\n")
+    sys.stderr.write("placer: error: " + bounded(" ".join(message.split("\n"))) + "\n")
     return EXIT_BAD_INPUT
 
 
