@@ -2,15 +2,24 @@
 echoed values cut short, every library error a PlacerError, no partial file left behind."""
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import placer
 from placer.adapters.kubernetes import import_kubernetes
-from placer.exceptions import InvalidInputError
+from placer.adapters.kubernetes_workloads import import_workloads
+from placer.adapters.kueue import read_kueue
+from placer.exceptions import InvalidInputError, PlacerError
+from placer.explain import explain
+from placer.report import cluster_report
 from placer.schema import snapshot_from_dict
 from placer.schema.files import MAX_NESTING, check_json_nesting
 
@@ -138,8 +147,6 @@ def test_import_kubernetes_refuses_a_repeated_escaped_json_key(tmp_path):
 
 
 def test_the_kueue_configuration_in_a_configmap_refuses_a_repeated_key(tmp_path):
-    from placer.adapters.kueue import read_kueue
-
     config = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nkind: Configuration\n"
     doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kueue-manager-config"},
            "data": {"controller_manager_config.yaml": config}}
@@ -170,3 +177,158 @@ def test_a_slurm_line_of_megabytes_is_echoed_in_a_short_error_line(tmp_path):
     (tmp_path / "nodes.txt").write_text(f"{HUGE} NodeName=a\n")
     line = one_error_line(run_cli("import", "slurm", "--nodes", "nodes.txt", cwd=tmp_path))
     assert len(line) < 400, line
+
+
+# ----------------------------------------------------------------------------- every error a PlacerError
+
+HOSTILE_VALUES = (
+    None, True, 0, -1, 2**64, 2**20000, 1.5, float("nan"),
+    float("inf"), -float("inf"), "", "\x00\x07", "x" * 300, b"bytes", [], [[]], [None], {}, {"": {}},
+    {"a": [1, {"b": None}]}, [{}] * 3,
+)
+
+
+def deep_value(levels: int) -> list:
+    out: list = []
+    for _ in range(levels):
+        out = [out]
+    return out
+
+
+def paths_in(doc, prefix=()):
+    """Every path of ``doc``: mapping keys and list indices, containers and leaves."""
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from paths_in(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from paths_in(v, (*prefix, i))
+
+
+@st.composite
+def mutated_document(draw, doc):
+    """``doc`` (copied) with 1 to 3 values replaced by hostile ones, or hostile keys or items added."""
+    doc = copy.deepcopy(doc)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = list(paths_in(doc))
+        path = draw(st.sampled_from(paths))
+        value = draw(st.one_of(st.sampled_from(HOSTILE_VALUES), st.integers(5, 70).map(deep_value),
+                               st.text(max_size=5)))
+        value = copy.deepcopy(value)
+        if not path:
+            continue
+        parent = doc
+        for step in path[:-1]:
+            parent = parent[step]
+        how = draw(st.sampled_from(("replace", "add")))
+        target = parent[path[-1]]
+        if how == "add" and isinstance(target, dict):
+            target[draw(st.sampled_from(("name", "gpus", "x", "", "\x07", "metadata", 0, None, ("t",), b"k")))] = value
+        elif how == "add" and isinstance(target, list):
+            target.append(value)
+        else:
+            parent[path[-1]] = value
+    return doc
+
+
+def placer_errors_only(call, *args, **kwargs) -> None:
+    """Run ``call``: any exception it raises must be a PlacerError."""
+    try:
+        call(*args, **kwargs)
+    except PlacerError:
+        pass
+
+
+SNAPSHOT = json.loads((Path(placer.__file__).parent / "data" / "demo_snapshot.json").read_text())
+REQUEST = json.loads((Path(placer.__file__).parent / "data" / "demo_request.json").read_text())
+FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck))  # the profile's examples (conftest)
+
+
+def as_json_file(doc, name: str) -> Path:
+    """``doc`` written as JSON (``NaN`` included, bytes as text) in a scratch directory."""
+    directory = Path(tempfile.mkdtemp(prefix="placer-fuzz-"))
+    path = directory / name
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        path.write_text(json.dumps(doc, default=repr, skipkeys=True))
+    finally:
+        sys.set_int_max_str_digits(limit)
+    return path
+
+
+@FUZZ
+@given(snapshot=mutated_document(SNAPSHOT), request=mutated_document(REQUEST), as_file=st.booleans(),
+       option=st.sampled_from(HOSTILE_VALUES + ("best-fit",)))
+def test_the_library_entry_points_raise_only_placer_errors(snapshot, request, as_file, option):
+    if as_file:
+        snapshot, request = as_json_file(snapshot, "cluster.json"), as_json_file(request, "request.json")
+    placer_errors_only(placer.load_snapshot, snapshot)
+    placer_errors_only(placer.load_request, request)
+    placer_errors_only(placer.place, snapshot, request)
+    placer_errors_only(placer.place, SNAPSHOT, REQUEST, policy=option)
+    placer_errors_only(placer.place, SNAPSHOT, REQUEST, seed=option)
+    placer_errors_only(placer.place, SNAPSHOT, REQUEST, preemption=option)
+    placer_errors_only(placer.defrag, SNAPSHOT, REQUEST, max_moves=option)
+    placer_errors_only(explain, snapshot, request)
+    placer_errors_only(placer.preempt, snapshot, request)
+    placer_errors_only(lambda: cluster_report(placer.load_snapshot(snapshot)))
+    try:
+        result = placer.place(SNAPSHOT, REQUEST).to_dict()
+    except PlacerError:  # pragma: no cover - the demo documents place
+        raise AssertionError("the demo does not place")
+    placer_errors_only(placer.check_placement, snapshot, request, result)
+
+
+@FUZZ
+@given(result=mutated_document(placer.place(SNAPSHOT, REQUEST).to_dict()))
+def test_loading_or_checking_a_mutated_result_raises_only_placer_errors(result):
+    placer_errors_only(placer.load_result, result)
+    placer_errors_only(placer.check_placement, SNAPSHOT, REQUEST, result)
+
+
+@FUZZ
+@given(snapshot=mutated_document(SNAPSHOT), pods=mutated_document(REQUEST["pods"]), data=st.data())
+def test_a_cluster_and_its_methods_raise_only_placer_errors(snapshot, pods, data):
+    try:
+        cluster = placer.Cluster(snapshot)
+    except PlacerError:
+        cluster = placer.Cluster(SNAPSHOT)
+    pod = pods[0] if pods and isinstance(pods, list) else pods
+    node = data.draw(st.sampled_from((*cluster.node_names[:2], "", "nowhere", None, 3, "\x07")))
+    placer_errors_only(cluster.place, pods)
+    option = data.draw(st.sampled_from(HOSTILE_VALUES))
+    placer_errors_only(cluster.place, pods, gang=option)
+    placer_errors_only(cluster.place, REQUEST["pods"][:1], policy=option)
+    placer_errors_only(cluster.place, REQUEST["pods"][:1], seed=option)
+    placer_errors_only(cluster.node_scores, pod)
+    placer_errors_only(cluster.place_on, pod, node)
+    placer_errors_only(cluster.node_free, node)
+    placer_errors_only(cluster.release, node)
+    placer_errors_only(cluster.bind, data.draw(mutated_document(placer.place(SNAPSHOT, REQUEST).to_dict())))
+
+
+NODE_LIST = json.loads((DATA / "e2e" / "nodes.json").read_text())
+POD_LIST = json.loads((DATA / "e2e" / "pods.json").read_text())
+
+
+@FUZZ
+@given(nodes=mutated_document(NODE_LIST), pods=mutated_document(POD_LIST))
+def test_the_kubernetes_importers_raise_only_placer_errors(nodes, pods):
+    nodes_file, pods_file = as_json_file(nodes, "nodes.json"), as_json_file(pods, "pods.json")
+    placer_errors_only(import_kubernetes, nodes_file, pods_file)
+    placer_errors_only(import_workloads, pods_file)
+    placer_errors_only(read_kueue, [pods])
+
+
+@FUZZ
+@given(values=st.lists(st.sampled_from(HOSTILE_VALUES + (0, 1, 3, 7, 8, [0, 1], "tiling")), min_size=4, max_size=4),
+       request=mutated_document(REQUEST))
+def test_select_gpus_defrag_and_move_raise_only_placer_errors(values, request):
+    topology, available, size, objective = values
+    placer_errors_only(placer.select_gpus, topology, available, size, objective=objective)
+    placer_errors_only(placer.select_gpus, None, [0, 1, 2, 3], size, required=available)
+    cluster = placer.Cluster(SNAPSHOT)
+    placer_errors_only(cluster.defrag, request, max_moves=size)
+    placer_errors_only(cluster.move, available)

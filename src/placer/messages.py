@@ -7,6 +7,7 @@ the adapters, :class:`~placer.exceptions.InvalidInputError` itself) words a valu
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -28,6 +29,7 @@ ECHO_LIMIT = 60
 """The most characters of one input value (a name, a key, a line) a message repeats."""
 _WORD_LIMIT = 200  # a longer run without spaces is an echoed value, not a file path or a word
 _MESSAGE_LIMIT = 2000
+_STR_BITS = 14_000  # an integer of 4,215 digits at most: below Python's default limit of 4,300
 _LONG_WORD = re.compile(r"\S{%d,}" % (_WORD_LIMIT + 1))
 
 FIELD_CONFUSIONS: Mapping[str, tuple[str, str]] = {
@@ -50,9 +52,14 @@ def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def quoted(text: str) -> str:
-    """``'text'`` as Python writes it, or its first characters quoted, ``...`` and its length."""
-    return repr(text) if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]!r}... ({len(text)} characters)"
+def quoted(v: Any) -> str:
+    """``v`` as Python writes it (``'text'``, ``8``, ``None``), a string cut to its first
+    characters, ``...`` and its length; what any other value is (:func:`describe`)."""
+    if isinstance(v, str):
+        return repr(v) if len(v) <= ECHO_LIMIT else f"{v[:ECHO_LIMIT]!r}... ({len(v)} characters)"
+    if v is None or isinstance(v, float) or (isinstance(v, int) and v.bit_length() <= 128):
+        return repr(v)
+    return describe(v)
 
 
 def bounded(message: str) -> str:
@@ -85,6 +92,8 @@ def describe(v: Any) -> str:
     if isinstance(v, HugeInt):
         return f"an integer of {v.digits} digits"
     if isinstance(v, int):
+        if v.bit_length() > _STR_BITS:  # str() refuses it (sys.get_int_max_str_digits)
+            return f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits"
         text = str(v)
         return text if len(text) <= 40 else f"{text[:20]}... (an integer of {len(text)} digits)"
     if isinstance(v, float):
