@@ -332,3 +332,16 @@ def test_select_gpus_defrag_and_move_raise_only_placer_errors(values, request):
     cluster = placer.Cluster(SNAPSHOT)
     placer_errors_only(cluster.defrag, request, max_moves=size)
     placer_errors_only(cluster.move, available)
+
+
+def test_yaml_aliases_that_expand_past_the_bound_are_refused(tmp_path):
+    from placer.schema.files import MAX_ALIASED_NODES
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10**9 leaves
+    (tmp_path / "laughs.yaml").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InvalidInputError, match=rf"laughs\.yaml:\d+: aliases that stand for more than {MAX_ALIASED_NODES}"):
+        placer.load_snapshot(tmp_path / "laughs.yaml")
+    (tmp_path / "shared.yaml").write_text("nodes: &n [a, b]\nmore: [*n, *n]\n")  # a few aliases are fine
+    with pytest.raises(InvalidInputError, match="apiVersion"):
+        placer.load_snapshot(tmp_path / "shared.yaml")

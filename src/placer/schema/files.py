@@ -36,6 +36,7 @@ from placer.schema.errors import (
 
 __all__ = [
     "MAX_NESTING",
+    "MAX_ALIASED_NODES",
     "read_bytes",
     "load_document",
     "decode_source",
@@ -60,6 +61,9 @@ _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 MAX_NESTING = 64
 """The deepest nesting of lists and mappings a document may have (its top level is level 1);
 no placer, Kubernetes or Kueue document comes near it."""
+MAX_ALIASED_NODES = 100_000
+"""The most nodes the aliases of one YAML text may stand for (each alias counts the nodes of
+the node it repeats): data shared that way is walked once per alias by every reader."""
 
 
 def read_bytes(path: PathLike) -> bytes:
@@ -231,9 +235,26 @@ def check_data_nesting(data: Any, where: str = "") -> None:
         pending.extend((v, depth + 1, at) for at, v in children)
 
 
+class _Node:
+    """What the nesting check keeps of a node: the levels of collections it spans (0 for a
+    scalar) and how many nodes it stands for with its aliases expanded."""
+
+    __slots__ = ("anchor", "height", "size")
+
+    def __init__(self, anchor: str | None, height: int = 0, size: int = 1) -> None:
+        self.anchor = anchor
+        self.height = height
+        self.size = size
+
+    def holds(self, child: "_Node") -> None:
+        self.height = max(self.height, child.height + 1)
+        self.size += child.size
+
+
 def check_yaml_nesting(text: str, name: str) -> None:
     """Refuse a YAML text nested more than :data:`MAX_NESTING` deep (aliases counted as the
-    node they stand for) or whose alias stands for a node that holds it.
+    node they stand for), whose alias stands for a node that holds it, or whose aliases
+    expand to more than :data:`MAX_ALIASED_NODES` nodes (a "billion laughs").
 
     Only the parser's events are read: the composer recurses in C (a segfault on deep text)
     and must not see such a text. A syntax error is left to the loader that reads the text.
@@ -241,44 +262,50 @@ def check_yaml_nesting(text: str, name: str) -> None:
     Raises
     ------
     InvalidInputError
-        At ``name:line`` of the collection or alias one level too deep.
+        At ``name:line`` of the collection or alias at fault.
     """
     parser = _BASE_LOADER(text)
-    open_collections: list[tuple[str | None, list[int]]] = []  # (anchor, [height of its deepest child])
-    heights: dict[str, int | None] = {}  # anchor -> levels its node nests (None: still open)
+    open_nodes: list[_Node] = []
+    anchored: dict[str, _Node | None] = {}  # None: the anchored collection is still open
+    aliased = 0
     try:
         while True:
             event = parser.get_event()
             if event is None:
                 return
             kind = type(event)
+            if kind is yaml.ScalarEvent and event.anchor is None:  # most events: kept short
+                if open_nodes:
+                    open_nodes[-1].size += 1
+                continue
+            at = f"{name}:{event.start_mark.line + 1}"
+            node: _Node | None = None
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                open_collections.append((event.anchor, [0]))
+                open_nodes.append(_Node(event.anchor, height=1))
                 if event.anchor is not None:
-                    heights[event.anchor] = None
-                if len(open_collections) > MAX_NESTING:
-                    raise _nesting_error(f"{name}:{event.start_mark.line + 1}")
+                    anchored[event.anchor] = None
+                if len(open_nodes) > MAX_NESTING:
+                    raise _nesting_error(at)
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                anchor, deepest = open_collections.pop()
-                height = deepest[0] + 1
-                if anchor is not None:
-                    heights[anchor] = height
-                if open_collections:
-                    below = open_collections[-1][1]
-                    below[0] = max(below[0], height)
+                node = open_nodes.pop()
+            elif kind is yaml.ScalarEvent:
+                node = _Node(event.anchor)
             elif kind is yaml.AliasEvent:
-                height = heights.get(event.anchor, 0)
-                if height is None:
-                    raise InvalidInputError(
-                        f"{name}:{event.start_mark.line + 1}", f"alias *{event.anchor} inside the node it stands for"
-                    )
-                if len(open_collections) + height > MAX_NESTING:
-                    raise _nesting_error(f"{name}:{event.start_mark.line + 1}", f" (through alias *{event.anchor})")
-                if open_collections:
-                    below = open_collections[-1][1]
-                    below[0] = max(below[0], height)
-            elif kind is yaml.ScalarEvent and event.anchor is not None:
-                heights[event.anchor] = 0
+                node = anchored.get(event.anchor, _Node(None))
+                if node is None:
+                    raise InvalidInputError(at, f"alias *{event.anchor} inside the node it stands for")
+                if len(open_nodes) + node.height > MAX_NESTING:
+                    raise _nesting_error(at, f" (through alias *{event.anchor})")
+                aliased += node.size
+                if aliased > MAX_ALIASED_NODES:
+                    raise InvalidInputError(at, f"aliases that stand for more than {MAX_ALIASED_NODES} nodes in all")
+                node = _Node(None, node.height, node.size)
+            if node is None:
+                continue
+            if node.anchor is not None:
+                anchored[node.anchor] = node
+            if open_nodes:
+                open_nodes[-1].holds(node)
     except yaml.YAMLError:
         return
     finally:
