@@ -62,11 +62,12 @@ def quoted(v: Any) -> str:
     return describe(v)
 
 
-def bounded(message: str) -> str:
+def bounded(message: Any) -> Any:
     """``message`` with every run of more than 200 characters without a space (an echoed
     name, key or line) cut by :func:`shorten`, and the whole cut after 2,000 characters:
-    an input of megabytes never makes a message of megabytes."""
-    if len(message) <= _WORD_LIMIT:
+    an input of megabytes never makes a message of megabytes. Anything but a string is
+    returned as it is."""
+    if not isinstance(message, str) or len(message) <= _WORD_LIMIT:
         return message
     message = _LONG_WORD.sub(lambda m: shorten(m.group()), message)
     return message if len(message) <= _MESSAGE_LIMIT else shorten(message, _MESSAGE_LIMIT)
