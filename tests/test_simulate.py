@@ -449,3 +449,32 @@ def test_fgd_pack_weights_reach_the_kernel() -> None:
     assert run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(0.0, 0.0)).at(100) != default.at(100)
     with pytest.raises(InvalidInputError, match="regretWeight"):
         run_replay(snapshot, pods, "fgd-pack", 42, packing_weights=(-1.0, 0.5))
+
+
+def test_cli_no_plot_removes_the_plot_of_an_earlier_run_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes, pods = write_subsample(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "curves.png").write_bytes(b"\x89PNG of another run")
+    argv = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "1", "--policy", "best-fit",
+            "--jobs", "1", "--out", str(out), "--quiet", "--no-plot"]
+    assert main(argv) == 0
+    assert sorted(x.name for x in out.iterdir()) == ["curves.csv", "table.md"]
+    assert f"placer: simulate: note: removed {out / 'curves.png'} of an earlier run" in capsys.readouterr().err
+
+
+def test_a_plot_that_fails_leaves_no_plot_of_an_earlier_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import placer.simulate as module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no backend")
+
+    nodes, pods = write_subsample(tmp_path)
+    curves = simulate(openb.read_nodes(nodes), openb.read_pods(pods), ["best-fit"], [1], jobs=1, progress=False)
+    (tmp_path / "curves.png").write_bytes(b"\x89PNG of another run")
+    monkeypatch.setattr(module, "write_plot", broken)
+    with pytest.raises(RuntimeError, match="no backend"):
+        module.write_outputs(curves, tmp_path)
+    assert not (tmp_path / "curves.png").exists() and (tmp_path / "curves.csv").exists()

@@ -145,3 +145,15 @@ def test_cli_sweep_bad_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "out").exists()
     assert main(["sweep", "no-such-sweep", "--out", str(tmp_path / "out")]) == 2
     assert "bundled: fgd-study" in capsys.readouterr().err
+
+
+def test_cli_sweep_no_plot_removes_the_summary_plot_of_an_earlier_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write_spec(tmp_path, policies=["best-fit"], seeds="1")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.png").write_bytes(b"\x89PNG of another run")
+    assert main(["sweep", str(spec), "--out", str(out), "--jobs", "1", "--quiet", "--no-plot"]) == 0
+    assert not (out / "summary.png").exists()
+    assert f"placer: sweep: note: removed {out / 'summary.png'} of an earlier run" in capsys.readouterr().err

@@ -23,6 +23,7 @@ __all__ = [
     "dump_yaml",
     "read_text",
     "read_utf8",
+    "remove_stale",
     "source_name",
     "write_bytes_atomic",
     "write_text_atomic",
@@ -135,6 +136,16 @@ def dump_yaml(obj: Any) -> str:
     import yaml
 
     return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def remove_stale(path: PathLike) -> bool:
+    """Remove an output an earlier run left that this run does not write (a plot now
+    skipped), so that no old file sits beside new ones; whether there was one."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _is_special(path: str) -> bool:

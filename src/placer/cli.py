@@ -629,7 +629,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_out_dir(args.out)
     failed: list[Any] = []
     outcome = run_sweep(spec, args.out, executor=executor, jobs=jobs, address=args.address,
-                        progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append)
+                        progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append,
+                        on_removed=_removed_note("sweep"))
     for failure in failed:
         sys.stderr.write(f"placer: sweep: run {' '.join(v for v in failure.key if v)} failed twice: {failure.error}\n")
     _emit(
@@ -924,6 +925,11 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
     _emit(_document(imported.snapshot.to_dict(), args.format), args.output)
     _notes("import kubernetes", imported.notes)
     return EXIT_OK
+
+
+def _removed_note(command: str) -> Callable[["os.PathLike[str]"], None]:
+    """The note for an output of an earlier run removed because this run does not write it."""
+    return lambda path: _notes(command, [f"removed {path} of an earlier run (this run draws none)"])
 
 
 def _notes(command: str, notes: Sequence[str]) -> None:
@@ -1264,7 +1270,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if not curves:
         sys.stderr.write("placer: simulate: every run failed; nothing written\n")
         return EXIT_VIOLATIONS
-    paths = write_outputs(curves, args.out, plot=not args.no_plot)
+    paths = write_outputs(curves, args.out, plot=not args.no_plot, on_removed=_removed_note("simulate"))
 
     def cell(x: float) -> str:
         return "-" if math.isnan(x) else f"{x:.2f}"

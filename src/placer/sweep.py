@@ -35,7 +35,7 @@ from typing import Annotated, Any, Callable, Literal, Mapping, Optional, Sequenc
 from msgspec import Meta, Struct, field
 
 from placer import policies as _registry
-from placer._io import PathLike, read_text, write_bytes_atomic, write_text_atomic
+from placer._io import PathLike, read_text, remove_stale, write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
 from placer.executors import TaskFailure, progress_bar, run_tasks
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT
@@ -328,8 +328,12 @@ def run_sweep(
     progress: bool = True,
     plot: bool = True,
     on_failure: Optional[Callable[[TaskFailure], None]] = None,
+    on_removed: Optional[Callable[[Path], None]] = None,
 ) -> SweepOutcome:
     """Run the runs of a spec not yet in ``out_dir/results.csv`` (module docstring).
+
+    Without ``plot`` (or without a row to draw), a ``summary.png`` of an earlier run is
+    removed, and handed to ``on_removed``.
 
     Raises
     ------
@@ -383,6 +387,8 @@ def run_sweep(
     if plot and rows:
         paths.append(out / "summary.png")
         write_summary_plot(replay, rows, paths[-1])
+    elif remove_stale(out / "summary.png") and on_removed is not None:
+        on_removed(out / "summary.png")
     return SweepOutcome(len(todo) - len(failures), len(loaded.runs) - len(todo), failures, paths,
                         time.perf_counter() - started)
 
