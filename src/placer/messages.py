@@ -47,6 +47,7 @@ meant instead, and why, when the document's fields have it (:func:`unknown_field
 MISSING: Any = object()
 """Stands for an absent value in messages (``got nothing``)."""
 
+
 def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
     """``text``, or its first ``limit`` characters, ``...`` and its length when longer."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

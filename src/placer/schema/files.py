@@ -217,22 +217,32 @@ def check_data_nesting(data: Any, where: str = "") -> None:
     InvalidInputError
         At the JSON path of the list or mapping one level too deep (after ``where``).
     """
+    if not isinstance(data, (Mapping, list, tuple)):
+        return
     deepest_seen: dict[int, int] = {}  # a container shared by several parents is walked once per depth
-    pending: list[tuple[Any, int, str]] = [(data, 1, where)]
+    pending: list[tuple[Any, int, Any, Any]] = [(data, 1, None, None)]  # (value, depth, parent entry, key)
     while pending:
-        value, depth, path = pending.pop()
-        if isinstance(value, Mapping):
-            children: Any = ((join_path(path, str(k)), v) for k, v in value.items())
-        elif isinstance(value, (list, tuple)):
-            children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-        else:
-            continue
+        entry = pending.pop()
+        value, depth = entry[0], entry[1]
         if depth > MAX_NESTING:
-            raise _nesting_error(path)
+            raise _nesting_error(_entry_path(entry, where))
         if deepest_seen.get(id(value), 0) >= depth:
             continue
         deepest_seen[id(value)] = depth
-        pending.extend((v, depth + 1, at) for at, v in children)
+        steps = value.items() if isinstance(value, Mapping) else enumerate(value)
+        pending.extend((v, depth + 1, entry, k) for k, v in steps if isinstance(v, (Mapping, list, tuple)))
+
+
+def _entry_path(entry: tuple[Any, int, Any, Any], where: str) -> str:
+    """The JSON path of an entry of :func:`check_data_nesting` (its keys up to the top)."""
+    steps: list[Any] = []
+    while entry[2] is not None:
+        steps.append(entry[3])
+        entry = entry[2]
+    path = where
+    for step in reversed(steps):
+        path = f"{path}[{step}]" if type(step) is int else join_path(path, str(step))
+    return path
 
 
 class _Node:
@@ -278,7 +288,7 @@ def check_yaml_nesting(text: str, name: str) -> None:
                 if open_nodes:
                     open_nodes[-1].size += 1
                 continue
-            at = f"{name}:{event.start_mark.line + 1}"
+            at = f"{name}:{event.start_mark.line + 1}"  # only collections, anchors and aliases get here
             node: _Node | None = None
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 open_nodes.append(_Node(event.anchor, height=1))
