@@ -345,3 +345,9 @@ def test_yaml_aliases_that_expand_past_the_bound_are_refused(tmp_path):
     (tmp_path / "shared.yaml").write_text("nodes: &n [a, b]\nmore: [*n, *n]\n")  # a few aliases are fine
     with pytest.raises(InvalidInputError, match="apiVersion"):
         placer.load_snapshot(tmp_path / "shared.yaml")
+
+
+@pytest.mark.parametrize("read", [placer.load_snapshot, import_kubernetes, import_workloads, lambda p: read_kueue([p])])
+def test_a_file_name_with_a_nul_is_an_input_error(read):
+    with pytest.raises(InvalidInputError, match="holds no NUL"):
+        read("cluster\x00.json")
