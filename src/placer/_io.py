@@ -92,6 +92,8 @@ def read_utf8(path: PathLike, source: str | None = None) -> bytes:
         raise InvalidInputError(name, f"not a complete gzip file: {e}") from None
     except OSError as e:
         raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
+    except InvalidInputError:
+        raise
     except ValueError:  # open() refuses a NUL in the name
         raise InvalidInputError(repr(name), "no such file: a file name holds no NUL character") from None
     if raw.startswith(b"\xef\xbb\xbf"):
