@@ -6,7 +6,6 @@ import copy
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -245,10 +244,14 @@ REQUEST = json.loads((Path(placer.__file__).parent / "data" / "demo_request.json
 FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck))  # the profile's examples (conftest)
 
 
-def as_json_file(doc, name: str) -> Path:
-    """``doc`` written as JSON (``NaN`` included, bytes as text) in a scratch directory."""
-    directory = Path(tempfile.mkdtemp(prefix="placer-fuzz-"))
-    path = directory / name
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory for the files of every example (each example overwrites them)."""
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def as_json_file(doc, path: Path) -> Path:
+    """``doc`` written to ``path`` as JSON (``NaN`` included, bytes as text)."""
     limit = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
@@ -261,9 +264,10 @@ def as_json_file(doc, name: str) -> Path:
 @FUZZ
 @given(snapshot=mutated_document(SNAPSHOT), request=mutated_document(REQUEST), as_file=st.booleans(),
        option=st.sampled_from(HOSTILE_VALUES + ("best-fit",)))
-def test_the_library_entry_points_raise_only_placer_errors(snapshot, request, as_file, option):
+def test_the_library_entry_points_raise_only_placer_errors(scratch, snapshot, request, as_file, option):
     if as_file:
-        snapshot, request = as_json_file(snapshot, "cluster.json"), as_json_file(request, "request.json")
+        snapshot = as_json_file(snapshot, scratch / "cluster.json")
+        request = as_json_file(request, scratch / "request.json")
     placer_errors_only(placer.load_snapshot, snapshot)
     placer_errors_only(placer.load_request, request)
     placer_errors_only(placer.place, snapshot, request)
@@ -315,8 +319,8 @@ POD_LIST = json.loads((DATA / "e2e" / "pods.json").read_text())
 
 @FUZZ
 @given(nodes=mutated_document(NODE_LIST), pods=mutated_document(POD_LIST))
-def test_the_kubernetes_importers_raise_only_placer_errors(nodes, pods):
-    nodes_file, pods_file = as_json_file(nodes, "nodes.json"), as_json_file(pods, "pods.json")
+def test_the_kubernetes_importers_raise_only_placer_errors(scratch, nodes, pods):
+    nodes_file, pods_file = as_json_file(nodes, scratch / "nodes.json"), as_json_file(pods, scratch / "pods.json")
     placer_errors_only(import_kubernetes, nodes_file, pods_file)
     placer_errors_only(import_workloads, pods_file)
     placer_errors_only(read_kueue, [pods])
@@ -340,7 +344,8 @@ def test_yaml_aliases_that_expand_past_the_bound_are_refused(tmp_path):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10**9 leaves
     (tmp_path / "laughs.yaml").write_text("\n".join(lines) + "\n")
-    with pytest.raises(InvalidInputError, match=rf"laughs\.yaml:\d+: aliases that stand for more than {MAX_ALIASED_NODES}"):
+    too_many = rf"laughs\.yaml:\d+: aliases that stand for more than {MAX_ALIASED_NODES}"
+    with pytest.raises(InvalidInputError, match=too_many):
         placer.load_snapshot(tmp_path / "laughs.yaml")
     (tmp_path / "shared.yaml").write_text("nodes: &n [a, b]\nmore: [*n, *n]\n")  # a few aliases are fine
     with pytest.raises(InvalidInputError, match="apiVersion"):
