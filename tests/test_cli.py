@@ -331,6 +331,62 @@ def test_write_text_atomic_leaves_nothing_behind_on_failure(tmp_path, monkeypatc
     assert os.listdir(tmp_path) == ["f.json"]
 
 
+KILLED_WRITER = """
+import os, sys, time
+from placer._io import write_text_atomic
+
+def stalled(fd):  # the data is written, not yet flushed: the writer is killed here
+    print("writing", flush=True)
+    time.sleep(60)
+
+os.fsync = stalled
+write_text_atomic(sys.argv[1], "x" * 20_000_000)
+"""
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_writer_killed_mid_write_leaves_no_partial_file(tmp_path, existing):
+    if not hasattr(os, "O_TMPFILE"):
+        pytest.skip("O_TMPFILE is Linux's")
+    target = tmp_path / "out.json"
+    if existing:
+        target.write_text("old", encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(target)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "writing\n"
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+    assert os.listdir(tmp_path) == (["out.json"] if existing else [])
+    if existing:
+        assert target.read_text(encoding="utf-8") == "old"
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_without_o_tmpfile_a_named_temporary_is_renamed(tmp_path, monkeypatch, existing):
+    monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    target = tmp_path / "out.json"
+    if existing:
+        target.write_text("old", encoding="utf-8")
+        target.chmod(0o640)
+    write_text_atomic(target, "new\n")
+    assert target.read_text(encoding="utf-8") == "new\n" and os.listdir(tmp_path) == ["out.json"]
+    plain = tmp_path.parent / f"{tmp_path.name}-plain"
+    plain.write_text("")  # the mode a file created by open() gets
+    assert target.stat().st_mode & 0o777 == (0o640 if existing else plain.stat().st_mode & 0o777)
+    plain.unlink()
+
+
+def test_an_o_tmpfile_write_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old", encoding="utf-8")
+    target.chmod(0o600)
+    write_text_atomic(target, "new")
+    assert target.read_text(encoding="utf-8") == "new" and target.stat().st_mode & 0o777 == 0o600
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
 @pytest.mark.parametrize("command", ["place", "check", "explain", "report", "reconcile", "simulate"])
 def test_help_describes_the_command_and_names_the_policies(command, capsys):
     from placer import policies

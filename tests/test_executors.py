@@ -2,8 +2,12 @@
 once more and then reported by its key while the others' results are kept, clear errors."""
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +175,53 @@ def test_a_sweep_on_ray_writes_the_local_results(tmp_path: Path, local_ray: Any)
     local = (tmp_path / "local" / "results.csv").read_text()
     assert (tmp_path / "ray" / "results.csv").read_text() == local and local.count("\n") == 7
     assert (tmp_path / "ray" / "summary.md").read_text() == (tmp_path / "local" / "summary.md").read_text()
+
+
+SLEEPING_SWEEP = """
+import time
+from placer.executors import run_tasks
+for _ in run_tasks(time.sleep, 600, [(0, ()), (1, ())], jobs=2):  # two workers, each asleep for 10 minutes
+    pass
+"""
+
+
+def _children(pid: int) -> set[int]:
+    """The live processes whose parent is ``pid`` (read from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            if int(ppid) == pid and state != "Z":
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_local_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", SLEEPING_SWEEP], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := _children(parent.pid)) < 2:
+            assert time.monotonic() < deadline and parent.poll() is None, "the workers did not start"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in workers if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "workers outlived their killed parent"

@@ -473,3 +473,32 @@ def test_cli_ctrl_c_writes_the_finished_replays_and_says_how_many(
     assert (captured.out, captured.err) == ("", "placer: interrupted; 2 of 4 runs kept\n")
     seeds = {row["seed"] for row in csv.DictReader(io.StringIO((out / "curves.csv").read_text()))}
     assert seeds == {"1", "2"}
+
+
+def test_cli_no_plot_removes_the_plot_of_an_earlier_run_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes, pods = write_subsample(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "curves.png").write_bytes(b"\x89PNG of another run")
+    argv = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "1", "--policy", "best-fit",
+            "--jobs", "1", "--out", str(out), "--quiet", "--no-plot"]
+    assert main(argv) == 0
+    assert sorted(x.name for x in out.iterdir()) == ["curves.csv", "table.md"]
+    assert f"placer: simulate: note: removed {out / 'curves.png'} of an earlier run" in capsys.readouterr().err
+
+
+def test_a_plot_that_fails_leaves_no_plot_of_an_earlier_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import placer.simulate as module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no backend")
+
+    nodes, pods = write_subsample(tmp_path)
+    curves = simulate(openb.read_nodes(nodes), openb.read_pods(pods), ["best-fit"], [1], jobs=1, progress=False)
+    (tmp_path / "curves.png").write_bytes(b"\x89PNG of another run")
+    monkeypatch.setattr(module, "write_plot", broken)
+    with pytest.raises(RuntimeError, match="no backend"):
+        module.write_outputs(curves, tmp_path)
+    assert not (tmp_path / "curves.png").exists() and (tmp_path / "curves.csv").exists()

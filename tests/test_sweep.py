@@ -188,3 +188,15 @@ def test_ctrl_c_keeps_the_finished_runs_in_one_line_and_the_sweep_resumes(
     assert f"{50 - kept} run(s) done, {kept} already in results.csv, 0 failed" in capsys.readouterr().out
     assert sorted(int(r["seed"]) for r in rows(out)) == list(range(1, 51))
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_cli_sweep_no_plot_removes_the_summary_plot_of_an_earlier_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write_spec(tmp_path, policies=["best-fit"], seeds="1")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.png").write_bytes(b"\x89PNG of another run")
+    assert main(["sweep", str(spec), "--out", str(out), "--jobs", "1", "--quiet", "--no-plot"]) == 0
+    assert not (out / "summary.png").exists()
+    assert f"placer: sweep: note: removed {out / 'summary.png'} of an earlier run" in capsys.readouterr().err

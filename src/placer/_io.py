@@ -2,6 +2,7 @@
 data files bundled with the package."""
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -22,6 +23,7 @@ __all__ = [
     "dump_yaml",
     "read_text",
     "read_utf8",
+    "remove_stale",
     "source_name",
     "write_bytes_atomic",
     "write_text_atomic",
@@ -90,6 +92,10 @@ def read_utf8(path: PathLike, source: str | None = None) -> bytes:
         raise InvalidInputError(name, f"not a complete gzip file: {e}") from None
     except OSError as e:
         raise InvalidInputError(name, f"cannot read the file: {e.strerror or e}") from None
+    except InvalidInputError:
+        raise
+    except ValueError:  # open() refuses a NUL in the name
+        raise InvalidInputError(repr(name), "no such file: a file name holds no NUL character") from None
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.isascii():
@@ -136,6 +142,16 @@ def dump_yaml(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+def remove_stale(path: PathLike) -> bool:
+    """Remove an output an earlier run left that this run does not write (a plot now
+    skipped), so that no old file sits beside new ones; whether there was one."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _is_special(path: str) -> bool:
     """Whether ``path`` exists and is not a regular file (a device, a pipe, a socket)."""
     try:
@@ -154,9 +170,16 @@ def _umask() -> int:
 def write_text_atomic(path: PathLike, text: str, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one.
 
-    The text goes to a temporary file in the same directory, is flushed to disk and then
-    renamed over ``path``. On any failure the temporary file is removed and ``path`` is
-    left as it was. A device or pipe (``/dev/stdout``) is written in place.
+    On Linux the text goes to an unnamed file in the same directory (``O_TMPFILE``), is
+    flushed to disk and only then given a name: a process killed while writing (even by
+    ``SIGKILL``) leaves nothing behind. Where ``O_TMPFILE`` is missing (another system, a
+    filesystem without it) a hidden temporary file is written, flushed and renamed over
+    ``path``, and removed on any failure Python sees. A device or pipe (``/dev/stdout``) is
+    written in place.
+
+    Replacing an existing file needs a name to rename from: the complete file is linked as a
+    hidden ``.<name>.<random>.tmp`` beside it and renamed over ``path`` at once; a kill
+    between those two calls (microseconds) leaves that complete copy, never a partial one.
 
     Parameters
     ----------
@@ -188,24 +211,92 @@ def write_bytes_atomic(path: PathLike, data: bytes) -> None:
             f.flush()
         return
     directory = os.path.dirname(target) or "."
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    if not _write_unnamed(directory, target, data, mode):
+        _write_named(directory, target, data, mode)
+    _sync_directory(directory)
+
+
+def _write_all(fd: int, data: bytes, mode: int) -> None:
+    """``data`` into the open file ``fd``, flushed to disk, with permissions ``mode``."""
+    with os.fdopen(fd, "wb", closefd=False) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.fchmod(fd, mode)
+
+
+def _hidden_name(directory: str, target: str) -> str:
+    return os.path.join(directory, f".{os.path.basename(target)}.{os.urandom(6).hex()}.tmp")
+
+
+def _write_unnamed(directory: str, target: str, data: bytes, mode: int) -> bool:
+    """Write through an ``O_TMPFILE`` file named only once complete; False when the system
+    or the directory's filesystem has no ``O_TMPFILE`` (nothing was written)."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return False
+    try:
+        fd = os.open(directory, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):  # EISDIR: a kernel before 3.11
+            return False
+        raise
+    try:
+        _write_all(fd, data, mode)
+        # linkat(AT_SYMLINK_FOLLOW) names the open file; Python calls linkat only with a dir fd
+        unnamed, parent = f"/proc/self/fd/{fd}", os.open(directory, os.O_RDONLY)
+        try:
+            try:
+                os.link(unnamed, os.path.basename(target), dst_dir_fd=parent)
+                return True
+            except FileExistsError:
+                pass
+            while True:
+                hidden = _hidden_name(directory, target)
+                try:
+                    os.link(unnamed, os.path.basename(hidden), dst_dir_fd=parent)
+                    break
+                except FileExistsError:
+                    continue
+        finally:
+            os.close(parent)
+        try:
+            os.replace(hidden, target)
+        except BaseException:
+            _remove(hidden)
+            raise
+        return True
+    finally:
+        os.close(fd)
+
+
+def _write_named(directory: str, target: str, data: bytes, mode: int) -> None:
+    """Write a hidden temporary file and rename it over ``target``."""
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         try:
-            mode = os.stat(target).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
+            _write_all(fd, data, mode)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _remove(tmp)
         raise
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _sync_directory(directory: str) -> None:
+    """Flush the directory's entry of a new name to disk (where the system allows it)."""
     try:
         dir_fd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -23,7 +23,7 @@ from placer._io import STDIN, dump_json, dump_yaml, read_text, source_name, writ
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.executors import RunsInterrupted
 from placer.formats import OUTPUT_FORMATS
-from placer.messages import closest
+from placer.messages import bounded, closest
 from placer.model import PREEMPTION_MODES
 from placer.textlines import COLOR_CHOICES, aligned, color_wanted
 
@@ -634,7 +634,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     failed: list[Any] = []
     outcome = run_sweep(spec, args.out, executor=executor, jobs=jobs, address=args.address,
                         progress=not args.quiet, plot=not args.no_plot, on_failure=failed.append,
-                        connect_timeout=args.connect_timeout)
+                        connect_timeout=args.connect_timeout, on_removed=_removed_note("sweep"))
     for failure in failed:
         sys.stderr.write(f"placer: sweep: run {' '.join(v for v in failure.key if v)} failed twice: {failure.error}\n")
     _emit(
@@ -1012,10 +1012,15 @@ def _cmd_import_kubernetes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _removed_note(command: str) -> Callable[["os.PathLike[str]"], None]:
+    """The note for an output of an earlier run removed because this run does not write it."""
+    return lambda path: _notes(command, [f"removed {path} of an earlier run (this run draws none)"])
+
+
 def _notes(command: str, notes: Sequence[str]) -> None:
     """Print what an importer read but did not carry over, one line each, on stderr."""
     for note in notes:
-        sys.stderr.write(f"placer: {command}: note: {note}\n")
+        sys.stderr.write(f"placer: {command}: note: {bounded(note)}\n")
     sys.stderr.flush()
 
 
@@ -1333,7 +1338,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if not curves:
         sys.stderr.write("placer: simulate: every run failed; nothing written\n")
         return EXIT_VIOLATIONS
-    paths = write_outputs(curves, args.out, plot=not args.no_plot)
+    paths = write_outputs(curves, args.out, plot=not args.no_plot, on_removed=_removed_note("simulate"))
 
     def cell(x: float) -> str:
         return "-" if math.isnan(x) else f"{x:.2f}"
@@ -1578,7 +1583,7 @@ def _cmd_topo(args: argparse.Namespace) -> int:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write("placer: error: " + " ".join(message.split("\n")) + "\n")
+    sys.stderr.write("placer: error: " + bounded(" ".join(message.split("\n"))) + "\n")
     return EXIT_BAD_INPUT
 
 

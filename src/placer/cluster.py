@@ -436,11 +436,15 @@ class Cluster:
         ``to`` at its turn (its GPU model, the taints it tolerates, room); then nothing
         moved.
         """
+        if isinstance(moves, (str, bytes, Mapping)) or not hasattr(moves, "__iter__"):
+            raise bad("moves", "a list of Moves", moves)
         session = self._session
         where = {record.name: (node, record) for node, record in session.running()}
         done: list[tuple[str, Evicted]] = []
         try:
             for k, m in enumerate(moves):
+                if not isinstance(m, Move):
+                    raise bad(f"moves[{k}]", "a Move", m)
                 found = where.get(m.pod)
                 source, target = session.node_index.get(m.from_), session.node_index.get(m.to)
                 if found is None or found[0] != source:
@@ -987,6 +991,8 @@ class Cluster:
         return self._session.node_free(self._index(node))
 
     def _index(self, node: str) -> int:
+        if not isinstance(node, str):
+            raise bad("node", "a node name", node)
         i = self._session.node_index.get(node)
         if i is None:
             raise InvalidInputError(node, "unknown node")

@@ -1,6 +1,8 @@
 """Exceptions raised by placer."""
 from __future__ import annotations
 
+from placer.messages import bounded
+
 __all__ = ["PlacerError", "InvalidInputError", "SolverError"]
 
 
@@ -18,12 +20,15 @@ class InvalidInputError(PlacerError, ValueError):
         optionally prefixed by the file it came from (``cluster.json: nodes[3]``).
     what : str
         What is wrong, naming the expectation and what came instead.
+
+    Both are kept to a bounded length (:func:`placer.messages.bounded`): a value of
+    megabytes echoed in either is cut to its first characters and its length.
     """
 
     def __init__(self, where: str, what: str) -> None:
-        self.where = where
-        self.what = what
-        super().__init__(f"{where}: {what}" if where else what)
+        self.where = bounded(where)
+        self.what = bounded(what)
+        super().__init__(f"{self.where}: {self.what}" if self.where else self.what)
 
     def within(self, prefix: str) -> "InvalidInputError":
         """Return the same error with ``prefix`` (a file name) put before its location."""

@@ -17,6 +17,7 @@ process, and a grid runner that keeps what finished raises :class:`RunsInterrupt
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -251,7 +252,36 @@ _SHARED: dict[str, Any] = {}
 def _init_local(shared: Any) -> None:
     # Ctrl-C reaches the whole process group: the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
     _SHARED["value"] = shared
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_forked_from = [os.getpid()]  # the pid of the process that forked this one, noted before each fork
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: _forked_from.__setitem__(0, os.getpid()))
+
+
+def _die_with_parent() -> None:
+    """End this worker when the process that started it ends, even by ``kill -9``: Linux
+    sends it SIGKILL (``PR_SET_PDEATHSIG``); elsewhere a thread watches the parent's pid."""
+    parent = _forked_from[0] if _forked_from[0] != os.getpid() else os.getppid()  # spawned: no fork noted
+    asked = False
+    if sys.platform.startswith("linux"):
+        try:
+            asked = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            asked = False
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+    if not asked:
+        threading.Thread(target=_exit_without, args=(parent,), daemon=True, name="placer-parent-watch").start()
+
+
+def _exit_without(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _call_local(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -28,6 +28,13 @@ PARSED_TOPOLOGIES = 64
 _parsed: dict[str, GpuTopology | None] = {}
 
 
+def _gpus_named(*index_lists: Any) -> int:
+    """One more than the largest GPU index in the lists (0 for none); what is no list of
+    indices is left to :func:`check_gpu_request` to refuse."""
+    indices = [i for v in index_lists if isinstance(v, (list, tuple)) for i in v if type(i) is int]
+    return max(indices, default=-1) + 1
+
+
 def _topology(spec: Any) -> GpuTopology | None:
     """``spec`` parsed (``topology_from_spec``), once per content while it stays among the
     last :data:`PARSED_TOPOLOGIES` seen."""
@@ -94,7 +101,7 @@ def select_gpus(
         On a node of more than 16 GPUs, when the exact search takes over 10 s.
     """
     if not isinstance(topology, GpuTopology):
-        n_hint = max([*available, *required], default=-1) + 1 if topology is None else None
+        n_hint = _gpus_named(available, required) if topology is None else None
         topology = None if topology is None else _topology(topology)
         if topology is None:
             topology = GpuTopology(gpus=n_hint or 0, labels=None)

@@ -1,15 +1,36 @@
-"""Words for values in error messages: what came instead (``got 8.0 (a float)``).
+"""Words for values in error messages: what came instead (``got 8.0 (a float)``), and the
+bound on how much of an input a message repeats (:func:`bounded`).
 
 Imports nothing from placer, so every layer (the policy registry at the bottom, the schema,
-the adapters) words a value the same way.
+the adapters, :class:`~placer.exceptions.InvalidInputError` itself) words a value the same way.
 """
 from __future__ import annotations
 
 import difflib
+import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MISSING", "HugeInt", "closest", "describe", "unknown_field", "FIELD_CONFUSIONS"]
+__all__ = [
+    "MISSING",
+    "HugeInt",
+    "ECHO_LIMIT",
+    "bounded",
+    "closest",
+    "describe",
+    "quoted",
+    "shorten",
+    "unknown_field",
+    "FIELD_CONFUSIONS",
+]
+
+ECHO_LIMIT = 60
+"""The most characters of one input value (a name, a key, a line) a message repeats."""
+_WORD_LIMIT = 200  # a longer run without spaces is an echoed value, not a file path or a word
+_MESSAGE_LIMIT = 2000
+_STR_BITS = 14_000  # an integer of 4,215 digits at most: below Python's default limit of 4,300
+_LONG_WORD = re.compile(r"\S{%d,}" % (_WORD_LIMIT + 1))
 
 FIELD_CONFUSIONS: Mapping[str, tuple[str, str]] = {
     "gpuMilli": ("gpuShares", 'a running pod holds GPU shares as gpuShares: {"<GPU index>": milli}; '
@@ -25,6 +46,33 @@ meant instead, and why, when the document's fields have it (:func:`unknown_field
 
 MISSING: Any = object()
 """Stands for an absent value in messages (``got nothing``)."""
+
+
+def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text``, or its first ``limit`` characters, ``...`` and its length when longer."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def quoted(v: Any) -> str:
+    """``v`` as Python writes it (``'text'``, ``8``, ``None``), a string cut to its first
+    characters, ``...`` and its length; what any other value is (:func:`describe`)."""
+    if isinstance(v, str):
+        return repr(v) if len(v) <= ECHO_LIMIT else f"{v[:ECHO_LIMIT]!r}... ({len(v)} characters)"
+    if v is None or isinstance(v, float) or (isinstance(v, int) and v.bit_length() <= 128):
+        return repr(v)
+    return describe(v)
+
+
+def bounded(message: Any) -> Any:
+    """``message`` with every run of more than 200 characters without a space (an echoed
+    name, key or line) cut by :func:`shorten`, and the whole cut after 2,000 characters:
+    an input of megabytes never makes a message of megabytes. Anything but a string is
+    returned as it is."""
+    if not isinstance(message, str) or len(message) <= _WORD_LIMIT:
+        return message
+    message = _LONG_WORD.sub(lambda m: shorten(m.group()), message)
+    return message if len(message) <= _MESSAGE_LIMIT else shorten(message, _MESSAGE_LIMIT)
+
 
 class HugeInt:
     """An integer literal too long to convert, as read on the error path (its digit count)."""
@@ -46,6 +94,8 @@ def describe(v: Any) -> str:
     if isinstance(v, HugeInt):
         return f"an integer of {v.digits} digits"
     if isinstance(v, int):
+        if v.bit_length() > _STR_BITS:  # str() refuses it (sys.get_int_max_str_digits)
+            return f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits"
         text = str(v)
         return text if len(text) <= 40 else f"{text[:20]}... (an integer of {len(text)} digits)"
     if isinstance(v, float):
@@ -53,7 +103,7 @@ def describe(v: Any) -> str:
     if isinstance(v, str):
         if not v:
             return "an empty string"
-        return f"{v[:60]!r}... (a string)" if len(v) > 60 else f"{v!r} (a string)"
+        return f"{quoted(v)} (a string)"
     if isinstance(v, Mapping):
         return "a mapping"
     if isinstance(v, (list, tuple)):

@@ -53,7 +53,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from placer import policies as _registry
-from placer._io import write_bytes_atomic, write_text_atomic
+from placer._io import remove_stale, write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
 from placer.executors import DEFAULT_CONNECT_TIMEOUT_S, RunsInterrupted, TaskFailure, grid_results
 from placer.fragmentation import Workload, target_workload
@@ -786,9 +786,12 @@ def write_outputs(
     out_dir: PathLike,
     published: Published | None = None,
     plot: bool = True,
+    on_removed: Callable[[Path], None] | None = None,
 ) -> list[Path]:
     """Create ``out_dir`` if needed and write ``curves.csv``, ``table.md`` and (``plot``)
-    ``curves.png``.
+    ``curves.png``. Without ``plot``, a ``curves.png`` of an earlier run is removed (it
+    would not show these curves), and handed to ``on_removed``; so is it when drawing the
+    plot fails.
 
     Returns the paths written.
     """
@@ -801,7 +804,13 @@ def write_outputs(
     write_table_md(curves, paths[1], published)
     if plot:
         paths.append(out / "curves.png")
-        write_plot(curves, paths[2], published)
+        try:
+            write_plot(curves, paths[2], published)
+        except BaseException:
+            remove_stale(paths[2])  # an old plot must not sit beside the new curves
+            raise
+    elif remove_stale(out / "curves.png") and on_removed is not None:
+        on_removed(out / "curves.png")
     return paths
 
 

@@ -35,7 +35,7 @@ from typing import Annotated, Any, Callable, Literal, Mapping, Optional, Sequenc
 from msgspec import Meta, Struct, field
 
 from placer import policies as _registry
-from placer._io import PathLike, read_text, write_bytes_atomic, write_text_atomic
+from placer._io import PathLike, read_text, remove_stale, write_bytes_atomic, write_text_atomic
 from placer.exceptions import InvalidInputError
 from placer.executors import DEFAULT_CONNECT_TIMEOUT_S, RunsInterrupted, TaskFailure, grid_results, interrupts_deferred
 from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT
@@ -332,12 +332,16 @@ def run_sweep(
     plot: bool = True,
     on_failure: Optional[Callable[[TaskFailure], None]] = None,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+    on_removed: Optional[Callable[[Path], None]] = None,
 ) -> SweepOutcome:
     """Run the runs of a spec not yet in ``out_dir/results.csv`` (module docstring).
 
     ``progress`` shows a bar over the runs with the time left (on a terminal); a run that
     failed twice is told to ``on_failure``; ``executor``, ``jobs``, ``address`` and
     ``connect_timeout`` are :func:`placer.executors.run_tasks`'s.
+
+    Without ``plot`` (or without a row to draw), a ``summary.png`` of an earlier run is
+    removed, and handed to ``on_removed``.
 
     Raises
     ------
@@ -398,6 +402,8 @@ def run_sweep(
     if plot and rows:
         paths.append(out / "summary.png")
         write_summary_plot(replay, rows, paths[-1])
+    elif remove_stale(out / "summary.png") and on_removed is not None:
+        on_removed(out / "summary.png")
     return SweepOutcome(len(todo) - len(failures), len(loaded.runs) - len(todo), failures, paths,
                         time.perf_counter() - started)
 

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from placer.exceptions import InvalidInputError
-from placer.messages import unknown_field
+from placer.messages import quoted, unknown_field
 from placer.topo_matrix import parse_topo_matrix
 
 __all__ = [
@@ -179,7 +179,7 @@ class Nic:
 
 
 def _bad(where: str, expected: str, got: Any) -> InvalidInputError:
-    shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+    shown = quoted(got) if not isinstance(got, (dict, list)) else type(got).__name__
     return InvalidInputError(where, f"expected {expected}, got {shown}")
 
 

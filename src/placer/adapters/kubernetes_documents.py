@@ -14,15 +14,15 @@ or YAML syntax error always gives ``"<file>:<line>"``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Iterator, NoReturn, Sequence, Union
 
 import yaml
 
-from placer._io import read_text, source_name
+from placer._io import read_utf8, source_name
 from placer.schema.errors import describe
+from placer.schema.files import check_yaml_nesting, decode_json_generic
 from placer.exceptions import InvalidInputError
 
 __all__ = [
@@ -257,6 +257,7 @@ class Document:
 
 
 def _parse_yaml(text: str, source: str) -> list[Document]:
+    check_yaml_nesting(text, source)
     loader = _Loader(text)
     loader.spans = {}
     docs: list[Document] = []
@@ -293,15 +294,8 @@ def _parse_yaml(text: str, source: str) -> list[Document]:
     return docs
 
 
-def _parse_json(text: str, source: str) -> list[Document]:
-    # Plain json.loads (a repeated key: the last one counts, as in encoding/json);
-    # kubectl output can be hundreds of MB, so no per-object hook.
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidInputError(f"{source}:{e.lineno}", f"invalid JSON: {e.msg} (column {e.colno})") from None
-    except (ValueError, RecursionError) as e:
-        raise InvalidInputError(f"{source}:1", f"invalid JSON: {e}") from None
+def _parse_json(raw: bytes, source: str) -> list[Document]:
+    data = decode_json_generic(raw, source)  # a repeated key is refused, not the last one kept
     return [] if data is None else [Document(source, data, None, 1)]
 
 
@@ -327,14 +321,17 @@ def read_documents(path: PathLike) -> list[Document]:
     ------
     InvalidInputError
         At ``"<file>:<line>"`` for an empty or unreadable file, a JSON or YAML syntax
-        error, a repeated YAML key, a scalar YAML cannot use, or a template placeholder.
+        error, a repeated key, nesting deeper than
+        :data:`~placer.schema.files.MAX_NESTING` levels, a scalar YAML cannot use, or a
+        template placeholder.
     TypeError
         When ``path`` is not a path.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"expected a file path, got {type(path).__name__}")
     source = source_name(path)
-    text = read_text(path)
+    raw = read_utf8(path)
+    text = raw.decode("utf-8")
     if not text.strip():
         raise InvalidInputError(f"{source}:1", "empty file, expected Kubernetes objects (JSON or YAML)")
     ext = os.path.splitext(source)[1].lower()
@@ -348,11 +345,11 @@ def read_documents(path: PathLike) -> list[Document]:
                 "and import its output",
             )
     if ext == ".json":
-        return _parse_json(text, source)
+        return _parse_json(raw, source)
     if ext in (".yaml", ".yml") or text.lstrip()[0] not in "{[":
         return _parse_yaml(text, source)
     try:
-        return _parse_json(text, source)
+        return _parse_json(raw, source)
     except InvalidInputError as json_error:
         try:
             return _parse_yaml(text, source)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence, Union
 
-import yaml
 from msgspec.structs import replace
 
 from placer.adapters.kubernetes_documents import Document, document_objects, read_documents, show
@@ -44,7 +43,9 @@ from placer.adapters.kueue_queues import (
     read_resource_flavor,
 )
 from placer.adapters.kueue_workloads import WorkloadReader
+from placer.exceptions import InvalidInputError
 from placer.queues.model import ClusterQueue, Cohort, LocalQueue, QueueConfig, ResourceFlavor, Workload
+from placer.schema.files import yaml_generic
 
 __all__ = ["KueueObjects", "Source", "read_kueue"]
 
@@ -220,9 +221,9 @@ def _embedded_configuration(doc: Document, path: tuple[Any, ...],
             continue
         where = doc.where((*path, "data", key))
         try:
-            inner = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            doc.fail((*path, "data", key), f"invalid YAML in the embedded Kueue Configuration: {e}")
+            inner = yaml_generic(text, "the embedded Kueue Configuration")
+        except InvalidInputError as e:
+            doc.fail((*path, "data", key), f"{e.where}: {e.what}")
         if isinstance(inner, dict) and inner.get("kind") == "Configuration":
             source = where if doc.spans is None else f"{where} ({'.'.join(map(str, (*path, 'data', key)))})"
             return _ObjectDocument(source, inner, None, 1), inner

@@ -11,6 +11,7 @@ from typing import Any
 from placer.exceptions import InvalidInputError
 from placer.limits import SEED_MAX
 from placer import policies
+from placer.messages import quoted
 from placer.model import PREEMPTION_MODES, SOLVERS
 from placer.schema.errors import bad as _bad
 from placer.schema.errors import one_of as _one_of
@@ -115,9 +116,9 @@ def check_gpu_request(
         missing = [i for i in range(n_gpus) if (need & ~free) >> i & 1]
         raise InvalidInputError("required", f"GPU(s) {missing} are required but not available")
     if n_need > size:
-        raise InvalidInputError("required", f"{n_need} GPUs are required, more than size {size}")
+        raise InvalidInputError("required", f"{n_need} GPUs are required, more than size {quoted(size)}")
     if n_free < size:
-        raise InvalidInputError("available", f"{n_free} GPU(s) available, fewer than size {size}")
+        raise InvalidInputError("available", f"{n_free} GPU(s) available, fewer than size {quoted(size)}")
     return free, need
 
 

@@ -17,7 +17,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from placer.exceptions import InvalidInputError
-from placer.messages import MISSING, HugeInt, describe, unknown_field
+from placer.messages import MISSING, HugeInt, describe, quoted, unknown_field
 
 __all__ = [
     "MISSING",
@@ -348,5 +348,5 @@ def control_error(where: str, name: str) -> InvalidInputError:
     ch = _CONTROL.search(name)
     assert ch is not None
     return InvalidInputError(
-        where, f"expected a name without control characters, got {name[:60]!r} (U+{ord(ch.group()):04X})"
+        where, f"expected a name without control characters, got {quoted(name)} (U+{ord(ch.group()):04X})"
     )

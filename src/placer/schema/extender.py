@@ -7,21 +7,20 @@ objects in their own lowerCamel JSON and are read by :mod:`placer.adapters.kuber
 
 Every fault is an :class:`~placer.exceptions.InvalidInputError` whose ``where`` is the verb's
 path and the JSON path as written (``POST /filter: NodeNames[3]``): a body that is not JSON
-or larger than :data:`MAX_BODY_BYTES`, a key repeated (also in another case), an unknown
-field (naming the known one it resembles), a value of the wrong type, a name with control
-characters, a count beyond int32.
+or larger than :data:`MAX_BODY_BYTES`, nested more than
+:data:`~placer.schema.files.MAX_NESTING` levels deep, a key repeated (also in another case), an
+unknown field (naming the known one it resembles), a value of the wrong type, a name with
+control characters, a count beyond int32.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
-import msgspec
-
 from placer.exceptions import InvalidInputError
 from placer.messages import describe, unknown_field
 from placer.schema.errors import control_error, has_control
-from placer.schema.files import check_json_keys, json_generic
+from placer.schema.files import decode_json_generic
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -99,11 +98,7 @@ class _Body:
         self.source = source
         if len(raw) > MAX_BODY_BYTES:
             self.fail("", f"body of {len(raw)} bytes, more than the {MAX_BODY_BYTES} read")
-        try:
-            self.data = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            self.data = json_generic(raw, source)  # raises with the line and column
-        check_json_keys(raw, source)
+        self.data = decode_json_generic(raw, source)
 
     def fail(self, path: str, what: str) -> NoReturn:
         raise InvalidInputError(f"{self.source}: {path}" if path else self.source, what)

@@ -14,6 +14,7 @@ import msgspec
 from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
+from placer.messages import quoted
 from placer.mig_profiles import parse_profile_name
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
 from placer.schema._quick import common_pods, dict_pods
@@ -473,5 +474,5 @@ def request_document(pods: Any, gang: Any, policy: Any, seed: Any) -> dict[str, 
     else:
         for p in doc_pods:
             if p.get("gang") is not None:
-                raise InvalidInputError("gang", f"pod {p.get('name')!r} names gang {p['gang']!r}; pass gang=")
+                raise InvalidInputError("gang", f"pod {quoted(p.get('name'))} names gang {quoted(p['gang'])}; pass gang=")
     return doc
