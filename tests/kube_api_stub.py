@@ -46,6 +46,7 @@ class KubeApiStub:
         self.compacted = 0  # watches from a resourceVersion below are too old
         self.gone_as = "status"  # how a too old resourceVersion is answered: "status" or "event"
         self._bookmarks = 0  # bookmark() calls so far
+        self._marked: dict[str, int] = {}  # per kind, the bookmark() calls its watches have sent
         self.bind_delay_s = 0.0
         self._version = 1
         self._lock = threading.Lock()
@@ -103,7 +104,7 @@ class KubeApiStub:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                sent, marked = since, stub._bookmarks
+                sent = since
                 ends = time.monotonic() + 1.0  # then close: the client watches again from its version
                 while time.monotonic() < ends and not stub._stopping.is_set():
                     with stub._lock:
@@ -112,8 +113,12 @@ class KubeApiStub:
                                 self._event("ERROR", stub._gone(sent))
                             return
                         due = [e for e in stub.events if e[0] > sent and e[2].get("kind") == kind]
-                        bookmark = bookmarks and marked < stub._bookmarks
-                        marked, version_now = stub._bookmarks, stub._version
+                        # a bookmark() is owed to the kind until one of its watches sends it (one may
+                        # be reconnecting when it is called)
+                        bookmark = bookmarks and stub._marked.get(kind, 0) < stub._bookmarks
+                        if bookmark:
+                            stub._marked[kind] = stub._bookmarks
+                        version_now = stub._version
                     for version, kind_of_event, obj in due:
                         self._event(kind_of_event, {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}})
                         sent = version
@@ -166,7 +171,8 @@ class KubeApiStub:
             self.compacted = self._version
 
     def bookmark(self) -> None:
-        """Send each watch that allows bookmarks one BOOKMARK of the current resourceVersion."""
+        """Send each kind watched with bookmarks one BOOKMARK of the current resourceVersion (through
+        its open watch, or the next one when it is reconnecting)."""
         with self._lock:
             self._bookmarks += 1
 
