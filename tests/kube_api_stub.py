@@ -8,7 +8,9 @@ leave them) and watch of Nodes and Pods (newline-separated watch events, resumed
 node and annotations, as a MODIFIED event). While :attr:`KubeApiStub.failing` holds an HTTP
 status, every GET is answered with it, as by an API server in trouble; a Binding is
 answered :attr:`KubeApiStub.bind_delay_s` seconds after it came, and a list
-:attr:`KubeApiStub.list_delay_s` seconds after (an API server that is slow).
+:attr:`KubeApiStub.list_delay_s` seconds after (an API server that is slow); while
+:attr:`KubeApiStub.watch_silent_s` is set, a watch gets its headers, then nothing for that
+long (a dead connection).
 
 :meth:`KubeApiStub.compact` makes a gap, as etcd's compaction does: changes no open watch
 sees, after which a watch from an older resourceVersion is answered ``410 Gone``, as an HTTP
@@ -49,6 +51,7 @@ class KubeApiStub:
         self._bookmarks = 0  # bookmark() calls so far
         self.bind_delay_s = 0.0
         self.list_delay_s = 0.0
+        self.watch_silent_s = 0.0
         self._version = 1
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -106,6 +109,9 @@ class KubeApiStub:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
+                if stub.watch_silent_s:
+                    stub._stopping.wait(stub.watch_silent_s)
+                    return
                 sent, marked = since, stub._bookmarks
                 ends = time.monotonic() + 1.0  # then close: the client watches again from its version
                 while time.monotonic() < ends and not stub._stopping.is_set():

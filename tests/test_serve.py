@@ -595,6 +595,33 @@ def test_a_list_the_api_server_answers_too_slowly_fails_after_the_api_timeout_an
     assert not any(t.is_alive() for t in threads)
 
 
+def test_a_silent_watch_is_dropped_past_its_timeout_and_the_kind_listed_again(tmp_path):
+    pytest.importorskip("kubernetes")
+    import queue
+    import threading
+
+    from kube_api_stub import KubeApiStub
+    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+
+    api = KubeApiStub()
+    api.watch_silent_s = 60.0  # headers, then nothing: a connection that died without a word
+    health, feed, stop = WatchHealth(), queue.Queue(), threading.Event()
+    client = api_client(str(api.kubeconfig(tmp_path / "kubeconfig")))
+    threads = watch_cluster(client, feed.put, stop, health=health, timeout_s=1, request_timeout_s=0.5)
+    try:
+        wait_for(lambda: health.errors()["Node"] >= 1, "the silent watch of Nodes to fail")
+        assert health.problems()["Node"].startswith(
+            "the watch of Nodes was silent for 1.5 s, 0.5 s (--api-timeout) past its 1 s: the connection is dead (")
+        api.watch_silent_s = 0.0
+        wait_for(lambda: api.listed.count("Node") >= 2, "Nodes listed again after the dead watch")
+        wait_for(lambda: health.problems()["Node"] == "", "the watch of Nodes to recover")
+    finally:
+        stop.set()
+        api.stop()
+        for t in threads:
+            t.join(timeout=10)
+
+
 def test_an_unreachable_api_server_fails_readyz_and_its_retries_are_logged_once(tmp_path):
     from kube_api_stub import closed_port, write_kubeconfig
 
@@ -744,6 +771,22 @@ def test_under_client_ca_the_probe_port_answers_plain_httpget_probes_and_nothing
     assert s.proc.returncode == -signal.SIGTERM  # SIGTERM stopped both listeners, as it stops one
     with pytest.raises(ConnectionError):
         plain_request(probe_port, "GET", "/livez")
+
+
+def test_a_probe_port_in_use_is_refused_in_one_line(tmp_path):
+    import socket
+
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("serve", "--snapshot", "cluster.json", "--dry-run", "--port", "0", "--probe-port", str(port),
+                       cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    error = done.stderr.strip().splitlines()[-1]
+    assert error == f"placer: error: --probe-port: cannot listen on 127.0.0.1:{port}: Address already in use", error
+    assert "listening on" not in done.stderr and "Traceback" not in done.stderr
 
 
 def test_ctrl_c_stops_the_server_and_its_probe_port(tmp_path):
