@@ -52,7 +52,7 @@ _GONE = 410
 WATCH_TIMEOUT_S = 300
 """The watch's server-side timeout: a healthy watch of a quiet cluster answers this often."""
 API_TIMEOUT_S = 10.0
-"""Default of ``--api-timeout``: the most a Binding call to the API server may take."""
+"""Default of ``--api-timeout``: the most a Binding call or a list of the watch may take."""
 
 _log = logging.getLogger("placer.watch")
 
