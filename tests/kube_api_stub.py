@@ -7,7 +7,10 @@ leave them) and watch of Nodes and Pods (newline-separated watch events, resumed
 ``POST .../pods/{name}/binding``, recorded and applied to the pod pushed under that name (its
 node and annotations, as a MODIFIED event). While :attr:`KubeApiStub.failing` holds an HTTP
 status, every GET is answered with it, as by an API server in trouble; a Binding is
-answered :attr:`KubeApiStub.bind_delay_s` seconds after it came (an API server that is slow).
+answered :attr:`KubeApiStub.bind_delay_s` seconds after it came, and a list
+:attr:`KubeApiStub.list_delay_s` seconds after (an API server that is slow); while
+:attr:`KubeApiStub.watch_silent_s` is set, a watch gets its headers, then nothing for that
+long (a dead connection).
 
 :meth:`KubeApiStub.compact` makes a gap, as etcd's compaction does: changes no open watch
 sees, after which a watch from an older resourceVersion is answered ``410 Gone``, as an HTTP
@@ -48,6 +51,8 @@ class KubeApiStub:
         self._bookmarks = 0  # bookmark() calls so far
         self._marked: dict[str, int] = {}  # per kind, the bookmark() calls its watches have sent
         self.bind_delay_s = 0.0
+        self.list_delay_s = 0.0
+        self.watch_silent_s = 0.0
         self._version = 1
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -71,6 +76,7 @@ class KubeApiStub:
                 if query.get("watch", ["false"])[0].lower() in ("true", "1"):
                     bookmarks = query.get("allowWatchBookmarks", ["false"])[0].lower() in ("true", "1")
                     return self._watch(kind, int(query.get("resourceVersion", ["0"])[0] or 0), bookmarks)
+                stub._stopping.wait(stub.list_delay_s)
                 with stub._lock:
                     version, items = stub._version, stub._current(kind)
                 stub.listed.append(kind)
@@ -104,6 +110,9 @@ class KubeApiStub:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
+                if stub.watch_silent_s:
+                    stub._stopping.wait(stub.watch_silent_s)
+                    return
                 sent = since
                 ends = time.monotonic() + 1.0  # then close: the client watches again from its version
                 while time.monotonic() < ends and not stub._stopping.is_set():

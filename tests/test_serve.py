@@ -283,6 +283,9 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
     for args, message in [
         (("--snapshot", "missing.json"), "missing.json"),
         (("--snapshot", "cluster.json", "--port", "http"), "--port: expected a port"),
+        (("--snapshot", "cluster.json", "--probe-port", "-1"), "--probe-port: expected a port"),
+        (("--snapshot", "cluster.json", "--port", "9000", "--probe-port", "9000"),
+         "--probe-port: expected a port other than --port 9000"),
         (("--snapshot", "cluster.json", "--policy", "fastest"), "--policy"),
         (("--snapshot", "cluster.json", "--watch-file", "cluster.json"), "expected a Node, Pod or PodGroup object"),
         (("--snapshot", "cluster.json", "--podgroups", "cluster.json"), "expected PodGroup objects only"),
@@ -556,6 +559,69 @@ def test_readyz_fails_while_the_api_server_fails_and_passes_once_it_recovers(tmp
     assert re.fullmatch(rf"watch of Pods: recovered after {health.errors()['Pod']} failed attempts in \d+ s", lines[1])
 
 
+def test_a_list_the_api_server_answers_too_slowly_fails_after_the_api_timeout_and_is_retried(tmp_path):
+    pytest.importorskip("kubernetes")
+    import queue
+    import threading
+
+    from kube_api_stub import KubeApiStub
+    from placer.adapters.kube_extender import Extender
+    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+    from placer.serve import create_app
+
+    api = KubeApiStub()
+    api.list_delay_s = 60.0  # far past the timeout: the list hangs
+    health, feed, stop = WatchHealth(), queue.Queue(), threading.Event()
+    app = create_app(Extender(cluster_document()), feed, watch=health)
+    client = api_client(str(api.kubeconfig(tmp_path / "kubeconfig")))
+    threads = watch_cluster(client, feed.put, stop, health=health, request_timeout_s=0.5)
+    try:
+        wait_for(lambda: health.errors()["Node"] >= 2, "two timed-out lists of Nodes")
+        assert api.listed == []  # no list was answered: each attempt was cut off, then retried
+        sent = api.requests.count("GET /api/v1/nodes")
+        assert sent <= health.errors()["Node"] + 1  # one request per attempt (one may be on its way), not four
+        status, text = asgi_request(app, "GET", "/readyz")
+        assert status == 503, text
+        assert ("[-]watch-nodes failed: the API server did not answer the list of Nodes within 0.5 s "
+                "(--api-timeout) (") in text.decode()
+        api.list_delay_s = 0.0
+        wait_for(lambda: asgi_request(app, "GET", "/readyz")[0] == 200, "/readyz to pass once lists are answered")
+        assert "Node" in api.listed and "Pod" in api.listed
+    finally:
+        stop.set()
+        api.stop()
+        for t in threads:
+            t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_a_silent_watch_is_dropped_past_its_timeout_and_the_kind_listed_again(tmp_path):
+    pytest.importorskip("kubernetes")
+    import queue
+    import threading
+
+    from kube_api_stub import KubeApiStub
+    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+
+    api = KubeApiStub()
+    api.watch_silent_s = 60.0  # headers, then nothing: a connection that died without a word
+    health, feed, stop = WatchHealth(), queue.Queue(), threading.Event()
+    client = api_client(str(api.kubeconfig(tmp_path / "kubeconfig")))
+    threads = watch_cluster(client, feed.put, stop, health=health, timeout_s=1, request_timeout_s=0.5)
+    try:
+        wait_for(lambda: health.errors()["Node"] >= 1, "the silent watch of Nodes to fail")
+        assert health.problems()["Node"].startswith(
+            "the watch of Nodes was silent for 1.5 s, 0.5 s (--api-timeout) past its 1 s: the connection is dead (")
+        api.watch_silent_s = 0.0
+        wait_for(lambda: api.listed.count("Node") >= 2, "Nodes listed again after the dead watch")
+        wait_for(lambda: health.problems()["Node"] == "", "the watch of Nodes to recover")
+    finally:
+        stop.set()
+        api.stop()
+        for t in threads:
+            t.join(timeout=10)
+
+
 def test_an_unreachable_api_server_fails_readyz_and_its_retries_are_logged_once(tmp_path):
     from kube_api_stub import closed_port, write_kubeconfig
 
@@ -664,6 +730,76 @@ def test_with_client_ca_only_clients_with_a_certificate_of_that_ca_are_served(tm
     finally:
         s.stop()
     assert s.proc.returncode is not None
+
+
+def plain_request(port: int, method: str, path: str) -> tuple[int, str]:
+    """What kubelet's ``httpGet`` probe sends: plain HTTP, no credentials."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path)
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_under_client_ca_the_probe_port_answers_plain_httpget_probes_and_nothing_else(tmp_path, pki):
+    s = Server(tmp_path, "--tls-cert", str(pki["server"].cert), "--tls-key", str(pki["server"].key),
+               "--client-ca", str(pki["ca"].cert), "--dry-run", "--probe-port", "0")
+    try:
+        found = re.search(r"; /livez, /readyz also on http://127\.0\.0\.1:(\d+)\)$", s.banner.rstrip("\n"))
+        assert found is not None, s.banner
+        probe_port = int(found.group(1))
+        assert probe_port != s.port
+        assert plain_request(probe_port, "GET", "/livez") == (200, "ok")
+        assert plain_request(probe_port, "GET", "/readyz") == (200, "ok")
+        assert plain_request(probe_port, "HEAD", "/readyz") == (200, "")
+        status, text = plain_request(probe_port, "GET", "/readyz?verbose")
+        assert status == 200 and text == "[+]binds ok: dry-run\nreadyz check passed\n"
+        for method, path in (("GET", "/healthz"), ("GET", "/metrics"), ("POST", "/filter"), ("POST", "/bind"),
+                             ("GET", "/filter")):
+            assert plain_request(probe_port, method, path)[0] == 404, (method, path)
+        s.tls_context = client_context(pki, None)
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            s.request("GET", "/livez")  # the main port still refuses a client without a certificate
+        with pytest.raises((ssl.SSLError, ConnectionError, http.client.HTTPException)):
+            plain_request(s.port, "GET", "/livez")  # nor is it plain HTTP
+        s.tls_context = client_context(pki, "client")
+        assert s.request("GET", "/livez")[::2] == (200, "ok")
+    finally:
+        s.stop()
+    assert s.proc.returncode == -signal.SIGTERM  # SIGTERM stopped both listeners, as it stops one
+    with pytest.raises(ConnectionError):
+        plain_request(probe_port, "GET", "/livez")
+
+
+def test_a_probe_port_in_use_is_refused_in_one_line(tmp_path):
+    import socket
+
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster_document()))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("serve", "--snapshot", "cluster.json", "--dry-run", "--port", "0", "--probe-port", str(port),
+                       cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    error = done.stderr.strip().splitlines()[-1]
+    assert error == f"placer: error: --probe-port: cannot listen on 127.0.0.1:{port}: Address already in use", error
+    assert "listening on" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_stops_the_server_and_its_probe_port(tmp_path):
+    s = Server(tmp_path, "--dry-run", "--probe-port", "0")
+    probe_port = int(re.search(r"also on http://127\.0\.0\.1:(\d+)\)", s.banner).group(1))
+    assert plain_request(probe_port, "GET", "/livez") == (200, "ok")
+    s.proc.send_signal(signal.SIGINT)
+    assert s.proc.wait(timeout=30) != 0
+    s.stop()
+    assert "Traceback" not in s.log, s.log
+    for port in (s.port, probe_port):
+        with pytest.raises(ConnectionError):
+            plain_request(port, "GET", "/livez")
 
 
 def test_with_a_token_the_verbs_need_it_and_the_probes_do_not():
@@ -830,9 +966,10 @@ def test_the_documented_mutual_tls_setup_serves_the_scheduler_and_the_probe(tmp_
     serve = shlex.split(commands[-1])
     assert serve[:2] == ["placer", "serve"]
     args, skipped = [], {"--snapshot", "--kubeconfig", "--port"}  # the Server gives its own; no API server here
-    for option, value in zip(serve[2::2], serve[3::2]):
-        args += [] if option in skipped else [option, value]
-    scheduler, probe = (yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S))
+    options = dict(zip(serve[2::2], serve[3::2]))
+    for option, value in options.items():
+        args += [] if option in skipped else [option, "0" if option == "--probe-port" else value]
+    scheduler, probe, exec_probe = (yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S))
     (extender,) = scheduler["extenders"]
     assert extender["enableHTTPS"] is True and extender["urlPrefix"].startswith("https://")
     s = Server(tmp_path, *args, "--dry-run")
@@ -842,9 +979,14 @@ def test_the_documented_mutual_tls_setup_serves_the_scheduler_and_the_probe(tmp_
         s.tls_context.load_cert_chain(str(files["certFile"]), str(files["keyFile"]))
         status, result = s.post(extender["filterVerb"], {"Pod": pod("a", 6), "NodeNames": NAMES})
         assert status == 200 and result["NodeNames"] == ["gpu-1", "gpu-2"]
+        probe_port = int(re.search(r"also on http://\S+:(\d+)\)", s.banner).group(1))
+        for kind, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+            get = probe[kind]["httpGet"]
+            assert (get["path"], get["port"]) == (path, int(options["--probe-port"]))
+            assert plain_request(probe_port, "GET", path) == (200, "ok")  # kubelet's httpGet: no certificate
         for name in ("crt", "key"):
             shutil.copy(tmp_path / f"scheduler.{name}", tmp_path / f"probe.{name}")
-        python, flag, program = probe["livenessProbe"]["exec"]["command"]
+        python, flag, program = exec_probe["livenessProbe"]["exec"]["command"]
         program = program.replace("/etc/placer/tls/", f"{tmp_path}/").replace(":8888/", f":{s.port}/")
         assert subprocess.run([sys.executable, flag, program], capture_output=True, timeout=30).returncode == 0
         s.tls_context = ssl.create_default_context(cafile=str(files["caFile"]))
@@ -1074,8 +1216,9 @@ def read_until_closed(sock: "socket.socket") -> bytes:
         got += chunk
 
 
-def test_api_timeout_without_a_binding_to_post_is_noted(limited):
-    assert "placer: serve: note: --api-timeout has no effect with --dry-run (no Binding is posted)\n" in limited.notes
+def test_api_timeout_without_an_api_server_is_noted(limited):
+    assert "placer: serve: note: --api-timeout has no effect without --kubeconfig (no API server is called)\n" in \
+        limited.notes
 
 
 def test_a_chunked_body_past_the_cap_is_refused_413_before_it_is_read_whole(limited):

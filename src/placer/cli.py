@@ -691,6 +691,9 @@ def _add_serve_parser(sub: Any) -> None:
                     help="apply watch events at most this often (default: 1; 0: before every verb)")
     sv.add_argument("--host", metavar="ADDR", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     sv.add_argument("--port", metavar="N", default="8888", help="port (default: 8888; 0: any free port)")
+    sv.add_argument("--probe-port", metavar="N",
+                    help="also serve GET /livez and /readyz alone on this port of --host, in plain HTTP and "
+                         "without auth: for kubelet's httpGet probes under --client-ca (0: any free port)")
     sv.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (with --tls-key)")
     sv.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     sv.add_argument("--client-ca", metavar="PEM",
@@ -709,8 +712,8 @@ def _add_serve_limits(sv: argparse.ArgumentParser) -> None:
     # the defaults are placer.serve.Limits' and kube_live.API_TIMEOUT_S (not imported here: every command builds
     # this parser); a test compares
     sv.add_argument("--api-timeout", metavar="SECONDS",
-                    help="the most a Binding call to the API server may take; then bind answers an error "
-                         "(default: 10)")
+                    help="the most a Binding call or a list of the watch may take; then bind answers an error, "
+                         "the list is retried (default: 10)")
     sv.add_argument("--max-body-bytes", metavar="N",
                     help="a larger request body is answered 413 (default: 67108864, 64 MiB; at most 256 MiB)")
     sv.add_argument("--header-timeout", metavar="SECONDS",
@@ -750,10 +753,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from placer.adapters.kube_extender import (
         MAX_PENDING, PENDING_TTL_S, Binder, Extender, RecordingBinder, RefusingBinder,
     )
-    from placer.serve import MAX_STALENESS_S, create_app, exposure_warning, read_token, require_server, run
+    from placer.serve import (
+        MAX_STALENESS_S, create_app, create_probe_app, exposure_warning, read_token, require_server, run,
+    )
 
     require_server()
     port = _port(args.port)
+    probe_port = _port(args.probe_port, "--probe-port") if args.probe_port is not None else None
+    if probe_port is not None and probe_port == port != 0:
+        raise InvalidInputError("--probe-port", f"expected a port other than --port {port}: the probes get a "
+                                                "listener of their own")
     if (args.tls_cert is None) != (args.tls_key is None):
         raise InvalidInputError("--tls-cert", "give both --tls-cert and --tls-key, or neither")
     tls = (args.tls_cert, args.tls_key) if args.tls_cert is not None else None
@@ -793,9 +802,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.insecure and warning is None:
         notes.append("--insecure has no effect: " + ("callers authenticate" if args.client_ca or token else
                                                      f"{args.host} is loopback"))
-    if args.api_timeout is not None and not isinstance(binder, kube_live.KubeBinder):
-        notes.append(f"--api-timeout has no effect {'with --dry-run' if args.dry_run else 'without --kubeconfig'} "
-                     "(no Binding is posted)")
+    if args.api_timeout is not None and client is None:
+        notes.append("--api-timeout has no effect without --kubeconfig (no API server is called)")
     extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
                         sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
     extender.queue(events)
@@ -808,26 +816,30 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     watch = kube_live.WatchHealth() if client is not None else None
     state = extender.state()
 
-    def ready(bound: int) -> None:
+    def ready(bound: int, probe_port: int | None = None) -> None:
+        probes = f"; /livez, /readyz also on http://{args.host}:{probe_port}" if probe_port is not None else ""
         sys.stderr.write(
             f"placer serve: listening on {scheme}://{args.host}:{bound} ({state['nodes']} nodes, {state['pods']} pods, "
-            f"policy {policy}{', watching ' + args.kubeconfig if client is not None else ''})\n"
+            f"policy {policy}{', watching ' + args.kubeconfig if client is not None else ''}{probes})\n"
         )
         sys.stderr.flush()
         if client is not None:  # after the banner: its failures are logged below it
-            kube_live.watch_cluster(client, feed.put, stop, health=watch)
+            kube_live.watch_cluster(client, feed.put, stop, health=watch, request_timeout_s=api_timeout)
 
     try:
         app = create_app(extender, feed, watch=watch, max_staleness_s=max_staleness, token=token, limits=limits)
-        run(app, args.host, port, ready=ready, tls=tls, client_ca=args.client_ca, limits=limits)
+        probe_app = None if probe_port is None else create_probe_app(extender, watch=watch,
+                                                                     max_staleness_s=max_staleness)
+        run(app, args.host, port, ready=ready, tls=tls, client_ca=args.client_ca, limits=limits,
+            probe_app=probe_app, probe_port=probe_port or 0)
     finally:
         stop.set()
     return EXIT_OK
 
 
-def _port(text: str) -> int:
+def _port(text: str, option: str = "--port") -> int:
     if not text.isdigit() or int(text) > 65535:
-        raise InvalidInputError("--port", f"expected a port from 0 to 65535, got {text!r}")
+        raise InvalidInputError(option, f"expected a port from 0 to 65535, got {text!r}")
     return int(text)
 
 

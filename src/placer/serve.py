@@ -32,10 +32,14 @@ the TLS handshake refuses every connection without a certificate that CA signed;
 token (``--token-file``) every route but the GET probes and metrics (:data:`OPEN_PATHS`)
 needs ``Authorization: Bearer <token>``. :func:`exposure_warning` refuses to listen beyond
 loopback without either; :func:`check_certificates` refuses expired and weak certificates.
+Under ``--client-ca``, kubelet's ``httpGet`` probes (which present no certificate) go to
+``--probe-port``: :func:`create_probe_app`, served by :func:`run` in plain HTTP beside the
+main server.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import hmac
 import ipaddress
@@ -61,6 +65,7 @@ from placer.schema.extender import (
 
 __all__ = [
     "VERBS", "OPEN_PATHS", "MAX_STALENESS_S", "DEFAULT_MAX_BODY_BYTES", "Limits", "check_certificates", "create_app",
+    "create_probe_app",
     "exposure_warning", "is_loopback", "listening_socket", "not_ready", "read_token", "readiness", "require_server",
     "server", "run",
 ]
@@ -384,6 +389,31 @@ def create_app(
         state, busy = await gate.current()
         return json_response({"status": "ok", **state, "binds": _binds(extender), "busy": busy})
 
+    async def prometheus(request: Request) -> Response:
+        await gate.current()
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    routes.append(Route("/healthz", healthz, methods=["GET"]))
+    routes += _probe_routes(extender, watch, max_staleness_s)
+    routes.append(Route("/metrics", prometheus, methods=["GET"]))
+    app = Starlette(routes=routes)
+    if token is None:
+        return app
+
+    def refused(path: str) -> None:
+        if path.lstrip("/") in VERBS:
+            metrics.requests.labels(path.lstrip("/"), "401").inc()
+
+    return _require_token(app, token, refused)
+
+
+def _probe_routes(extender: Extender, watch: WatchHealth | None, max_staleness_s: float) -> list[Any]:
+    """The routes of kubelet's probes: ``GET /livez`` (the event loop answers) and
+    ``GET /readyz`` (:func:`readiness`; ``?verbose`` lists every check)."""
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
     async def livez(request: Request) -> Response:
         return Response("ok", media_type="text/plain")
 
@@ -397,23 +427,31 @@ def create_app(
         lines.append(f"readyz check {'passed' if ready else 'failed'}")
         return Response("\n".join(lines) + "\n", status_code=200 if ready else 503, media_type="text/plain")
 
-    async def prometheus(request: Request) -> Response:
-        await gate.current()
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return [Route("/livez", livez, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
 
-    routes.append(Route("/healthz", healthz, methods=["GET"]))
-    routes.append(Route("/livez", livez, methods=["GET"]))
-    routes.append(Route("/readyz", readyz, methods=["GET"]))
-    routes.append(Route("/metrics", prometheus, methods=["GET"]))
-    app = Starlette(routes=routes)
-    if token is None:
-        return app
 
-    def refused(path: str) -> None:
-        if path.lstrip("/") in VERBS:
-            metrics.requests.labels(path.lstrip("/"), "401").inc()
+def create_probe_app(
+    extender: Extender, *, watch: WatchHealth | None = None, max_staleness_s: float = MAX_STALENESS_S,
+) -> Any:
+    """The ASGI application of ``--probe-port``: ``GET`` (and ``HEAD``) ``/livez`` and
+    ``/readyz`` as :func:`create_app` answers them, every other path 404. It needs no
+    credentials (kubelet's ``httpGet`` probes present none): it tells only ``ok`` or the
+    failing checks of :func:`readiness` (the watch's errors, the state's age), no pod or
+    node names, and changes nothing.
 
-    return _require_token(app, token, refused)
+    Parameters
+    ----------
+    extender : Extender
+        The service's extender (``/readyz?verbose`` says how it binds).
+    watch : WatchHealth, optional
+        The watch of :func:`create_app`'s ``watch``.
+    max_staleness_s : float
+        As :func:`create_app`'s.
+    """
+    require_server()
+    from starlette.applications import Starlette
+
+    return Starlette(routes=_probe_routes(extender, watch, max_staleness_s))
 
 
 def read_token(path: str) -> str:
@@ -608,7 +646,7 @@ def _ssl_options(tls: tuple[str, str] | None, client_ca: str | None) -> dict[str
     return {**options, "ssl_ca_certs": client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED}
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
+def listening_socket(host: str, port: int, where: str = "--port") -> socket.socket:
     """A TCP socket listening on ``host:port`` (port 0 picks a free one). It is made with
     ``IPPROTO_TCP``: the connections it accepts inherit that, and asyncio sets
     ``TCP_NODELAY`` only on sockets that say TCP (a socket of protocol 0 gets Nagle's delay
@@ -617,7 +655,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     Raises
     ------
     InvalidInputError
-        At ``--port`` when the address cannot be listened on.
+        At ``where`` (the port's option) when the address cannot be listened on.
     """
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -625,7 +663,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as e:
         sock.close()
-        raise InvalidInputError("--port", f"cannot listen on {host}:{port}: {e.strerror}") from None
+        raise InvalidInputError(where, f"cannot listen on {host}:{port}: {e.strerror}") from None
     sock.listen(2048)  # connections wait in the backlog until the server accepts them
     return sock
 
@@ -675,10 +713,13 @@ def _header_deadline_protocol() -> type:
 
 def server(
     app: Any, *, limits: Limits = Limits(), tls: tuple[str, str] | None = None, client_ca: str | None = None,
+    follows: Any = None,
 ) -> Any:
     """The ``uvicorn.Server`` of ``app`` under ``limits``: headers within
     ``header_timeout_s`` (also the idle keep-alive bound), at most ``max_connections``;
-    HTTPS with ``tls``, client certificates required with ``client_ca`` (:func:`run`)."""
+    HTTPS with ``tls``, client certificates required with ``client_ca`` (:func:`run`).
+    With ``follows`` (another such server, in the same event loop), it captures no signals
+    and stops when that one stops."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -686,28 +727,64 @@ def server(
         timeout_keep_alive=limits.header_timeout_s,  # type: ignore[arg-type]  # uvicorn takes any number
         limit_concurrency=limits.max_connections, **_ssl_options(tls, client_ca),
     )
-    return uvicorn.Server(config)
+    if follows is None:
+        return uvicorn.Server(config)
+
+    class FollowingServer(uvicorn.Server):
+        # uvicorn.Server sets its handlers with signal.signal: a second server's would replace the first's
+        def capture_signals(self) -> Any:
+            return contextlib.nullcontext()
+
+        async def on_tick(self, counter: int) -> bool:
+            self.should_exit = self.should_exit or follows.should_exit
+            self.force_exit = self.force_exit or follows.force_exit
+            return await super().on_tick(counter)
+
+    return FollowingServer(config)
 
 
 def run(
-    app: Any, host: str, port: int, *, ready: Callable[[int], None] | None = None,
+    app: Any, host: str, port: int, *, ready: Callable[..., None] | None = None,
     tls: tuple[str, str] | None = None, client_ca: str | None = None, limits: Limits = Limits(),
+    probe_app: Any = None, probe_port: int = 0,
 ) -> None:
     """Serve ``app`` until interrupted; ``ready`` gets the port once it listens (port 0
     picks a free one). ``tls``: a certificate and its key (PEM files) to serve HTTPS, as
     kube-scheduler's ``enableHTTPS: true`` expects. ``client_ca``: a PEM bundle of CAs;
     with it (and ``tls``) every connection must present a certificate one of them signed
     (kube-scheduler's ``tlsConfig.certFile``/``keyFile``). ``limits``: see :class:`Limits`.
+    ``probe_app`` (:func:`create_probe_app`): served too, over plain HTTP on ``host`` and
+    ``probe_port`` (``--probe-port``), in the same event loop; SIGINT and SIGTERM stop
+    both, and ``ready`` gets its port as ``probe_port=``.
 
     Raises
     ------
     InvalidInputError
-        At ``--port`` when the address cannot be listened on; at ``--tls-cert`` or
-        ``--client-ca`` when a file cannot be loaded or a certificate is expired or weak
-        (:func:`check_certificates`).
+        At ``--port`` (``--probe-port``) when the address cannot be listened on; at
+        ``--tls-cert`` or ``--client-ca`` when a file cannot be loaded or a certificate is
+        expired or weak (:func:`check_certificates`).
     """
     running = server(app, limits=limits, tls=tls, client_ca=client_ca)  # certificates checked before listening
     sock = listening_socket(host, port)
+    if probe_app is None:
+        if ready is not None:
+            ready(sock.getsockname()[1])
+        running.run(sockets=[sock])
+        return
+    probing = server(probe_app, limits=limits, follows=running)
+    try:
+        probe_sock = listening_socket(host, probe_port, "--probe-port")
+    except InvalidInputError:
+        sock.close()
+        raise
     if ready is not None:
-        ready(sock.getsockname()[1])
-    running.run(sockets=[sock])
+        ready(sock.getsockname()[1], probe_port=probe_sock.getsockname()[1])
+
+    async def both() -> None:
+        await asyncio.gather(running.serve(sockets=[sock]), probing.serve(sockets=[probe_sock]))
+
+    if not hasattr(asyncio, "Runner"):  # Python 3.10: the default loop
+        asyncio.run(both())
+        return
+    with asyncio.Runner(loop_factory=running.config.get_loop_factory()) as runner:  # uvloop when uvicorn uses it
+        runner.run(both())

@@ -24,6 +24,7 @@ with the ``placer.io/gpus`` annotation.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -51,7 +52,7 @@ _GONE = 410
 WATCH_TIMEOUT_S = 300
 """The watch's server-side timeout: a healthy watch of a quiet cluster answers this often."""
 API_TIMEOUT_S = 10.0
-"""Default of ``--api-timeout``: the most a Binding call to the API server may take."""
+"""Default of ``--api-timeout``: the most a Binding call or a list of the watch may take."""
 
 _log = logging.getLogger("placer.watch")
 
@@ -171,7 +172,10 @@ def require_kubernetes() -> Any:
 
 
 def api_client(kubeconfig: str) -> Any:
-    """A client of the official ``kubernetes`` package for this kubeconfig.
+    """A client of the official ``kubernetes`` package for this kubeconfig. A call whose
+    answer does not come within its ``_request_timeout`` fails at once: urllib3 would
+    send a GET (a list) up to four times, each with the whole timeout (the watch retries
+    itself, with backoff); a connection that cannot be made is still tried again.
 
     Raises
     ------
@@ -179,8 +183,12 @@ def api_client(kubeconfig: str) -> Any:
         At ``--kubeconfig`` when the client is missing or the file cannot be loaded.
     """
     kubernetes = require_kubernetes()
+    from urllib3.util.retry import Retry
+
+    configuration = kubernetes.client.Configuration()
+    configuration.retries = Retry(Retry.DEFAULT.total, read=0)
     try:
-        return kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        return kubernetes.config.new_client_from_config(config_file=kubeconfig, client_configuration=configuration)
     except Exception as e:  # the client raises ConfigException, OSError, yaml errors
         raise InvalidInputError("--kubeconfig", f"{kubeconfig}: {e}") from None
 
@@ -188,7 +196,8 @@ def api_client(kubeconfig: str) -> Any:
 def watch_failure(error: BaseException) -> str:
     """A failed list or watch in a few words, alike for every retry of the same fault: an
     API error's HTTP status (and its Status message), a network error's words from the OS
-    (``connection refused``), else the exception's text without object addresses."""
+    (``connection refused``), a timeout's message, else the exception's text without
+    object addresses."""
     status = getattr(error, "status", None)
     if isinstance(status, int) and status:  # the client's ApiException
         text = f"HTTP {status} {getattr(error, 'reason', '') or ''}".rstrip()
@@ -197,6 +206,8 @@ def watch_failure(error: BaseException) -> str:
         except (ValueError, AttributeError):
             message = None
         return f"{text}: {message}" if isinstance(message, str) and message else text
+    if isinstance(error, TimeoutError) and error.strerror is None and error.args:  # placer's own (--api-timeout)
+        return str(error)
     cause: BaseException | None = error
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
@@ -329,13 +340,15 @@ def _attempts(n: int) -> str:
 
 def watch_cluster(
     client: Any, put: Callable[[WatchEvent | Listing], None], stop: threading.Event, *, timeout_s: int = WATCH_TIMEOUT_S,
-    health: WatchHealth | None = None,
+    health: WatchHealth | None = None, request_timeout_s: float = API_TIMEOUT_S,
 ) -> list[threading.Thread]:
     """Start one daemon thread per kind (Nodes, Pods, PodGroups) that lists, then watches
     through ``client`` (:func:`api_client`), and passes every list (:class:`Listing`) and
     event to ``put`` (see the module docs for when it lists again); they end
     when ``stop`` is set (within ``timeout_s``, the watch's server-side timeout). Each
-    answer and failure is told to ``health``."""
+    answer and failure is told to ``health``. A list not answered within
+    ``request_timeout_s`` (``--api-timeout``) fails, as does a watch silent for
+    ``timeout_s + request_timeout_s`` (a dead connection); either is retried."""
     kubernetes = require_kubernetes()
     if health is None:
         health = WatchHealth()
@@ -350,8 +363,8 @@ def watch_cluster(
     threads = []
     for kind, lister in listers.items():
         t = threading.Thread(
-            target=_watch_kind, args=(kubernetes, kind, lister, put, stop, timeout_s, health), name=f"watch-{kind}",
-            daemon=True,
+            target=_watch_kind, args=(kubernetes, kind, lister, put, stop, timeout_s, health, request_timeout_s),
+            name=f"watch-{kind}", daemon=True,
         )
         t.start()
         threads.append(t)
@@ -360,7 +373,7 @@ def watch_cluster(
 
 def _watch_kind(
     kubernetes: Any, kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None],
-    stop: threading.Event, timeout_s: int, health: WatchHealth,
+    stop: threading.Event, timeout_s: int, health: WatchHealth, request_timeout_s: float,
 ) -> None:
     version = ""
     backoff = _FIRST_RETRY_S
@@ -368,9 +381,9 @@ def _watch_kind(
     while not stop.is_set():
         try:
             if not version:
-                version = _list(kind, lister, put)
+                version = _list(kind, lister, put, request_timeout_s)
                 health.news(kind)
-            version = _watch(kubernetes, kind, lister, put, stop, timeout_s, health, version)
+            version = _watch(kubernetes, kind, lister, put, stop, timeout_s, health, version, request_timeout_s)
             backoff, gone = _FIRST_RETRY_S, False
         except Exception as e:  # network, API errors: note, list again (events may be lost), resume
             version = ""
@@ -389,9 +402,11 @@ def _watch_kind(
             time.sleep(0)
 
 
-def _list(kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None]) -> str:
-    """List ``kind``, pass the :class:`Listing` to ``put``; the list's resourceVersion."""
-    listed = json.loads(lister(_preload_content=False).data)
+def _list(kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None], timeout_s: float) -> str:
+    """List ``kind`` (the answer due within ``timeout_s``), pass the :class:`Listing` to
+    ``put``; the list's resourceVersion."""
+    with _timeout_named(f"the API server did not answer the list of {kind}s within {timeout_s:g} s (--api-timeout)"):
+        listed = json.loads(lister(_preload_content=False, _request_timeout=timeout_s).data)
     items = listed.get("items") or []
     for item in items:
         item.setdefault("kind", kind)
@@ -401,27 +416,33 @@ def _list(kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Lis
 
 def _watch(
     kubernetes: Any, kind: str, lister: Callable[..., Any], put: Callable[[WatchEvent | Listing], None],
-    stop: threading.Event, timeout_s: int, health: WatchHealth, version: str,
+    stop: threading.Event, timeout_s: int, health: WatchHealth, version: str, request_timeout_s: float,
 ) -> str:
     """Watch ``kind`` from ``version`` until the server ends the watch (or ``stop``); the
     last resourceVersion seen. Raises what the client raises, ``410 Gone`` included (the
-    client raises an ERROR event as an ``ApiException`` when given ``timeout_seconds``)."""
+    client raises an ERROR event as an ``ApiException`` when given ``timeout_seconds``),
+    and :class:`TimeoutError` when the connection is silent ``request_timeout_s`` longer
+    than the server's own timeout (it is dead)."""
+    silent_s = timeout_s + request_timeout_s
     watcher = kubernetes.watch.Watch()
-    for event in watcher.stream(lister, resource_version=version, timeout_seconds=timeout_s,
-                                allow_watch_bookmarks=True):
-        if stop.is_set():
-            watcher.stop()
-            break
-        obj = event.get("raw_object") or {}
-        if event.get("type") == "ERROR":  # raised by the client; kept in case a client yields it
-            raise kubernetes.client.rest.ApiException(status=obj.get("code"), reason=obj.get("message"))
-        health.news(kind)
-        version = str((obj.get("metadata") or {}).get("resourceVersion", version))
-        if event.get("type") in EVENT_TYPES:  # a BOOKMARK only moves the version on
-            obj.setdefault("kind", kind)
-            put(WatchEvent(event["type"], obj, f"watch {kind}"))
-    else:
-        health.news(kind)  # the watch ran to its timeout
+    stream = watcher.stream(lister, resource_version=version, timeout_seconds=timeout_s, allow_watch_bookmarks=True,
+                            _request_timeout=(request_timeout_s, silent_s))
+    with _timeout_named(f"the watch of {kind}s was silent for {silent_s:g} s, {request_timeout_s:g} s "
+                        f"(--api-timeout) past its {timeout_s} s: the connection is dead"):
+        for event in stream:
+            if stop.is_set():
+                watcher.stop()
+                break
+            obj = event.get("raw_object") or {}
+            if event.get("type") == "ERROR":  # raised by the client; kept in case a client yields it
+                raise kubernetes.client.rest.ApiException(status=obj.get("code"), reason=obj.get("message"))
+            health.news(kind)
+            version = str((obj.get("metadata") or {}).get("resourceVersion", version))
+            if event.get("type") in EVENT_TYPES:  # a BOOKMARK only moves the version on
+                obj.setdefault("kind", kind)
+                put(WatchEvent(event["type"], obj, f"watch {kind}"))
+        else:
+            health.news(kind)  # the watch ran to its timeout
     return version
 
 
@@ -452,13 +473,23 @@ class KubeBinder:
             metadata=m.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None, annotations=annotations),
             target=m.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
-        from urllib3.exceptions import MaxRetryError, TimeoutError as Urllib3Timeout
-
-        try:
+        with _timeout_named(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)"):
             # the generated client cannot read the Binding the server returns: take it raw
             self._core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False,
                                                      _request_timeout=self.timeout_s)
-        except (Urllib3Timeout, MaxRetryError) as e:
-            if isinstance(e, MaxRetryError) and not isinstance(e.reason, Urllib3Timeout):
-                raise
-            raise TimeoutError(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)") from None
+
+
+@contextlib.contextmanager
+def _timeout_named(message: str) -> Iterator[None]:
+    """The client's timeouts of an API call (urllib3's, raised as they are or after its
+    retries) raised as one :class:`TimeoutError` with ``message``; a refused connection
+    is not one (urllib3 makes its error a kind of timeout)."""
+    from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError as Urllib3Timeout
+
+    try:
+        yield
+    except (Urllib3Timeout, MaxRetryError) as e:
+        cause = e.reason if isinstance(e, MaxRetryError) else e
+        if not isinstance(cause, Urllib3Timeout) or isinstance(cause, NewConnectionError):
+            raise
+        raise TimeoutError(message) from None
