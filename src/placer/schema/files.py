@@ -451,12 +451,14 @@ def decode_object(
     labels: Labels,
     precheck: Check | None = None,
     failed: msgspec.ValidationError | None = None,
+    nesting_checked: bool = False,
 ) -> _T:
     """``data`` (plain Python data: a caller's dict, parsed YAML) as a ``doc_type``.
 
     A ``null`` value is the same as an absent key. ``precheck`` runs first on ``data``
     (the document's kind is checked before anything in it). ``failed`` is msgspec's error
-    when the same document was already decoded from its bytes and refused.
+    when the same document was already decoded from its bytes and refused;
+    ``nesting_checked``: the text ``data`` was read from had its nesting bounded already.
 
     Raises
     ------
@@ -470,7 +472,8 @@ def decode_object(
             return msgspec.convert(data, doc_type, str_keys=True)
         except msgspec.ValidationError as e:
             failed = e
-    check_data_nesting(data)  # the walks below recurse once per level
+    if not nesting_checked:
+        check_data_nesting(data)  # the walks below recurse once per level
     if value_at(data, msgspec_path(failed)) is None:
         data = strip_nulls(data)  # a null where the type takes none: null means absent
         try:
@@ -525,7 +528,8 @@ def decode_source(
     if not isinstance(generic, Mapping):
         raise bad(name, "a mapping at the top level", generic)
     try:
-        return decode_object(generic, doc_type, labels, precheck, failed), True
+        # every branch above bounded the text's nesting (check_json_nesting, yaml_generic)
+        return decode_object(generic, doc_type, labels, precheck, failed, nesting_checked=True), True
     except InvalidInputError as e:
         raise e.within(name) from None
 
