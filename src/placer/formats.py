@@ -43,6 +43,7 @@ from placer.exceptions import InvalidInputError
 from placer.hostlist import compress_hostlist
 from placer.hostlist import expand_hostlist as _expand_hostlist
 from placer.model import Assignment, ClusterSnapshot, PlacementResult, load_result, load_snapshot
+from placer.textlines import some_of
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -399,9 +400,8 @@ def left_out_note(result: ResultLike, fmt: str) -> str | None:
     pending = [u.pod for u in load_result(result).unschedulable]
     if not pending:
         return None
-    names = ", ".join(_one_line(p) for p in pending[:_LEFT_OUT_SHOWN])
-    more = f" and {len(pending) - _LEFT_OUT_SHOWN} more" if len(pending) > _LEFT_OUT_SHOWN else ""
-    return f"{fmt}: {len(pending)} pod(s) left out (pending): {names}{more}"
+    names = some_of([_one_line(p) for p in pending], _LEFT_OUT_SHOWN)
+    return f"{fmt}: {len(pending)} pod(s) left out (pending): {names}"
 
 
 def _k8s_binding_yaml(result: ResultLike, snapshot: SnapshotLike = None) -> str:

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 from placer.limits import MAX_GPUS
 from placer.messages import closest
+from placer.textlines import some_of
 from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters import kubernetes_sharing
@@ -930,9 +931,6 @@ def import_kubernetes(
         return _snapshot(nodes, pods, level_list, priority_classes, pdbs)
 
 
-_NODES_NAMED = 3  # nodes a note names before "..."
-
-
 def _level_coverage(level_list: Sequence[tuple[str, str]], entries: Sequence[dict[str, Any]]) -> list[str]:
     """Notes for the levels whose label only some nodes carry.
 
@@ -951,10 +949,9 @@ def _level_coverage(level_list: Sequence[tuple[str, str]], entries: Sequence[dic
             hint = f" (did you mean {near!r}?)" if near is not None else ""
             raise InvalidInputError(f"levels[{i}]", f"no node carries label {label!r}{hint}")
         if lacking:
-            shown = ", ".join(lacking[:_NODES_NAMED]) + (", ..." if len(lacking) > _NODES_NAMED else "")
             notes.append(
                 f"level {name} ({label}): {len(lacking)} of {len(entries)} node(s) do not carry the label "
-                f"({shown}): they are in no {name} domain and take no pod of a gang that level constrains"
+                f"({some_of(lacking)}): they are in no {name} domain and take no pod of a gang that level constrains"
             )
     return notes
 
