@@ -43,7 +43,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import numpy as np  # noqa: E402
 
 import workloads  # noqa: E402
-from placer.cluster import Cluster  # noqa: E402
+from placer.placement.cluster import Cluster  # noqa: E402
 from placer.exceptions import InvalidInputError  # noqa: E402
 from placer.kernel.session import KernelSession  # noqa: E402
 from placer.model import ClusterSnapshot, PlacementRequest, PodRequest  # noqa: E402

@@ -1,7 +1,7 @@
 """Issue #15, item 5: how many more pods of 1, 2, 4 and 8 GPUs fit on the openb replay at
 100 % arrived after k moves of shared (fractional-GPU) pods.
 
-For each policy and seed: the FGD study's protocol (:func:`placer.simulate.arrival_order`
+For each policy and seed: the FGD study's protocol (:func:`placer.replay.simulate.arrival_order`
 of the bundled default trace: shuffle, inflate) replayed by :meth:`placer.Cluster.replay`
 and stopped at 100 % arrived (the last pod whose arrival keeps the GPU request at most
 the cluster's capacity); then every running shared pod is marked ``movable``. For each
@@ -27,9 +27,9 @@ from typing import Any, Sequence
 
 import placer
 from placer.adapters import openb
-from placer.fragmentation import target_workload
+from placer.workload.fragmentation import target_workload
 from placer.model import ClusterSnapshot, PlacementRequest, PodRequest, replace
-from placer.simulate import arrival_order, gpu_capacity_milli, parse_seeds, pod_gpu_milli
+from placer.replay.simulate import arrival_order, gpu_capacity_milli, parse_seeds, pod_gpu_milli
 
 SHAPES = (1, 2, 4, 8)
 BUDGETS = (0, 1, 5, 20)

@@ -28,8 +28,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from placer.adapters.kube_extender import Extender
-from placer.cluster import Cluster
+from placer.serve.extender import Extender
+from placer.placement.cluster import Cluster
 from placer.model import PodRequest
 from placer.schema.extender import decode_filter_args
 

@@ -15,19 +15,19 @@ Cluster (:func:`mig_snapshot`). The 1213 GPU nodes of the trace, GPU counts, CPU
 memory as they are; the i-th node's GPUs are A100-SXM4-80GB for even i, H100-80GB for odd
 i; every GPU in MIG mode, dynamic. Capacity: 6212 GPUs × 8 memory slices.
 
-Protocol (:func:`replay`): the FGD study's (:func:`placer.simulate.arrival_order`) with
+Protocol (:func:`replay`): the FGD study's (:func:`placer.replay.simulate.arrival_order`) with
 the demand counted in memory slices: the MIG pods sorted by name, shuffled by the seed,
 inflated by draws with replacement until the next would take the arrived slices over 130 %
 of the capacity; placed one at a time by ``Cluster.schedule`` (each MIG pod is a step of
 its own), never released; unallocated slices % per integer arrived % as the study
-computes it (:func:`placer.simulate.curve_metrics`). The MIG-aware choice (policy ``fgd``)
+computes it (:func:`placer.replay.simulate.curve_metrics`). The MIG-aware choice (policy ``fgd``)
 is told the demand mix of the original pod list (``set_mig_demand``), as FGD is told its
 workload.
 
 Small instances (:func:`small_instance`): a few nodes of that cluster drawn by the seed
 (4–8 GPUs), the trace's MIG pods sampled by the same protocol until ``--small-ratio``
 (default 2.0) × the instance's slices have arrived, so that it saturates; each policy's
-allocated slices against :func:`placer.mig_exact.solve_mig` (the most slices the same pods
+allocated slices against :func:`placer.mig.exact.solve_mig` (the most slices the same pods
 can take together, any subset, any layout: a bound no online order reaches past).
 
 Speed (:func:`speed`): per-pod cost of ``Cluster.schedule`` on the MIG pods of one
@@ -59,10 +59,10 @@ import numpy as np
 
 import placer
 from placer.adapters import openb
-from placer.mig_exact import solve_mig
-from placer.mig_profiles import MigProfile, table_for
+from placer.mig.exact import solve_mig
+from placer.model.mig_profiles import MigProfile, table_for
 from placer.model import ClusterSnapshot, MigRequest, MigUse, PlacementRequest, PodRequest, load_snapshot, replace
-from placer.simulate import arrival_order, curve_metrics, parse_seeds
+from placer.replay.simulate import arrival_order, curve_metrics, parse_seeds
 from report import _markdown_table
 
 GPU_MEMORY_MIB = 81_920

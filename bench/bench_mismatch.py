@@ -2,7 +2,7 @@
 
 For each replayed trace (rows) and each workload told (columns: the trace's own, the
 default trace's, gpuspec33's), the unallocated GPU % at 100 % arrived of
-:func:`placer.simulate.run_replay` (the study's protocol), mean over seeds, one process.
+:func:`placer.replay.simulate.run_replay` (the study's protocol), mean over seeds, one process.
 
 Traces:
 
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from placer.adapters import openb
-from placer.fragmentation import target_workload
+from placer.workload.fragmentation import target_workload
 from placer.model import PodRequest, replace
-from placer.simulate import parse_seeds, run_replay
+from placer.replay.simulate import parse_seeds, run_replay
 
 TRACES = ("default", "gpuspec33", "cpu250", "spec-other")
 TOLD = ("own", "default", "gpuspec33")
@@ -91,7 +91,7 @@ def run(
 def speed(rounds: int) -> str:
     """Medians of ``rounds`` replays per policy, alternating, in this process."""
     import placer
-    from placer.simulate import arrival_order, gpu_capacity_milli
+    from placer.replay.simulate import arrival_order, gpu_capacity_milli
 
     snapshot, pods = openb.load_default()
     workload = target_workload(pods)
@@ -150,7 +150,7 @@ def main() -> None:
         print(speed(args.speed))
         return
     if args.no_learning:
-        from placer.packing import PackingLearner
+        from placer.workload.packing import PackingLearner
 
         start = PackingLearner.__init__
 

@@ -1,7 +1,7 @@
 """Issue #15: preemption at scale.
 
 1. One 8-GPU pod on a full cluster of 10,000 8-GPU nodes: placer's greedy (kube's rules on
-   every node, visited by the per-node lower bound of :func:`placer.preemption.lowest_levels`)
+   every node, visited by the per-node lower bound of :func:`placer.preemption.victims.lowest_levels`)
    against a plain Python kube-style search over dicts, in the same process, alternating;
    both must pick the same node and victims.
 2. A 64-GPU gang (8 pods × 8 GPUs) required in one rack of a 1,000-node cluster: the
@@ -20,7 +20,8 @@ import time
 import numpy as np
 
 import placer
-from placer import preemption, preemption_exact
+from placer.preemption import victims as preemption
+from placer.preemption import exact as preemption_exact
 
 PRIORITIES = (0, 10, 100, 1000)
 

@@ -1,6 +1,6 @@
 """Issue #16, item 4: queue policies side by side on the same timeline.
 
-The openb default trace is replayed over time (:func:`placer.queues.timeline.run_spec`)
+The openb default trace is replayed over time (:func:`placer.replay.timeline.run_spec`)
 through the ``qos`` queues (inference: LS and Guaranteed; training: BE and Burstable) on a
 share of the bundled cluster's nodes, at offered GPU loads 0.7, 0.9 and 1.1, one seed. For
 each load the same jobs run under four configurations, each changing one thing from the
@@ -32,8 +32,8 @@ import time
 from typing import Optional, Sequence
 
 from placer.adapters import openb
-from placer.queues.metrics import QueueMetrics, format_duration
-from placer.queues.timeline import TimelineRunResult, TimelineSpec, run_spec
+from placer.replay.metrics import QueueMetrics, format_duration
+from placer.replay.timeline import TimelineRunResult, TimelineSpec, run_spec
 
 LOADS = (0.7, 0.9, 1.1)
 BASELINE = ("fgd-pack", "BestEffortFIFO", True)
@@ -105,7 +105,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
               f"({len(b.arrivals.jobs)} jobs, {b.outcome.cycles} admission cycles at {b.outcome.event_times} "
               f"event times).")
     print("\nStalls: event times whose admission cycles ended on a repeated eviction (the same victim for "
-          "the same workload at one time; placer.queues.timeline).")
+          "the same workload at one time; placer.replay.timeline).")
     print(f"\nAll {len(runs)} runs: {time.perf_counter() - started:.0f} s.")
 
 

@@ -24,8 +24,9 @@ import time
 import pytest
 
 import placer
-from placer import exact, gangs
-from placer.cluster import Cluster
+from placer.exact import gangs as exact
+from placer.placement import gangs
+from placer.placement.cluster import Cluster
 from placer.model import GangSpec, PlacementRequest, SliceSpec, replace
 from workloads import gang_cluster, gang_pods, mixed_gang_pods
 

@@ -26,8 +26,9 @@ from collections import Counter, defaultdict
 import pytest
 
 import placer
-from placer import exact, gangs
-from placer.cluster import Cluster
+from placer.exact import gangs as exact
+from placer.placement import gangs
+from placer.placement.cluster import Cluster
 from placer.model import GangSpec, PlacementRequest, SliceSpec
 from placer.model import replace
 from workloads import gang_cluster, gang_instance, gang_pods, mixed_gang_pods
@@ -54,7 +55,7 @@ def _domains_of(snapshot, result):
 
 def gang_problem(cluster: Cluster, pods, spec: GangSpec):
     """The gang's ``exact.GangProblem`` on the cluster's state, built as
-    :func:`placer.gangs.place_gang_step` builds it (through the cluster's session and domains)."""
+    :func:`placer.placement.gangs.place_gang_step` builds it (through the cluster's session and domains)."""
     shapes = gangs.split_shapes(cluster.session, pods)
     problem = gangs.exact_problem(
         cluster.session, cluster.domains.all_paths(), shapes, spec, cluster.snapshot.topology_levels

@@ -18,8 +18,8 @@ import time
 import pytest
 
 import placer
-from placer import gpusets
-from placer.cluster import Cluster
+from placer.placement import gpusets
+from placer.placement.cluster import Cluster
 from placer.kernel.tables import clear_tables
 from reference import reference_select, set_score
 from workloads import (

@@ -9,7 +9,7 @@ import functools
 
 import pytest
 
-from placer.cluster import Cluster
+from placer.placement.cluster import Cluster
 from reference import ReferenceCluster
 from workloads import SHAPES, cluster, request
 

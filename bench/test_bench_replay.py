@@ -6,8 +6,8 @@ import pytest
 
 import placer
 from placer.adapters import openb
-from placer.fragmentation import target_workload
-from placer.simulate import arrival_order, gpu_capacity_milli
+from placer.workload.fragmentation import target_workload
+from placer.replay.simulate import arrival_order, gpu_capacity_milli
 from reference import ReferenceCluster
 
 SNAPSHOT, PODS = openb.load_default()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
-from placer.topology import GpuTopology
+from placer.model.topology import GpuTopology
 from placer.model import replace
 from topologies import dgx2_nvswitch, nvlink_bridged_pairs_16, pcie_tree_16, upstream_topology
 

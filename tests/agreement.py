@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from placer import check_placement
-from placer.cluster import Cluster
+from placer.placement.cluster import Cluster
 from placer.model import ClusterSnapshot, PlacementRequest, PlacementResult
 from reference import ReferenceCluster
 

@@ -1,7 +1,7 @@
-"""Brute-force "make room by moving" on tiny clusters: the oracle :mod:`placer.defrag` is
+"""Brute-force "make room by moving" on tiny clusters: the oracle :mod:`placer.preemption.defrag` is
 tested against.
 
-Plain loops, no kernel and nothing of :mod:`placer.defrag` or :mod:`placer.moves`: a
+Plain loops, no kernel and nothing of :mod:`placer.preemption.defrag` or :mod:`placer.preemption.moves`: a
 breadth-first search over every sequence of moves (any movable pod, any node, any GPUs
 with room at that point; a pod may move more than once and within its node), level by
 level, keeping per state the least GPU milli moved to reach it. The first level at which

@@ -1,9 +1,9 @@
-"""Brute-force placement of one tiny gang: the oracle :mod:`placer.exact` is tested against.
+"""Brute-force placement of one tiny gang: the oracle :mod:`placer.exact.gangs` is tested against.
 
 Written with plain loops and without the CP-SAT model: every split of each shape's pods
 over its eligible nodes is enumerated, and for each node every way to put its shared pods
 on its GPUs. Only the objective is shared with the module under test
-(:func:`placer.exact.objective_value`), so a wrong constraint or a wrong variable bound in
+(:func:`placer.exact.gangs.objective_value`), so a wrong constraint or a wrong variable bound in
 the model shows up as a disagreement. Meant for ≤ 6 nodes, ≤ 3 levels, ≤ 2 shapes,
 ≤ 6 pods and ≤ 4 GPUs per node.
 """
@@ -13,7 +13,7 @@ from functools import lru_cache
 from itertools import combinations_with_replacement, product
 from typing import Iterator
 
-from placer.exact import GangProblem, objective_value
+from placer.exact.gangs import GangProblem, objective_value
 
 __all__ = ["brute_force", "brute_force_detail", "brute_feasible", "node_fit"]
 
@@ -210,8 +210,8 @@ def brute_force(problem: GangProblem) -> tuple[int | None, dict[tuple[int, int],
 def problem_from_reference(snapshot, pods, spec) -> GangProblem:
     """The gang as a :class:`GangProblem`, built from the reference model's node states
     (not from placer's kernel): free amounts, filters, and the domain of each node."""
-    from placer.exact import GangNode, GangShape
-    from placer.gangs import gang_problem
+    from placer.exact.gangs import GangNode, GangShape
+    from placer.placement.gangs import gang_problem
     from placer.model import gang_shapes
     from reference import ReferenceCluster, _filter, domain_of
 

@@ -14,9 +14,9 @@ from typing import Iterable, Iterator, Mapping, Sequence, Union
 
 from placer import policies
 from placer.exceptions import InvalidInputError
-from placer.fragmentation import target_workload
-from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner, packing_guide
-from placer.topology import PCIE_POINTS
+from placer.workload.fragmentation import target_workload
+from placer.workload.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner, packing_guide
+from placer.model.topology import PCIE_POINTS
 from placer.model import (
     Assignment,
     ClusterSnapshot,

@@ -1,4 +1,4 @@
-"""placer.diagnostics.check_placement: accepts valid placements, names every violation."""
+"""placer.diagnostics.check.check_placement: accepts valid placements, names every violation."""
 from __future__ import annotations
 
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 from hypothesis import given, settings
 
-from placer.diagnostics import check_placement
+from placer.diagnostics.check import check_placement
 from placer.model import (
     Assignment,
     ClusterSnapshot,

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from placer import __version__, cli
-from placer._io import dump_json, write_text_atomic
+from placer.text.files import dump_json, write_text_atomic
 from placer.cli import main
-from placer.diagnostics import check_placement
+from placer.diagnostics.check import check_placement
 
 NODE_TYPE = {"gpuModel": "A100-SXM4-80GB", "gpus": 8, "gpuMemoryMiB": 81920, "cpuMilli": 64000, "memoryMiB": 512000}
 
@@ -163,7 +163,7 @@ def test_check_on_a_broken_result_exits_2(files, tmp_path, capsys):
     assert re.match(rf"placer: error: {re.escape(str(result))}:\d+: invalid YAML", one_error_line(captured.err))
 
 
-KERNEL_PATH = ("placer.cluster", "placer.place", "placer.kernel")
+KERNEL_PATH = ("placer.placement.cluster", "placer.placement.place", "placer.kernel")
 
 
 def test_cli_module_imports_no_kernel_path_at_top_level():
@@ -333,7 +333,7 @@ def test_write_text_atomic_leaves_nothing_behind_on_failure(tmp_path, monkeypatc
 
 KILLED_WRITER = """
 import os, sys, time
-from placer._io import write_text_atomic
+from placer.text.files import write_text_atomic
 
 def stalled(fd):  # the data is written, not yet flushed: the writer is killed here
     print("writing", flush=True)

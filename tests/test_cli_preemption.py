@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from placer.cli import main
-from placer.diagnostics import check_placement
+from placer.diagnostics.check import check_placement
 from placer.model import load_request, load_snapshot, load_result
 
 DATA = Path(__file__).parent / "data" / "preemption"

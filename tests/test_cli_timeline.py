@@ -94,7 +94,7 @@ def test_timeline_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_timeline_ctrl_c_writes_the_finished_runs_and_says_how_many(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import placer.queues.timeline as timeline
+    import placer.replay.timeline as timeline
 
     real = timeline.run_spec
 

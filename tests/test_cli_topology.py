@@ -13,9 +13,9 @@ import pytest
 import yaml
 from reference import reference_select
 
-from placer.adapters.nvidia_smi import parse_topo_file
+from placer.adapters.nvidia_smi.topo import parse_topo_file
 from placer.cli import main
-from placer.topology import link_points
+from placer.model.topology import link_points
 
 TOPO = Path(__file__).parent / "data" / "topo"
 DGX1 = TOPO / "dgx1-v100_msccl-tools.txt"  # hybrid cube mesh, NV1/NV2, 4 NICs
@@ -441,7 +441,7 @@ def test_topo_broken_file(capsys):
 
 
 def test_topology_report_is_what_topo_json_prints(capsys):
-    from placer.topo_report import load_topology, topology_report
+    from placer.diagnostics.topology import load_topology, topology_report
 
     loaded = load_topology(DGX1)
     assert loaded.kind == "nvidia-smi" and len(loaded.nics) == 4
@@ -450,7 +450,7 @@ def test_topology_report_is_what_topo_json_prints(capsys):
 
 
 def test_load_topology_reads_documents_by_name(tmp_path):
-    from placer.topo_report import load_topology, topology_from_nvidia_smi
+    from placer.diagnostics.topology import load_topology, topology_from_nvidia_smi
     from placer.exceptions import InvalidInputError
 
     path = tmp_path / "nvs.yaml"

@@ -15,7 +15,7 @@ import pytest
 
 import placer
 from placer import policies
-from placer.demo import (
+from placer.cli.demo import (
     FAILED_JOB,
     REQUEST_FILE,
     SNAPSHOT_FILE,
@@ -26,7 +26,7 @@ from placer.demo import (
     play_demo,
     run_demo,
 )
-from placer.diagnostics import check_placement
+from placer.diagnostics.check import check_placement
 
 TOOL = Path(__file__).resolve().parent.parent / "tools" / "make_demo_data.py"
 GANG = "team-a/llm"

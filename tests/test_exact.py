@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from gang_brute import brute_feasible, brute_force, brute_force_detail
-from placer import exact
-from placer.exact import (
+from placer.exact import gangs as exact
+from placer.exact.gangs import (
     ExactSolution,
     GangNode,
     GangProblem,

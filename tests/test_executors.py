@@ -16,9 +16,9 @@ import pytest
 from placer.adapters import openb
 from placer.cli import main
 from placer.exceptions import InvalidInputError
-from placer.executors import run_tasks
+from placer.replay.executors import run_tasks
 from placer.model import PodRequest
-from placer.simulate import simulate
+from placer.replay.simulate import simulate
 from test_simulate import nodes_csv
 
 
@@ -165,7 +165,7 @@ def test_simulate_on_ray_gives_the_local_curves(local_ray: Any) -> None:
 
 
 def test_a_sweep_on_ray_writes_the_local_results(tmp_path: Path, local_ray: Any) -> None:
-    import placer.sweep as sweep
+    import placer.replay.sweep as sweep
     from test_sweep import write_spec
 
     spec = write_spec(tmp_path, policies=["fgd-pack", "random"], seeds="1-3")
@@ -179,7 +179,7 @@ def test_a_sweep_on_ray_writes_the_local_results(tmp_path: Path, local_ray: Any)
 
 SLEEPING_SWEEP = """
 import time
-from placer.executors import run_tasks
+from placer.replay.executors import run_tasks
 for _ in run_tasks(time.sleep, 600, [(0, ()), (1, ())], jobs=2):  # two workers, each asleep for 10 minutes
     pass
 """

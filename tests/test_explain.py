@@ -6,7 +6,7 @@ import json
 import pytest
 
 from placer.cli import main
-from placer.explain import CAUSES, explain
+from placer.diagnostics.explain import CAUSES, explain
 
 
 def snapshot(nodes, levels=()):

@@ -1,4 +1,4 @@
-"""The extender's verbs in process (placer.adapters.kube_extender): filter, prioritize, bind, preempt,
+"""The extender's verbs in process (placer.serve.extender): filter, prioritize, bind, preempt,
 gangs and watch events, checked against the pure-Python reference and check_placement."""
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.kube_live import WatchEvent, WatchHealth, read_watch_stream, watch_failure
+from placer.adapters.kubernetes.live import WatchEvent, WatchHealth, read_watch_stream, watch_failure
 from placer import policies
-from placer.cluster import Cluster
+from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError
-from placer.adapters.kube_extender import Extender, RefusingBinder, reason_label, scores_0_to_10
+from placer.serve.extender import Extender, RefusingBinder, reason_label, scores_0_to_10
 from placer.model import Assignment, ClusterSnapshot, PlacementRequest, PlacementResult, PodRequest
 from placer.schema import snapshot_from_dict
 from placer.schema.extender import decode_binding_args, decode_filter_args, decode_preemption_args
-from placer.diagnostics import check_placement
+from placer.diagnostics.check import check_placement
 from placer.testing import pod_requests, snapshots
 from reference import ReferenceCluster, _filter
 
@@ -173,7 +173,7 @@ def test_the_refusing_binder_of_a_service_without_kubeconfig_holds_nothing_and_n
 
 
 def test_a_run_of_watch_failures_is_logged_in_two_lines_and_tells_readiness(caplog):
-    from placer.serve import readiness
+    from placer.serve.app import readiness
 
     caplog.set_level(logging.WARNING, "placer.watch")
     now = [100.0]
@@ -368,7 +368,7 @@ def test_filter_matches_the_reference_and_placers_choice_scores_10(data, policy)
 
 
 def test_a_mig_pod_gets_the_node_and_instance_placer_chooses():
-    from placer.adapters.kubernetes import import_kubernetes
+    from placer.adapters.kubernetes.snapshot import import_kubernetes
 
     data = "tests/data/k8s/"
     doc = import_kubernetes(data + "handmade-nodes.json", data + "handmade-pods.json").document
@@ -503,7 +503,7 @@ def test_a_watched_pod_pending_under_a_held_name_with_a_new_uid_releases_the_old
 
 
 def test_a_list_replaces_what_the_api_told_of_its_kind_and_keeps_the_snapshots_own():
-    from placer.adapters.kube_live import Listing
+    from placer.adapters.kubernetes.live import Listing
 
     ex = Extender(cluster_document())
     ex.queue([WatchEvent("ADDED", running_pod_object("gone", "gpu-1", 8)),

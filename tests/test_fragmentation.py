@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import placer
-from placer import fragmentation as fr
+from placer.workload import fragmentation as fr
 from placer.adapters import openb
 from placer.exceptions import InvalidInputError
-from placer.fragmentation import CLASSES, TaskType, Workload
+from placer.workload.fragmentation import CLASSES, TaskType, Workload
 from placer.model import ClusterSnapshot, Node, NodeType, PodRequest, RunningPod
 
 # --------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import placer
 from placer.adapters import openb
-from placer.fragmentation import TaskType, Workload, node_fragment, target_workload
+from placer.workload.fragmentation import TaskType, Workload, node_fragment, target_workload
 from placer.testing import scenarios
 
 

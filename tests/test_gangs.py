@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 import placer
 from gang_brute import brute_force, brute_force_detail, domain_vector, problem_from_reference
 from reference import ReferenceCluster
-from placer import exact, gangs, order
+from placer.exact import gangs as exact
+from placer.placement import gangs
+from placer.placement import order
 from placer.model import GangSpec, PlacementRequest, PodRequest, SliceSpec, gang_shapes
 from placer.model import replace
 from placer.testing import scenarios

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer import gpusets
+from placer.placement import gpusets
 from placer.exceptions import InvalidInputError
-from placer.topology import link_points, topology_from_spec
+from placer.model.topology import link_points, topology_from_spec
 from reference import best_split, reference_select, set_score
 from topologies import UPSTREAM, dgx2_nvswitch, nvlink_bridged_pairs_16, pcie_tree_16, upstream_topology
 
@@ -236,7 +236,7 @@ def test_pairs_on_thirteen_to_sixteen_free_gpus_use_the_true_best_split(free_cou
 
 
 def test_a_topology_given_as_a_mapping_is_parsed_once_per_content(monkeypatch):
-    import placer.gpusets as gpusets
+    import placer.placement.gpusets as gpusets
 
     calls = []
     parse = gpusets.topology_from_spec

@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer.adapters.kubernetes import import_kubernetes
-from placer.adapters.kubernetes_workloads import import_workloads
-from placer.adapters.kueue import read_kueue
+from placer.adapters.kubernetes.snapshot import import_kubernetes
+from placer.adapters.kubernetes.workloads import import_workloads
+from placer.adapters.kueue.objects import read_kueue
 from placer.exceptions import InvalidInputError, PlacerError
-from placer.explain import explain
-from placer.report import cluster_report
+from placer.diagnostics.explain import explain
+from placer.diagnostics.report import cluster_report
 from placer.schema import snapshot_from_dict
 from placer.schema.files import MAX_NESTING, check_json_nesting
 
@@ -115,8 +115,8 @@ def test_a_deep_extender_body_is_a_400_not_a_500():
     from test_extender import NAMES, cluster_document, pod
     from test_serve import asgi_post
 
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.serve.app import create_app
 
     app = create_app(Extender(cluster_document()))
     body = json.dumps({"Pod": pod("a", 1), "NodeNames": NAMES}).encode()

@@ -12,16 +12,16 @@ import pytest
 import yaml
 
 import placer
-from placer.adapters.kubernetes import import_kubernetes, snapshot_from_kubernetes
-from placer.adapters.kubernetes_workloads import request_from_kubernetes
-from placer.adapters.nvidia_smi_list import parse_gpu_instances_file, parse_gpu_list, parse_mig_profiles_file
-from placer.adapters.nvidia_smi_mig import mig_node_from_nvidia_smi, parse_gpu_placements, parse_gpu_placements_file
-from placer.adapters.slurm import import_slurm
+from placer.adapters.kubernetes.snapshot import import_kubernetes, snapshot_from_kubernetes
+from placer.adapters.kubernetes.workloads import request_from_kubernetes
+from placer.adapters.nvidia_smi.listing import parse_gpu_instances_file, parse_gpu_list, parse_mig_profiles_file
+from placer.adapters.nvidia_smi.mig import mig_node_from_nvidia_smi, parse_gpu_placements, parse_gpu_placements_file
+from placer.adapters.slurm.importer import import_slurm
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 from placer.formats import render
-from placer.mig_layout import fewest_gpus, layout_instances
-from placer.mig_profiles import table_for
+from placer.mig.layout import fewest_gpus, layout_instances
+from placer.model.mig_profiles import table_for
 
 DATA = Path(__file__).parent / "data"
 MIG_LABELS = DATA / "k8s" / "node-labels-gfd-mig-mixed_a100-pcie-40gb_network-operator-211_fragment.yaml"

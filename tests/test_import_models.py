@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import placer
-from placer._io import dump_json
-from placer.adapters.kubernetes import snapshot_from_kubernetes
-from placer.adapters.kubernetes_workloads import WorkloadImport, import_workloads, request_from_kubernetes
-from placer.adapters.slurm import SlurmImport, import_slurm, snapshot_from_slurm
+from placer.text.files import dump_json
+from placer.adapters.kubernetes.snapshot import snapshot_from_kubernetes
+from placer.adapters.kubernetes.workloads import WorkloadImport, import_workloads, request_from_kubernetes
+from placer.adapters.slurm.importer import SlurmImport, import_slurm, snapshot_from_slurm
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 import placer
-from placer.adapters.kubernetes import import_kubernetes
-from placer.adapters.kubernetes_workloads import import_workloads
+from placer.adapters.kubernetes.snapshot import import_kubernetes
+from placer.adapters.kubernetes.workloads import import_workloads
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 

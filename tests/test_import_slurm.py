@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 
 import placer
-from placer.adapters.slurm import (
+from placer.adapters.slurm.importer import (
     MAX_HOSTLIST_NAMES,
     SlurmNode,
     SlurmTopology,
@@ -988,7 +988,7 @@ def test_fuzz_sinfo_and_hostlists(out: str) -> None:
 
 
 def test_a_drained_or_down_node_is_reported_with_its_reason(tmp_path: Path) -> None:
-    from placer.report import cluster_report
+    from placer.diagnostics.report import cluster_report
 
     nodes = {n.name: n for n in parse_scontrol_nodes(text(HM_NODES), HM_NODES)}
     assert nodes["gpu03"].reason == "GPU 5 fell off the bus, see Xid=79 [root@2024-04-01T07:00:00]"
@@ -1013,8 +1013,8 @@ def test_a_drained_or_down_node_is_reported_with_its_reason(tmp_path: Path) -> N
 
 def test_nodes_no_switch_covers_are_a_note_a_finding_and_named_by_explain(tmp_path: Path, capsys) -> None:
     from placer.cli import main
-    from placer.explain import explain
-    from placer.report import cluster_report
+    from placer.diagnostics.explain import explain
+    from placer.diagnostics.report import cluster_report
 
     half = tmp_path / "topology.conf"
     half.write_text("SwitchName=leaf1 Nodes=gpu[01-02]\n", encoding="utf-8")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 
 from placer import place
-from placer.cluster import Cluster
-from placer.diagnostics import check_placement
+from placer.placement.cluster import Cluster
+from placer.diagnostics.check import check_placement
 from placer.model import ClusterSnapshot
 from placer.testing import placement_requests, snapshots
 from placer.model import replace

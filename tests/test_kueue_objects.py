@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from placer.adapters.kueue_queues import FAIR_SHARING_STRATEGIES
+from placer.adapters.kueue.queues import FAIR_SHARING_STRATEGIES
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_QUANTITY
 from placer.model import MigRequest, Taint, Toleration

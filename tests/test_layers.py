@@ -1,20 +1,27 @@
-"""Import rules between the modules of the installed package (issue #11).
+"""Import rules between the folders and modules of the installed package (issues #11, #31).
 
-Imports point down: the command line over the library, the adapters (readers of what real
-systems print) over the core. Every module of the package is parsed with :mod:`ast` (lazy
-imports inside functions and ``TYPE_CHECKING`` imports count) and checked for:
+Imports point down. Each folder of ``src/placer`` holds one concern and has a rank
+(:data:`LAYERS`, lowest first): a module imports only modules of its own folder or of a
+lower-ranked one. Every module of the package is parsed with :mod:`ast` (lazy imports
+inside functions and ``TYPE_CHECKING`` imports count) and checked for:
 
-(a) no module outside ``placer.adapters`` and ``placer.cli`` imports ``placer.adapters``,
-    except the entry points the SPEC names in the library (:data:`SPEC_ADAPTER_ENTRY_POINTS`);
+(layers) no import points up the ranks, except the SPEC's entry points that read real
+    systems' objects from the library (:data:`SPEC_ADAPTER_ENTRY_POINTS`) and the
+    independent checker (:data:`INDEPENDENT`), which imports only the model and may be
+    used from any layer;
+(a) no module outside ``placer.adapters``, ``placer.serve`` and ``placer.cli`` imports
+    ``placer.adapters``, except those entry points;
 (b) no module other than ``placer.cli`` imports ``placer.cli`` (``placer.__main__``, the
     ``python -m placer`` launcher of the command line, excepted);
-(c) ``placer.topology``, ``placer.model``, ``placer.exceptions`` and ``placer.formats``
-    reach no adapter, directly or through the modules they import;
+(c) ``placer.model``, ``placer.exceptions`` and ``placer.formats`` reach no adapter,
+    directly or through the modules they import; ``placer.exact`` reaches no kernel;
 (d) no module uses a private name (leading underscore) of another placer module, imported
     (``from placer.x import _name``) or as an attribute (``x._name``), except the names
     of :data:`PENDING_PRIVATE_NAMES` and those of the :data:`KERNEL_BOUNDARY` modules.
-    Modules whose own name is private (``placer._io``, the kernel
-    modules) are package-internal: importing them and their public names is allowed.
+    Modules whose own name is private (``placer._moved``, the kernel modules) are
+    package-internal: importing them and their public names is allowed.
+
+``docs/architecture.md`` draws the same layers.
 """
 from __future__ import annotations
 
@@ -29,18 +36,37 @@ PACKAGE = "placer"
 ADAPTERS = "placer.adapters"
 CLI = "placer.cli"
 CLI_LAUNCHERS = frozenset({"placer.__main__"})
-CORE = ("placer.topology", "placer.model", "placer.exceptions", "placer.formats")
+CORE = ("placer.model", "placer.exceptions", "placer.formats")
+
+# The folders (and the top-level modules) of src/placer, lowest first; one rank may hold
+# several folders that do not import each other.
+LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(rank.split()) for rank in (
+    "text exceptions limits _serial _moved",  # words, located errors, file writes; bounds
+    "policies",                          # the policy registry: one record per policy
+    "model",                             # the frozen documents, topology, MIG profiles, reasons
+    "schema formats",                    # decoding documents; writing results
+    "workload",                          # what the policies know of a workload (FGD, fgd-pack)
+    "kernel",                            # the one owner of free state
+    "exact",                             # CP-SAT gang models (never the kernel)
+    "mig preemption",                    # MIG layouts and gangs; making room
+    "placement",                         # Cluster, one-shot place, gangs, GPU sets, sharing
+    "queues",                            # Kueue's objects and its admission cycle
+    "adapters",                          # what real systems print, to the model
+    "diagnostics testing",               # check, explain, report, reconcile; test strategies
+    "replay",                            # simulate, sweep, timeline, executors
+    "serve",                             # the extender service over HTTP
+    "cli __main__ placer",               # the command line, and the public front (__init__.py)
+))
 
 # Library entry points the SPEC fixes that read real systems' objects: SPEC §8 names
 # placer.queues.load_queues (and load_workloads, read_kueue), which read Kueue's objects
-# through the Kueue adapter, imported lazily when called.
+# through the Kueue adapter, imported lazily when called; a sweep names openb traces.
 SPEC_ADAPTER_ENTRY_POINTS = frozenset({
-    ("placer.queues.loaders", "placer.adapters.kueue"),
-    ("placer.sweep", "placer.adapters.openb"),  # SPEC §10: a sweep names openb traces and node lists
-    # SPEC §11: placer serve speaks kube-scheduler's extender protocol over Kubernetes objects
-    ("placer.serve", "placer.adapters.kube_extender"),
-    ("placer.serve", "placer.adapters.kube_live"),
+    ("placer.queues.loaders", "placer.adapters.kueue.objects"),
+    ("placer.replay.sweep", "placer.adapters.openb"),  # SPEC §10: a sweep names openb traces and node lists
 })
+# Modules any layer may use: the independent checker imports only the model (tested below).
+INDEPENDENT = frozenset({"placer.diagnostics.check"})
 # Private names still used across modules (none since the schema package replaced _validation).
 PENDING_PRIVATE_NAMES: frozenset[tuple[str, str]] = frozenset()
 # The compiled kernel: its private names are reached only inside placer.kernel.
@@ -186,16 +212,58 @@ USES = [
 
 def test_the_scan_sees_the_package():
     assert ROOT.name == PACKAGE
-    for name in (CLI, "placer.__main__", "placer.kernel._core", "placer.topology", "placer.adapters.slurm", *CORE):
+    for name in (CLI, "placer.__main__", "placer.kernel._core", "placer.model.topology", "placer.adapters.slurm.importer", *CORE):
         assert name in MODULES, name
     assert len(SOURCES) > 30
     assert any(u.target.startswith(ADAPTERS) for u in USES)  # the CLI's own imports are seen
 
 
+def folder(module: str) -> str:
+    """The folder of ``src/placer`` a module sits in (its own name for a top-level module)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else PACKAGE
+
+
+def rank(module: str) -> int:
+    name = folder(module)
+    for i, layer in enumerate(LAYERS):
+        if name in layer:
+            return i
+    raise AssertionError(f"{module}: folder {name!r} has no rank in LAYERS")
+
+
+def test_every_folder_has_a_rank():
+    unranked = sorted({folder(m) for m in MODULES} - set().union(*LAYERS))
+    assert not unranked, f"folders without a rank in LAYERS: {unranked}"
+    stale = sorted(set().union(*LAYERS) - {folder(m) for m in MODULES})
+    assert not stale, f"LAYERS names folders that do not exist: {stale}"
+
+
+def test_imports_point_down_the_layers():
+    bad = [
+        f"{u} ({folder(u.importer)} is below {folder(u.target)})" for u in USES
+        if rank(u.target) > rank(u.importer) and u.target not in INDEPENDENT
+        and (u.importer, u.target) not in SPEC_ADAPTER_ENTRY_POINTS
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_independent_checker_imports_only_the_model():
+    for module in INDEPENDENT:
+        targets = {u.target for u in USES if u.importer == module}
+        assert all(rank(t) <= rank("placer.model") for t in targets), (module, sorted(targets))
+
+
+def test_exact_gang_models_reach_no_kernel():
+    reached = {u.target for u in USES if _in(u.importer, "placer.exact")}
+    assert not {t for t in reached if _in(t, "placer.kernel")}, sorted(reached)
+
+
 def test_a_only_adapters_and_the_cli_import_adapters():
     bad = [
         str(u) for u in USES
-        if _in(u.target, ADAPTERS) and not _in(u.importer, ADAPTERS) and u.importer != CLI
+        if _in(u.target, ADAPTERS) and not _in(u.importer, ADAPTERS) and not _in(u.importer, CLI)
+        and not _in(u.importer, "placer.serve")
         and (u.importer, u.target) not in SPEC_ADAPTER_ENTRY_POINTS
     ]
     assert not bad, "\n".join(bad)
@@ -204,7 +272,7 @@ def test_a_only_adapters_and_the_cli_import_adapters():
 def test_b_only_the_cli_imports_the_cli():
     bad = [
         str(u) for u in USES
-        if u.target == CLI and u.importer != CLI and u.importer not in CLI_LAUNCHERS
+        if _in(u.target, CLI) and not _in(u.importer, CLI) and u.importer not in CLI_LAUNCHERS
     ]
     assert not bad, "\n".join(bad)
 
@@ -249,14 +317,14 @@ def test_d_pending_private_names_are_still_pending():
 
 
 CHECKER_CASES = [
-    ("from placer.adapters.slurm import _fail\n", [("placer.adapters.slurm", "_fail")]),
-    ("from placer import gangs\ngangs._helper(1)\n", [("placer.gangs", "_helper")]),
-    ("import placer.gangs as g\ng._helper\n", [("placer.gangs", "_helper")]),
-    ("import placer.gangs\nplacer.gangs._helper\n", [("placer.gangs", "_helper")]),
-    ("def f():\n    from ..gangs import _helper\n", [("placer.gangs", "_helper")]),
-    ("from placer import _io\n_io._umask()\n", [("placer._io", "_umask")]),
+    ("from placer.adapters.slurm.importer import _fail\n", [("placer.adapters.slurm.importer", "_fail")]),
+    ("from placer.placement import gangs\ngangs._helper(1)\n", [("placer.placement.gangs", "_helper")]),
+    ("import placer.placement.gangs as g\ng._helper\n", [("placer.placement.gangs", "_helper")]),
+    ("import placer.placement.gangs\nplacer.placement.gangs._helper\n", [("placer.placement.gangs", "_helper")]),
+    ("def f():\n    from ..model import _helper\n", [("placer.model", "_helper")]),
+    ("from placer.text import files\nfiles._umask()\n", [("placer.text.files", "_umask")]),
     ("from placer.kernel._core import _private\n", []),
-    ("from placer import __version__, _io\nfrom placer._io import read_text\n", []),
+    ("from placer import __version__\nfrom placer.text.files import read_text\n", []),
 ]
 
 
@@ -272,5 +340,5 @@ def test_the_checker_sees_lazy_and_type_checking_imports():
         "if TYPE_CHECKING:\n    from placer.adapters.openb import read_pods\n"
         "def f():\n    import placer.cli\n"
     )
-    targets = {u.target for u in uses("placer.report", source, MODULES)}
+    targets = {u.target for u in uses("placer.diagnostics.report", source, MODULES)}
     assert {"placer.adapters.openb", "placer.cli"} <= targets

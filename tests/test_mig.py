@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 import placer
 from placer.exceptions import InvalidInputError
-from placer.mig_profiles import model_key, table_for, tables
+from placer.model.mig_profiles import model_key, table_for, tables
 
 RAW = json.loads((resources.files("placer") / "data" / "mig_profiles.json").read_text())
 POLICIES = ("first-fit", "best-fit", "fgd")

@@ -1,4 +1,4 @@
-"""``placer.mig_exact``: the CP-SAT optimum of placing MIG pods together, against a brute
+"""``placer.mig.exact``: the CP-SAT optimum of placing MIG pods together, against a brute
 force written here from the bundled table's raw JSON (start + size per placement); and the
 online MIG choices against each other and against that optimum.
 """
@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 
 import placer
 from placer.exceptions import InvalidInputError
-from placer.mig_exact import add_mig_pods, solve_mig
+from placer.mig.exact import add_mig_pods, solve_mig
 from placer.model import MigRequest, PodRequest
 
 RAW = json.loads((resources.files("placer") / "data" / "mig_profiles.json").read_text())
@@ -211,7 +211,7 @@ def allocated_slices(snap: dict, pods: list[PodRequest], policy: str) -> int:
     request = placer.PlacementRequest(pods=tuple(pods), policy=policy)
     result = placer.place(snap, request)
     assert placer.check_placement(snap, request, result) == []
-    table = placer.mig_profiles.table_for("A100-80GB")
+    table = placer.model.mig_profiles.table_for("A100-80GB")
     return sum(table.profile(u.profile).memory_slices for a in result.assignments for u in a.mig)
 
 

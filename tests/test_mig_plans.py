@@ -18,10 +18,10 @@ from hypothesis import example, given, strategies as st
 
 import placer
 from placer.cli import main
-from placer.explain import explain
-from placer.mig_plans import layout_table, mig_capacity, plan_relayout, relayout_snapshot, render_mig_parted
-from placer.mig_profiles import tables
-from placer.report import cluster_report
+from placer.diagnostics.explain import explain
+from placer.mig.plans import layout_table, mig_capacity, plan_relayout, relayout_snapshot, render_mig_parted
+from placer.model.mig_profiles import tables
+from placer.diagnostics.report import cluster_report
 from test_mig import RAW, mig_pod, raw_mask, raw_profile, request, snapshot
 
 

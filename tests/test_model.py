@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from placer.exceptions import InvalidInputError
-from placer.topology import Nic
+from placer.model.topology import Nic
 from placer.model import (
     Assignment,
     ClusterSnapshot,

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.nvidia_smi_list import (
+from placer.adapters.nvidia_smi.listing import (
     ComputeInstance,
     GpuInstance,
     ListedGpu,

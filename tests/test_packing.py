@@ -1,4 +1,4 @@
-"""fgd-pack: its workload figures (placer.packing) and its choices, against the reference."""
+"""fgd-pack: its workload figures (placer.workload.packing) and its choices, against the reference."""
 from __future__ import annotations
 
 import itertools
@@ -10,10 +10,10 @@ from ortools.linear_solver import pywraplp
 
 import placer
 from placer.adapters import openb
-from placer.cluster import Cluster
-from placer.fragmentation import TaskType, Workload, target_workload
+from placer.placement.cluster import Cluster
+from placer.workload.fragmentation import TaskType, Workload, target_workload
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
-from placer.packing import (
+from placer.workload.packing import (
     PRIOR_PODS, REFRESH_PODS, UNITS, Demand, PackingGuide, PackingLearner, packing_guide, pattern_duals,
     regret_table,
 )

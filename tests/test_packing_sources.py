@@ -6,13 +6,13 @@ import itertools
 
 import pytest
 
-from placer import packing
-from placer.cluster import Cluster
-from placer.fragmentation import TaskType, Workload
+from placer.workload import packing
+from placer.placement.cluster import Cluster
+from placer.workload.fragmentation import TaskType, Workload
 from placer.kernel.session import KernelSession
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest
-from placer.packing import PackingGuide
-from placer.simulate import run_replay
+from placer.workload.packing import PackingGuide
+from placer.replay.simulate import run_replay
 
 A = NodeType(gpus=8, gpu_model="A", cpu_milli=96000)
 B = NodeType(gpus=8, gpu_model="B", cpu_milli=96000)

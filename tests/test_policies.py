@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 
 from placer import check_placement
-from placer.cluster import Cluster, fgd_rank
+from placer.placement.cluster import Cluster, fgd_rank
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
 from placer.policies import REGISTRY
-from placer.simulate import STUDY_POLICIES, available_policies
+from placer.replay.simulate import STUDY_POLICIES, available_policies
 from placer.testing import scenarios
 from agreement import placed_gpus
 from reference import _BASELINE_SCORES, ReferenceCluster, _filter

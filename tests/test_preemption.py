@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import placer
-from placer import preemption, preemption_exact
+from placer.preemption import victims as preemption
+from placer.preemption import exact as preemption_exact
 from placer.exceptions import InvalidInputError
 
 RACKS, NODES, GPUS = 2, 2, 4
@@ -221,7 +222,7 @@ def test_bad_preemption_inputs():
 
 
 def test_explain_says_what_preemption_would_do_when_it_is_off():
-    from placer.explain import explain
+    from placer.diagnostics.explain import explain
 
     snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"], "nodes": [
         {"name": f"n{i}", "gpus": 2, "topology": {"rack": f"r{i // 2}"},

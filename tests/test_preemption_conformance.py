@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import placer
-from placer import preemption
+from placer.preemption import victims as preemption
 from placer.model import ClusterSnapshot, Node, NodeType, PodDisruptionBudget, PodRequest, RunningPod
 
 CASES = json.loads((Path(__file__).parent / "data" / "conformance" / "preemption.json").read_text())["cases"]

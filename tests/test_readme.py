@@ -116,7 +116,7 @@ def test_readme_timeline_command_prints_its_output(tmp_path, monkeypatch, capsys
 
 
 def test_readme_sweep_spec_is_a_valid_sweep(tmp_path):
-    from placer.sweep import load_sweep
+    from placer.replay.sweep import load_sweep
 
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", README.read_text(), re.S) if "kind: Sweep" in b)
     (tmp_path / "s.yaml").write_text(block, encoding="utf-8")
@@ -135,7 +135,7 @@ def test_readme_has_one_mig_section_and_no_repeated_paragraph():
 
 
 def test_readme_slurm_levels_are_as_the_importer_names_them():
-    from placer.adapters.slurm import parse_topology_conf
+    from placer.adapters.slurm.importer import parse_topology_conf
 
     text = " ".join(README.read_text().split())
     assert "`switch1` (the top switches) ... `switchD` (the leaf switch a node hangs from)" in text

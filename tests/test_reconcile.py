@@ -29,10 +29,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer.adapters import nvidia_smi_query as q
-from placer.adapters.nvidia_smi_query import ComputeApp, GpuInfo
+from placer.adapters.nvidia_smi import query as q
+from placer.adapters.nvidia_smi.query import ComputeApp, GpuInfo
 from placer.exceptions import InvalidInputError
-from placer.reconcile import Reconciliation, reconcile
+from placer.diagnostics.reconcile import Reconciliation, reconcile
 
 DATA = Path(__file__).parent / "data" / "nvidia-smi"
 REAL_APPS = DATA / "query-compute-apps_gpu_uuid-name_dcgm-exporter-94.csv.txt"

@@ -13,7 +13,7 @@ and 1, team-b/notebook a share of 3) goes through:
   the pods hold are idle.
 
 The expected zombies and idle GPUs are worked out here from the CSV lines and the snapshot
-(:func:`expected`), not by :func:`placer.reconcile.reconcile`.
+(:func:`expected`), not by :func:`placer.diagnostics.reconcile.reconcile`.
 """
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 
-from placer.adapters import nvidia_smi_live
-from placer.adapters.nvidia_smi_query import parse_compute_apps_file, parse_query_gpu_file
+from placer.adapters.nvidia_smi import live as nvidia_smi_live
+from placer.adapters.nvidia_smi.query import parse_compute_apps_file, parse_query_gpu_file
 from placer.cli import main
 from placer.exceptions import InvalidInputError
-from placer.reconcile import watch
+from placer.diagnostics.reconcile import watch
 
 DATA = Path(__file__).parent / "data" / "nvidia-smi"
 GPUS = DATA / "handmade-dgx-04_query-gpu.csv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from placer.diagnostics import check_placement
+from placer.diagnostics.check import check_placement
 from placer.exceptions import InvalidInputError
 from placer.model import (
     Assignment,

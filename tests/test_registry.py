@@ -111,7 +111,7 @@ def test_policies_sits_at_the_bottom_of_the_import_graph():
             imported.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
-    assert {m for m in imported if m.split(".")[0] == "placer"} == {"placer.exceptions", "placer.messages"}
+    assert {m for m in imported if m.split(".")[0] == "placer"} == {"placer.exceptions", "placer.text.messages"}
 
 
 def test_registry_codes_are_the_kernel_enum():
@@ -127,7 +127,7 @@ def test_registry_codes_are_the_kernel_enum():
 
 
 def test_simulate_lists_come_from_the_registry_in_table_order():
-    from placer import simulate
+    from placer.replay import simulate
 
     assert simulate.STUDY_POLICIES == ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
     assert simulate.ALL_POLICIES == ("fgd-pack",) + simulate.STUDY_POLICIES
@@ -163,7 +163,7 @@ def _tiny_snapshot():
 
 
 def test_a_hand_built_request_with_an_unknown_policy_is_refused_with_the_one_message():
-    from placer.cluster import Cluster
+    from placer.placement.cluster import Cluster
     from placer.model import PlacementRequest, PodRequest
 
     request = PlacementRequest(pods=(PodRequest("a", gpus=1),), policy="worst-fit")
@@ -174,7 +174,7 @@ def test_a_hand_built_request_with_an_unknown_policy_is_refused_with_the_one_mes
 
 def test_entry_points_take_a_name_or_a_record():
     import placer
-    from placer.cluster import Cluster
+    from placer.placement.cluster import Cluster
     from placer.model import PlacementRequest, PodRequest
 
     pods = [PodRequest("a", gpus=1), PodRequest("b", gpus=1, gpu_milli=500)]
@@ -206,7 +206,7 @@ def test_the_reference_implements_every_registry_policy():
 def test_the_reference_and_the_cluster_run_every_policy(name):
     from reference import ReferenceCluster
 
-    from placer.cluster import Cluster
+    from placer.placement.cluster import Cluster
     from placer.model import PlacementRequest, PodRequest
 
     pods = (PodRequest("a", gpus=1), PodRequest("b", gpus=1, gpu_milli=400), PodRequest("c", cpu_milli=100))
@@ -222,7 +222,7 @@ def test_the_kernel_refuses_a_code_that_is_no_policy():
 
     import dataclasses
 
-    from placer.cluster import Cluster
+    from placer.placement.cluster import Cluster
     from placer.model import PodRequest
 
     session = Cluster(_tiny_snapshot()).session

@@ -8,9 +8,9 @@ import pytest
 import placer
 from placer.adapters import openb
 from placer.cli import main
-from placer.fragmentation import TaskType, Workload
+from placer.workload.fragmentation import TaskType, Workload
 from placer.model import ClusterSnapshot, Node, NodeType, RunningPod, Taint
-from placer.report import STANDARD_SHAPES, cluster_report, standard_workload
+from placer.diagnostics.report import STANDARD_SHAPES, cluster_report, standard_workload
 
 
 TYPES = {"h100": NodeType(gpus=8, gpu_model="H100"), "h100-16cpu": NodeType(gpus=8, gpu_model="H100", cpu_milli=16000)}
@@ -279,8 +279,8 @@ def test_text_tables_stay_aligned_with_long_names():
 
 
 def test_colour_only_when_asked(monkeypatch):
-    from placer.report import node_rows, nodes_text
-    from placer.textlines import color_wanted
+    from placer.diagnostics.report import node_rows, nodes_text
+    from placer.text.lines import color_wanted
 
     snap = placer.ClusterSnapshot.from_dict(node_view_snapshot())
     report = cluster_report(snap)

@@ -203,7 +203,7 @@ def test_a_pod_asking_for_a_gpu_model_no_node_has_stays_pending() -> None:
         "0/4 nodes are available: 4 node(s) didn't match Pod's GPU model (no node has B200; the cluster has "
         "A100, H100)."
     )
-    from placer.explain import explain
+    from placer.diagnostics.explain import explain
     from reference import ReferenceCluster
 
     assert ReferenceCluster(schema.snapshot_from_dict(snapshot_doc())).schedule(schema.request_from_dict(doc)) == result

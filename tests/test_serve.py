@@ -366,8 +366,8 @@ def test_a_dry_run_with_a_kubeconfig_watches_and_posts_no_binding(tmp_path):
 
 
 def test_the_help_gives_the_default_max_staleness(tmp_path):
-    from placer.adapters.kube_extender import MAX_PENDING, PENDING_TTL_S
-    from placer.serve import MAX_STALENESS_S
+    from placer.serve.extender import MAX_PENDING, PENDING_TTL_S
+    from placer.serve.app import MAX_STALENESS_S
 
     done = run_cli("serve", "--help", cwd=tmp_path)
     text = " ".join(done.stdout.split())
@@ -377,8 +377,8 @@ def test_the_help_gives_the_default_max_staleness(tmp_path):
 
 
 def test_the_help_gives_the_default_limits(tmp_path):
-    from placer.adapters.kube_live import API_TIMEOUT_S
-    from placer.serve import Limits
+    from placer.adapters.kubernetes.live import API_TIMEOUT_S
+    from placer.serve.app import Limits
 
     limits = Limits()
     text = " ".join(run_cli("serve", "--help", cwd=tmp_path).stdout.split())
@@ -480,8 +480,8 @@ def asgi_post(app, path: str, body: bytes) -> tuple[int, Any]:
 
 
 def test_a_fault_of_placers_own_is_a_500_with_the_error_and_the_next_request_is_served():
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.serve.app import create_app
 
     class Faulty(Extender):
         calls = 0
@@ -523,9 +523,9 @@ def test_readyz_fails_while_the_api_server_fails_and_passes_once_it_recovers(tmp
     import threading
 
     from kube_api_stub import KubeApiStub
-    from placer.adapters.kube_extender import Extender
-    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.adapters.kubernetes.live import WatchHealth, api_client, watch_cluster
+    from placer.serve.app import create_app
 
     caplog.set_level(logging.WARNING, "placer.watch")
     api = KubeApiStub()
@@ -565,9 +565,9 @@ def test_a_list_the_api_server_answers_too_slowly_fails_after_the_api_timeout_an
     import threading
 
     from kube_api_stub import KubeApiStub
-    from placer.adapters.kube_extender import Extender
-    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.adapters.kubernetes.live import WatchHealth, api_client, watch_cluster
+    from placer.serve.app import create_app
 
     api = KubeApiStub()
     api.list_delay_s = 60.0  # far past the timeout: the list hangs
@@ -601,7 +601,7 @@ def test_a_silent_watch_is_dropped_past_its_timeout_and_the_kind_listed_again(tm
     import threading
 
     from kube_api_stub import KubeApiStub
-    from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
+    from placer.adapters.kubernetes.live import WatchHealth, api_client, watch_cluster
 
     api = KubeApiStub()
     api.watch_silent_s = 60.0  # headers, then nothing: a connection that died without a word
@@ -803,8 +803,8 @@ def test_ctrl_c_stops_the_server_and_its_probe_port(tmp_path):
 
 
 def test_with_a_token_the_verbs_need_it_and_the_probes_do_not():
-    from placer.adapters.kube_extender import Extender, RecordingBinder
-    from placer.serve import VERBS, create_app
+    from placer.serve.extender import Extender, RecordingBinder
+    from placer.serve.app import VERBS, create_app
 
     app = create_app(Extender(cluster_document(), binder=RecordingBinder()), token="s3cret-token-0123456789")
     body = json.dumps({"Pod": pod("a", 6), "NodeNames": NAMES}).encode()
@@ -862,7 +862,7 @@ def test_serve_reads_the_token_file_and_refuses_bad_ones(tmp_path):
 ])
 def test_only_loopback_may_listen_without_authentication(host, loopback):
     from placer.exceptions import InvalidInputError
-    from placer.serve import exposure_warning, is_loopback
+    from placer.serve.app import exposure_warning, is_loopback
 
     assert is_loopback(host) is loopback
     plain = {"tls": False, "client_ca": False, "token": False}
@@ -939,7 +939,7 @@ def test_expired_and_weak_certificates_are_refused_at_start(tmp_path, pki, which
 
 def test_every_certificate_of_a_bundle_is_checked(tmp_path, pki):
     from placer.exceptions import InvalidInputError
-    from placer.serve import check_certificates
+    from placer.serve.app import check_certificates
 
     bundle = tmp_path / "bundle.pem"
     bundle.write_bytes(pki["ca"].cert.read_bytes() + pki["expired"].cert.read_bytes())
@@ -1004,9 +1004,9 @@ class LiveWatch:
         import queue
         import threading
 
-        from placer.adapters.kube_extender import Extender
-        from placer.adapters.kube_live import WatchHealth, api_client, watch_cluster
-        from placer.serve import create_app
+        from placer.serve.extender import Extender
+        from placer.adapters.kubernetes.live import WatchHealth, api_client, watch_cluster
+        from placer.serve.app import create_app
 
         self.health, feed, self.stop = WatchHealth(), queue.Queue(), threading.Event()
         self.extender = Extender(cluster_document(), **extender)
@@ -1089,9 +1089,9 @@ def test_bookmarks_move_the_watch_on_so_a_compaction_needs_no_list(tmp_path):
 
 
 def test_no_verb_decides_on_a_state_known_not_current():
-    from placer.adapters.kube_extender import Extender
-    from placer.adapters.kube_live import WatchHealth
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.adapters.kubernetes.live import WatchHealth
+    from placer.serve.app import create_app
 
     now = [0.0]
     health = WatchHealth(("Node", "Pod"), clock=lambda: now[0])
@@ -1274,12 +1274,12 @@ def test_a_kept_alive_connection_serves_requests_until_it_idles_past_the_header_
 
 @contextlib.contextmanager
 def in_process(app, **limits: Any) -> Iterator[Any]:
-    """``app`` served by :func:`placer.serve.server` under ``Limits(**limits)`` in a thread
+    """``app`` served by :func:`placer.serve.app.server` under ``Limits(**limits)`` in a thread
     of this process, on a free loopback port: yields the ``uvicorn.Server`` (its port as
     ``.port``)."""
     import threading
 
-    from placer.serve import Limits, listening_socket, server
+    from placer.serve.app import Limits, listening_socket, server
 
     listening = listening_socket("127.0.0.1", 0)
     running = server(app, limits=Limits(**limits))
@@ -1297,8 +1297,8 @@ def in_process(app, **limits: Any) -> Iterator[Any]:
 def test_every_accepted_connection_has_tcp_nodelay():
     import socket
 
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.serve.app import create_app
 
     with in_process(create_app(Extender(cluster_document()))) as running:
         conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=20)
@@ -1312,8 +1312,8 @@ def test_every_accepted_connection_has_tcp_nodelay():
 def test_a_verb_at_work_holds_the_state_not_the_event_loop():
     import threading
 
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.serve.app import create_app
 
     entered, release = threading.Event(), threading.Event()
 
@@ -1360,8 +1360,8 @@ def test_a_verb_at_work_holds_the_state_not_the_event_loop():
 
 
 def test_past_max_connections_requests_are_answered_503():
-    from placer.adapters.kube_extender import Extender
-    from placer.serve import create_app
+    from placer.serve.extender import Extender
+    from placer.serve.app import create_app
 
     with in_process(create_app(Extender(cluster_document())), max_connections=3) as running:
         held = [raw_connection(running) for _ in range(2)]
@@ -1382,8 +1382,8 @@ def test_past_max_connections_requests_are_answered_503():
 def test_a_body_being_decoded_holds_neither_the_state_nor_the_other_verbs(monkeypatch):
     import threading
 
-    import placer.serve
-    from placer.adapters.kube_extender import Extender
+    import placer.serve.app
+    from placer.serve.extender import Extender
     from placer.schema.extender import decode_filter_args
 
     entered, release = threading.Event(), threading.Event()
@@ -1393,9 +1393,9 @@ def test_a_body_being_decoded_holds_neither_the_state_nor_the_other_verbs(monkey
         release.wait(30)  # as long as a body of 50 MB takes
         return decode_filter_args(raw, source)
 
-    monkeypatch.setattr(placer.serve, "decode_filter_args", slow_decode)
+    monkeypatch.setattr(placer.serve.app, "decode_filter_args", slow_decode)
     answers: list[Any] = []
-    with in_process(placer.serve.create_app(Extender(cluster_document()))) as running:
+    with in_process(placer.serve.app.create_app(Extender(cluster_document()))) as running:
         def post(verb: str, payload: Any, padding: int = 0) -> Any:
             conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
             try:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placer import policies
-from placer.cluster import Cluster
+from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError
 from placer.kernel import KernelSession
 from placer.kernel._core import PodBatch
@@ -100,7 +100,7 @@ def cases(draw):
 @given(cases())
 def test_a_session_places_as_the_reference_does(case):
     snapshot, request = case
-    if request.gangs:  # a session places runs; gangs are placer.gangs' business
+    if request.gangs:  # a session places runs; gangs are placer.placement.gangs' business
         request = replace(request, pods=tuple(p for p in request.pods if p.gang is None), gangs={})
     # a session places in the order given; the order by priority is the Cluster's business
     request = replace(request, pods=tuple(replace(p, priority=0) for p in request.pods))

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer.adapters.kubernetes import snapshot_from_kubernetes
-from placer.explain import explain
-from placer.report import cluster_report
-from placer.sharing import choose_slots
+from placer.adapters.kubernetes.snapshot import snapshot_from_kubernetes
+from placer.diagnostics.explain import explain
+from placer.diagnostics.report import cluster_report
+from placer.placement.sharing import choose_slots
 
 DATA = Path(__file__).parent / "data" / "k8s"
 NODES = DATA / "handmade-nodes-time-slicing.json"

@@ -1,4 +1,4 @@
-"""``placer.simulate`` and ``placer simulate``: the FGD study's trace replay (FGD_NOTES §4)."""
+"""``placer.replay.simulate`` and ``placer simulate``: the FGD study's trace replay (FGD_NOTES §4)."""
 from __future__ import annotations
 
 import csv
@@ -15,7 +15,7 @@ from placer.adapters import openb
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 from placer.model import PodRequest
-from placer.simulate import (
+from placer.replay.simulate import (
     CSV_COLUMNS,
     Curve,
     arrival_order,
@@ -392,7 +392,7 @@ def _flat_curve(policy: str, seed: int, level: float) -> Curve:
 def test_the_plot_has_one_legend_below_its_axes_that_counts_seeds_in_words() -> None:
     import matplotlib.pyplot as plt
 
-    from placer.simulate import plot_figure
+    from placer.replay.simulate import plot_figure
 
     names = ["fgd-pack", "fgd", "best-fit", "random", "gpu-packing", "gpu-clustering", "dot-product", "spread"]
     curves = [_flat_curve(p, 1, 5.0 + i) for i, p in enumerate(names)]
@@ -421,7 +421,7 @@ def test_cli_no_plot_writes_the_table_and_csv_only(tmp_path: Path) -> None:
 def test_cli_a_failed_run_is_named_and_the_others_are_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import placer.simulate as module
+    import placer.replay.simulate as module
 
     real = module.run_replay
 
@@ -454,7 +454,7 @@ def test_fgd_pack_weights_reach_the_kernel() -> None:
 def test_cli_ctrl_c_writes_the_finished_replays_and_says_how_many(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import placer.simulate as module
+    import placer.replay.simulate as module
 
     real = module.run_replay
 
@@ -490,7 +490,7 @@ def test_cli_no_plot_removes_the_plot_of_an_earlier_run_with_a_note(
 
 
 def test_a_plot_that_fails_leaves_no_plot_of_an_earlier_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import placer.simulate as module
+    import placer.replay.simulate as module
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("no backend")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import placer
-from placer.adapters.slurm import import_slurm
-from placer.adapters.slurm_jobs import parse_scontrol_jobs
+from placer.adapters.slurm.importer import import_slurm
+from placer.adapters.slurm.jobs import parse_scontrol_jobs
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 

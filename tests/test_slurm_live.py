@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from placer.adapters.slurm_live import import_slurm_live, run_scontrol
+from placer.adapters.slurm.live import import_slurm_live, run_scontrol
 from placer.cli import main
 from placer.exceptions import InvalidInputError
 from slurm_cluster import NODES, SlurmCluster, _alive, missing

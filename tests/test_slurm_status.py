@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.slurm_status import (
+from placer.adapters.slurm.status import (
     MAX_CORES,
     SinfoReason,
     SinfoRow,

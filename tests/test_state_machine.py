@@ -7,8 +7,8 @@ from hypothesis import event, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from placer import policies
-from placer.cluster import Cluster
-from placer.diagnostics import check_placement
+from placer.placement.cluster import Cluster
+from placer.diagnostics.check import check_placement
 from placer.model import PlacementRequest
 from placer.testing import pod_requests, snapshots
 from placer.model import replace

@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 import placer
-import placer.sweep as sweep
+import placer.replay.sweep as sweep
 from placer.adapters import openb
 from placer.cli import main
 from placer.exceptions import InvalidInputError
-from placer.queues.timeline import TimelineSpec, run_spec
-from placer.simulate import run_replay
+from placer.replay.timeline import TimelineSpec, run_spec
+from placer.replay.simulate import run_replay
 from test_simulate import write_subsample
 
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer._serial import serialised
-from placer.cluster import Cluster
-from placer.diagnostics import check_placement
+from placer.placement.cluster import Cluster
+from placer.diagnostics.check import check_placement
 from placer.exceptions import InvalidInputError
 from placer.model import (
     Assignment,

@@ -1,5 +1,5 @@
-"""The replay over time (issue #16 items 3–4, SPEC §9): :func:`placer.queues.timeline.run_timeline`
-and :func:`~placer.queues.timeline.run_spec`.
+"""The replay over time (issue #16 items 3–4, SPEC §9): :func:`placer.replay.timeline.run_timeline`
+and :func:`~placer.replay.timeline.run_spec`.
 
 Expected values come from hand arithmetic (hand-made clusters of one or two 8-GPU nodes)
 or from an independent replay of the event log (:func:`check_log`: its own state machine,
@@ -20,8 +20,8 @@ from placer.adapters import openb
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, PodRequest, load_snapshot
 from placer.queues import scheduler as engine
-from placer.queues import timeline as tl
-from placer.queues.arrivals import Arrivals, TimelineJob
+from placer.replay import timeline as tl
+from placer.replay.arrivals import Arrivals, TimelineJob
 from placer.queues.model import (
     CPU,
     GPU,
@@ -36,7 +36,7 @@ from placer.queues.model import (
     ResourceQuota,
 )
 from placer.queues.result import AdmissionResult, AdmittedWorkload, PreemptedWorkload
-from placer.queues.timeline_queues import TimelineQueues, qos_queues
+from placer.replay.timeline_queues import TimelineQueues, qos_queues
 
 
 def cluster(nodes: int = 1) -> ClusterSnapshot:
@@ -525,7 +525,7 @@ def test_write_timeline_outputs(tmp_path: Path) -> None:
 
 
 def test_the_fgd_policies_measure_fragments_against_the_jobs_mix(monkeypatch: pytest.MonkeyPatch) -> None:
-    from placer.fragmentation import target_workload
+    from placer.workload.fragmentation import target_workload
 
     engines: list[engine.QueueScheduler] = []
 

@@ -18,9 +18,9 @@ import pytest
 from placer.adapters import openb
 from placer.exceptions import InvalidInputError
 from placer.model import PodRequest
-from placer.queues import arrivals as arr
-from placer.queues import metrics as met
-from placer.queues import timeline_queues as tq
+from placer.replay import arrivals as arr
+from placer.replay import metrics as met
+from placer.replay import timeline_queues as tq
 from placer.queues.model import CPU, GPU, MEMORY, MIB
 
 DATA = Path(__file__).parent / "data" / "openb"

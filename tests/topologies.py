@@ -6,7 +6,7 @@ import itertools
 import json
 from pathlib import Path
 
-from placer.topology import GpuTopology, topology_from_spec
+from placer.model.topology import GpuTopology, topology_from_spec
 
 UPSTREAM = json.loads(
     (Path(__file__).parent / "data" / "conformance" / "gpuallocator_besteffort.json").read_text()

@@ -5,11 +5,12 @@ schedulable (fragmentation-aware policies), and explains why work is pending.
 """
 from __future__ import annotations
 
+from placer import _moved
 from placer import kernel  # noqa: F401 - the compiled kernel, checked at import
 from placer import schema  # noqa: F401 - registers the document decoders with the model
-from placer.cluster import Cluster, NodeFree
-from placer.diagnostics import check_placement
-from placer.moves import check_moves
+from placer.placement.cluster import Cluster, NodeFree
+from placer.diagnostics.check import check_placement
+from placer.preemption.moves import check_moves
 from placer.exceptions import InvalidInputError, PlacerError, SolverError
 from placer.model import (
     Assignment,
@@ -29,9 +30,11 @@ from placer.model import (
     load_result,
     load_snapshot,
 )
-from placer.gpusets import select_gpus
-from placer.place import defrag, place, preempt
-from placer.topology import GpuTopology, Nic
+from placer.placement.gpusets import select_gpus
+from placer.placement.place import defrag, place, preempt
+from placer.model.topology import GpuTopology, Nic
+
+_moved.install()
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
 """Exceptions raised by placer."""
 from __future__ import annotations
 
-from placer.messages import bounded
+from placer.text.messages import bounded
 
 __all__ = ["PlacerError", "InvalidInputError", "SolverError"]
 
@@ -21,7 +21,7 @@ class InvalidInputError(PlacerError, ValueError):
     what : str
         What is wrong, naming the expectation and what came instead.
 
-    Both are kept to a bounded length (:func:`placer.messages.bounded`): a value of
+    Both are kept to a bounded length (:func:`placer.text.messages.bounded`): a value of
     megabytes echoed in either is cut to its first characters and its length.
     """
 

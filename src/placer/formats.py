@@ -38,12 +38,12 @@ from typing import Any, Callable, Collection, Iterable, Mapping, NoReturn, Union
 
 import yaml
 
-from placer._io import dump_json, dump_yaml
+from placer.text.files import dump_json, dump_yaml
 from placer.exceptions import InvalidInputError
-from placer.hostlist import compress_hostlist
-from placer.hostlist import expand_hostlist as _expand_hostlist
+from placer.text.hostlist import compress_hostlist
+from placer.text.hostlist import expand_hostlist as _expand_hostlist
 from placer.model import Assignment, ClusterSnapshot, PlacementResult, load_result, load_snapshot
-from placer.textlines import some_of
+from placer.text.lines import some_of
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -327,7 +327,7 @@ def expand_hostlist(hostlist: str) -> list[str]:
     """The host names of a Slurm hostlist, in its order: ``n[01-03,07]`` -> ``n01 n02 n03 n07``.
 
     The inverse of :func:`compress_hostlist`: ``""`` gives ``[]``; otherwise as
-    :func:`placer.hostlist.expand_hostlist`, errors naming ``hostlist``.
+    :func:`placer.text.hostlist.expand_hostlist`, errors naming ``hostlist``.
     """
     if not hostlist:
         return []

@@ -1,12 +1,12 @@
 """The placement policies: one record per policy, the single list of them.
 
 Every other part of placer reads policies from :data:`REGISTRY`: the request decoder and
-the command line check names with :func:`get`, :class:`placer.cluster.Cluster` reads the
+the command line check names with :func:`get`, :class:`placer.placement.cluster.Cluster` reads the
 record's flags and passes its ``code`` to the kernel, ``placer simulate`` takes the FGD
 study's policies from it. How to add one: ``docs/adding-a-policy.md``; what each policy
 does: ``docs/placement-rules.md``.
 
-This module imports nothing of placer but :mod:`placer.exceptions` and :mod:`placer.messages`: every other module
+This module imports nothing of placer but :mod:`placer.exceptions` and :mod:`placer.text.messages`: every other module
 may import it.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from placer.exceptions import InvalidInputError
-from placer.messages import describe
+from placer.text.messages import describe
 
 __all__ = ["DEFAULT", "Policy", "REGISTRY", "names", "get"]
 
@@ -38,11 +38,11 @@ class Policy:
         Scores fragmentation against a target workload (``Cluster.fragmentation``); the
         cluster sets the workload of the first pods placed with it when none is set.
     needs_packing_guide : bool
-        Needs a :class:`placer.packing.PackingGuide` (``Cluster.set_packing``); when none
+        Needs a :class:`placer.policies.packing.PackingGuide` (``Cluster.set_packing``); when none
         is set the cluster learns one (``Cluster.learn_packing``) from the workload told and
         the pods seen so far, never from pods still to be placed.
     ranked : bool
-        Ties between nodes go to the seeded node order (``placer.cluster.fgd_rank``), as
+        Ties between nodes go to the seeded node order (``placer.placement.cluster.fgd_rank``), as
         in the FGD study; otherwise to the lowest node index.
     cached : bool
         The kernel may keep a node's score per pod shape within one batch until the node
@@ -50,7 +50,7 @@ class Policy:
         whose change clears the cache).
     study_name : str or None
         The policy's name in the FGD study's published results (``05-BestFit``) when it is
-        one of the study's six, which :mod:`placer.simulate` compares with those values.
+        one of the study's six, which :mod:`placer.replay.simulate` compares with those values.
     simulate_rank : int or None
         Position in what ``placer simulate --policy all`` runs and in the order of its
         tables; ``None``: simulated only when asked for by name.

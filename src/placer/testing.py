@@ -41,7 +41,7 @@ from placer.model import (
     gang_shapes,
     replace,
 )
-from placer.topology import GpuTopology, Nic, topology_from_spec
+from placer.model.topology import GpuTopology, Nic, topology_from_spec
 
 __all__ = [
     "DEFAULT_MODELS",

@@ -38,7 +38,7 @@ from typing import Any, Mapping, NoReturn, Optional, Sequence, Union
 
 from msgspec import Struct
 
-from placer._io import bundled_file, read_text
+from placer.text.files import bundled_file, read_text
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, PodRequest
 from placer.schema import request_from_dict, snapshot_from_dict

@@ -4,7 +4,7 @@
 kernel's arrays (``pack``, the only module that knows their dtypes, with the one-pass
 readers of ``_gather``) and runs the Cython workers of ``_core`` over them (declarations in
 ``_core.pxd``). The GPU-set table builders
-of ``_core`` live in ``tables`` (used by :mod:`placer.gpusets`).
+of ``_core`` live in ``tables`` (used by :mod:`placer.placement.gpusets`).
 """
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ cdef struct NodeState:
     int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
     double frag_total               # their sum, kept current by apply()
     const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
-    # fgd-pack (placer.packing.PackingGuide); pack_regret NULL: not set
+    # fgd-pack (placer.workload.packing.PackingGuide); pack_regret NULL: not set
     double pack_cpu_per_gpu         # CPU milli per GPU of the CPU-stranding term
     double pack_pressure_weight
     double pack_regret_weight

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Placement kernel: node state as arrays, bucket index, filters, policies, bind/release.
 
-The arrays are owned by :class:`placer.cluster.Cluster` (numpy, dtypes from
+The arrays are owned by :class:`placer.placement.cluster.Cluster` (numpy, dtypes from
 ``_typedefs.py``); :class:`Kernel` keeps raw pointers to them in a ``NodeState`` struct
 so that the workers run ``nogil`` with no Python objects. Workers return status codes;
 the ``def`` wrappers check shapes and raise.
@@ -1002,7 +1002,7 @@ cdef class Kernel:
 
     def set_packing(self, double cpu_per_gpu, cnp.ndarray regret, cnp.ndarray pressure,
                     double regret_weight, double pressure_weight):
-        """Use a ``placer.packing.PackingGuide`` for ``fgd-pack`` (needs a workload too).
+        """Use a ``placer.workload.packing.PackingGuide`` for ``fgd-pack`` (needs a workload too).
 
         ``regret`` is float64 [101 * 101] (pod units × free units), ``pressure`` float64 per
         model id; both are kept alive here.

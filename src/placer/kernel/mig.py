@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from placer.mig_profiles import MigProfile, MigTable, per_model, table_for
+from placer.model.mig_profiles import MigProfile, MigTable, per_model, table_for
 from placer.model import ClusterSnapshot, MigInstance, MigRequest, MigUse
 
 __all__ = ["SliceTables", "MigState", "MIG_CHOICES", "slice_tables"]

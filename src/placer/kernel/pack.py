@@ -31,8 +31,8 @@ from placer.kernel._gather import (  # noqa: F401
     run_assignments,
 )
 from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
-from placer import reasons as wording
-from placer.topology import GpuTopology, Nic
+from placer.model import reasons as wording
+from placer.model.topology import GpuTopology, Nic
 
 KERNEL_ABI = 16  # compiled into _core by setup.py; an import against an older build fails
 
@@ -503,7 +503,7 @@ def indices_to_mask(indices: Sequence[int]) -> int:
 def workload_arrays(
     packed: PackedCluster, workload: Any, node_frag: np.ndarray
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """The arguments of ``Kernel.set_workload`` for a :class:`placer.fragmentation.Workload`
+    """The arguments of ``Kernel.set_workload`` for a :class:`placer.workload.fragmentation.Workload`
     (``node_frag`` is filled by the kernel)."""
     types = {
         "cpu": np.array([t.cpu_milli for t in workload.types], dtype=BIG),

@@ -16,17 +16,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from placer import reasons
+from placer.model import reasons
 from placer._serial import serialised
 from placer.exceptions import InvalidInputError
-from placer.fragmentation import Fragmentation, Workload, target_workload
+from placer.workload.fragmentation import Fragmentation, Workload, target_workload
 from placer.kernel import pack
 from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
 from placer.kernel._core import Kernel, PodBatch
 from placer.kernel.mig import MigState
 from placer.kernel.pack import EligibilityClass, PackedCluster, indices_to_mask, mask_to_indices
 from placer.model import EMPTY, ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod
-from placer.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner
+from placer.workload.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, Demand, PackingGuide, PackingLearner
 from placer.policies import Policy
 
 __all__ = ["KernelSession", "FreeState", "NodeFree", "Run", "Evicted", "fgd_rank", "slot_counts"]
@@ -326,7 +326,7 @@ class KernelSession:
                 self._rank = self._ranks[seed] = fgd_rank(self.n_nodes, seed)
 
     def fragmentation(self, workload: Workload, told: bool = True) -> Fragmentation:
-        """The cluster's fragment F(M) now (FGD measure; ``placer.fragmentation``).
+        """The cluster's fragment F(M) now (FGD measure; ``placer.workload.fragmentation``).
 
         The first call for a workload computes every node's fragment in the kernel; from
         then on each bind or release updates only its node. ``told``: the caller gave this
@@ -358,7 +358,7 @@ class KernelSession:
 
     def set_packing_weights(self, regret: float = REGRET_WEIGHT, pressure: float = PRESSURE_WEIGHT) -> None:
         """The weights of ``fgd-pack``'s regret and model-pressure terms (defaults:
-        :data:`placer.packing.REGRET_WEIGHT`, :data:`placer.packing.PRESSURE_WEIGHT`)."""
+        :data:`placer.workload.packing.REGRET_WEIGHT`, :data:`placer.workload.packing.PRESSURE_WEIGHT`)."""
         self._weights = (float(regret), float(pressure))
         if self._packing is not None:
             self._push(self._packing)
@@ -369,9 +369,9 @@ class KernelSession:
         self._push(guide)
 
     def learn_packing(self, prior: Workload | None = None) -> PackingGuide:
-        """Let ``fgd-pack`` learn its guide from now on (:class:`placer.packing.PackingLearner`).
+        """Let ``fgd-pack`` learn its guide from now on (:class:`placer.workload.packing.PackingLearner`).
 
-        The guide starts from ``prior`` (counted as :data:`placer.packing.PRIOR_PODS` pods)
+        The guide starts from ``prior`` (counted as :data:`placer.workload.packing.PRIOR_PODS` pods)
         and the pods the cluster holds now, and follows the pods placed with ``learn``
         (:meth:`place`, :meth:`observe`). Returns the starting guide.
         """
@@ -599,7 +599,7 @@ class KernelSession:
         selector, GPU model), else the first resource it lacks (pod slots, CPU, memory, an
         extended resource, GPU memory, GPUs). A node that lacks nothing of these turns the
         pod away for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
-        :data:`placer.reasons.NICS`)."""
+        :data:`placer.model.reasons.NICS`)."""
         at = np.asarray(nodes, dtype=np.intp)
         ec = self._packed.eligibility(pod)
         free = self.free

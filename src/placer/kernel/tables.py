@@ -1,6 +1,6 @@
 """GPU-set tables of one pair-score matrix, built by the kernel once per set size.
 
-Keyed by :class:`~placer.topology.GpuTopology` (its hash is cached and its equality is its
+Keyed by :class:`~placer.model.topology.GpuTopology` (its hash is cached and its equality is its
 pair scores), so every node kind with the same scores shares one set of tables.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.kernel._core import MAX_TABLE_GPUS, gpu_choice_tables, gpu_choose, gpu_split_table, gpu_subset_scores
-from placer.topology import GpuTopology
+from placer.model.topology import GpuTopology
 
 __all__ = ["MAX_TABLE_GPUS", "GpuTables", "tables_for", "choose_gpus", "clear_tables"]
 

@@ -1,6 +1,6 @@
 """Reading Kueue's objects into the queue model: the public entry points.
 
-The readers live in :mod:`placer.adapters.kueue` (imported when called, so importing
+The readers live in :mod:`placer.adapters.kueue.objects` (imported when called, so importing
 :mod:`placer.queues` stays light and the adapters may import the queue model).
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from placer.adapters.kueue import KueueObjects, Source
+    from placer.adapters.kueue.objects import KueueObjects, Source
     from placer.queues.model import QueueConfig, Workload
 
 __all__ = ["read_kueue", "load_queues", "load_workloads"]
@@ -34,9 +34,9 @@ def read_kueue(sources: "Source | Iterable[Source]", *, config: "QueueConfig | N
     ------
     InvalidInputError
         At the file and JSON path of the first fault; see
-        :func:`placer.adapters.kueue.read_kueue` for what is refused.
+        :func:`placer.adapters.kueue.objects.read_kueue` for what is refused.
     """
-    from placer.adapters.kueue import read_kueue as read
+    from placer.adapters.kueue.objects import read_kueue as read
 
     return read(sources, config=config)
 

@@ -20,9 +20,9 @@ import msgspec
 from msgspec.structs import replace
 
 from placer import policies
-from placer.cluster import Cluster
+from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError
-from placer.fragmentation import Workload as TargetWorkload
+from placer.workload.fragmentation import Workload as TargetWorkload
 from placer.model import Assignment, ClusterSnapshot, GangSpec, PodRequest, load_snapshot
 from placer.queues.entries import QueuedWorkload, podset_requests
 from placer.queues.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FlavorAssignment, assign_flavors
@@ -60,7 +60,7 @@ class QueueScheduler:
         The cluster; without it workloads are admitted on quota only.
     policy : str
         The placement policy of admitted pods (:data:`placer.policies.REGISTRY`).
-    target : placer.fragmentation.Workload, optional
+    target : placer.workload.fragmentation.Workload, optional
         The typical pods (the fragment measure's target workload) of the policies that
         need one (``fgd``, ``fgd-pack``: :meth:`Cluster.fragmentation` and
         :meth:`Cluster.learn_packing`); without it they take it from the first pods placed.

@@ -19,7 +19,7 @@ from typing import Any, Callable, TypeVar
 import msgspec
 
 from placer import model
-from placer._io import source_name
+from placer.text.files import source_name
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_SLICES, MILLI, SEED_MAX
 from placer.model import API_VERSION, ClusterSnapshot, PlacementRequest, PlacementResult

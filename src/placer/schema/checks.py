@@ -11,7 +11,7 @@ from typing import Any
 from placer.exceptions import InvalidInputError
 from placer.limits import SEED_MAX
 from placer import policies
-from placer.messages import quoted
+from placer.text.messages import quoted
 from placer.model import PREEMPTION_MODES, SOLVERS
 from placer.schema.errors import bad as _bad
 from placer.schema.errors import one_of as _one_of

@@ -17,7 +17,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from placer.exceptions import InvalidInputError
-from placer.messages import MISSING, HugeInt, describe, quoted, unknown_field
+from placer.text.messages import MISSING, HugeInt, describe, quoted, unknown_field
 
 __all__ = [
     "MISSING",

@@ -3,7 +3,7 @@
 The Go types have no JSON tags: field names on the wire are the Go names (``Pod``,
 ``NodeNames``, ``PodUID``) and Go decodes them case-insensitively, so ``nodenames`` is
 ``NodeNames`` here too. The objects inside (a Pod, the Nodes of a NodeList) are core/v1
-objects in their own lowerCamel JSON and are read by :mod:`placer.adapters.kubernetes`.
+objects in their own lowerCamel JSON and are read by :mod:`placer.adapters.kubernetes.snapshot`.
 
 Every fault is an :class:`~placer.exceptions.InvalidInputError` whose ``where`` is the verb's
 path and the JSON path as written (``POST /filter: NodeNames[3]``): a body that is not JSON
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
 from placer.exceptions import InvalidInputError
-from placer.messages import describe, unknown_field
+from placer.text.messages import describe, unknown_field
 from placer.schema.errors import control_error, has_control
 from placer.schema.files import decode_json_generic
 

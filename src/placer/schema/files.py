@@ -19,7 +19,7 @@ from typing import Any, Callable, TypeVar, Union
 import msgspec
 import yaml
 
-from placer._io import read_utf8, source_name
+from placer.text.files import read_utf8, source_name
 from placer.exceptions import InvalidInputError
 from placer.schema._jsonkeys import first_duplicate_key
 from placer.schema.errors import (

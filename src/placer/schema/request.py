@@ -14,8 +14,8 @@ import msgspec
 from placer import policies
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
-from placer.messages import quoted
-from placer.mig_profiles import parse_profile_name
+from placer.text.messages import quoted
+from placer.model.mig_profiles import parse_profile_name
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
 from placer.schema._quick import common_pods, dict_pods
 from placer.schema.checks import check_policy

@@ -20,7 +20,7 @@ from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
 from placer.limits import MILLI
-from placer.mig_profiles import MigTable, table_for, tables
+from placer.model.mig_profiles import MigTable, table_for, tables
 from placer.model import (
     EMPTY,
     ClusterSnapshot,
@@ -35,7 +35,7 @@ from placer.schema._quick import dict_nodes
 from placer.schema._quick import finish_nodes as finish_common_nodes
 from placer.schema.documents import NodeTypeDoc, SnapshotDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
-from placer.topology import Nic, nics_from_spec, topology_from_spec
+from placer.model.topology import Nic, nics_from_spec, topology_from_spec
 
 __all__ = ["DEFAULT_GPU_MODEL", "snapshot_from_doc", "plain_nodes", "merge_hardware", "snapshot_gpu_models"]
 

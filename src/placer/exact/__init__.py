@@ -1,0 +1,20 @@
+"""Exact gang placement with CP-SAT (OR-Tools, loaded when a model is built).
+"""
+from __future__ import annotations
+
+# The names of the module this package replaced (placer.exact), kept where users import them.
+from placer.exact.gangs import (  # noqa: F401
+    NODE_LEVEL,
+    GANG_MODES,
+    GangNode,
+    GangShape,
+    GangProblem,
+    ExactSolution,
+    objective_weights,
+    objective_value,
+    domains_used,
+    check_counts,
+    solve_gang,
+)
+
+__all__ = ['NODE_LEVEL', 'GANG_MODES', 'GangNode', 'GangShape', 'GangProblem', 'ExactSolution', 'objective_weights', 'objective_value', 'domains_used', 'check_counts', 'solve_gang']

@@ -1,0 +1,3 @@
+"""Text in and out: lines with located errors, words for error messages, all-or-nothing
+file writes and bundled data, Slurm hostlists.
+"""
