@@ -27,16 +27,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from placer.schema import request_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters.kubernetes.mig import take_mig_request
-from placer.adapters.kubernetes.snapshot import (
-    HOSTNAME_LABEL,
-    LevelSpec,
-    PathLike,
-    cpu_memory,
-    extended_resources,
-    gpu_count,
-    parse_levels,
-    pod_amounts,
-)
+from placer.adapters.kubernetes.quantities import cpu_memory, extended_resources, gpu_count, pod_amounts
+from placer.adapters.kubernetes.snapshot import HOSTNAME_LABEL, LevelSpec, PathLike, parse_levels
 from placer.adapters.kubernetes.scheduling import PriorityClasses, kueue_group, named_group
 from placer.adapters.kubernetes.documents import (
     Document,

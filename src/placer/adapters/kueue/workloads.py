@@ -8,7 +8,7 @@ WorkloadPriorityClasses, the owners of Workload objects), then
 workload, and :meth:`~WorkloadReader.finish` returns them in input order.
 
 A pod set's per-pod requests are the pod template's effective requests
-(:func:`placer.adapters.kubernetes.snapshot.pod_amounts`: containers, init containers, sidecars and
+(:func:`placer.adapters.kubernetes.quantities.pod_amounts`: containers, init containers, sidecars and
 overhead) in Kueue's accounting units: ``cpu`` in millicores, ``memory`` in bytes, other
 resources as counts. A pod workload's pod sets are those Kueue's integrations make
 (:func:`placer.adapters.kubernetes.workloads.pod_template_sets`).
@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from msgspec.structs import replace
 
-from placer.adapters.kubernetes.snapshot import GPU_RESOURCE, pod_amounts
+from placer.adapters.kubernetes.quantities import GPU_RESOURCE, pod_amounts
 from placer.adapters.kubernetes.documents import (
     Document,
     field_integer,
