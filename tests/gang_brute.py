@@ -13,7 +13,8 @@ from functools import lru_cache
 from itertools import combinations_with_replacement, product
 from typing import Iterator
 
-from placer.exact.gangs import GangProblem, objective_value
+from placer.exact.objective import objective_value
+from placer.exact.problem import GangProblem
 
 __all__ = ["brute_force", "brute_force_detail", "brute_feasible", "node_fit"]
 
@@ -210,7 +211,7 @@ def brute_force(problem: GangProblem) -> tuple[int | None, dict[tuple[int, int],
 def problem_from_reference(snapshot, pods, spec) -> GangProblem:
     """The gang as a :class:`GangProblem`, built from the reference model's node states
     (not from placer's kernel): free amounts, filters, and the domain of each node."""
-    from placer.exact.gangs import GangNode, GangShape
+    from placer.exact.problem import GangNode, GangShape
     from placer.placement.gangs import gang_problem
     from placer.model import gang_shapes
     from reference import ReferenceCluster, _filter, domain_of

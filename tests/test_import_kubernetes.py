@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import placer
-from placer.adapters.kubernetes.snapshot import (
-    count, cpu_milli, import_kubernetes, memory_mib, parse_quantity, snapshot_from_kubernetes,
-)
+from placer.adapters.kubernetes.quantities import count, cpu_milli, memory_mib, parse_quantity
+from placer.adapters.kubernetes.snapshot import import_kubernetes, snapshot_from_kubernetes
 from placer.adapters.kubernetes.workloads import WorkloadImport, import_workloads, request_from_kubernetes
 from placer.cli import main
 from placer.exceptions import InvalidInputError

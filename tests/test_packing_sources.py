@@ -9,7 +9,7 @@ import pytest
 from placer.workload import packing
 from placer.placement.cluster import Cluster
 from placer.workload.fragmentation import TaskType, Workload
-from placer.kernel.session import KernelSession
+from placer.kernel import KernelSession
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest
 from placer.workload.packing import PackingGuide
 from placer.replay.simulate import run_replay
@@ -102,14 +102,14 @@ def test_model_pressure_follows_the_pods_that_arrive(monkeypatch):
     # pods may only use B, none A (640 pods, refreshes every 128)
     snapshot = two_models(40)
     order = [gpu_pod(f"p{i}", ("B",) if i % 2 else ()) for i in range(640)]
-    pushed: list[PackingGuide] = []
-    push = getattr(KernelSession, "_push", None)
+    refreshed: list[PackingGuide] = []  # what the learner gave at each look, in order
+    refresh = packing.PackingLearner.refresh
 
-    def spy(self, guide: PackingGuide) -> None:
-        pushed.append(guide)
-        push(self, guide)
+    def spy(self: packing.PackingLearner) -> PackingGuide:
+        refreshed.append(refresh(self))
+        return refreshed[-1]
 
-    monkeypatch.setattr(KernelSession, "_push", spy, raising=False)
+    monkeypatch.setattr(packing.PackingLearner, "refresh", spy)
     cluster = Cluster(snapshot)
     place = cluster.session.place
     at_place: list[PackingGuide] = []
@@ -126,7 +126,9 @@ def test_model_pressure_follows_the_pods_that_arrive(monkeypatch):
     assert cluster.session.packing.pressure == pytest.approx(
         {"A": prior * 750 / gpu / 0.5, "B": seen / 2 * 1000 / gpu / 0.5}
     )
-    # refreshed before pods 128, 256, 384 and 512, each time from the pods before it
+    # refreshed before pods 128, 256, 384 and 512, each time from the pods before it; a
+    # look that moved nothing gives the guide in force again, and nothing new is pushed
+    pushed = [g for i, g in enumerate(refreshed) if i == 0 or g is not refreshed[i - 1]]
     assert packing.REFRESH_PODS == 128
     assert [g.source.split()[1] for g in pushed] == ["0", "128", "256", "384", "512"]
     pressures = [(g.pressure.get("A", 0.0), g.pressure.get("B", 0.0)) for g in pushed]

@@ -135,7 +135,7 @@ def test_readme_has_one_mig_section_and_no_repeated_paragraph():
 
 
 def test_readme_slurm_levels_are_as_the_importer_names_them():
-    from placer.adapters.slurm.importer import parse_topology_conf
+    from placer.adapters.slurm.topology import parse_topology_conf
 
     text = " ".join(README.read_text().split())
     assert "`switch1` (the top switches) ... `switchD` (the leaf switch a node hangs from)" in text

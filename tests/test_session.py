@@ -143,3 +143,13 @@ def test_scoring_a_mig_pod_is_refused_in_the_users_terms():
         cluster.node_scores({"name": "m", "mig": {"profile": "1g.5gb"}})
     assert info.value.where == "pods[0]" and "()" not in info.value.what
     assert "placed with its whole request" in info.value.what
+
+
+def test_the_session_module_still_names_what_moved_out_of_it():
+    from placer.kernel import free, guides, holdings, runs, session
+
+    moved = {"FreeState": free, "NodeFree": free, "Run": runs, "Evicted": holdings, "slot_counts": holdings,
+             "fgd_rank": guides}
+    assert set(moved) <= set(session.__all__)
+    for name, home in moved.items():
+        assert getattr(session, name) is getattr(home, name), name

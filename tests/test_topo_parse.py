@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.adapters.nvidia_smi.topo import TopoMatrix, parse_topo_file, parse_topo_matrix
-from placer.adapters.slurm.importer import GresGpu, gres_links_matrix, parse_gres_conf
+from placer.adapters.slurm.gres import GresGpu, gres_links_matrix, parse_gres_conf
 from placer.exceptions import InvalidInputError
 
 TOPO = Path(__file__).parent / "data" / "topo"

@@ -1,7 +1,8 @@
 """Exact gang placement with CP-SAT: the fallback and the check of the greedy kernel.
 
 A gang is a set of pods placed together or not at all. This module states one gang's
-placement as a small integer program over pure data (:class:`GangProblem`) and solves it
+placement as a small integer program over pure data (:class:`GangProblem`, from
+:mod:`placer.exact.problem`) and solves it
 with OR-Tools CP-SAT. It deliberately does not use the kernel (:mod:`placer.kernel`): it is an
 independent answer the greedy kernel is tested against.
 
@@ -22,7 +23,8 @@ constraints → objective → solve → status):
   gang's GPU model is ``M``; ``b[n, g]`` — Boolean, whole-free GPU ``g`` is broken by
   shares (per-GPU variables only).
 
-The objective is lexicographic through integer weights (:func:`objective_weights`):
+The objective is lexicographic through integer weights (:func:`objective_weights`; the
+objective and the check of a placement are in :mod:`placer.exact.objective`):
 domains used per topology level, outermost first, then nodes used, then the leftover
 fragmentation: on each node the gang uses, the whole-free GPUs left, plus twice the
 whole-free GPUs its shared pods break. (Counting only the whole-free GPUs left would
@@ -39,11 +41,16 @@ import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ortools.sat.python import cp_model
 
 from placer.exceptions import SolverError
+from placer.exact.problem import (
+    GANG_MODES, NODE_LEVEL, WHOLE_GPU, Counts, ExactSolution, GangNode, GangProblem, GangShape, SharedGpus, domain_of,
+    level_index, validate_problem,
+)
+from placer.exact.objective import check_counts, domains_used, objective_value, objective_weights, used_nodes
 
 __all__ = [
     "NODE_LEVEL",
@@ -58,486 +65,6 @@ __all__ = [
     "check_counts",
     "solve_gang",
 ]
-
-NODE_LEVEL = "node"
-"""The implicit innermost topology level: every node is its own domain."""
-
-GANG_MODES = ("required", "preferred", "unconstrained")
-WHOLE_GPU = 1000
-
-Counts = Mapping[tuple[int, int], int]
-SharedGpus = Mapping[tuple[int, int], Sequence[int]]
-
-
-# ----------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class GangNode:
-    """One node as the exact solver sees it: its domains and what is free on it.
-
-    Parameters
-    ----------
-    name : str
-        The node name (only used in messages).
-    domains : tuple of (str or None)
-        The node's domain path per topology level, outermost first (``"b1"``,
-        ``"b1/r2"``, ...); ``None``: the node is in no domain of that level.
-    cpu_free, memory_free, pods_free : int or None
-        Free CPU (milli), memory (MiB) and pod slots; ``None`` is untracked (unlimited).
-    gpu_free_milli : tuple of int
-        Free share per GPU, 0..1000; 1000 is whole-free, an unhealthy GPU is 0.
-    gpu_free_memory : tuple of (int or None)
-        Free memory per GPU (MiB); ``None`` is untracked.
-    gpu_memory_total : int or None
-        Memory of one GPU (MiB): whole-GPU pods need ``gpu_memory_mib`` at most this.
-    model : str or None
-        The GPU model (``""`` or ``None``: no GPU).
-    """
-
-    name: str
-    domains: tuple[str | None, ...]
-    cpu_free: int | None
-    memory_free: int | None
-    pods_free: int | None
-    gpu_free_milli: tuple[int, ...]
-    gpu_free_memory: tuple[int | None, ...]
-    gpu_memory_total: int | None
-    model: str | None
-
-    @property
-    def whole_free(self) -> int:
-        """Number of whole-free GPUs (``gpu_free_milli == 1000``)."""
-        return sum(1 for m in self.gpu_free_milli if m >= WHOLE_GPU)
-
-
-@dataclass(frozen=True)
-class GangShape:
-    """Identical pods of a gang.
-
-    Parameters
-    ----------
-    count : int
-        Pods of this shape in the gang.
-    gpus : int
-        GPUs per pod (0: CPU only). Shared when ``gpus == 1`` and ``gpu_milli < 1000``.
-    gpu_milli : int
-        Share of each GPU, 1000 for whole GPUs.
-    gpu_memory_mib, cpu_milli, memory_mib : int
-        Per-GPU memory, CPU and memory of one pod.
-    eligible : frozenset of int
-        Indices of the nodes that pass the static filters (selector, taints, cordon,
-        GPU model).
-    """
-
-    count: int
-    gpus: int
-    gpu_milli: int
-    gpu_memory_mib: int
-    cpu_milli: int
-    memory_mib: int
-    eligible: frozenset[int]
-
-    @property
-    def shared(self) -> bool:
-        """True for a pod that takes a share of one GPU."""
-        return self.gpus == 1 and self.gpu_milli < WHOLE_GPU
-
-    @property
-    def whole(self) -> bool:
-        """True for a pod that takes whole GPUs."""
-        return self.gpus >= 1 and self.gpu_milli >= WHOLE_GPU
-
-
-@dataclass(frozen=True)
-class GangProblem:
-    """One gang to place on a set of nodes.
-
-    Parameters
-    ----------
-    levels : tuple of str
-        Topology levels, outermost first; the node itself is the implicit innermost
-        level ``"node"``.
-    nodes : tuple of GangNode
-    shapes : tuple of GangShape
-    mode : str
-        ``"required"``, ``"preferred"`` or ``"unconstrained"``.
-    level : str or None
-        The required or preferred level (a name in ``levels`` or ``"node"``); ``None``
-        for ``unconstrained``.
-    slices : tuple of (str, int)
-        ``(level, size)`` outermost first: every domain of a slice level holds a multiple
-        of ``size`` pods of the main shape, ``shapes[0]`` (the other shapes are not
-        counted).
-    same_gpu_model : bool
-        All GPU pods of the gang on nodes of one GPU model.
-    """
-
-    levels: tuple[str, ...]
-    nodes: tuple[GangNode, ...]
-    shapes: tuple[GangShape, ...]
-    mode: str
-    level: str | None
-    slices: tuple[tuple[str, int], ...] = ()
-    same_gpu_model: bool = True
-
-
-@dataclass(frozen=True)
-class ExactSolution:
-    """What CP-SAT found for one gang.
-
-    Parameters
-    ----------
-    status : str
-        ``"optimal"``, ``"feasible"`` (found, not proven best), ``"infeasible"`` (proven
-        none exists) or ``"unknown"`` (limit reached, nothing found).
-    objective : float or None
-        :func:`objective_value` of the answer (``None`` without one).
-    bound : float or None
-        CP-SAT's best objective bound (``None`` without an answer, or when the bound is the
-        trivial 0 under a positive objective).
-    counts : dict
-        ``(shape, node) -> pods`` of that shape on that node (only entries > 0).
-    shared_gpus : dict
-        For shared shapes: ``(shape, node) ->`` the GPU index of each of its pods there.
-    wall_time_s : float
-        Seconds spent building and solving the model.
-    num_variables, num_constraints : int
-        Size of the CP-SAT model (0 when no model was built).
-    """
-
-    status: str
-    objective: float | None
-    bound: float | None
-    counts: dict[tuple[int, int], int]
-    shared_gpus: dict[tuple[int, int], tuple[int, ...]]
-    wall_time_s: float
-    num_variables: int = 0
-    num_constraints: int = 0
-    solver_status: str = field(default="", compare=False)
-
-    @property
-    def found(self) -> bool:
-        """True when the solution holds a placement (``optimal`` or ``feasible``)."""
-        return self.status in ("optimal", "feasible")
-
-
-# ------------------------------------------------------------------------ helpers
-
-
-def _level_index(problem: GangProblem, level: str) -> int:
-    """Index of ``level``; ``len(levels)`` for the node level."""
-    if level == NODE_LEVEL:
-        return len(problem.levels)
-    try:
-        return problem.levels.index(level)
-    except ValueError:
-        raise ValueError(
-            f"unknown topology level {level!r}: expected one of "
-            f"{list(problem.levels) + [NODE_LEVEL]}"
-        ) from None
-
-
-def _domain(problem: GangProblem, n: int, li: int) -> str | None:
-    """The domain of node ``n`` at level index ``li`` (the node level: its index)."""
-    if li == len(problem.levels):
-        return f"#{n}"
-    return problem.nodes[n].domains[li]
-
-
-def _validate(problem: GangProblem) -> None:
-    nl = len(problem.levels)
-    if len(set(problem.levels)) != nl or NODE_LEVEL in problem.levels:
-        raise ValueError(f"levels must be distinct and not {NODE_LEVEL!r}: {problem.levels}")
-    for i, node in enumerate(problem.nodes):
-        if len(node.domains) != nl:
-            raise ValueError(
-                f"nodes[{i}] ({node.name}): {len(node.domains)} domains for {nl} levels"
-            )
-        if len(node.gpu_free_memory) != len(node.gpu_free_milli):
-            raise ValueError(
-                f"nodes[{i}] ({node.name}): gpu_free_memory and gpu_free_milli differ in length"
-            )
-    for s, shape in enumerate(problem.shapes):
-        if shape.count < 0 or shape.gpus < 0:
-            raise ValueError(f"shapes[{s}]: negative count or gpus")
-        if not 1 <= shape.gpu_milli <= WHOLE_GPU:
-            raise ValueError(f"shapes[{s}]: gpu_milli must be 1..1000, got {shape.gpu_milli}")
-        if shape.gpu_milli < WHOLE_GPU and shape.gpus != 1 and shape.gpus != 0:
-            raise ValueError(f"shapes[{s}]: gpu_milli below 1000 needs gpus == 1")
-        bad = [n for n in shape.eligible if not 0 <= n < len(problem.nodes)]
-        if bad:
-            raise ValueError(f"shapes[{s}]: eligible node indices out of range: {sorted(bad)}")
-    if problem.mode not in GANG_MODES:
-        raise ValueError(f"mode must be one of {GANG_MODES}, got {problem.mode!r}")
-    if problem.mode != "unconstrained":
-        if problem.level is None:
-            raise ValueError(f"mode {problem.mode!r} needs a level")
-        _level_index(problem, problem.level)
-    if problem.slices:
-        if not problem.shapes:
-            raise ValueError("slices need a shape to count")
-        prev = None
-        last = -1
-        for lvl, size in problem.slices:
-            li = _level_index(problem, lvl)
-            if li <= last:
-                raise ValueError("slice levels must be distinct, outermost first")
-            last = li
-            if size < 1:
-                raise ValueError(f"slice size must be positive, got {size}")
-            if prev is not None and prev % size:
-                raise ValueError(f"slice size {size} does not divide the outer size {prev}")
-            prev = size
-
-
-def _candidates(problem: GangProblem) -> list[int]:
-    """Nodes eligible for at least one shape with pods (what the weights count)."""
-    cand: set[int] = set()
-    for shape in problem.shapes:
-        if shape.count > 0:
-            cand |= shape.eligible
-    return sorted(cand)
-
-
-def objective_weights(problem: GangProblem) -> tuple[int, ...]:
-    """Integer weights of the lexicographic objective, one per level plus the node level.
-
-    The fragmentation term has weight 1 and is at most twice the whole-free GPUs of the
-    nodes the gang can use (at most one node per pod: the largest), so the node level
-    weighs one more than that. Going outwards, each weight is the next inner weight times
-    (the most domains of that inner level the gang can use + 1: no more than its pods, nor
-    than the level has among the eligible nodes), so one more domain at a level always
-    outweighs any change at the inner levels and in fragmentation.
-
-    Parameters
-    ----------
-    problem : GangProblem
-
-    Returns
-    -------
-    tuple of int
-        ``len(problem.levels) + 1`` weights, outermost first, the node level last.
-    """
-    cand = _candidates(problem)
-    nl = len(problem.levels)
-    pods = sum(shape.count for shape in problem.shapes)  # every domain used holds a pod
-    frag_max = 2 * sum(sorted((problem.nodes[n].whole_free for n in cand), reverse=True)[:pods])
-    weights = [0] * (nl + 1)
-    weights[nl] = frag_max + 1
-    for li in range(nl - 1, -1, -1):
-        inner = {_domain(problem, n, li + 1) for n in cand} - {None}
-        weights[li] = weights[li + 1] * (min(len(inner), pods) + 1)
-    return tuple(weights)
-
-
-def _used_nodes(counts: Counts) -> set[int]:
-    return {n for (s, n), c in counts.items() if c > 0}
-
-
-def domains_used(problem: GangProblem, counts: Counts) -> dict[str, tuple[str, ...]]:
-    """The domains the placement ``counts`` uses at each topology level (sorted paths).
-
-    Parameters
-    ----------
-    problem : GangProblem
-    counts : mapping
-        ``(shape, node) -> pods``.
-
-    Returns
-    -------
-    dict
-        level name -> sorted domain paths (the ``domains`` of a GangResult).
-    """
-    used = _used_nodes(counts)
-    out: dict[str, tuple[str, ...]] = {}
-    for li, lvl in enumerate(problem.levels):
-        doms = {problem.nodes[n].domains[li] for n in used} - {None}
-        out[lvl] = tuple(sorted(doms))  # type: ignore[arg-type]
-    return out
-
-
-def objective_value(
-    problem: GangProblem, counts: Counts, shared_gpus: SharedGpus | None = None
-) -> int:
-    """The objective :func:`solve_gang` minimises, for a given placement.
-
-    Σ over levels of weight × domains used, plus the node-level weight × nodes used,
-    plus the leftover fragmentation: over the used nodes, the whole-free GPUs left plus
-    twice the whole-free GPUs broken by the gang's shared pods.
-
-    Parameters
-    ----------
-    problem : GangProblem
-    counts : mapping
-        ``(shape, node) -> pods``.
-    shared_gpus : mapping, optional
-        ``(shape, node) ->`` GPU index per pod, for shared shapes; needed when ``counts``
-        places shared pods (which GPUs they take decides what stays whole-free).
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        Shared pods are placed and ``shared_gpus`` does not say where.
-    """
-    weights = objective_weights(problem)
-    nl = len(problem.levels)
-    used = _used_nodes(counts)
-    total = 0
-    for li in range(nl + 1):
-        doms = {_domain(problem, n, li) for n in used} - {None}
-        total += weights[li] * len(doms)
-    whole_taken: dict[int, int] = defaultdict(int)
-    touched: dict[int, set[int]] = defaultdict(set)
-    for (s, n), c in counts.items():
-        if c <= 0:
-            continue
-        shape = problem.shapes[s]
-        if shape.whole:
-            whole_taken[n] += c * shape.gpus
-        elif shape.shared:
-            if shared_gpus is None or (s, n) not in shared_gpus:
-                raise ValueError(
-                    f"shape {s} places shared pods on node {n}: objective_value needs "
-                    "shared_gpus to know which GPUs stay whole-free"
-                )
-            touched[n].update(shared_gpus[(s, n)])
-    for n in used:
-        node = problem.nodes[n]
-        t = sum(
-            1 for g in touched[n]
-            if 0 <= g < len(node.gpu_free_milli) and node.gpu_free_milli[g] >= WHOLE_GPU
-        )
-        total += max(0, node.whole_free - whole_taken[n] - t) + 2 * t
-    return total
-
-
-def check_counts(problem: GangProblem, counts: Counts, shared_gpus: SharedGpus) -> list[str]:
-    """Every way ``counts`` (and ``shared_gpus``) break the gang's constraints.
-
-    An independent check of a placement, written without the CP-SAT model.
-
-    Parameters
-    ----------
-    problem : GangProblem
-    counts : mapping
-        ``(shape, node) -> pods``.
-    shared_gpus : mapping
-        ``(shape, node) ->`` GPU index per pod for shared shapes.
-
-    Returns
-    -------
-    list of str
-        One line per violation; empty when the placement is feasible.
-    """
-    out: list[str] = []
-    nodes, shapes = problem.nodes, problem.shapes
-    per_shape = [0] * len(shapes)
-    good: dict[tuple[int, int], int] = {}
-    for key, c in counts.items():
-        s, n = key
-        if not (0 <= s < len(shapes) and 0 <= n < len(nodes)):
-            out.append(f"unknown shape/node {key}")
-            continue
-        if not isinstance(c, int) or c < 0:
-            out.append(f"{key}: count {c!r} is not a non-negative integer")
-            continue
-        if c == 0:
-            continue
-        if n not in shapes[s].eligible:
-            out.append(f"shape {s} on node {nodes[n].name}: node not eligible")
-        per_shape[s] += c
-        good[key] = c
-    for s, shape in enumerate(shapes):
-        if per_shape[s] != shape.count:
-            out.append(f"shape {s}: {per_shape[s]} pods placed, {shape.count} wanted")
-    by_node: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for (s, n), c in good.items():
-        by_node[n].append((s, c))
-    for n, items in sorted(by_node.items()):
-        node = nodes[n]
-        cpu = sum(shapes[s].cpu_milli * c for s, c in items)
-        mem = sum(shapes[s].memory_mib * c for s, c in items)
-        pods = sum(c for s, c in items)
-        if node.cpu_free is not None and cpu > node.cpu_free:
-            out.append(f"{node.name}: cpu {cpu} > free {node.cpu_free}")
-        if node.memory_free is not None and mem > node.memory_free:
-            out.append(f"{node.name}: memory {mem} > free {node.memory_free}")
-        if node.pods_free is not None and pods > node.pods_free:
-            out.append(f"{node.name}: pods {pods} > free {node.pods_free}")
-        ngpu = len(node.gpu_free_milli)
-        milli = [0] * ngpu
-        gmem = [0] * ngpu
-        whole_need = 0
-        for s, c in items:
-            shape = shapes[s]
-            if shape.whole:
-                whole_need += c * shape.gpus
-                total_mem = node.gpu_memory_total
-                if total_mem is not None and shape.gpu_memory_mib > total_mem:
-                    out.append(
-                        f"{node.name}: shape {s} needs {shape.gpu_memory_mib} MiB per GPU, "
-                        f"GPUs have {node.gpu_memory_total}"
-                    )
-            elif shape.shared:
-                gl = tuple(shared_gpus.get((s, n), ()))
-                if len(gl) != c:
-                    out.append(
-                        f"{node.name}: shape {s} has {c} pods but {len(gl)} shared GPU indices"
-                    )
-                for g in gl:
-                    if not (isinstance(g, int) and 0 <= g < ngpu):
-                        out.append(f"{node.name}: shape {s}: no GPU {g!r}")
-                        continue
-                    milli[g] += shape.gpu_milli
-                    gmem[g] += shape.gpu_memory_mib
-        touched = {g for g in range(ngpu) if milli[g] > 0}
-        for g in sorted(touched):
-            if milli[g] > node.gpu_free_milli[g]:
-                out.append(f"{node.name}: GPU {g} share {milli[g]} > free {node.gpu_free_milli[g]}")
-            fm = node.gpu_free_memory[g]
-            if fm is not None and gmem[g] > fm:
-                out.append(f"{node.name}: GPU {g} memory {gmem[g]} > free {fm}")
-        whole_avail = sum(
-            1 for g in range(ngpu) if node.gpu_free_milli[g] >= WHOLE_GPU and g not in touched
-        )
-        if whole_need > whole_avail:
-            out.append(
-                f"{node.name}: {whole_need} whole GPUs needed, {whole_avail} whole-free and "
-                "not shared by the gang"
-            )
-    used = sorted(by_node)
-    nl = len(problem.levels)
-    if problem.mode == "required" and problem.level is not None and used:
-        li = _level_index(problem, problem.level)
-        doms = [_domain(problem, n, li) for n in used]
-        if None in doms:
-            out.append(f"required level {problem.level}: a used node is in no domain of it")
-        if len(set(doms) - {None}) > 1:
-            out.append(f"required level {problem.level}: {len(set(doms) - {None})} domains used")
-    for lvl, size in problem.slices:
-        li = _level_index(problem, lvl)
-        per_dom: dict[str | None, int] = defaultdict(int)
-        for (s, n), c in good.items():
-            if s == 0:  # slices count the main shape
-                per_dom[_domain(problem, n, li)] += c
-        for dom, c in sorted(per_dom.items(), key=lambda kv: str(kv[0])):
-            if dom is None:
-                out.append(f"slice level {lvl}: {c} pods on nodes in no domain of it")
-            elif c % size:
-                shown = nodes[int(dom[1:])].name if li == nl else dom
-                out.append(
-                    f"slice level {lvl}: domain {shown} holds {c} pods, not a multiple of {size}"
-                )
-    if problem.same_gpu_model:
-        models = {nodes[n].model or "" for (s, n) in good if shapes[s].gpus > 0}
-        if len(models) > 1:
-            out.append(f"sameGpuModel: GPU pods on models {sorted(models)}")
-    return out
 
 
 # ------------------------------------------------------------------------ the model
@@ -748,18 +275,18 @@ def _add_covers(
                         {n: problem.nodes[n].whole_free for n in gpu_nodes}))
     req = None
     if problem.mode == "required" and problem.level is not None:
-        req = _level_index(problem, problem.level)
+        req = level_index(problem, problem.level)
 
     def var(li: int, n: int) -> Any:
         return u[n] if li == nl else d[li, problem.nodes[n].domains[li]]
 
     for li in range(nl + 1):
         for demand, caps in demands:
-            if any(_domain(problem, n, li) is None for n in caps):
+            if any(domain_of(problem, n, li) is None for n in caps):
                 continue  # pods may sit outside every domain of the level
             groups: dict[str, list[int]] = defaultdict(list)
             for n in caps:
-                groups[_domain(problem, n, li)].append(n)  # type: ignore[index]
+                groups[domain_of(problem, n, li)].append(n)  # type: ignore[index]
             dom_cap = {dom: min(demand, sum(caps[n] for n in ns)) for dom, ns in groups.items()}
             k = _fewest(list(dom_cap.values()), demand)
             if k is not None and k > 1:
@@ -768,7 +295,7 @@ def _add_covers(
                 continue
             inside: dict[str, list[str]] = defaultdict(list)
             for dom, ns in groups.items():
-                inside[_domain(problem, ns[0], req)].append(dom)  # type: ignore[index]
+                inside[domain_of(problem, ns[0], req)].append(dom)  # type: ignore[index]
             for parent, doms in inside.items():
                 kp = _fewest([dom_cap[dom] for dom in doms], demand)
                 if kp is None:
@@ -816,11 +343,11 @@ def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
 
     # Nodes a hard constraint keeps the gang off: no domain at the required level or at
     # a slice level.
-    hard_levels = [_level_index(problem, lvl) for lvl, _ in problem.slices]
+    hard_levels = [level_index(problem, lvl) for lvl, _ in problem.slices]
     if problem.mode == "required" and problem.level is not None:
-        hard_levels.append(_level_index(problem, problem.level))
+        hard_levels.append(level_index(problem, problem.level))
     banned = {
-        n for n in range(len(nodes)) if any(_domain(problem, n, li) is None for li in hard_levels)
+        n for n in range(len(nodes)) if any(domain_of(problem, n, li) is None for li in hard_levels)
     }
 
     # --- variables: pods per (shape, node)
@@ -918,7 +445,7 @@ def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
 
     # --- required: one domain of the level
     if problem.mode == "required" and problem.level is not None and u:
-        li = _level_index(problem, problem.level)
+        li = level_index(problem, problem.level)
         if li == nl:
             model.add_exactly_one(list(u.values()))
         else:
@@ -934,11 +461,11 @@ def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
     if problem.slices and x:
         total = shapes[0].count
         for lvl, size in problem.slices:
-            li = _level_index(problem, lvl)
+            li = level_index(problem, lvl)
             groups: dict[str, list[int]] = defaultdict(list)
             for (s, n) in x:
                 if s == 0:  # slices count the main shape
-                    groups[_domain(problem, n, li)].append(n)  # type: ignore[index]
+                    groups[domain_of(problem, n, li)].append(n)  # type: ignore[index]
             for dom, ns in sorted(groups.items()):
                 cap = min(total, sum(ubs[0, n] for n in ns)) // size
                 kv = model.new_int_var(0, cap, f"k_{li}_{dom}")
@@ -1081,7 +608,7 @@ def _add_hint(
     add = built.model.add_hint
     for key, v in built.x.items():
         add(v, counts.get(key, 0))
-    used = _used_nodes(counts)
+    used = used_nodes(counts)
     for n, v in built.u.items():
         add(v, int(n in used))
     for (li, dom), v in built.d.items():
@@ -1242,7 +769,7 @@ def solve_gang(
         CP-SAT rejected the model (``MODEL_INVALID``, e.g. possible integer overflow).
     """
     start = time.perf_counter() if started is None else started
-    _validate(problem)
+    validate_problem(problem)
     if all(shape.count == 0 for shape in problem.shapes):
         return ExactSolution("optimal", 0.0, 0.0, {}, {}, time.perf_counter() - start,
                              solver_status="EMPTY")

@@ -234,6 +234,19 @@ class MigState:
         """The instances a pod uses."""
         return list(self.used_by.get(holder, ()))
 
+    def uses_of(self, holder: str) -> tuple[MigUse, ...]:
+        """The instances ``holder`` uses, ``create`` where placer created them for it."""
+        return tuple(
+            MigUse(gpu=i.gpu, profile=i.profile.name, start=i.start, create=i.created) for i in self.holdings(holder)
+        )
+
+    def instances_on(self, node: int) -> tuple[MigInstance, ...]:
+        """The instances that exist on a node now, free or in use, by GPU and start."""
+        return tuple(
+            MigInstance(gpu=i.gpu, profile=i.profile.name, start=i.start, device=i.device)
+            for i in sorted(self.node_instances(node), key=lambda i: (i.gpu, i.start))
+        )
+
     # ------------------------------------------------------------------ profiles
 
     def profiles_for(self, request: MigRequest) -> list[MigProfile | None]:

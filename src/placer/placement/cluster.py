@@ -26,9 +26,9 @@ from placer.exceptions import InvalidInputError
 from placer.workload.fragmentation import Fragmentation, Workload, target_workload
 from placer.placement.gangs import Outcome
 from placer.kernel import KernelSession, NodeFree, Run, fgd_rank
-from placer.kernel.session import Evicted
+from placer.kernel.holdings import Evicted
 from placer.kernel.pack import any_placed_apart, assignment, mask_to_indices, run_assignments
-from placer.kernel.session import slot_counts
+from placer.kernel.holdings import slot_counts
 from placer.model import (
     Assignment,
     ClusterSnapshot,

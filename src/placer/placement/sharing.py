@@ -24,7 +24,7 @@ import numpy as np
 
 from placer.model import reasons
 from placer.kernel import KernelSession
-from placer.kernel.session import slot_counts
+from placer.kernel.holdings import slot_counts
 from placer.model import PodRequest
 from placer.policies import Policy
 

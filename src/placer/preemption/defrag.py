@@ -37,7 +37,8 @@ import numpy as np
 from placer import policies
 from placer.kernel import KernelSession
 from placer.kernel.pack import mask_to_indices
-from placer.kernel.session import Evicted, NodeFree
+from placer.kernel.free import NodeFree
+from placer.kernel.holdings import Evicted
 from placer.model import Node, PodRequest, RunningPod
 from placer.preemption.moves import mover_request, moved_milli, relocated, why_not_movable
 from placer.policies import Policy

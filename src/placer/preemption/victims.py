@@ -24,7 +24,8 @@ import numpy as np
 
 from placer.model.domains import Hierarchy
 from placer.kernel import KernelSession
-from placer.kernel.session import Evicted, NodeFree
+from placer.kernel.free import NodeFree
+from placer.kernel.holdings import Evicted
 from placer.model import ClusterSnapshot, PodDisruptionBudget, PodRequest, RunningPod
 
 __all__ = [

@@ -65,7 +65,7 @@ def take_mig_request(doc: Document, path: tuple[Any, ...], amounts: dict[str, Fr
     path : tuple
         The pod spec's place in ``doc``, for errors.
     amounts : dict of str to Fraction
-        As :func:`placer.adapters.kubernetes.snapshot.pod_amounts` returns; the MIG resources are
+        As :func:`placer.adapters.kubernetes.quantities.pod_amounts` returns; the MIG resources are
         removed from it.
 
     Returns

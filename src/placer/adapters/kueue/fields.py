@@ -15,9 +15,9 @@ import re
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from placer.adapters.kubernetes.snapshot import parse_quantity
+from placer.adapters.kubernetes.quantities import parse_quantity
 from placer.adapters.kubernetes.documents import Document, field_list, field_map, field_string, show
-from placer.adapters.kubernetes.workloads import pod_tolerations
+from placer.adapters.kubernetes.templates import pod_tolerations
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_QUANTITY
 from placer.model import TAINT_EFFECTS, Taint, Toleration

@@ -8,10 +8,10 @@ WorkloadPriorityClasses, the owners of Workload objects), then
 workload, and :meth:`~WorkloadReader.finish` returns them in input order.
 
 A pod set's per-pod requests are the pod template's effective requests
-(:func:`placer.adapters.kubernetes.snapshot.pod_amounts`: containers, init containers, sidecars and
+(:func:`placer.adapters.kubernetes.quantities.pod_amounts`: containers, init containers, sidecars and
 overhead) in Kueue's accounting units: ``cpu`` in millicores, ``memory`` in bytes, other
 resources as counts. A pod workload's pod sets are those Kueue's integrations make
-(:func:`placer.adapters.kubernetes.workloads.pod_template_sets`).
+(:func:`placer.adapters.kubernetes.templates.pod_template_sets`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from msgspec.structs import replace
 
-from placer.adapters.kubernetes.snapshot import GPU_RESOURCE, pod_amounts
+from placer.adapters.kubernetes.quantities import GPU_RESOURCE, pod_amounts
 from placer.adapters.kubernetes.documents import (
     Document,
     field_integer,
@@ -34,16 +34,8 @@ from placer.adapters.kubernetes.documents import (
 )
 from placer.adapters.kubernetes.mig import take_mig_request
 from placer.adapters.kubernetes.scheduling import PRIORITY_RANGE, SYSTEM_PRIORITY_CLASSES, PriorityClasses
-from placer.adapters.kubernetes.workloads import (
-    KUEUE_PREFERRED,
-    KUEUE_REQUIRED,
-    KUEUE_SLICE_SIZE,
-    KUEUE_SLICE_TOPOLOGY,
-    MAX_WORKLOAD_PODS,
-    object_name,
-    pod_skip_reason,
-    pod_template_sets,
-)
+from placer.adapters.kubernetes.templates import MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets
+from placer.adapters.kubernetes.workloads import KUEUE_PREFERRED, KUEUE_REQUIRED, KUEUE_SLICE_SIZE, KUEUE_SLICE_TOPOLOGY
 from placer.adapters.kueue.fields import (
     KUEUE_GROUP,
     PRIORITY_CLASS_LABEL,

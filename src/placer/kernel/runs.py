@@ -1,0 +1,250 @@
+"""Placing runs of pods in a kernel session: the kernel's batches, its GPU-set tables and
+score cache, and why nodes turn a pod away.
+
+:class:`BatchPlacer` is behind :class:`~placer.kernel.KernelSession`'s ``place``,
+``place_on``, ``node_scores`` and ``node_reasons``; :class:`Run` is what a run gives back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Sequence
+
+import numpy as np
+
+from placer.kernel import pack
+from placer.kernel._core import Kernel, PodBatch
+from placer.kernel.free import FreeState, extended_free
+from placer.kernel.guides import Guides
+from placer.kernel.pack import EligibilityClass, PackedCluster
+from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
+from placer.model import PodRequest, reasons
+from placer.policies import Policy
+from placer.workload.packing import Demand
+
+__all__ = ["BatchPlacer", "Run"]
+
+_SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
+
+
+@dataclass(frozen=True)
+class Run:
+    """The outcome of one run of pods: node (-1: not placed), GPU and NIC masks per pod.
+
+    For a pod of a failed group, ``failed_at`` is the index of the pod that found no node
+    and :meth:`reasons` counts, per reason, the nodes that turned that pod away.
+    """
+
+    nodes: list[int]
+    masks: list[int]
+    nics: list[int]
+    failed_at: list[int]
+    _counts: np.ndarray
+    _classes: list[EligibilityClass]
+    _klass: np.ndarray
+    _only: np.ndarray | None
+    _n_nodes: int
+
+    def reason_key(self, k: int) -> tuple[int, bytes]:
+        """Equal for pods that :meth:`reasons` counts alike (same class, same counts)."""
+        return int(self._klass[k]), self._counts[k].tobytes()
+
+    def reasons(self, k: int) -> dict[str, int]:
+        """Nodes per reason that turned pod ``k`` (a ``failed_at`` index) away."""
+        ec = self._classes[int(self._klass[k])]
+        if self._only is None:
+            merged = dict(ec.static_reasons)
+        else:
+            inside = np.unpackbits(self._only.view(np.uint8), bitorder="little")[: self._n_nodes].astype(bool)
+            merged = ec.reasons_among(inside)
+        for name, count in zip(reasons.RESOURCE_REASONS, self._counts[k].tolist()):
+            if count:
+                merged[name] = merged.get(name, 0) + count
+        return merged
+
+
+class BatchPlacer:
+    """Runs of pods through one session's kernel.
+
+    Parameters
+    ----------
+    packed : PackedCluster
+    kernel : Kernel
+        The kernel over ``packed``'s arrays; it binds what it places.
+    free : FreeState
+    guides : Guides
+        The node order and packing guide the policies are told.
+    """
+
+    def __init__(self, packed: PackedCluster, kernel: Kernel, free: FreeState, guides: Guides) -> None:
+        self._packed = packed
+        self._kernel = kernel
+        self._free = free
+        self._guides = guides
+
+    def _batch(
+        self, pods: Sequence[PodRequest], groups: Sequence[int] | None
+    ) -> tuple[PodBatch, list[EligibilityClass], list[int]]:
+        """The kernel's batch of ``pods``, its eligibility classes, and the positions of
+        the pods that ask for extended resources."""
+        batch, classes, with_resources = pack.pack_pods(self._packed, pods, groups)
+        self._ensure_tables(batch.gpus)
+        return batch, classes, with_resources
+
+    def _ensure_tables(self, pod_gpus: np.ndarray) -> None:
+        """Give the kernel the GPU-set tables of every node kind for the batch's set sizes."""
+        kinds = self._packed.kinds
+        if not kinds:
+            return
+        for k in np.unique(pod_gpus).tolist():
+            if k < 1:
+                continue
+            for t, kind in enumerate(kinds):
+                g = kind.topology.gpus
+                if k > g or g > MAX_TABLE_GPUS or self._kernel.has_gpu_tables(t, k):
+                    continue
+                tables = tables_for(kind.topology, k)
+                top = int(tables.subset_score[int(tables.best_set[(1 << g) - 1])])
+                self._kernel.set_gpu_tables(t, k, tables.pair, tables.subset_score, tables.split, tables.tiling, top)
+
+    def _shapes(self, batch: PodBatch, policy: Policy) -> np.ndarray | None:
+        """Shape index per pod for the kernel's score cache (:attr:`Policy.cached`), or None
+        when the cache would not pay (one pod) or would be too large."""
+        if not policy.cached or batch.size < 2:
+            return None
+        kinds, index = np.unique(batch.shape_columns(), axis=0, return_inverse=True)
+        if len(kinds) * self._packed.n_nodes > _SCORE_CACHE_CELLS:
+            return None
+        return index.reshape(-1).astype(pack.INT)
+
+    def place(
+        self, pods: Sequence[PodRequest], policy: Policy, rng: np.ndarray, groups: Sequence[int] | None,
+        only: np.ndarray | None, trace: np.ndarray | None, reasons: bool, learn: bool,
+    ) -> Run:
+        """Place ``pods`` in order with ``policy``, binding each (see :meth:`KernelSession.place`)."""
+        batch, classes, with_resources = self._batch(pods, groups)
+        shapes = self._shapes(batch, policy)
+        if learn and policy.needs_packing_guide and self._guides.learner is not None:
+            nodes, masks, failed_at, counts, nics = self._place_learning(
+                pods, batch, policy, rng, only, trace, reasons, shapes
+            )
+        else:
+            nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
+                batch, policy.code, rng, only, reasons, self._guides.rank, trace, shapes
+            )
+        placed_on = nodes.tolist()
+        for j in with_resources:
+            if placed_on[j] >= 0:
+                self._packed.use_resources(placed_on[j], pods[j].resources, 1)
+        return Run(placed_on, masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
+                   batch.klass, only, self._packed.n_nodes)
+    def _place_learning(
+        self,
+        pods: Sequence[PodRequest],
+        batch: PodBatch,
+        policy: Policy,
+        rng: np.ndarray,
+        only: np.ndarray | None,
+        trace: np.ndarray | None,
+        reasons: bool,
+        shapes: np.ndarray | None,
+    ) -> tuple[np.ndarray, ...]:
+        """:meth:`place` in parts, each ending where the learner falls due."""
+        learner = self._guides.learner
+        assert learner is not None
+        n = len(pods)
+        seen = self._guides.seen
+        names = list(map(attrgetter("name"), pods))
+        fresh = np.zeros(n, dtype=bool)  # a name's first time
+        first: set[str] = set()
+        for i, name in enumerate(names):
+            if name not in seen and name not in first:
+                first.add(name)
+                fresh[i] = True
+        arrived = np.cumsum(fresh)  # new pods among the first i + 1
+        columns = batch.arrays
+        group_end = columns[8]
+        named = np.zeros(n, dtype=bool)  # pods that name GPU models
+        named[[i for i, pod in enumerate(pods) if pod.gpu_models]] = True
+        cache = None
+        if shapes is not None:
+            cells = (int(shapes.max()) + 1) * self._packed.n_nodes
+            cache = (np.zeros(cells, dtype=np.int32), np.zeros(cells, dtype=np.int32))
+        parts = []
+        start = 0
+        while start < n:
+            if self._guides.refresh_packing() and cache is not None:
+                cache[0][:] = 0
+            before = int(arrived[start - 1]) if start else 0
+            room = max(learner.every - learner.pending, 1)
+            stop = min(int(np.searchsorted(arrived, before + room)) + 1, n)
+            stop = int(group_end[stop - 1])
+            part = PodBatch(
+                *(c[start:stop] for c in columns[:8]), group_end[start:stop] - start, columns[9]
+            )
+            out = self._kernel.place_batch(
+                part, policy.code, rng, only, reasons, self._guides.rank,
+                None if trace is None else trace[start:stop],
+                None if shapes is None else shapes[start:stop], cache,
+            )
+            out[2][out[2] >= 0] += start
+            parts.append(out)
+            seen.update(names[start:stop])
+            new = fresh[start:stop]
+            arrivals = Demand()
+            arrivals.add_columns(
+                columns[0][start:stop][new], columns[1][start:stop][new], columns[3][start:stop][new],
+                [pods[i] for i in np.flatnonzero(new & named[start:stop]) + start],
+            )
+            learner.observe(arrivals)
+            start = stop
+        if not parts:
+            return self._kernel.place_batch(batch, policy.code, rng, only, reasons, self._guides.rank, trace, shapes)
+        return tuple(np.concatenate(col) for col in zip(*parts))
+
+    def place_on(
+        self, pods: Sequence[PodRequest], nodes: Sequence[int], policy: Policy, rng: np.ndarray
+    ) -> tuple[list[int], list[int]] | None:
+        """Place pod j on node ``nodes[j]``, its GPUs (and NICs) chosen there by ``policy``;
+        all or nothing. Returns the GPU and NIC masks, or ``None`` with nothing bound."""
+        batch, _, with_resources = self._batch(pods, None)
+        gpus, nics, failed = self._kernel.place_on(batch, np.asarray(nodes, dtype=pack.INDEX), policy.code, rng)
+        if failed >= 0:
+            return None
+        for j in with_resources:
+            self._packed.use_resources(int(nodes[j]), pods[j].resources, 1)
+        return gpus.tolist(), nics.tolist()
+
+    def node_scores(self, pod: PodRequest, policy: Policy) -> np.ndarray:
+        """Every node's score for ``pod`` under ``policy``, higher is better (nothing is
+        bound; ``Kernel.node_scores``); the lowest int64 where the pod may not go."""
+        batch, _, _ = self._batch([pod], None)
+        return self._kernel.node_scores(batch, policy.code)
+
+    def node_reasons(self, pod: PodRequest, nodes: Sequence[int] | np.ndarray) -> list[str]:
+        """Why each of ``nodes`` cannot take ``pod`` now, in kube-scheduler's words: the
+        static filter, else the first resource it lacks (see :meth:`KernelSession.node_reasons`)."""
+        at = np.asarray(nodes, dtype=np.intp)
+        ec = self._packed.eligibility(pod)
+        free = self._free
+        words = list(ec.reason_names)
+        code = ec.reason_of[at].astype(np.int64)
+
+        def first(lacking: np.ndarray | bool, reason: str) -> None:
+            todo = (code < 0) & lacking
+            if np.any(todo):
+                words.append(reason)
+                code[todo] = len(words) - 1
+
+        first(free.pod_slots[at] < 1, reasons.RESOURCE_REASONS[2])
+        first(free.cpu_milli[at] < pod.cpu_milli, reasons.RESOURCE_REASONS[0])
+        first(free.memory_mib[at] < pod.memory_mib, reasons.RESOURCE_REASONS[1])
+        for name, count in pod.resources.items():
+            have = np.array([extended_free(self._packed, name, int(n)) for n in at], dtype=np.int64)
+            first(have < count, reasons.insufficient(name))
+        if pod.gpus:
+            first(free.gpu_memory_capacity[at] < pod.gpu_memory_mib, reasons.RESOURCE_REASONS[4])
+            first(True if pod.shared else free.whole_gpus[at] < pod.gpus, reasons.NO_GPU)
+        first(True, reasons.NICS if pod.nics else reasons.NO_GPU)
+        return [words[c] for c in code.tolist()]
+
