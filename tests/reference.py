@@ -550,11 +550,15 @@ class ReferenceCluster:
         if policy == "fgd-pack" and self._guide is None:
             self._start_learning()
         learning = policy == "fgd-pack" and self._learner is not None
+        # the ties of a scored policy: the seeded node order when it is ranked, else the
+        # lowest index (a scored policy need not be ranked)
         if policy in RANKED_POLICIES:
             stream = splitmix64_stream(seed)
             draws = [next(stream) for _ in self._nodes]
             order = sorted(range(len(draws)), key=lambda i: (draws[i], i))
             self._rank = {n: r for r, n in enumerate(order)}
+        else:
+            self._rank = {i: i for i in range(len(self._nodes))}
         # by priority, highest first (a gang: its highest, at its first pod), then request order
         unit: dict[str, tuple[int, int]] = {}
         for i, p in enumerate(pods):

@@ -235,3 +235,25 @@ def test_the_kernel_refuses_a_code_that_is_no_policy():
         session.place_on(pods, [0], bad, rng)
     with pytest.raises(ValueError, match="unknown policy code"):
         session.node_scores(pods[0], bad)
+
+
+@pytest.mark.parametrize("name", [p.name for p in REGISTRY.values() if p.ranked])
+def test_a_scored_policy_that_is_not_ranked_ties_to_the_lowest_index(name, monkeypatch):
+    """A scored policy need not be ranked: without the flag its ties go to the lowest node
+    index, in the kernel and in the reference alike (the reference used to fail with a
+    KeyError on the seeded order it had not drawn)."""
+    import reference
+    from reference import ReferenceCluster
+
+    from placer.placement.cluster import Cluster
+    from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest
+
+    unranked = dataclasses.replace(REGISTRY[name], ranked=False)
+    monkeypatch.setattr(policies, "REGISTRY", {**REGISTRY, name: unranked})
+    monkeypatch.setattr(reference, "RANKED_POLICIES", tuple(p for p in reference.RANKED_POLICIES if p != name))
+    hardware = NodeType(gpus=2, gpu_model="G", cpu_milli=8000)
+    snapshot = ClusterSnapshot(nodes=tuple(Node(name=f"n{i}", hardware=hardware) for i in range(6)))
+    request = PlacementRequest(pods=(PodRequest("a", gpus=1),), policy=name, seed=3)
+    want = ReferenceCluster(snapshot).schedule(request)
+    assert [a.node for a in want.assignments] == ["n0"]  # six equal nodes: the lowest index
+    assert Cluster(snapshot).schedule(request) == want

@@ -15,6 +15,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from placer._slots cimport field, is_none, slot_offset, truthy
 from placer.model import EMPTY, Assignment, Node, PodRequest, RunningPod
+from placer.model.roles import defaults, eligibility_fields
 
 cnp.import_array()
 
@@ -30,14 +31,24 @@ cdef Py_ssize_t Q_NICS = slot_offset(PodRequest, "nics")
 cdef Py_ssize_t Q_CPU = slot_offset(PodRequest, "cpu_milli")
 cdef Py_ssize_t Q_MEM = slot_offset(PodRequest, "memory_mib")
 cdef Py_ssize_t Q_RESOURCES = slot_offset(PodRequest, "resources")
-cdef Py_ssize_t Q_SELECTOR = slot_offset(PodRequest, "node_selector")
-cdef Py_ssize_t Q_TOLERATIONS = slot_offset(PodRequest, "tolerations")
-cdef Py_ssize_t Q_MODELS = slot_offset(PodRequest, "gpu_models")
 cdef Py_ssize_t Q_NAME = slot_offset(PodRequest, "name")
 cdef Py_ssize_t Q_GANG = slot_offset(PodRequest, "gang")
 cdef Py_ssize_t Q_SLOTS = slot_offset(PodRequest, "gpu_slots")
 cdef Py_ssize_t Q_PRIORITY = slot_offset(PodRequest, "priority")
 cdef Py_ssize_t Q_MIG = slot_offset(PodRequest, "mig")
+# the fields the static eligibility of a pod reads: a pod that sets none of them is plain
+_STATIC = eligibility_fields(PodRequest)
+if len(_STATIC) > 64 or any(defaults(PodRequest)[name] for name in _STATIC):
+    raise TypeError(f"PodRequest: a field of the static roles needs a falsy default ({', '.join(_STATIC)})")
+cdef Py_ssize_t Q_STATIC_COUNT = len(_STATIC)
+cdef Py_ssize_t Q_STATIC[64]
+cdef PyObject* Q_STATIC_NAME[64]  # borrowed from _STATIC
+cdef void _static_slots():
+    cdef Py_ssize_t k
+    for k in range(Q_STATIC_COUNT):
+        Q_STATIC[k] = slot_offset(PodRequest, _STATIC[k])
+        Q_STATIC_NAME[k] = <PyObject*>_STATIC[k]
+_static_slots()
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_UNSCHEDULABLE = slot_offset(Node, "unschedulable")
@@ -65,8 +76,9 @@ def pod_columns(pods):
     quantities : ndarray of int64, shape (2, n)
         Rows ``cpu_milli``, ``memory_mib``.
     plain : ndarray of uint8, shape (n,)
-        1 where the pod has no static filter (no selector, tolerations, GPU models, NICs
-        or extended resources) and asks for no GPU slots: whole GPUs, a share, or none.
+        1 where the pod sets no field of the static roles
+        (:func:`placer.model.roles.eligibility_fields`: selector, tolerations, GPU models,
+        NICs, extended resources, GPU slots): whole GPUs, a share, or none.
     with_resources : list of int
         Positions of the pods that ask for extended resources.
 
@@ -85,7 +97,8 @@ def pod_columns(pods):
     cdef uint8_t[::1] plain = plain_array
     cdef list with_resources = []
     cdef object pod, nics
-    cdef bint resources
+    cdef bint resources, filtered
+    cdef Py_ssize_t k
     for i in range(n):
         pod = items[i]
         nics = field(pod, REQUEST, Q_NICS, "nics")
@@ -98,10 +111,12 @@ def pod_columns(pods):
         quantities[1, i] = field(pod, REQUEST, Q_MEM, "memory_mib")
         if resources:
             with_resources.append(i)
-        plain[i] = not (resources or nics or truthy(pod, REQUEST, Q_SELECTOR, "node_selector", NO_ENTRIES)
-                        or truthy(pod, REQUEST, Q_TOLERATIONS, "tolerations", NO_ENTRIES)
-                        or truthy(pod, REQUEST, Q_MODELS, "gpu_models", NO_ENTRIES)
-                        or truthy(pod, REQUEST, Q_SLOTS, "gpu_slots", NO_ENTRIES))
+        filtered = resources or nics
+        k = 0
+        while not filtered and k < Q_STATIC_COUNT:
+            filtered = truthy(pod, REQUEST, Q_STATIC[k], <object>Q_STATIC_NAME[k], NO_ENTRIES)
+            k += 1
+        plain[i] = not filtered
     return counts_array, quantities_array, plain_array, with_resources
 
 

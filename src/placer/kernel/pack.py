@@ -12,7 +12,7 @@ computed once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -32,7 +32,15 @@ from placer.kernel._gather import (  # noqa: F401
 )
 from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
 from placer.model import reasons as wording
+from placer.model.roles import canonical, defaults, eligibility_fields
 from placer.model.topology import GpuTopology, Nic
+
+# The key of an eligibility class: the pod's GPU kind, then its fields of the static roles.
+_STATIC_FIELDS = eligibility_fields(PodRequest)
+_static_values = attrgetter(*_STATIC_FIELDS)
+_STATIC_DEFAULTS = tuple(defaults(PodRequest)[name] for name in _STATIC_FIELDS)
+_PLAIN_KEYS = [(kind, *map(canonical, _STATIC_DEFAULTS)) for kind in range(4)]
+_RESOURCES_AT = 1 + _STATIC_FIELDS.index("resources")  # classes that test free extended resources
 
 KERNEL_ABI = 16  # compiled into _core by setup.py; an import against an older build fails
 
@@ -150,7 +158,7 @@ class PackedCluster:
             if free is None:
                 free = self.extended_free[name] = np.zeros(self.n_nodes, dtype=np.int64)
             free[node] -= sign * count
-        self._class_cache = {k: v for k, v in self._class_cache.items() if not k[-1]}
+        self._class_cache = {k: v for k, v in self._class_cache.items() if not k[_RESOURCES_AT]}
 
     def model_mask(self, gpu_models: Sequence[str], gpus: int) -> int:
         """Allowed model ids of a pod as a bitmask (CPU-only pods: every node)."""
@@ -185,20 +193,15 @@ class PackedCluster:
         return self._taint_sets, self._taint_set_of
 
     def eligibility(self, pod: PodRequest) -> EligibilityClass:
-        """The cached static filter result for the pod's (selector, tolerations, models)."""
+        """The cached static filter result for the pod's kind and the values of its fields
+        of the static roles (:func:`placer.model.roles.eligibility_fields`)."""
         # CPU only, GPUs, one slot, several slots (MPS nodes take one slot per pod)
         gpu_kind = min(pod.gpu_slots, 2) + 1 if pod.gpu_slots else int(pod.gpus > 0)
-        if not (pod.node_selector or pod.tolerations or pod.gpu_models or pod.nics or pod.resources):
-            key: tuple[Any, ...] = (gpu_kind, ())  # ends like the full key: no resources
+        values = _static_values(pod)
+        if values == _STATIC_DEFAULTS:
+            key: tuple[Any, ...] = _PLAIN_KEYS[gpu_kind]
         else:
-            key = (
-                tuple(sorted(pod.node_selector.items())),
-                pod.tolerations,
-                tuple(sorted(pod.gpu_models)) if pod.uses_gpus else None,
-                gpu_kind,
-                pod.nics,
-                tuple(sorted(pod.resources.items())),
-            )
+            key = (gpu_kind, *map(canonical, values))
         found = self._class_cache.get(key)
         if found is None:
             found = self._build_class(pod)

@@ -36,6 +36,7 @@ from placer.limits import (
 )
 
 from placer import policies
+from placer.model.roles import Role, declare, fields_with, SHAPE_ROLES, canonical, written
 from placer.model.topology import GpuTopology, Nic
 
 __all__ = [
@@ -90,19 +91,6 @@ MIG_MODES = ("static", "dynamic")
 PREEMPTION_MODES = ("none", "greedy", "exact", "auto")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 GPU_SHARING_STRATEGIES = ("time-slicing", "mps")
-HARDWARE_FIELDS = {
-    "gpus": "gpus",
-    "gpuModel": "gpu_model",
-    "gpuMemoryMiB": "gpu_memory_mib",
-    "cpuMilli": "cpu_milli",
-    "memoryMiB": "memory_mib",
-    "maxPods": "max_pods",
-    "gpuTopology": "gpu_topology",
-    "nics": "nics",
-    "mig": "mig",
-    "gpuSharing": "gpu_sharing",
-}
-"""A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
 
 EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
@@ -160,6 +148,14 @@ class Taint(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
         return d
 
 
+declare(
+    Taint,
+    key=Role.FILTER,
+    effect=Role.FILTER,
+    value=Role.FILTER,
+)
+
+
 class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """A pod toleration (Kubernetes semantics).
 
@@ -192,6 +188,15 @@ class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
         return d
 
 
+declare(
+    Toleration,
+    key=Role.FILTER,
+    operator=Role.FILTER,
+    value=Role.FILTER,
+    effect=Role.FILTER,
+)
+
+
 class MigConfig(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """The GPUs of a node in MIG mode (``"all"``, or their indices) and how instances come.
 
@@ -210,6 +215,13 @@ class MigConfig(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
 
     def to_dict(self) -> dict[str, Any]:
         return {"gpus": self.gpus if self.gpus == "all" else list(self.gpus), "mode": self.mode}
+
+
+declare(
+    MigConfig,
+    gpus=Role.RESOURCE,
+    mode=Role.RESOURCE,
+)
 
 
 class MigInstance(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
@@ -231,6 +243,15 @@ class MigInstance(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
         return d
 
 
+declare(
+    MigInstance,
+    gpu=Role.RESOURCE,
+    profile=Role.RESOURCE,
+    start=Role.RESOURCE,
+    device=Role.OUTPUT,
+)
+
+
 class MigRequest(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
     """What a pod asks of MIG: ``count`` instances of ``profile`` (the resource
     ``nvidia.com/mig-<profile>``), or of the smallest profile whose memory holds
@@ -250,6 +271,14 @@ class MigRequest(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
         return d
 
 
+declare(
+    MigRequest,
+    profile=Role.RESOURCE,
+    count=Role.RESOURCE,
+    memory_mib=Role.RESOURCE,
+)
+
+
 class MigUse(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """One MIG instance an assignment uses; ``create``: it must be created first."""
 
@@ -260,6 +289,16 @@ class MigUse(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
 
     def to_dict(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "profile": self.profile, "start": self.start, "create": self.create}
+
+declare(
+    MigUse,
+    gpu=Role.OUTPUT,
+    profile=Role.OUTPUT,
+    start=Role.OUTPUT,
+    create=Role.OUTPUT,
+)
+
+
 class GpuSharing(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """How a node's device plugin shares each GPU: ``replicas`` slots per physical GPU.
 
@@ -279,6 +318,13 @@ class GpuSharing(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
 
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "replicas": self.replicas}
+
+
+declare(
+    GpuSharing,
+    strategy=Role.GATED,
+    replicas=Role.GATED,
+)
 
 
 class NodeType(Struct, frozen=True, gc=False):
@@ -322,6 +368,21 @@ class NodeType(Struct, frozen=True, gc=False):
                 "gpuSharing": self.gpu_sharing.to_dict() if self.gpu_sharing is not None else None,
             }
         )
+
+
+declare(
+    NodeType,
+    gpus=Role.RESOURCE,
+    gpu_model=Role.FILTER,
+    gpu_memory_mib=Role.RESOURCE,
+    cpu_milli=Role.RESOURCE,
+    memory_mib=Role.RESOURCE,
+    max_pods=Role.RESOURCE,
+    gpu_topology=Role.ORDER,
+    nics=Role.GATED,
+    mig=Role.RESOURCE,
+    gpu_sharing=Role.GATED,
+)
 
 
 class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
@@ -410,6 +471,30 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
         return None if self.start_time is None else float(self.start_time)
 
 
+declare(
+    RunningPod,
+    name=Role.IDENTITY,
+    gpus=Role.RESOURCE,
+    gpu_shares=Role.RESOURCE,
+    gpu_memory_mib=Role.RESOURCE,
+    cpu_milli=Role.RESOURCE,
+    memory_mib=Role.RESOURCE,
+    priority=Role.ORDER,
+    resources=Role.RESOURCE,
+    unknown_gpus=Role.RESOURCE,
+    mig=Role.RESOURCE,
+    gpu_slots=Role.RESOURCE,
+    unknown_gpu_slots=Role.RESOURCE,
+    start_time=Role.ORDER,
+    labels=Role.FILTER,
+    gang=Role.GROUPING,
+    preemptible=Role.SPECIAL,
+    movable=Role.SPECIAL,
+    terminating=Role.SPECIAL,
+    disruption_target=Role.SPECIAL,
+)
+
+
 class PodDisruptionBudget(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
     """A PodDisruptionBudget (Kubernetes semantics): the running pods whose ``labels`` hold
     every pair of ``selector`` (in ``namespace``, the part of a pod name before ``/``,
@@ -454,6 +539,18 @@ class PodDisruptionBudget(Struct, frozen=True, gc=False, forbid_unknown_fields=T
         return d
 
 
+declare(
+    PodDisruptionBudget,
+    name=Role.IDENTITY,
+    selector=Role.FILTER,
+    namespace=Role.FILTER,
+    min_available=Role.SPECIAL,
+    max_unavailable=Role.SPECIAL,
+    disruptions_allowed=Role.SPECIAL,
+    disrupted_pods=Role.SPECIAL,
+)
+
+
 def _budget(value: "int | str", total: int) -> int:
     """A PDB count, or a percentage of ``total`` rounded up (Kubernetes' rule)."""
     if isinstance(value, int):
@@ -470,6 +567,13 @@ class ResourceAmount(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
 
     def to_dict(self) -> dict[str, int]:
         return {"capacity": self.capacity, "allocatable": self.allocatable}
+
+
+declare(
+    ResourceAmount,
+    capacity=Role.GATED,
+    allocatable=Role.GATED,
+)
 
 
 if TYPE_CHECKING:
@@ -499,6 +603,11 @@ class InlineHardware(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     def overrides(self) -> dict[str, Any]:
         """The hardware fields given, by their JSON names."""
         return _drop_none({key: getattr(self, attr) for key, attr in HARDWARE_FIELDS.items()})
+
+
+declare(InlineHardware, like=NodeType)
+HARDWARE_FIELDS = {f.encode_name: f.name for f in msgspec.inspect.type_info(InlineHardware).fields}
+"""A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
 
 
 class Node(InlineHardware, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
@@ -549,6 +658,23 @@ class Node(InlineHardware, frozen=True, gc=False, forbid_unknown_fields=True, re
         return d
 
 
+declare(
+    Node,
+    like=InlineHardware,
+    name=Role.IDENTITY,
+    hardware=Role.SPECIAL,
+    type=Role.SPECIAL,
+    topology=Role.GROUPING,
+    labels=Role.FILTER,
+    taints=Role.FILTER,
+    unschedulable=Role.FILTER,
+    unhealthy_gpus=Role.RESOURCE,
+    pods=Role.RESOURCE,
+    resources=Role.GATED,
+    mig_instances=Role.RESOURCE,
+)
+
+
 class ClusterSnapshot(Struct, frozen=True):
     """The cluster as it is now: node types, nodes and the pods running on them."""
 
@@ -577,6 +703,15 @@ class ClusterSnapshot(Struct, frozen=True):
         if self.pod_disruption_budgets:
             d["podDisruptionBudgets"] = [b.to_dict() for b in self.pod_disruption_budgets]
         return d
+
+
+declare(
+    ClusterSnapshot,
+    nodes=Role.SPECIAL,
+    node_types=Role.SPECIAL,
+    topology_levels=Role.GROUPING,
+    pod_disruption_budgets=Role.SPECIAL,
+)
 
 
 class PodRequest(Struct, frozen=True, gc=False):
@@ -611,57 +746,41 @@ class PodRequest(Struct, frozen=True, gc=False):
         return self.gpus > 0 or self.gpu_slots > 0
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name}
-        if self.gpus:
-            d["gpus"] = self.gpus
-        if self.gpu_milli != 1000:
-            d["gpuMilli"] = self.gpu_milli
-        if self.gpu_memory_mib:
-            d["gpuMemoryMiB"] = self.gpu_memory_mib
-        if self.gpu_models:
-            d["gpuModels"] = list(self.gpu_models)
-        if self.cpu_milli:
-            d["cpuMilli"] = self.cpu_milli
-        if self.memory_mib:
-            d["memoryMiB"] = self.memory_mib
-        if self.node_selector:
-            d["nodeSelector"] = dict(self.node_selector)
-        if self.tolerations:
-            d["tolerations"] = [t.to_dict() for t in self.tolerations]
-        if self.priority:
-            d["priority"] = self.priority
-        if self.gang is not None:
-            d["gang"] = self.gang
-        if self.nics:
-            d["nics"] = self.nics
-        if self.resources:
-            d["resources"] = dict(self.resources)
-        if self.mig is not None:
-            d["mig"] = self.mig.to_dict()
-        if self.gpu_slots:
-            d["gpuSlots"] = self.gpu_slots
-        if self.preemption_policy != "PreemptLowerPriority":
-            d["preemptionPolicy"] = self.preemption_policy
-        if self.nominated_node is not None:
-            d["nominatedNodeName"] = self.nominated_node
-        return d
+        return _pod_request_dict(self)
+
+
+declare(
+    PodRequest,
+    name=Role.IDENTITY,
+    gpus=Role.RESOURCE,
+    gpu_milli=Role.RESOURCE,
+    gpu_memory_mib=Role.RESOURCE,
+    gpu_models=Role.FILTER,
+    cpu_milli=Role.RESOURCE,
+    memory_mib=Role.RESOURCE,
+    node_selector=Role.FILTER,
+    tolerations=Role.FILTER,
+    priority=Role.ORDER,
+    gang=Role.GROUPING,
+    nics=Role.GATED,
+    resources=Role.GATED,
+    mig=Role.RESOURCE,
+    gpu_slots=Role.GATED,
+    preemption_policy=Role.SPECIAL,
+    nominated_node=Role.SPECIAL,
+)
+# every field not at its default, under its JSON name (camelCase but for these)
+_pod_request_dict = written(
+    PodRequest,
+    {"gpu_memory_mib": "gpuMemoryMiB", "memory_mib": "memoryMiB", "nominated_node": "nominatedNodeName"},
+)
+_SHAPE_FIELDS = fields_with(PodRequest, *SHAPE_ROLES)
 
 
 def shape_key(pod: PodRequest) -> tuple:
-    """Pods with equal keys are interchangeable for placement."""
-    return (
-        pod.gpus,
-        pod.gpu_milli,
-        pod.gpu_memory_mib,
-        pod.cpu_milli,
-        pod.memory_mib,
-        pod.nics,
-        tuple(sorted(pod.node_selector.items())),
-        pod.tolerations,
-        tuple(sorted(pod.gpu_models)),
-        pod.mig,
-        pod.gpu_slots,
-    )
+    """Pods with equal keys are interchangeable for placement: the fields of the shape
+    roles (:data:`placer.model.roles.SHAPE_ROLES`), mappings and model lists in any order."""
+    return tuple(canonical(getattr(pod, name)) for name in _SHAPE_FIELDS)
 
 
 def gang_shapes(pods: Sequence[PodRequest]) -> list[list[int]]:
@@ -693,6 +812,13 @@ class SliceSpec(Struct, frozen=True, gc=False):
         return {"level": self.level, "size": self.size}
 
 
+declare(
+    SliceSpec,
+    level=Role.GROUPING,
+    size=Role.GROUPING,
+)
+
+
 class GangSpec(Struct, frozen=True, gc=False):
     """Placement constraints of a gang (all its pods are placed together or none)."""
 
@@ -717,6 +843,18 @@ class GangSpec(Struct, frozen=True, gc=False):
         if self.time_limit_s is not None:
             d["timeLimitS"] = self.time_limit_s
         return d
+
+
+declare(
+    GangSpec,
+    name=Role.IDENTITY,
+    mode=Role.GROUPING,
+    level=Role.GROUPING,
+    slices=Role.GROUPING,
+    same_gpu_model=Role.GROUPING,
+    solver=Role.SPECIAL,
+    time_limit_s=Role.SPECIAL,
+)
 
 
 class PlacementRequest(Struct, frozen=True):
@@ -765,6 +903,20 @@ class PlacementRequest(Struct, frozen=True):
         return d
 
 
+declare(
+    PlacementRequest,
+    pods=Role.SPECIAL,
+    gangs=Role.GROUPING,
+    policy=Role.ORDER,
+    seed=Role.ORDER,
+    solver=Role.SPECIAL,
+    time_limit_s=Role.SPECIAL,
+    time_budget_s=Role.SPECIAL,
+    joint=Role.SPECIAL,
+    preemption=Role.SPECIAL,
+)
+
+
 class Assignment(Struct, frozen=True, gc=False):
     """Where one pod goes: a node and GPU device indices on it.
 
@@ -806,6 +958,20 @@ class Assignment(Struct, frozen=True, gc=False):
         return d
 
 
+declare(
+    Assignment,
+    pod=Role.IDENTITY,
+    node=Role.OUTPUT,
+    gpus=Role.OUTPUT,
+    gpu_milli=Role.OUTPUT,
+    gang=Role.OUTPUT,
+    nics=Role.OUTPUT,
+    mig=Role.OUTPUT,
+    gpu_slots=Role.OUTPUT,
+    nominated=Role.OUTPUT,
+)
+
+
 class Unschedulable(Struct, frozen=True, gc=False):
     """A pod that could not be placed, with a kube-scheduler-style reason."""
 
@@ -814,6 +980,13 @@ class Unschedulable(Struct, frozen=True, gc=False):
 
     def to_dict(self) -> dict[str, Any]:
         return {"pod": self.pod, "reason": self.reason}
+
+
+declare(
+    Unschedulable,
+    pod=Role.IDENTITY,
+    reason=Role.OUTPUT,
+)
 
 
 class GangResult(Struct, frozen=True, gc=False):
@@ -859,6 +1032,19 @@ class GangResult(Struct, frozen=True, gc=False):
         return d
 
 
+declare(
+    GangResult,
+    name=Role.IDENTITY,
+    placed=Role.OUTPUT,
+    solver=Role.OUTPUT,
+    status=Role.OUTPUT,
+    domains=Role.OUTPUT,
+    objective=Role.OUTPUT,
+    bound=Role.OUTPUT,
+    domain_bounds=Role.OUTPUT,
+)
+
+
 class Preemption(Struct, frozen=True, gc=False):
     """The running pods evicted so that a pod or gang (``for_``, JSON ``for``) fits.
 
@@ -886,6 +1072,17 @@ class Preemption(Struct, frozen=True, gc=False):
         }
 
 
+declare(
+    Preemption,
+    for_=Role.IDENTITY,
+    victims=Role.OUTPUT,
+    nodes=Role.OUTPUT,
+    pdb_violations=Role.OUTPUT,
+    solver=Role.OUTPUT,
+    status=Role.OUTPUT,
+)
+
+
 class Move(Struct, frozen=True, gc=False):
     """One move of a running pod (``movable``) from node ``from_`` (JSON ``from``) to node
     ``to``, onto the GPU indices ``gpus`` there (a shared pod: its one GPU, with its share
@@ -908,6 +1105,17 @@ class Move(Struct, frozen=True, gc=False):
         return d
 
 
+declare(
+    Move,
+    pod=Role.IDENTITY,
+    from_=Role.OUTPUT,
+    to=Role.OUTPUT,
+    gpus=Role.OUTPUT,
+    gpu_milli=Role.OUTPUT,
+    for_=Role.OUTPUT,
+)
+
+
 class RoomMade(Struct, frozen=True, gc=False):
     """How room was made by moving for one requested pod (``for_``, JSON ``for``): the
     number of moves, the GPU milli they moved, and the search's ``status`` — ``optimal``
@@ -922,6 +1130,15 @@ class RoomMade(Struct, frozen=True, gc=False):
 
     def to_dict(self) -> dict[str, Any]:
         return {"for": self.for_, "moves": self.moves, "gpuMilliMoved": self.gpu_milli_moved, "status": self.status}
+
+
+declare(
+    RoomMade,
+    for_=Role.IDENTITY,
+    moves=Role.OUTPUT,
+    gpu_milli_moved=Role.OUTPUT,
+    status=Role.OUTPUT,
+)
 
 
 class PlacementResult(Struct, frozen=True):
@@ -958,6 +1175,17 @@ class PlacementResult(Struct, frozen=True):
         if self.rooms:
             d["rooms"] = [r.to_dict() for r in self.rooms]
         return d
+
+
+declare(
+    PlacementResult,
+    assignments=Role.OUTPUT,
+    unschedulable=Role.OUTPUT,
+    gangs=Role.OUTPUT,
+    preemptions=Role.OUTPUT,
+    moves=Role.OUTPUT,
+    rooms=Role.OUTPUT,
+)
 
 
 # ----------------------------------------------------------------------------- decoding hook

@@ -23,11 +23,16 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object text)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
 
+import msgspec
 from msgspec.structs import force_setattr
 
 from placer._slots cimport field, is_none, set_slot, slot_offset, truthy
-from placer.model import EMPTY, Node, PodRequest, RunningPod
+from placer.model import EMPTY, InlineHardware, Node, PodRequest, RunningPod
+from placer.model.roles import Role, fields_with
 from placer.schema.documents import PodDoc
+
+cdef enum:
+    MAX_FIELDS = 64  # fields a quick reader handles per object, at most
 
 cdef int64_t OVER = 1LL << 62  # above every capacity: a sum past it fits nowhere
 cdef PyTypeObject* NODE = <PyTypeObject*>Node
@@ -35,20 +40,23 @@ cdef PyTypeObject* POD = <PyTypeObject*>RunningPod
 cdef PyTypeObject* DOC = <PyTypeObject*>PodDoc
 cdef PyObject* NO_ENTRIES = <PyObject*>EMPTY  # the default of every mapping field: empty
 
-cdef void _fields(object cls, tuple names, Py_ssize_t* offsets, PyObject** name_of):
+cdef void _fields(object cls, tuple names, Py_ssize_t* offsets, PyObject** name_of) except *:
     """Fill the slot offsets of ``names`` in ``cls`` and the names themselves (borrowed from
     ``names``, a module constant)."""
     cdef Py_ssize_t k
+    if len(names) > MAX_FIELDS:
+        raise ValueError(f"{cls.__name__}: more than {MAX_FIELDS} fields to read")
     for k in range(len(names)):
         offsets[k] = slot_offset(cls, names[k])
         name_of[k] = <PyObject*>names[k]
 
 
-# the hardware fields a node may give inline: the quick pass takes nodes that give none
-_INLINE = ("hardware", "gpus", "gpu_model", "gpu_memory_mib", "cpu_milli", "memory_mib", "max_pods", "gpu_topology",
-           "nics", "mig", "gpu_sharing")
-cdef Py_ssize_t N_INLINE[11]
-cdef PyObject* N_INLINE_NAME[11]
+# the hardware a node may give inline (its effective hardware, every field of InlineHardware):
+# the quick pass takes nodes that give none
+_INLINE = ("hardware", *[f.name for f in msgspec.structs.fields(InlineHardware)])
+cdef Py_ssize_t N_INLINE_COUNT = len(_INLINE)
+cdef Py_ssize_t N_INLINE[MAX_FIELDS]
+cdef PyObject* N_INLINE_NAME[MAX_FIELDS]
 _fields(Node, _INLINE, N_INLINE, N_INLINE_NAME)
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
@@ -60,35 +68,24 @@ cdef Py_ssize_t N_UNHEALTHY = slot_offset(Node, "unhealthy_gpus")
 cdef Py_ssize_t N_PODS = slot_offset(Node, "pods")
 cdef Py_ssize_t N_MIG_INSTANCES = slot_offset(Node, "mig_instances")
 cdef Py_ssize_t P_NAME = slot_offset(RunningPod, "name")
-cdef Py_ssize_t P_GPUS = slot_offset(RunningPod, "gpus")
+cdef Py_ssize_t P_GPUS = slot_offset(RunningPod, "gpus")  # the summed fields, as SUMMED_POD_FIELDS orders them
 cdef Py_ssize_t P_CPU = slot_offset(RunningPod, "cpu_milli")
 cdef Py_ssize_t P_MEM = slot_offset(RunningPod, "memory_mib")
 cdef Py_ssize_t P_LABELS = slot_offset(RunningPod, "labels")
 cdef Py_ssize_t P_GANG = slot_offset(RunningPod, "gang")
 cdef Py_ssize_t P_START = slot_offset(RunningPod, "start_time")
-# what makes a pod other than one of whole GPUs: all must be empty
-_SPECIAL = ("unknown_gpus", "gpu_shares", "gpu_memory_mib", "mig", "gpu_slots", "unknown_gpu_slots")
-cdef Py_ssize_t P_SPECIAL[6]
-cdef PyObject* P_SPECIAL_NAME[6]
+# what makes a pod other than one of whole GPUs, CPU and memory (the pass sums these): every
+# other field of the resource roles must be empty
+SUMMED_POD_FIELDS = ("gpus", "cpu_milli", "memory_mib")  # also what dict_nodes reads of a pod, after its name
+_SPECIAL = tuple(name for name in fields_with(RunningPod, Role.RESOURCE, Role.GATED) if name not in SUMMED_POD_FIELDS)
+cdef Py_ssize_t P_SPECIAL_COUNT = len(_SPECIAL)
+cdef Py_ssize_t P_SPECIAL[MAX_FIELDS]
+cdef PyObject* P_SPECIAL_NAME[MAX_FIELDS]
 _fields(RunningPod, _SPECIAL, P_SPECIAL, P_SPECIAL_NAME)
 
-# an entry with any of these (each falsy when absent) is more than one plain pod
-_UNCOMMON = ("replicas", "tolerations", "gang", "nics", "mig", "gpu_slots", "nominated_node_name")
-cdef Py_ssize_t D_UNCOMMON[7]
-cdef PyObject* D_UNCOMMON_NAME[7]
-_fields(PodDoc, _UNCOMMON, D_UNCOMMON, D_UNCOMMON_NAME)
 cdef Py_ssize_t D_NAME = slot_offset(PodDoc, "name")
 cdef Py_ssize_t D_GPUS = slot_offset(PodDoc, "gpus")
 cdef Py_ssize_t D_GPU_MILLI = slot_offset(PodDoc, "gpu_milli")
-cdef Py_ssize_t D_GPU_MEM = slot_offset(PodDoc, "gpu_memory_mib")
-cdef Py_ssize_t D_MODELS = slot_offset(PodDoc, "gpu_models")
-cdef Py_ssize_t D_CPU = slot_offset(PodDoc, "cpu_milli")
-cdef Py_ssize_t D_MEM = slot_offset(PodDoc, "memory_mib")
-cdef Py_ssize_t D_SELECTOR = slot_offset(PodDoc, "node_selector")
-cdef Py_ssize_t D_PRIORITY = slot_offset(PodDoc, "priority")
-cdef Py_ssize_t D_RESOURCES = slot_offset(PodDoc, "resources")
-cdef Py_ssize_t D_POLICY = slot_offset(PodDoc, "preemption_policy")
-_DEFAULT_POLICY = "PreemptLowerPriority"  # interned: an entry that leaves it out holds this object
 
 
 cdef inline bint _control(str text):
@@ -119,7 +116,7 @@ cdef bint _any_control(texts):
 cdef bint _pod_plain(object pod):
     """Whether a pod holds nothing but whole GPUs, CPU and memory."""
     cdef Py_ssize_t k
-    for k in range(6):
+    for k in range(P_SPECIAL_COUNT):
         if truthy(pod, POD, P_SPECIAL[k], <object>P_SPECIAL_NAME[k], NO_ENTRIES):
             return False
     return type(field(pod, POD, P_START, "start_time")) is not str
@@ -154,7 +151,7 @@ cdef bint _node_plain(object node, object level_set):
     """Whether a node gives no hardware inline, no unhealthy GPUs or MIG instances, and only
     known topology levels."""
     cdef Py_ssize_t k
-    for k in range(11):
+    for k in range(N_INLINE_COUNT):
         if not is_none(node, NODE, N_INLINE[k], <object>N_INLINE_NAME[k]):
             return False
     if (truthy(node, NODE, N_UNHEALTHY, "unhealthy_gpus", NO_ENTRIES)
@@ -257,44 +254,6 @@ def finish_nodes(list nodes, dict plain, tuple empty, level_set, exact_node, bin
     return clean and len(pod_names) == pod_count and len(node_names) == n
 
 
-def common_pods(list entries, int milli):
-    """The pods of a request's entries when every entry is one plain pod, else None.
-
-    A plain entry has no replicas, tolerations, gang, NICs, MIG, GPU slots or nominated
-    node, asks for one GPU when it asks for a share (``gpuMilli`` below ``milli``), keeps
-    the default preemption policy, and has a name free of control characters that no
-    other entry has. None leaves the request to the general path, which says what is
-    wrong where.
-    """
-    cdef Py_ssize_t i, k, n = len(entries)
-    cdef list pods = [None] * n
-    cdef set names = set()
-    cdef object entry, name, gpus, gpu_milli, policy
-    for i in range(n):
-        entry = entries[i]
-        for k in range(7):
-            if truthy(entry, DOC, D_UNCOMMON[k], <object>D_UNCOMMON_NAME[k], NO_ENTRIES):
-                return None
-        name = field(entry, DOC, D_NAME, "name")
-        gpus = field(entry, DOC, D_GPUS, "gpus")
-        gpu_milli = field(entry, DOC, D_GPU_MILLI, "gpu_milli")
-        policy = field(entry, DOC, D_POLICY, "preemption_policy")
-        if (<long>gpu_milli < milli and <long>gpus != 1) or (
-                policy is not _DEFAULT_POLICY and policy != _DEFAULT_POLICY):
-            return None
-        if _control(name):
-            return None
-        names.add(name)
-        pods[i] = PodRequest(
-            name, gpus, gpu_milli, field(entry, DOC, D_GPU_MEM, "gpu_memory_mib"),
-            field(entry, DOC, D_MODELS, "gpu_models"), field(entry, DOC, D_CPU, "cpu_milli"),
-            field(entry, DOC, D_MEM, "memory_mib"), field(entry, DOC, D_SELECTOR, "node_selector"), (),
-            field(entry, DOC, D_PRIORITY, "priority"), None, 0, field(entry, DOC, D_RESOURCES, "resources"),
-        )
-    return pods if len(names) == n else None
-
-
-
 cdef extern from "Python.h":
     bint PyDict_Next(object d, Py_ssize_t* pos, PyObject** key, PyObject** value)
     long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
@@ -321,6 +280,79 @@ cdef object _copier(object method):
             & (METH_NOARGS | METH_O | METH_VARARGS | METH_KEYWORDS | METH_FASTCALL | METH_METHOD) == METH_NOARGS):
         return method
     return None
+
+
+cdef int _offsets(object cls, tuple names, Py_ssize_t* offsets) except -1:
+    """Fill the slot offsets of ``names`` in ``cls``; 0 when one is not a slot (or too many)."""
+    cdef Py_ssize_t k
+    if len(names) > MAX_FIELDS:
+        return 0
+    for k in range(len(names)):
+        offsets[k] = slot_offset(cls, names[k])
+        if offsets[k] < 0:
+            return 0
+    return 1
+
+
+cdef object _template_copier(object template):
+    """The C-callable ``__copy__`` of ``template`` when it is exactly a PodRequest, else None."""
+    if type(template) is not PodRequest:
+        return None
+    return _copier(template.__copy__)
+
+
+def common_pods(list entries, int milli, tuple copied, tuple targets, tuple defaulted, tuple defaults,
+                object template):
+    """The pods of a request's entries when every entry is one plain pod, else None.
+
+    Parameters
+    ----------
+    entries : list of PodDoc
+    milli : int
+        A share is ``gpuMilli`` below it (then ``gpus`` must be 1).
+    copied, targets : tuple of str
+        The fields of an entry copied into its pod, and the pod's field each goes to.
+    defaulted, defaults : tuple
+        The other fields of an entry, and their defaults: a plain entry leaves each at it.
+    template : PodRequest
+        A pod with every field at its default: each pod starts as a copy of it.
+
+    A plain entry asks for one GPU when it asks for a share and has a name free of control
+    characters that no other entry has. None leaves the request to the general path, which
+    says what is wrong where.
+    """
+    cdef Py_ssize_t i, k, n = len(entries), n_copied = len(copied), n_defaulted = len(defaulted)
+    cdef Py_ssize_t sources[MAX_FIELDS]
+    cdef Py_ssize_t slots[MAX_FIELDS]
+    cdef Py_ssize_t checks[MAX_FIELDS]
+    cdef list pods = [None] * n
+    cdef set names = set()
+    cdef object entry, name, gpus, gpu_milli, value, default, pod
+    cdef object copy_pod = _template_copier(template)
+    if (copy_pod is None or len(targets) != n_copied or len(defaults) != n_defaulted
+            or not _offsets(PodDoc, copied, sources) or not _offsets(PodRequest, targets, slots)
+            or not _offsets(PodDoc, defaulted, checks)):
+        return None
+    for i in range(n):
+        entry = entries[i]
+        for k in range(n_defaulted):
+            value = field(entry, DOC, checks[k], defaulted[k])
+            default = defaults[k]
+            if value is not default and value != default:
+                return None
+        name = field(entry, DOC, D_NAME, "name")
+        gpus = field(entry, DOC, D_GPUS, "gpus")
+        gpu_milli = field(entry, DOC, D_GPU_MILLI, "gpu_milli")
+        if <long>gpu_milli < milli and <long>gpus != 1:
+            return None
+        if _control(name):
+            return None
+        names.add(name)
+        pod = call_noargs(copy_pod)
+        for k in range(n_copied):
+            set_slot(pod, slots[k], field(entry, DOC, sources[k], copied[k]))
+        pods[i] = pod
+    return pods if len(names) == n else None
 
 
 cdef struct KeyCache:
@@ -351,7 +383,8 @@ cdef inline Py_ssize_t _column(KeyCache* cache, PyObject* key, dict columns) exc
     return found
 
 
-def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high, Py_ssize_t name_min, int milli):
+def dict_pods(list entries, dict columns, tuple targets, tuple low, tuple high, Py_ssize_t name_min, int milli,
+              object template, Py_ssize_t gpus_column, Py_ssize_t milli_column):
     """The pods of a request's entries when every entry is a dict of plain fields, else None.
 
     Parameters
@@ -359,17 +392,19 @@ def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high,
     entries : list
         The document's ``pods``, as given.
     columns : dict
-        Key as written -> column: 0 for the name, 1-6 for ``gpus``, ``gpuMilli``,
-        ``gpuMemoryMiB``, ``cpuMilli``, ``memoryMiB``, ``priority`` (integers).
-    defaults : tuple
-        The value of each column when absent (None for the name: it is required), then
-        those of ``gpuModels``, ``nodeSelector`` and ``resources``.
+        Key as written -> column: 0 for the name, then integers.
+    targets : tuple of str
+        Per column, the field of the pod it sets.
     low, high : tuple
-        Per column, the bounds of its integers (inclusive).
+        Per column, the bounds of its integers (inclusive; column 0's are not read).
     name_min : int
         The shortest name.
     milli : int
         A share is ``gpuMilli`` below it (then ``gpus`` must be 1).
+    template : PodRequest
+        A pod with every field at its default: each pod starts as a copy of it.
+    gpus_column, milli_column : int
+        The columns of ``gpus`` and ``gpuMilli``.
 
     An entry qualifies when it is a ``dict`` with a name and other keys among ``columns``
     only, each an ``int`` (not a bool) within bounds, and the name a ``str`` of at least
@@ -377,29 +412,36 @@ def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high,
     Anything else, even a null, leaves the request to the decoder, which says what is
     wrong where.
     """
-    cdef Py_ssize_t i, k, n = len(entries), pos, column
+    cdef Py_ssize_t i, k, n = len(entries), pos, column, n_columns = len(targets)
     cdef list pods = [None] * n
     cdef set names = set()
-    cdef object entry, name
-    cdef PyObject* values[10]  # borrowed: from the entry or from defaults, both kept alive
+    cdef object entry, name, pod
+    cdef object copy_pod = _template_copier(template)
     cdef PyObject* key
     cdef PyObject* value
     cdef int overflow
-    cdef long long number
-    cdef long long bounds[14]
+    cdef long long number, gpus, gpu_milli, default_gpus, default_milli
+    cdef long long bounds[2 * MAX_FIELDS]
+    cdef Py_ssize_t slots[MAX_FIELDS]
     cdef KeyCache cache
     cache.count = 0
-    if len(defaults) != 10 or len(low) != 7 or len(high) != 7:
-        raise ValueError("dict_pods: 10 defaults and 7 bounds of each side")
-    for k in range(1, 7):
+    if len(low) != n_columns or len(high) != n_columns or not 0 < gpus_column < n_columns or not 0 < milli_column < n_columns:
+        raise ValueError("dict_pods: a target and two bounds per column, gpus and gpuMilli among the columns")
+    if copy_pod is None or not _offsets(PodRequest, targets, slots):
+        return None
+    default_gpus = template.gpus
+    default_milli = template.gpu_milli
+    for k in range(1, n_columns):
         bounds[2 * k] = low[k]
         bounds[2 * k + 1] = high[k]
     for i in range(n):
         entry = entries[i]
         if type(entry) is not dict:
             return None
-        for k in range(10):
-            values[k] = <PyObject*>defaults[k]
+        pod = call_noargs(copy_pod)
+        name = None
+        gpus = default_gpus
+        gpu_milli = default_milli
         pos = 0
         while PyDict_Next(entry, &pos, &key, &value):
             column = _column(&cache, key, columns)
@@ -408,23 +450,24 @@ def dict_pods(list entries, dict columns, tuple defaults, tuple low, tuple high,
             if column == 0:
                 if type(<object>value) is not str:
                     return None
+                name = <object>value
             else:
                 if type(<object>value) is not int:
                     return None
                 number = PyLong_AsLongLongAndOverflow(<object>value, &overflow)
                 if overflow or number < bounds[2 * column] or number > bounds[2 * column + 1]:
                     return None
-            values[column] = value
-        name = <object>values[0]
+                if column == gpus_column:
+                    gpus = number
+                elif column == milli_column:
+                    gpu_milli = number
+            set_slot(pod, slots[column], <object>value)
         if name is None or len(name) < name_min or _control(name):
             return None
-        if <long long>(<object>values[2]) < milli and <long long>(<object>values[1]) != 1:
+        if gpu_milli < milli and gpus != 1:
             return None
         names.add(name)
-        pods[i] = PodRequest(
-            name, <object>values[1], <object>values[2], <object>values[3], <object>values[7], <object>values[4],
-            <object>values[5], <object>values[8], (), <object>values[6], None, 0, <object>values[9],
-        )
+        pods[i] = pod
     return pods if len(names) == n else None
 
 

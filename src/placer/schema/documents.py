@@ -15,8 +15,21 @@ from msgspec import Meta, Struct, field
 
 from placer.limits import MAX_GPU_REPLICAS, MAX_GPUS, MAX_QUANTITY
 from placer.schema.errors import choices_in_order
+from placer.model.roles import Role, declare
 from placer.model import (
     EMPTY,
+    Assignment,
+    ClusterSnapshot,
+    GangResult,
+    GangSpec,
+    Move,
+    PlacementRequest,
+    PlacementResult,
+    PodRequest,
+    Preemption,
+    RoomMade,
+    SliceSpec,
+    Unschedulable,
     GANG_MODES,
     GPU_SHARING_STRATEGIES,
     SOLVERS,
@@ -73,6 +86,9 @@ class NodeTypeDoc(InlineHardware, frozen=True):
     """A node type: hardware fields only."""
 
 
+declare(NodeTypeDoc, like=InlineHardware)
+
+
 class SnapshotDoc(_Doc):
     api_version: API
     kind: Literal["ClusterSnapshot"]
@@ -80,6 +96,12 @@ class SnapshotDoc(_Doc):
     topology_levels: list[str] = []
     node_types: dict[Name, NodeTypeDoc] = {}
     pod_disruption_budgets: list[PodDisruptionBudget] = []
+
+
+declare(SnapshotDoc, like=ClusterSnapshot,
+    api_version=Role.SPECIAL,
+    kind=Role.SPECIAL,
+)
 
 
 class PodDoc(_Doc):
@@ -103,14 +125,29 @@ class PodDoc(_Doc):
     nominated_node_name: Optional[Name] = None
 
 
+# an entry carries each field into its PodRequest (replicas expand it into several)
+declare(
+    PodDoc,
+    like=PodRequest,
+    renamed={"nominated_node_name": "nominated_node"},
+    replicas=Role.GROUPING,
+)
+
+
 class GangTopologyDoc(_Doc):
     mode: Literal["required", "preferred", "unconstrained"] = "unconstrained"
     level: Optional[Name] = None
 
 
+declare(GangTopologyDoc, mode=Role.GROUPING, level=Role.GROUPING)
+
+
 class SliceDoc(_Doc):
     level: Name
     size: Annotated[int, Meta(ge=1)]
+
+
+declare(SliceDoc, like=SliceSpec)
 
 
 class GangDoc(_Doc):
@@ -119,6 +156,9 @@ class GangDoc(_Doc):
     same_gpu_model: bool = True
     solver: Optional[Literal["auto", "greedy", "exact"]] = None
     time_limit_s: Optional[Annotated[float, Meta(gt=0)]] = None
+
+
+declare(GangDoc, like=GangSpec, topology=Role.GROUPING)
 
 
 class RequestDoc(_Doc):
@@ -135,6 +175,12 @@ class RequestDoc(_Doc):
     gangs: dict[Name, GangDoc] = {}
 
 
+declare(RequestDoc, like=PlacementRequest,
+    api_version=Role.SPECIAL,
+    kind=Role.SPECIAL,
+)
+
+
 class AssignmentDoc(_Doc):
     pod: Name
     node: Name
@@ -147,9 +193,15 @@ class AssignmentDoc(_Doc):
     nominated: bool = False
 
 
+declare(AssignmentDoc, like=Assignment)
+
+
 class UnschedulableDoc(_Doc):
     pod: Name
     reason: str
+
+
+declare(UnschedulableDoc, like=Unschedulable)
 
 
 class GangResultDoc(_Doc):
@@ -164,6 +216,9 @@ class GangResultDoc(_Doc):
     bound: Optional[float] = None
 
 
+declare(GangResultDoc, like=GangResult, domain_counts=Role.OUTPUT)
+
+
 class PreemptionDoc(_Doc):
     for_: Name = field(name="for")
     victims: list[Name]
@@ -171,6 +226,9 @@ class PreemptionDoc(_Doc):
     pdb_violations: Quantity = 0
     solver: Literal["greedy", "cp-sat"] = "greedy"
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
+
+
+declare(PreemptionDoc, like=Preemption)
 
 
 class MoveDoc(_Doc):
@@ -182,11 +240,17 @@ class MoveDoc(_Doc):
     for_: Optional[Name] = field(default=None, name="for")
 
 
+declare(MoveDoc, like=Move)
+
+
 class RoomMadeDoc(_Doc):
     for_: Name = field(name="for")
     moves: Quantity = 0
     gpu_milli_moved: Quantity = 0
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = "feasible"
+
+
+declare(RoomMadeDoc, like=RoomMade)
 
 
 class ResultDoc(_Doc):
@@ -198,6 +262,12 @@ class ResultDoc(_Doc):
     preemptions: list[PreemptionDoc] = []
     moves: list[MoveDoc] = []
     rooms: list[RoomMadeDoc] = []
+
+
+declare(ResultDoc, like=PlacementResult,
+    api_version=Role.SPECIAL,
+    kind=Role.SPECIAL,
+)
 
 
 choices_in_order(

@@ -16,6 +16,7 @@ from placer.exceptions import InvalidInputError
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
 from placer.text.messages import quoted
 from placer.model.mig_profiles import parse_profile_name
+from placer.model.roles import Role, counterparts, defaults, fields_with, roles_of
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
 from placer.schema._quick import common_pods, dict_pods
 from placer.schema.checks import check_policy
@@ -56,33 +57,54 @@ def snapshot_facts(
     return SnapshotFacts(snapshot.topology_levels, first_held)
 
 
-# The fields of a pod entry that plain_pods reads from a dict as written: the name, then
-# integers. Their keys, bounds and defaults come from PodDoc, so the two cannot disagree.
-_PLAIN_FIELDS = ("name", "gpus", "gpu_milli", "gpu_memory_mib", "cpu_milli", "memory_mib", "priority")
-_PLAIN_DEFAULTS = ("gpu_models", "node_selector", "resources")  # what a plain entry leaves out
+# The fields of an entry that a rule of _pods checks against other fields. The quick readers
+# leave an entry that sets one of them to the general path, as they do an entry that sets a
+# field of the grouping or special roles (replicas, gang, preemption policy, nomination).
+_RULED = ("tolerations", "nics", "mig", "gpu_slots")
+_QUICK_ROLES = (Role.IDENTITY, Role.RESOURCE, Role.FILTER, Role.GATED, Role.ORDER)
+_QUICK = tuple(name for name in fields_with(PodDoc, *_QUICK_ROLES) if name not in _RULED)
+_TEMPLATE = PodRequest(name="-")  # every field at its default: the quick readers copy it
 
 
-def _plain_columns() -> tuple[dict[str, int], tuple[Any, ...], tuple[int, ...], tuple[int, ...], int] | None:
-    """(key as written -> column, defaults, low bounds, high bounds, shortest name) of the
-    plain fields of PodDoc; None when one of them is not what :func:`plain_pods` reads."""
+def _common_plan() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[Any, ...], PodRequest]:
+    """What :func:`common_pods` copies (the quick fields, and the PodRequest field of each),
+    what it requires at its default (every other field of PodDoc, and that default)."""
+    to_model = counterparts(PodDoc)
+    others = tuple(name for name in roles_of(PodDoc) if name not in _QUICK)
+    fallback = defaults(PodDoc)
+    return _QUICK, tuple(to_model[name] for name in _QUICK), others, tuple(fallback[name] for name in others), _TEMPLATE
+
+
+_COMMON_PLAN = _common_plan()
+
+
+def _plain_columns() -> tuple[dict[str, int], tuple[str, ...], tuple[int, ...], tuple[int, ...], int, int, PodRequest,
+                              int, int] | None:
+    """The arguments of :func:`dict_pods` after the entries and ``milli``: (key as written ->
+    column, the PodRequest field of each column, low bounds, high bounds, shortest name,
+    ``milli``, the template pod, the columns of ``gpus`` and ``gpuMilli``). The columns are
+    the name, then the quick fields that are bounded integers; None when the name is not a
+    plain string."""
     infos = {f.name: f for f in msgspec.inspect.type_info(PodDoc).fields}
-    defaults = {f.name: f.default for f in msgspec.structs.fields(PodDoc)}
+    fallback = defaults(PodDoc)
     name = infos["name"].type
     if not (isinstance(name, msgspec.inspect.StrType) and name.max_length is None and name.pattern is None):
         return None
+    plain = ["name"]
     low, high = [0], [0]
-    for field_name in _PLAIN_FIELDS[1:]:
+    for field_name in _QUICK[1:]:
         kind = infos[field_name].type
-        if not (isinstance(kind, msgspec.inspect.IntType) and kind.ge is not None and kind.le is not None
-                and kind.gt is None and kind.lt is None and kind.multiple_of is None):
-            return None
-        low.append(kind.ge)
-        high.append(kind.le)
-    if any(defaults[f] is msgspec.NODEFAULT for f in (*_PLAIN_FIELDS[1:], *_PLAIN_DEFAULTS)):
+        if (isinstance(kind, msgspec.inspect.IntType) and kind.ge is not None and kind.le is not None
+                and kind.gt is None and kind.lt is None and kind.multiple_of is None and field_name in fallback):
+            plain.append(field_name)
+            low.append(kind.ge)
+            high.append(kind.le)
+    if "gpus" not in plain or "gpu_milli" not in plain:
         return None
-    columns = {infos[f].encode_name: k for k, f in enumerate(_PLAIN_FIELDS)}
-    values = (None, *(defaults[f] for f in _PLAIN_FIELDS[1:]), *(defaults[f] for f in _PLAIN_DEFAULTS))
-    return columns, values, tuple(low), tuple(high), name.min_length or 0
+    to_model = counterparts(PodDoc)
+    columns = {infos[f].encode_name: k for k, f in enumerate(plain)}
+    return (columns, tuple(to_model[f] for f in plain), tuple(low), tuple(high), name.min_length or 0, MILLI,
+            _TEMPLATE, plain.index("gpus"), plain.index("gpu_milli"))
 
 
 _PLAIN_COLUMNS = _plain_columns()
@@ -90,12 +112,13 @@ _PLAIN_COLUMNS = _plain_columns()
 
 def plain_pods(entries: Any) -> list[PodRequest] | None:
     """The pods of a request document's ``pods`` as written (dicts), when every entry is
-    one plain pod: a name and integers among ``gpus``, ``gpuMilli``, ``gpuMemoryMiB``,
-    ``cpuMilli``, ``memoryMiB`` and ``priority``, each valid, names unique. None otherwise:
-    the document is then decoded whole, and its faults reported where they are."""
+    one plain pod: a name and integers among the quick fields (``gpus``, ``gpuMilli``,
+    ``gpuMemoryMiB``, ``cpuMilli``, ``memoryMiB``, ``priority``), each valid, names unique.
+    None otherwise: the document is then decoded whole, and its faults reported where they
+    are."""
     if _PLAIN_COLUMNS is None or type(entries) is not list or len(entries) > MAX_REQUEST_PODS:
         return None
-    return dict_pods(entries, *_PLAIN_COLUMNS, MILLI)
+    return dict_pods(entries, *_PLAIN_COLUMNS)
 
 
 def _toleration(t: Toleration) -> None:
@@ -129,14 +152,15 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
         _mig_request(d)
     if d.gang is not None and d.gang not in gangs:
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
-    fields = (
-        d.gpus, d.gpu_milli, d.gpu_memory_mib, d.gpu_models, d.cpu_milli, d.memory_mib, d.node_selector,
-        d.tolerations, d.priority, d.gang, d.nics, d.resources, d.mig, d.gpu_slots, d.preemption_policy,
-        d.nominated_node_name,
-    )
+    fields = {model: getattr(d, name) for name, model in _CARRIED}
     if d.replicas is None:
-        return PodRequest(d.name, *fields)
-    return [PodRequest(f"{d.name}-{r}", *fields) for r in range(d.replicas)]
+        return PodRequest(name=d.name, **fields)
+    return [PodRequest(name=f"{d.name}-{r}", **fields) for r in range(d.replicas)]
+
+
+# (field of an entry, field of its PodRequest): every counterpart the roles declare but the
+# name, which replicas change
+_CARRIED = tuple((name, model) for name, model in counterparts(PodDoc).items() if model != "name")
 
 
 def _mig_request(d: PodDoc) -> None:
@@ -263,7 +287,7 @@ def request_from_doc(doc: RequestDoc, against: SnapshotFacts | None = None) -> P
     """
     policy, gangs = _request_fields(doc)
     entries = doc.pods
-    common = common_pods(entries, MILLI) if len(entries) <= MAX_REQUEST_PODS else None
+    common = common_pods(entries, MILLI, *_COMMON_PLAN) if len(entries) <= MAX_REQUEST_PODS else None
     return _request(doc, policy, gangs, common, against)
 
 

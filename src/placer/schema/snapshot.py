@@ -31,7 +31,7 @@ from placer.model import (
     PodDisruptionBudget,
     RunningPod,
 )
-from placer.schema._quick import dict_nodes
+from placer.schema._quick import SUMMED_POD_FIELDS, dict_nodes
 from placer.schema._quick import finish_nodes as finish_common_nodes
 from placer.schema.documents import NodeTypeDoc, SnapshotDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
@@ -79,7 +79,7 @@ def _plain_fields() -> tuple[Any, ...] | None:
     if None in limits:
         return None
     node_columns = {node_info[f].encode_name: k for k, f in enumerate(("name", "type", "pods"))}
-    pod_columns = {pod_info[f].encode_name: k for k, f in enumerate(("name", "gpus", "cpu_milli", "memory_mib"))}
+    pod_columns = {pod_info[f].encode_name: k for k, f in enumerate(("name", *SUMMED_POD_FIELDS))}
     flat = tuple(x for pair in limits for x in pair if pair is not None)
     return node_columns, pod_columns, Node(name="-"), RunningPod(name="-"), name.min_length or 0, flat
 
