@@ -41,16 +41,18 @@ import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ortools.sat.python import cp_model
-
+from placer.exact.cpsat import status_name
 from placer.exceptions import SolverError
 from placer.exact.problem import (
     GANG_MODES, NODE_LEVEL, WHOLE_GPU, Counts, ExactSolution, GangNode, GangProblem, GangShape, SharedGpus, domain_of,
     level_index, validate_problem,
 )
 from placer.exact.objective import check_counts, domains_used, objective_value, objective_weights, used_nodes
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 __all__ = [
     "NODE_LEVEL",
@@ -335,6 +337,8 @@ def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
     """Variables, constraints and objective of the gang (no hint, no parameters).
 
     Raises :class:`OutOfTime` when ``clock`` runs out on the way."""
+    from ortools.sat.python import cp_model
+
     clock = clock or Clock(None)
     tick = clock.tick
     model = cp_model.CpModel()
@@ -690,14 +694,6 @@ def _read_shared(
     return out
 
 
-_STATUS = {
-    cp_model.OPTIMAL: "optimal",
-    cp_model.FEASIBLE: "feasible",
-    cp_model.INFEASIBLE: "infeasible",
-    cp_model.UNKNOWN: "unknown",
-}
-
-
 def _hint_or_nothing(problem: GangProblem, hint: Counts | None, hint_shared_gpus: SharedGpus | None,
                      start: float) -> ExactSolution:
     """The answer when the time ran out before a search: the hint if it checks out."""
@@ -798,6 +794,8 @@ def solve_gang(
         _add_hint(problem, built, hint_counts, hint_shared)
 
     # ------------------------------------------------------------ solve
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.max_time_in_seconds = max(0.0, float(time_limit_s) - (time.perf_counter() - start))
@@ -819,10 +817,10 @@ def solve_gang(
     status = solver.solve(built.model)
 
     # ------------------------------------------------------------ status
-    if status == cp_model.MODEL_INVALID:
+    name = status_name(status)
+    if name == "invalid":
         why = built.model.validate().splitlines()
         raise SolverError(f"CP-SAT rejected the gang model: {why[0] if why else 'invalid'}")
-    name = _STATUS.get(status, "unknown")
     bound: float | None = None
     if name != "infeasible":
         b = solver.best_objective_bound

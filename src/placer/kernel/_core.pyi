@@ -3,12 +3,24 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import disjoint_base
 
 KERNEL_ABI: int
 MAX_TABLE_GPUS: int
 class PolicyCode(enum.IntEnum):
-    """The kernel's policy codes, ``POLICY_<NAME>`` (members as declared in ``_core.pxd``)."""
+    """The kernel's policy codes (as declared in ``_core.pxd``; stubtest checks the two agree)."""
 
+    POLICY_FIRST_FIT = 0
+    POLICY_BEST_FIT = 1
+    POLICY_SPREAD = 2
+    POLICY_RANDOM = 3
+    POLICY_FGD = 4
+    POLICY_DOT_PRODUCT = 5
+    POLICY_GPU_PACKING = 6
+    POLICY_GPU_CLUSTERING = 7
+    POLICY_FGD_PACK = 8
+
+@disjoint_base
 class PodBatch:
     size: int
     arrays: tuple[npt.NDArray[Any], ...]
@@ -31,6 +43,7 @@ class PodBatch:
     def klass(self) -> npt.NDArray[np.int32]: ...
     def shape_columns(self) -> npt.NDArray[np.int64]: ...
 
+@disjoint_base
 class Kernel:
     def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_models: int) -> None: ...
     def set_gpu_tables(

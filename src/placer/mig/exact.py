@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from placer.exact.cpsat import status_name
 from placer.exceptions import InvalidInputError, SolverError
 from placer.kernel import KernelSession
 from placer.model.mig_profiles import MigProfile
@@ -50,6 +50,9 @@ from placer.model import (
     load_snapshot,
 )
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 __all__ = ["MIG_OBJECTIVES", "MigOption", "MigModel", "MigSolution", "add_mig_pods", "solve_mig"]
 
 MIG_OBJECTIVES = ("slices", "pods")
@@ -58,15 +61,6 @@ or the number of pods placed."""
 
 NOT_CHOSEN = "not placed in the best placement of the pods together (mig_exact)"
 """The reason an :class:`~placer.model.Unschedulable` of :meth:`MigSolution.result` gives."""
-
-_STATUS = {
-    cp_model.OPTIMAL: "optimal",
-    cp_model.FEASIBLE: "feasible",
-    cp_model.INFEASIBLE: "infeasible",
-    cp_model.UNKNOWN: "unknown",
-    cp_model.MODEL_INVALID: "invalid",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class MigOption:
@@ -116,6 +110,8 @@ class MigModel:
 
     def slices_expr(self) -> cp_model.LinearExpr:
         """The memory slices of every instance chosen (what placed pods use)."""
+        from ortools.sat.python import cp_model
+
         return cp_model.LinearExpr.WeightedSum(
             [o.var for o in self.options], [o.profile.memory_slices for o in self.options]
         )
@@ -257,6 +253,8 @@ def _node_capacity(
     on_node: Mapping[int, list[tuple[int, cp_model.IntVar]]],
 ) -> None:
     """CPU, memory and pod slots of each node hold the pods on it (where tracked)."""
+    from ortools.sat.python import cp_model
+
     free = session.free
     for node, here in on_node.items():
         on = [var for _, var in here]
@@ -344,6 +342,8 @@ def solve_mig(
     SolverError
         When CP-SAT calls the model invalid.
     """
+    from ortools.sat.python import cp_model
+
     if objective not in MIG_OBJECTIVES:
         raise InvalidInputError("objective", f"expected one of {', '.join(MIG_OBJECTIVES)}, got {objective!r}")
     session = _session(cluster)
@@ -361,7 +361,7 @@ def solve_mig(
     # default level leaves the bound far above the optimum on 8-GPU instances for minutes
     solver.parameters.linearization_level = 2
     code = solver.Solve(model)
-    status = _STATUS.get(code, "unknown")
+    status = status_name(code)
     if status == "invalid":
         raise SolverError(f"CP-SAT refused the MIG model: {model.Validate()}")
     found = status in ("optimal", "feasible")

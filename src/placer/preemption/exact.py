@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from placer.exact.cpsat import status_name
 from placer.model.domains import Hierarchy
 from placer.kernel import KernelSession
 from placer.model import ClusterSnapshot, PodRequest
 from placer.preemption.victims import Ranks, Unit, level_domains, start_of, units
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 __all__ = ["ExactPreemption", "solve_preemption"]
-
-_STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible"}
-
 
 @dataclass
 class ExactPreemption:
@@ -54,6 +54,8 @@ def solve_preemption(
     """The best victims for ``pods`` (one pod, or a gang's) inside one domain of ``level``
     (-1: anywhere). ``shapes``: (pod, count, allowed nodes) per shape. None when a shape
     takes a shared GPU (not modelled)."""
+    from ortools.sat.python import cp_model
+
     if any(pod.shared or pod.gpu_slots or pod.mig is not None for pod, _, _ in shapes):
         return None
     started = time.perf_counter()
@@ -133,7 +135,7 @@ def solve_preemption(
 
     def solve() -> str:
         solver.parameters.max_time_in_seconds = max(time_limit_s - (time.perf_counter() - started), 0.0)
-        return _STATUS.get(solver.solve(model), "unknown")
+        return status_name(solver.solve(model))
 
     if all(isinstance(t, int) for t in stages):  # nothing to evict: is there room as it is?
         name = solve()

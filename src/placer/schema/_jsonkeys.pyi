@@ -1,0 +1,3 @@
+from typing import Literal
+
+def first_duplicate_key(text: bytes | bytearray | memoryview) -> tuple[int, int] | tuple[Literal["escaped"], int] | None: ...
