@@ -1,7 +1,8 @@
 """Model objects to kernel arrays and back: the only module that knows the dtypes.
 
 The dtypes below are the C types of ``_core.pxd``; change both together and bump
-:data:`KERNEL_ABI`.
+:data:`KERNEL_ABI`. ``_core`` names no dtype of its own: it checks each array it is given
+against the C type of the ``_core.pxd`` field that points into it.
 
 ``PackedCluster`` holds the static description of the nodes (names, models, labels,
 taints, capacities) and the dynamic state arrays the kernel updates in place.
