@@ -15,6 +15,23 @@ per group of commands, imported only when one of its commands runs: :mod:`.place
 """
 from __future__ import annotations
 
+from placer.cli.output import (
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_VIOLATIONS,
+)
 from placer.cli.program import build_parser, main
 
-__all__ = ["build_parser", "main"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_VIOLATIONS",
+    "build_parser",
+    "main",
+]
