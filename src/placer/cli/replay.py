@@ -19,17 +19,24 @@ from placer.text.lines import aligned
 if TYPE_CHECKING:
     from placer.replay.executors import TaskFailure
 
-_SIMULATED = sorted(policies.REGISTRY.values(), key=lambda p: (p.simulate_rank is None, p.simulate_rank or 0))
-_SIMULATE_EPILOG = f"""\
-policies: all runs {', '.join(p.name for p in _SIMULATED if p.simulate_rank is not None)};
-published values: {', '.join(p.name for p in _SIMULATED if p.study)} (the FGD study's);
-by name only: {', '.join(p.name for p in _SIMULATED if p.simulate_rank is None)}.
-
+_SIMULATE_EXAMPLES = """\
 examples:
   placer simulate                                   # default trace, all policies, seeds 42-51
   placer simulate --policy fgd,best-fit --seeds 42-44 --out /tmp/sim
   placer simulate --pods openb_pod_list_gpushare40.csv --jobs 4
 """
+
+
+def _simulate_epilog() -> str:
+    """Which policies ``--policy all`` runs, which have published values, and the examples."""
+    from placer.replay.simulate import ALL_POLICIES, STUDY_POLICIES
+
+    by_name = [name for name in policies.names() if name not in ALL_POLICIES]
+    return (
+        f"policies: all runs {', '.join(ALL_POLICIES)};\n"
+        f"published values: {', '.join(STUDY_POLICIES)} (the FGD study's);\n"
+        f"by name only: {', '.join(by_name)}.\n\n" + _SIMULATE_EXAMPLES
+    )
 
 
 def add_simulate(sub: Any, summary: str) -> None:
@@ -43,7 +50,7 @@ def add_simulate(sub: Any, summary: str) -> None:
             "published values) and DIR/curves.png. The protocol: placer.replay.simulate's docstring and the\n"
             "README, \"Fragmentation and trace replay\"."
         ),
-        epilog=_SIMULATE_EPILOG,
+        epilog=_simulate_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     s.add_argument("--nodes", metavar="CSV", help="openb node list (default: the bundled 1213 GPU nodes)")
