@@ -147,7 +147,7 @@ def test_cli_policy_options_list_every_policy():
 
     from placer import cli
 
-    parser = cli._build_parser()
+    parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     imports = next(a for a in commands["import"]._actions if isinstance(a, argparse._SubParsersAction)).choices
     listing = ", ".join(policies.names())

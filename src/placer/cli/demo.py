@@ -14,12 +14,15 @@ Both placements are verified with :func:`placer.diagnostics.check.check_placemen
 """
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from placer import policies
+from placer.cli.options import POLICY_CHOICES
+from placer.cli.output import EXIT_OK, emit
 from placer.placement.cluster import Cluster
 from placer.model import (
     ClusterSnapshot,
@@ -411,3 +414,24 @@ def run_demo(policy: str = policies.DEFAULT) -> str:
         If :func:`placer.diagnostics.check.check_placement` finds a placement invalid.
     """
     return describe(play_demo(policy))
+
+
+# ------------------------------------------------------------------ the command
+
+
+def add_demo(sub: Any, summary: str) -> None:
+    """``placer demo``."""
+    d = sub.add_parser("demo", help=summary)
+    d.add_argument(
+        "--policy", metavar="P", default=policies.DEFAULT, help=f"placement policy: {POLICY_CHOICES} (default: {policies.DEFAULT})"
+    )
+    d.set_defaults(handler=run_demo_command)
+
+
+PARSERS: dict[str, Callable[[Any, str], None]] = {"demo": add_demo}
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """Run ``placer demo``: print :func:`run_demo`'s account."""
+    emit(run_demo(policy=policies.get(args.policy, "--policy").name))
+    return EXIT_OK
