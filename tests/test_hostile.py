@@ -292,6 +292,20 @@ def test_loading_or_checking_a_mutated_result_raises_only_placer_errors(result):
     placer_errors_only(placer.check_placement, SNAPSHOT, REQUEST, result)
 
 
+@pytest.mark.parametrize("index", [64, 2**40, 10**5000], ids=["64", "2**40", "10**5000"])
+@pytest.mark.parametrize("key", ["assignments", "moves"])
+def test_a_result_gpu_index_no_node_can_have_is_refused_by_the_schema(key, index):
+    """Found by the fuzz test above: a result's GPU index had no upper bound, so a huge one
+    passed load_result and broke check_placement's own message (Python refuses to print an
+    integer of more than 4,300 digits)."""
+    result = placer.place(SNAPSHOT, REQUEST).to_dict()
+    entry = {"pod": "p", "node": "n", "gpus": [index]} if key == "assignments" else {"pod": "p", "from": "a", "to": "b", "gpus": [index]}
+    result[key] = [entry]
+    for call in (lambda: placer.load_result(result), lambda: placer.check_placement(SNAPSHOT, REQUEST, result)):
+        with pytest.raises(InvalidInputError, match=rf"{key}\[0\]\.gpus\[0\]: expected a GPU index \(an integer from 0 to 63\)"):
+            call()
+
+
 @FUZZ
 @given(snapshot=mutated_document(SNAPSHOT), pods=mutated_document(REQUEST["pods"]), data=st.data())
 def test_a_cluster_and_its_methods_raise_only_placer_errors(snapshot, pods, data):

@@ -62,3 +62,10 @@ def test_old_paths_import_in_a_fresh_interpreter_without_importing_placer_first(
     code = "import placer.gangs, placer.adapters.slurm_values as v; print(placer.gangs.__name__, v.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["placer.placement.gangs", "placer.adapters.slurm.values"]
+
+
+def test_an_old_module_path_named_like_a_function_of_placer_leaves_the_function():
+    code = ("import placer.place, placer.defrag\nimport placer\n"
+            "print(callable(placer.place), callable(placer.defrag), placer.place.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "placer.placement.place"]

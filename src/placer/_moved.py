@@ -100,6 +100,18 @@ class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install() -> None:
-    """Make the old module paths importable (once per interpreter)."""
-    if not any(isinstance(finder, _OldPaths) for finder in sys.meta_path):
-        sys.meta_path.append(_OldPaths())
+    """Make the old module paths importable (once per interpreter).
+
+    ``placer.place`` and ``placer.defrag`` were modules and are the package's functions of
+    the same name: those paths are filed under the modules now holding them right away, so
+    that importing one finds it loaded and does not put the module in the function's place
+    on the package (as importing a module for the first time does).
+    """
+    if any(isinstance(finder, _OldPaths) for finder in sys.meta_path):
+        return
+    package = sys.modules["placer"]
+    for old, new in MOVED.items():
+        parent, leaf = old.rsplit(".", 1)
+        if parent == "placer" and callable(getattr(package, leaf, None)):
+            sys.modules.setdefault(old, importlib.import_module(new))
+    sys.meta_path.append(_OldPaths())

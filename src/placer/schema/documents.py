@@ -184,7 +184,7 @@ declare(RequestDoc, like=PlacementRequest,
 class AssignmentDoc(_Doc):
     pod: Name
     node: Name
-    gpus: list[Annotated[int, Meta(ge=0)]] = []
+    gpus: list[GpuIndexKey] = []
     gpu_milli: Optional[Share] = None
     gang: Optional[Name] = None
     nics: list[Name] = []
@@ -235,7 +235,7 @@ class MoveDoc(_Doc):
     pod: Name
     from_: Name = field(name="from")
     to: Name
-    gpus: list[Annotated[int, Meta(ge=0)]] = []
+    gpus: list[GpuIndexKey] = []
     gpu_milli: Optional[Share] = None
     for_: Optional[Name] = field(default=None, name="for")
 
@@ -287,6 +287,7 @@ choices_in_order(
 
 GPU_INDICES = "a list of GPU indices"
 GPU_INDEX = "a GPU index (an integer)"
+RESULT_GPU_INDEX = f"a GPU index (an integer from 0 to {MAX_GPUS - 1})"
 STRING_MAP = "a mapping of strings to strings"
 
 LABELS: dict[tuple[Any, ...], str] = {
@@ -338,7 +339,7 @@ LABELS: dict[tuple[Any, ...], str] = {
     (PodDoc, "resources", "key"): "non-empty resource names",
     (GangDoc, "slices"): "a list of slices",
     (AssignmentDoc, "gpus"): GPU_INDICES,
-    (AssignmentDoc, "gpus", "item"): "a GPU index (an integer >= 0)",
+    (AssignmentDoc, "gpus", "item"): RESULT_GPU_INDEX,
     (AssignmentDoc, "gpuSlots"): "a mapping of GPU index to slots",
     (AssignmentDoc, "gpuSlots", "key"): "GPU index keys",
     (GangResultDoc, "domains"): "a mapping of level to domain names",
@@ -359,7 +360,7 @@ LABELS: dict[tuple[Any, ...], str] = {
     (ResultDoc, "moves"): "a list of moves",
     (ResultDoc, "rooms"): "a list of rooms made by moving",
     (MoveDoc, "gpus"): GPU_INDICES,
-    (MoveDoc, "gpus", "item"): "a GPU index (an integer >= 0)",
+    (MoveDoc, "gpus", "item"): RESULT_GPU_INDEX,
     (RunningPod, "mig"): "a list of MIG instances",
     (AssignmentDoc, "mig"): "a list of MIG instances",
     (NodeType,): "a mapping",
