@@ -14,7 +14,8 @@ import yaml
 import placer
 from placer.adapters.kubernetes.snapshot import import_kubernetes, snapshot_from_kubernetes
 from placer.adapters.kubernetes.workloads import request_from_kubernetes
-from placer.adapters.nvidia_smi.listing import parse_gpu_instances_file, parse_gpu_list, parse_mig_profiles_file
+from placer.adapters.nvidia_smi.listing import parse_gpu_list
+from placer.adapters.nvidia_smi.mig_tables import parse_gpu_instances_file, parse_mig_profiles_file
 from placer.adapters.nvidia_smi.mig import mig_node_from_nvidia_smi, parse_gpu_placements, parse_gpu_placements_file
 from placer.adapters.slurm.importer import import_slurm
 from placer.cli import main

@@ -29,19 +29,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.nvidia_smi.listing import (
+from placer.adapters.nvidia_smi.listing import ListedGpu, MigDevice, mig_resources, parse_gpu_list, parse_gpu_list_file
+from placer.adapters.nvidia_smi.mig_tables import (
     ComputeInstance,
     GpuInstance,
-    ListedGpu,
-    MigDevice,
     MigProfile,
-    mig_resources,
     parse_compute_instances,
     parse_compute_instances_file,
     parse_gpu_instances,
     parse_gpu_instances_file,
-    parse_gpu_list,
-    parse_gpu_list_file,
     parse_mig_profiles,
     parse_mig_profiles_file,
 )

@@ -15,7 +15,8 @@ from placer import check_placement
 from placer.placement.cluster import Cluster, fgd_rank
 from placer.model import ClusterSnapshot, Node, NodeType, PlacementRequest, PodRequest, RunningPod
 from placer.policies import REGISTRY
-from placer.replay.simulate import STUDY_POLICIES, available_policies
+from placer.replay.simulate import available_policies
+from placer.replay.study import STUDY_POLICIES
 from placer.testing import scenarios
 from agreement import placed_gpus
 from reference import _BASELINE_SCORES, ReferenceCluster, _filter

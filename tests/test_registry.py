@@ -127,13 +127,13 @@ def test_registry_codes_are_the_kernel_enum():
 
 
 def test_simulate_lists_come_from_the_registry_in_table_order():
-    from placer.replay import simulate
+    from placer.replay import simulate, study
 
-    assert simulate.STUDY_POLICIES == ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
-    assert simulate.ALL_POLICIES == ("fgd-pack",) + simulate.STUDY_POLICIES
+    assert study.STUDY_POLICIES == ("fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random")
+    assert study.ALL_POLICIES == ("fgd-pack",) + study.STUDY_POLICIES
     assert simulate.available_policies() == policies.names()
-    assert set(simulate.PUBLISHED_NAMES) == set(simulate.STUDY_POLICIES)
-    assert simulate.PUBLISHED_NAMES["best-fit"] == "05-BestFit" and simulate.PUBLISHED_NAMES["fgd"] == "06-FGD"
+    assert set(study.PUBLISHED_NAMES) == set(study.STUDY_POLICIES)
+    assert study.PUBLISHED_NAMES["best-fit"] == "05-BestFit" and study.PUBLISHED_NAMES["fgd"] == "06-FGD"
 
 
 def test_testing_draws_every_policy():

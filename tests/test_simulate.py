@@ -16,20 +16,18 @@ from placer.cli import main
 from placer.exceptions import InvalidInputError
 from placer.model import PodRequest
 from placer.replay.simulate import (
-    CSV_COLUMNS,
-    Curve,
     arrival_order,
     available_policies,
     curve_metrics,
     gpu_capacity_milli,
-    load_published,
     parse_seeds,
     pod_gpu_milli,
     run_replay,
     simulate,
-    table_markdown,
     workload_name_from_path,
 )
+from placer.replay.study import Curve, load_published
+from placer.replay.study_report import CSV_COLUMNS, table_markdown
 from placer.model import replace
 
 NODES_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
@@ -392,7 +390,7 @@ def _flat_curve(policy: str, seed: int, level: float) -> Curve:
 def test_the_plot_has_one_legend_below_its_axes_that_counts_seeds_in_words() -> None:
     import matplotlib.pyplot as plt
 
-    from placer.replay.simulate import plot_figure
+    from placer.replay.study_report import plot_figure
 
     names = ["fgd-pack", "fgd", "best-fit", "random", "gpu-packing", "gpu-clustering", "dot-product", "spread"]
     curves = [_flat_curve(p, 1, 5.0 + i) for i, p in enumerate(names)]
@@ -490,7 +488,7 @@ def test_cli_no_plot_removes_the_plot_of_an_earlier_run_with_a_note(
 
 
 def test_a_plot_that_fails_leaves_no_plot_of_an_earlier_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import placer.replay.simulate as module
+    import placer.replay.study_report as module
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("no backend")

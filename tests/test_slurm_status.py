@@ -18,16 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.slurm.status import (
-    MAX_CORES,
-    SinfoReason,
-    SinfoRow,
-    find_gres_errors,
-    parse_sinfo,
-    parse_sinfo_reasons,
-    parse_slurmd_gpus,
-    parse_squeue_tres,
-)
+from placer.adapters.slurm.logs import MAX_CORES, find_gres_errors, parse_slurmd_gpus
+from placer.adapters.slurm.status import SinfoReason, SinfoRow, parse_sinfo, parse_sinfo_reasons, parse_squeue_tres
 from placer.exceptions import InvalidInputError
 from mutations import mutated
 

@@ -176,7 +176,8 @@ def load_sweep(path: PathLike) -> LoadedSweep:
     from placer.adapters import openb
     from placer.replay.timeline import parse_duration, parse_queue_setup
     from placer.schema.files import decode_source
-    from placer.replay.simulate import ALL_POLICIES, parse_seeds, workload_name_from_path
+    from placer.replay.simulate import parse_seeds, workload_name_from_path
+    from placer.replay.study import ALL_POLICIES
 
     name = os.fspath(path)
     spec, _ = decode_source(name, SweepSpec, {})

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
 from placer.text.files import read_text
-from placer.adapters.nvidia_smi.listing import GpuInstance, ListedGpu, MigDevice, MigProfile as LgipProfile
+from placer.adapters.nvidia_smi.listing import ListedGpu, MigDevice
+from placer.adapters.nvidia_smi.mig_tables import GpuInstance, MigProfile as LgipProfile
 from placer.exceptions import InvalidInputError
 from placer.model.mig_profiles import MigProfile as TableProfile, MigTable, table_for, tables
 from placer.text.lines import TextLines

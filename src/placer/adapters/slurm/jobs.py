@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping, NoReturn
+from typing import Any, Mapping
 
+from placer.adapters.slurm.records import fail
 from placer.adapters.slurm.values import NO_VALUE, mem_mib, tres, tres_gpus, whole
-from placer.exceptions import InvalidInputError
 from placer.text.hostlist import expand_hostlist
 from placer.text.lines import TextLines, clip
 
@@ -155,7 +155,7 @@ def _gpus_per_node(value: str, where: str) -> int:
             continue
         m = _GRES_GPU.fullmatch(item)
         if m is None:
-            _fail(where, f"expected a GPU count in TresPerNode= such as gres:gpu:a100:3, got {item!r}")
+            fail(where, f"expected a GPU count in TresPerNode= such as gres:gpu:a100:3, got {item!r}")
         total += int(m.group(1))
     return total
 
@@ -163,13 +163,13 @@ def _gpus_per_node(value: str, where: str) -> int:
 def _job(record: Mapping[str, tuple[str, int]], line: int, source: str) -> SlurmJob:
     def need(key: str) -> tuple[str, str]:
         if key not in record:
-            _fail(f"{source}:{line}", f"expected {key}= in the record of running job {record['JobId'][0]}")
+            fail(f"{source}:{line}", f"expected {key}= in the record of running job {record['JobId'][0]}")
         value, at = record[key]
         return value, f"{source}:{at}"
 
     priority = whole(*need("Priority"), "Priority=")
     if priority > SLURM_MAX_PRIORITY:
-        _fail(need("Priority")[1], f"expected Priority= at most {SLURM_MAX_PRIORITY}, got {priority}")
+        fail(need("Priority")[1], f"expected Priority= at most {SLURM_MAX_PRIORITY}, got {priority}")
     if priority > PLACER_MAX_PRIORITY:
         # priority/basic starts jobs just under 2**32, beyond placer's int32: shifted, in order.
         priority -= PLACER_MAX_PRIORITY + 1
@@ -179,7 +179,7 @@ def _job(record: Mapping[str, tuple[str, int]], line: int, source: str) -> Slurm
         value, at = record["NumNodes"]
         count = whole(value.split("-")[0], f"{source}:{at}", "NumNodes=")
         if count != len(nodes):
-            _fail(f"{source}:{at}", f"expected NumNodes= to count the {len(nodes)} node(s) of NodeList=, got {value}")
+            fail(f"{source}:{at}", f"expected NumNodes= to count the {len(nodes)} node(s) of NodeList=, got {value}")
     key = "AllocTRES" if "AllocTRES" in record else "TRES"
     listed, tres_where = need(key)
     amounts = tres(listed, tres_where, key)
@@ -192,7 +192,7 @@ def _job(record: Mapping[str, tuple[str, int]], line: int, source: str) -> Slurm
         gpus = _gpus_per_node(value, f"{source}:{at}") * len(nodes)
     for what, total in (("cpu", cpus), ("mem", memory), ("gres/gpu", gpus)):
         if total % len(nodes):
-            _fail(tres_where, f"expected the {what} of {key}= ({total}) to divide evenly over the job's "
+            fail(tres_where, f"expected the {what} of {key}= ({total}) to divide evenly over the job's "
                               f"{len(nodes)} nodes; placer cannot tell each node's share")
     start = record.get("StartTime")
     return SlurmJob(
@@ -214,12 +214,8 @@ def _utc(text: str, where: str) -> str | None:
     try:
         moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S")
     except ValueError:
-        _fail(where, f"expected StartTime= like 2025-06-10T08:00:05, got {text!r}")
+        fail(where, f"expected StartTime= like 2025-06-10T08:00:05, got {text!r}")
     return moment.isoformat() + "Z"
-
-
-def _fail(where: str, what: str) -> NoReturn:
-    raise InvalidInputError(where, what)
 
 
 def job_pods(node: str, allocated: Mapping[str, Any], jobs: list[SlurmJob], where: str) -> list[dict[str, Any]]:
@@ -263,7 +259,7 @@ def job_pods(node: str, allocated: Mapping[str, Any], jobs: list[SlurmJob], wher
         for key, amount in (("cpuMilli", job.cpus * 1000), ("memoryMiB", job.memory_mib), ("gpus", job.gpus)):
             left[key] -= amount
             if left[key] < 0:
-                _fail(where, f"node {node}: the jobs of --jobs hold more {key} than Slurm allocated on it "
+                fail(where, f"node {node}: the jobs of --jobs hold more {key} than Slurm allocated on it "
                              f"(job {job.job_id})")
             if amount and key != "gpus":
                 pod[key] = amount

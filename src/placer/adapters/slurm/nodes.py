@@ -17,7 +17,7 @@ from placer.adapters.slurm.values import NO_VALUE, mem_mib, number_list, tres, t
 from placer.text.hostlist import expand_hostlist
 from placer.model.mig_profiles import PROFILE_NAME
 from placer.text.lines import clip, split_outside
-from placer.adapters.slurm.records import ANY_KEY, NODE_NAME, SCONTROL_ECHO, fail, refuse_other_file
+from placer.adapters.slurm.records import ANY_KEY, NODE_NAME, SCONTROL_ECHO, echo_of, fail, refuse_other_file
 
 __all__ = ["UNSCHEDULABLE_STATES", "SlurmNode", "parse_scontrol_nodes", "parse_sinfo_gres_used"]
 
@@ -121,7 +121,7 @@ _KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
 _REST_OF_LINE_KEYS = frozenset(("Reason", "Comment", "Extra"))
 
 
-_SINFO_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?sinfo(?:\s.*)?")
+_SINFO_ECHO = echo_of("sinfo")
 
 
 _GRES_ITEM = re.compile(

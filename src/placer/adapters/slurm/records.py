@@ -1,5 +1,6 @@
-"""The lexing Slurm's text files share: logical lines, ``Key=Value`` records, the line
-that belongs to another file, and located errors.
+"""The lexing Slurm's text files and outputs share: logical lines, ``Key=Value`` records,
+the line that belongs to another file, the echo of a command, the lines of an output with
+their header errors, and located errors.
 
 Every reader of :mod:`placer.adapters.slurm` fails through :func:`fail`, with ``where`` =
 ``"<source>:<line>"``.
@@ -11,8 +12,12 @@ import re
 from typing import NoReturn
 
 from placer.exceptions import InvalidInputError
+from placer.text.lines import TextLines, clip
 
-__all__ = ["fail", "logical_lines", "record_fields", "refuse_other_file", "ANY_KEY", "SCONTROL_ECHO", "NODE_NAME"]
+__all__ = [
+    "fail", "echo_of", "CommandOutput", "logical_lines", "record_fields", "refuse_other_file", "ANY_KEY",
+    "SCONTROL_ECHO", "NODE_NAME", "COUNT",
+]
 
 _PAIR = re.compile(r'([^\s=#"]+)=("[^"]*"|[^\s"]*)')
 _WORD = re.compile(r'(?:[^\s"]|"[^"]*")+|"[^"]*')
@@ -101,7 +106,30 @@ def fail(where: str, what: str) -> NoReturn:
     raise InvalidInputError(where, what)
 
 
-SCONTROL_ECHO = re.compile(r"(?:\S*[$#>%]\s*)?scontrol(?:\s.*)?")
 
 
 NODE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+"""A node name as Slurm prints it."""
+COUNT = re.compile(r"[0-9]{1,9}")
+"""A count as the status outputs print it (at most nine digits)."""
+
+
+def echo_of(command: str) -> re.Pattern[str]:
+    """A line echoing ``command`` (``$ sinfo -R``, ``root@host:~# sinfo``)."""
+    return re.compile(rf"(?:\S*[$#>%]\s*)?{command}(?:\s.*)?")
+
+
+SCONTROL_ECHO = echo_of("scontrol")
+"""A line echoing an ``scontrol`` command."""
+
+
+class CommandOutput(TextLines):
+    """The lines of a command's output or of a log, errors at ``<source>:<line>``."""
+
+    def not_header(self, line: int, header: str, raw: str) -> NoReturn:
+        """Fail at ``line`` (text ``raw``) where ``header`` was expected."""
+        self.fail(line, f"expected {header}, got {clip(raw.strip())!r}")
+
+    def no_header(self, header: str) -> NoReturn:
+        """Fail at line 1: the output has no ``header`` at all."""
+        self.fail(1, f"expected {header}, got nothing")

@@ -1,8 +1,9 @@
 """The value syntax Slurm prints: whole counts, memory sizes, number lists, "no value".
 
 Shared by the readers of Slurm's configuration and node records
-(:mod:`placer.adapters.slurm.importer`) and of its status output and logs
-(:mod:`placer.adapters.slurm.status`). Every reader fails with
+(:mod:`placer.adapters.slurm.nodes`, :mod:`placer.adapters.slurm.topology`) and of its
+status output and logs (:mod:`placer.adapters.slurm.status`,
+:mod:`placer.adapters.slurm.logs`). Every reader fails with
 :class:`placer.exceptions.InvalidInputError` at the ``where`` it is given.
 """
 
