@@ -984,6 +984,7 @@ cdef class Kernel:
         ``small`` (int64), nodes × types, hold the per-type counts the kernel keeps.
         """
         cdef int32_t t = types["cpu"].shape[0], n
+        cdef double total = 0
         self._workload = (types, node_frag, fit, small)
         self.st.type_fit = <int32_t*>_ptr(fit, np.int32, self.st.n_nodes * t)
         self.st.type_small = <int64_t*>_ptr(small, np.int64, self.st.n_nodes * t)
@@ -994,11 +995,11 @@ cdef class Kernel:
         self.st.type_pop = <const double*>_ptr(types["pop"], np.float64, t)
         self.st.node_frag = <double*>_ptr(node_frag, np.float64, self.st.n_nodes)
         self.st.n_types = t
-        self.st.frag_total = 0
         with nogil:
             for n in range(self.st.n_nodes):
                 self.st.node_frag[n] = refresh_fragment(&self.st, n)
-                self.st.frag_total += self.st.node_frag[n]
+                total += self.st.node_frag[n]
+        self.st.frag_total = total
 
     def set_packing(self, double cpu_per_gpu, cnp.ndarray regret, cnp.ndarray pressure,
                     double regret_weight, double pressure_weight):
