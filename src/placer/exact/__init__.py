@@ -15,6 +15,12 @@ from placer.exact.gangs import (  # noqa: F401
     domains_used,
     check_counts,
     solve_gang,
+    GangModel,
+    build_gang_model,
+    add_gang_hint,
+    pack_shared_gpus,
+    Clock,
+    OutOfTime,
 )
 
-__all__ = ['NODE_LEVEL', 'GANG_MODES', 'GangNode', 'GangShape', 'GangProblem', 'ExactSolution', 'objective_weights', 'objective_value', 'domains_used', 'check_counts', 'solve_gang']
+__all__ = ['NODE_LEVEL', 'GANG_MODES', 'GangNode', 'GangShape', 'GangProblem', 'ExactSolution', 'objective_weights', 'objective_value', 'domains_used', 'check_counts', 'solve_gang', 'GangModel', 'build_gang_model', 'add_gang_hint', 'pack_shared_gpus', 'Clock', 'OutOfTime']
