@@ -198,7 +198,7 @@ class KernelSession:
         self._seen: set[str] = set()  # pods the learner has counted, by name
         self._rank: np.ndarray | None = None
         self._ranks: dict[int, np.ndarray] = {}  # fgd_rank by seed: a loop over the nodes
-        self._node_frag = np.zeros(0, dtype=np.float64)
+        self._node_frag = np.zeros(0, dtype=pack.REAL)
         self.mig = MigState(snapshot, p.mig_nodes)
         self.held_version = 0  # counts changes of who holds what (a cache key for views of it)
         self.views: dict[str, tuple[int, Any]] = {}  # name -> (held_version, view) of derived views
@@ -336,7 +336,7 @@ class KernelSession:
         if told:
             self._told = workload
         if self._workload is not workload:
-            self._node_frag = np.zeros(self.n_nodes, dtype=np.float64)
+            self._node_frag = np.zeros(self.n_nodes, dtype=pack.REAL)
             self._kernel.set_workload(*pack.workload_arrays(self._packed, workload, self._node_frag))
             self._workload = workload
         return Fragmentation(
@@ -408,7 +408,7 @@ class KernelSession:
     def _push(self, guide: PackingGuide) -> None:
         self._kernel.set_packing(
             guide.cpu_per_gpu_milli,
-            np.ascontiguousarray(guide.regret, dtype=np.float64).ravel(),
+            np.ascontiguousarray(guide.regret, dtype=pack.REAL).ravel(),
             guide.pressure_by_id(self._packed.model_names),
             *self._weights,
         )
@@ -541,7 +541,7 @@ class KernelSession:
         cache = None
         if shapes is not None:
             cells = (int(shapes.max()) + 1) * self.n_nodes
-            cache = (np.zeros(cells, dtype=np.int32), np.zeros(cells, dtype=np.int32))
+            cache = (np.zeros(cells, dtype=pack.INT), np.zeros(cells, dtype=pack.INT))
         parts = []
         start = 0
         while start < n:
