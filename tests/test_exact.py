@@ -278,8 +278,8 @@ def test_required_single_rack_and_slices() -> None:
 
 def _hint_is_model_feasible(problem: GangProblem, hint, hint_shared=None):
     """Solve with every hinted variable fixed to its hint: the counts, or None if rejected."""
-    built = exact._build(problem)
-    exact._add_hint(problem, built, hint, hint_shared)
+    built = exact.build_gang_model(problem)
+    exact.add_gang_hint(problem, built, hint, hint_shared)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1
@@ -345,12 +345,12 @@ def _big_problem() -> GangProblem:
 def test_time_limit_on_1k_nodes() -> None:
     problem = _big_problem()
     hint = _greedy_counts(problem)
-    assert check_counts(problem, hint, exact._pack_shared(problem, hint)) == []
+    assert check_counts(problem, hint, exact.pack_shared_gpus(problem, hint)) == []
     limit = 4.0
     sol = solve_gang(problem, time_limit_s=limit, workers=1, hint=hint)
     assert sol.status in ("optimal", "feasible")
     assert sol.bound is not None and sol.bound <= sol.objective <= objective_value(
-        problem, hint, exact._pack_shared(problem, hint))
+        problem, hint, exact.pack_shared_gpus(problem, hint))
     assert sol.wall_time_s < limit + 1.5  # CP-SAT overshoots a little in presolve
     assert check_counts(problem, sol.counts, sol.shared_gpus) == []
     assert len(domains_used(problem, sol.counts)["block"]) == 1
@@ -447,7 +447,7 @@ def test_two_shared_shapes_use_per_gpu_variables() -> None:
     best, _, _ = brute_force_detail(problem)
     assert sol.status == "optimal" and sol.objective == best
     assert check_counts(problem, sol.counts, sol.shared_gpus) == []
-    assert exact._build(problem).gpus[0].y  # per-GPU variables, no classes
+    assert exact.build_gang_model(problem).gpus[0].y  # per-GPU variables, no classes
 
 
 def test_two_whole_shapes_share_a_nodes_gpus() -> None:

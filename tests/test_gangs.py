@@ -533,7 +533,7 @@ def test_a_limit_spent_before_the_search_keeps_the_hint_or_says_unknown():
     problem = gangs.exact_problem(cluster.session, cluster.domains.all_paths(), shapes, MISSED_SPEC,
                                   MISSED.topology_levels)
     with pytest.raises(exact.OutOfTime):
-        exact._build(problem, exact.Clock(0.0, every=1))
+        exact.build_gang_model(problem, exact.Clock(0.0, every=1))
     long_ago = time.perf_counter() - 100.0  # the limit ran out before the model was built
     sol = exact.solve_gang(problem, time_limit_s=1.0, started=long_ago)
     assert (sol.status, sol.solver_status, sol.counts, sol.bound) == ("unknown", "TIME_LIMIT_BUILDING", {}, None)

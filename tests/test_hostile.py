@@ -237,6 +237,8 @@ def placer_errors_only(call, *args, **kwargs) -> None:
         call(*args, **kwargs)
     except PlacerError:
         pass
+    except Exception as error:
+        raise AssertionError(f"{getattr(call, '__qualname__', call)} raised {error!r}, not a PlacerError") from error
 
 
 SNAPSHOT = json.loads((Path(placer.__file__).parent / "data" / "demo_snapshot.json").read_text())

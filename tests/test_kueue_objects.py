@@ -467,12 +467,12 @@ def test_cluster_queue_refusals(obj: dict[str, Any], path: str, what: str) -> No
     refused([obj], f"objects[0]: {path}", what)
 
 
-def test_cluster_queue_limits_at_the_boundary_are_accepted() -> None:
+@pytest.mark.parametrize("n_groups, flavors, covered", [(16, 1, 1), (1, 1, 64), (4, 64, 1), (1, 64, 8)])
+def test_cluster_queue_limits_at_the_boundary_are_accepted(n_groups: int, flavors: int, covered: int) -> None:
     # 16 groups, 64 covered resources and 64 flavors in a group, 256 in all, 512 pairs.
-    load_queues([cq(resourceGroups=groups_of(16, 1, 1))])
-    load_queues([cq(resourceGroups=groups_of(1, 1, 64))])
-    load_queues([cq(resourceGroups=groups_of(4, 64, 1))])
-    load_queues([cq(resourceGroups=groups_of(1, 64, 8))])
+    groups = load_queues([cq(resourceGroups=groups_of(n_groups, flavors, covered))]).cluster_queues["cq"].resource_groups
+    assert [(len(g.flavors), len(g.covered_resources)) for g in groups] == [(flavors, covered)] * n_groups
+    assert {len(f.resources) for g in groups for f in g.flavors} == {covered}
     # The totals across groups are the ClusterQueue webhook's: a Cohort has none.
     load_queues([cohort("c", resourceGroups=groups_of(5, 52, 1))])
     load_queues([cq(cohortName="c", resourceGroups=[{"coveredResources": ["cpu"], "flavors": [

@@ -109,7 +109,8 @@ def test_layouts_decode_as_static_gpus():
     rng = random.Random(7)
     for k in rng.sample(range(len(lt.layouts)), 60):
         free = [(0, name, start) for name, start in lt.layout(k).instances]
-        placer.ClusterSnapshot.from_dict(snapshot(mig_node("n", "H100-80GB", 1, free=free)))
+        node = placer.ClusterSnapshot.from_dict(snapshot(mig_node("n", "H100-80GB", 1, free=free))).nodes[0]
+        assert sorted((i.gpu, i.profile, i.start) for i in node.mig_instances) == sorted(free)
 
 
 # ----------------------------------------------------------------------------- re-layout plans

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from placer import policies
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError
-from placer.kernel import KernelSession
-from placer.kernel._core import PodBatch
+from placer.kernel import KernelSession, PodBatch
 from placer.model import Assignment, ClusterSnapshot, Node, NodeType, RunningPod, replace
 from placer.testing import placement_requests, snapshots
 from reference import ReferenceCluster
@@ -84,9 +83,11 @@ def test_a_pod_batch_refuses_columns_of_the_wrong_type_or_length():
     bigs = np.zeros(2, dtype=np.int64)
     masks = np.zeros(2, dtype=np.uint64)
     eligible = np.zeros((1, 1), dtype=np.uint64)
-    PodBatch(ints, ints, ints, bigs, bigs, ints, masks, ints, ints, eligible)
-    with pytest.raises(ValueError):
+    assert PodBatch(ints, ints, ints, bigs, bigs, ints, masks, ints, ints, eligible).size == 2
+    with pytest.raises(ValueError, match="C-contiguous i8 of size 2"):
         PodBatch(ints, ints, ints, ints, bigs, ints, masks, ints, ints, eligible)  # cpu must be int64
+    with pytest.raises(ValueError, match="C-contiguous u8 of size 2"):
+        PodBatch(ints, ints, ints, bigs, bigs, ints, masks.astype(">u8"), ints, ints, eligible)  # native order
     with pytest.raises(ValueError, match="one value per pod"):
         PodBatch(ints, ints[:1], ints, bigs, bigs, ints, masks, ints, ints, eligible)
 

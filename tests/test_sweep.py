@@ -66,8 +66,8 @@ def test_a_resumed_sweep_runs_only_what_is_missing(tmp_path: Path, monkeypatch: 
     first = (out / "results.csv").read_text()
     spec.write_text(spec.read_text().replace("seeds: '1'", "seeds: 1-3"), encoding="utf-8")
     ran: list[Any] = []
-    real = sweep._run_one
-    monkeypatch.setattr(sweep, "_run_one", lambda shared, run: ran.append(run.seed) or real(shared, run))
+    real = sweep.run_figures
+    monkeypatch.setattr(sweep, "run_figures", lambda shared, run: ran.append(run.seed) or real(shared, run))
     outcome = sweep.run_sweep(spec, out, jobs=1, progress=False, plot=False)
     assert sorted(ran) == [2, 3] and (outcome.ran, outcome.skipped) == (2, 1)
     again = rows(out)
@@ -127,14 +127,14 @@ def test_cli_sweep_names_a_failed_run_and_keeps_the_others(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = write_spec(tmp_path, policies=["best-fit", "fgd"], seeds="1")
-    real = sweep._run_one
+    real = sweep.run_figures
 
     def fgd_breaks(shared: Any, run: Any) -> Any:
         if run.policy == "fgd":
             raise RuntimeError("disk full")
         return real(shared, run)
 
-    monkeypatch.setattr(sweep, "_run_one", fgd_breaks)
+    monkeypatch.setattr(sweep, "run_figures", fgd_breaks)
     out = tmp_path / "out"
     assert main(["sweep", str(spec), "--out", str(out), "--jobs", "1", "--quiet", "--no-plot"]) == 1
     captured = capsys.readouterr()

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+import placer
 from placer import schema as V
 from placer.exceptions import InvalidInputError
 from placer.model import ClusterSnapshot, NodeType, PlacementRequest, PlacementResult
@@ -1071,11 +1072,14 @@ def test_request_nested_slices_that_divide() -> None:
 # ----------------------------------------------------------------------------- request against snapshot
 
 
-def _cross(mutate: Mutation | None = None) -> None:
+def _cross(mutate: Mutation | None = None) -> PlacementRequest:
+    """The request of :func:`request_doc` (changed by ``mutate``), checked against :func:`snapshot_doc`."""
     doc = request_doc()
     if mutate is not None:
         mutate(doc)
-    V.check_request_against_snapshot(V.request_from_dict(doc), V.snapshot_from_dict(snapshot_doc()))
+    request = V.request_from_dict(doc)
+    V.check_request_against_snapshot(request, V.snapshot_from_dict(snapshot_doc()))
+    return request
 
 
 CROSS_ERRORS = [
@@ -1115,9 +1119,11 @@ def test_request_against_snapshot_errors(mutate: Mutation, where: str, what: str
 
 
 def test_request_against_snapshot_accepts_known_names() -> None:
-    _cross(put(*G, "slices", [{"level": "rack", "size": 2}, {"level": "node", "size": 1}]))
-    _cross(put(*G, "topology", "level", "node"))
-    _cross(put(*R1, "gpuModels", ["A100", "H100"]))
+    sliced = _cross(put(*G, "slices", [{"level": "rack", "size": 2}, {"level": "node", "size": 1}]))
+    assert [(s.level, s.size) for s in sliced.gangs["g"].slices] == [("rack", 2), ("node", 1)]
+    assert _cross(put(*G, "topology", "level", "node")).gangs["g"].level == "node"
+    models = _cross(put(*R1, "gpuModels", ["A100", "H100"]))
+    assert {p.gpu_models for p in models.pods if p.gang == "g"} == {("A100", "H100")}
 
 
 def test_request_against_snapshot_index_counts_expanded_pods() -> None:
@@ -1135,7 +1141,9 @@ def test_request_against_snapshot_index_counts_expanded_pods() -> None:
 def test_a_gpu_model_no_node_has_is_no_input_error() -> None:
     doc = request_doc()
     doc["pods"][0]["gpuModels"] = ["B200"]
-    _cross(put(*R0, "gpuModels", ["B200"]))  # accepted: the pod stays pending when placed
+    assert _cross(put(*R0, "gpuModels", ["B200"])).pods[0].gpu_models == ("B200",)
+    result = placer.place(snapshot_doc(), doc)  # accepted: the pod stays pending when placed
+    assert [u.pod for u in result.unschedulable if "B200" in u.reason] == ["dev"]
 
 
 # ----------------------------------------------------------------------------- result

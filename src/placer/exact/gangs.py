@@ -66,6 +66,14 @@ __all__ = [
     "domains_used",
     "check_counts",
     "solve_gang",
+    "GangModel",
+    "NodeGpus",
+    "GpuClass",
+    "build_gang_model",
+    "add_gang_hint",
+    "pack_shared_gpus",
+    "Clock",
+    "OutOfTime",
 ]
 
 
@@ -73,7 +81,7 @@ __all__ = [
 
 
 @dataclass
-class _GpuClass:
+class GpuClass:
     """GPUs of one node alike for the gang's only shared shape (same free share, memory)."""
 
     gpus: tuple[int, ...]
@@ -85,18 +93,21 @@ class _GpuClass:
 
 
 @dataclass
-class _NodeGpus:
+class NodeGpus:
     """The GPU variables of one node where shared pods may go."""
 
-    classes: list[_GpuClass] = field(default_factory=list)  # the gang has one shared shape
+    classes: list[GpuClass] = field(default_factory=list)  # the gang has one shared shape
     y: dict[tuple[int, int], Any] = field(default_factory=dict)  # (shape, GPU) -> pods
     w: dict[int, Any] = field(default_factory=dict)  # GPU -> taken whole
     b: dict[int, Any] = field(default_factory=dict)  # whole-free GPU -> broken by shares
 
 
 @dataclass
-class _Model:
-    """The CP-SAT model of one gang and the handles to read the answer back."""
+class GangModel:
+    """The CP-SAT model of one gang (:func:`build_gang_model`) and the handles to read an
+    answer back: the variables of the module docstring — ``x`` per (shape, node) with its
+    upper bound in ``ubs``, ``u`` per node, ``d`` and ``k`` per (level, domain), ``m`` per
+    GPU model, and per node where shared pods may go its GPU variables (``gpus``)."""
 
     model: cp_model.CpModel
     x: dict[tuple[int, int], Any]
@@ -105,7 +116,7 @@ class _Model:
     d: dict[tuple[int, str], Any]
     k: dict[tuple[int, str], tuple[Any, int, tuple[int, ...]]]
     m: dict[str, Any]
-    gpus: dict[int, _NodeGpus]
+    gpus: dict[int, NodeGpus]
     empty_shape: int | None  # a shape with pods but nowhere to go
     twins: list[list[int]]  # identical nodes, in index order
     single: bool  # one shape with pods: twins ordered by its count, else by use
@@ -151,7 +162,7 @@ def _shared_shapes(problem: GangProblem) -> list[int]:
 def _class_gpus(
     model: cp_model.CpModel, problem: GangProblem, n: int, s: int, ub: int,
     whole_expr: Any, has_whole: bool, used: Any, frag_terms: list[Any],
-) -> tuple[_NodeGpus, Any]:
+) -> tuple[NodeGpus, Any]:
     """GPUs of node ``n`` grouped into classes, for a gang with one shared shape ``s``.
 
     Per class: ``z`` pods of ``s``, and on whole-free classes ``o`` GPUs opened for
@@ -165,11 +176,11 @@ def _class_gpus(
     for g, milli in enumerate(node.gpu_free_milli):
         if caps[g] > 0 or milli >= WHOLE_GPU:
             groups[milli, node.gpu_free_memory[g]].append(g)
-    ng = _NodeGpus()
+    ng = NodeGpus()
     zs, whs = [], []
     for (milli, _), gs in sorted(groups.items(), key=lambda kv: kv[1][0]):
         size, cap = len(gs), caps[gs[0]]
-        c = _GpuClass(tuple(gs), cap, milli >= WHOLE_GPU)
+        c = GpuClass(tuple(gs), cap, milli >= WHOLE_GPU)
         tag = f"{n}_{gs[0]}"
         if cap > 0:
             c.z = model.new_int_var(0, min(ub, cap * size), f"z_{tag}")
@@ -197,11 +208,11 @@ def _per_gpu(
     model: cp_model.CpModel, problem: GangProblem, n: int, shared: list[int],
     x: dict[tuple[int, int], Any], ubs: dict[tuple[int, int], int],
     whole_expr: Any, has_whole: bool, used: Any, frag_terms: list[Any],
-) -> _NodeGpus:
+) -> NodeGpus:
     """One variable per (shared shape, GPU) on node ``n`` (gangs with several shared shapes)."""
     node = problem.nodes[n]
     shapes = problem.shapes
-    ng = _NodeGpus()
+    ng = NodeGpus()
     wf_idx = [g for g, m in enumerate(node.gpu_free_milli) if m >= WHOLE_GPU]
     y_ub: dict[tuple[int, int], int] = {}
     for s in shared:
@@ -333,10 +344,25 @@ class Clock:
             raise OutOfTime
 
 
-def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
-    """Variables, constraints and objective of the gang (no hint, no parameters).
+def build_gang_model(problem: GangProblem, clock: Clock | None = None) -> GangModel:
+    """The CP-SAT model of a gang: variables, constraints and objective, without a hint or
+    solver parameters (:func:`solve_gang` builds, hints and solves it).
 
-    Raises :class:`OutOfTime` when ``clock`` runs out on the way."""
+    Parameters
+    ----------
+    problem : GangProblem
+    clock : Clock, optional
+        Looked at while the model grows; default: no time limit.
+
+    Returns
+    -------
+    GangModel
+
+    Raises
+    ------
+    OutOfTime
+        When ``clock`` runs out on the way.
+    """
     from ortools.sat.python import cp_model
 
     clock = clock or Clock(None)
@@ -390,7 +416,7 @@ def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
     # --- capacity per node (GPUs per node, per class or per GPU); leftover fragmentation
     shared_all = _shared_shapes(problem)
     frag_terms: list[Any] = []
-    gpus: dict[int, _NodeGpus] = {}
+    gpus: dict[int, NodeGpus] = {}
     for n, ss in sorted(by_node.items()):
         tick()
         node = nodes[n]
@@ -521,16 +547,17 @@ def _build(problem: GangProblem, clock: Clock | None = None) -> _Model:
     obj += frag_terms
     if obj:
         model.minimize(sum(obj))
-    return _Model(model, x, ubs, u, d, k, m, gpus, empty_shape, twins, single)
+    return GangModel(model, x, ubs, u, d, k, m, gpus, empty_shape, twins, single)
 
 
 # ------------------------------------------------------------------- hints, answers
 
 
-def _pack_shared(
+def pack_shared_gpus(
     problem: GangProblem, counts: Counts
 ) -> dict[tuple[int, int], tuple[int, ...]] | None:
-    """GPU indices for the shared pods of ``counts`` by best fit (``None`` if it fails).
+    """GPU indices for the shared pods of ``counts`` by best fit, ``(shape, node) ->
+    indices`` (``None`` if they do not fit).
 
     Whole-GPU pods keep the highest whole-free GPUs; shares go to the fullest GPU that
     still holds them, so partially used GPUs fill before whole-free ones are opened.
@@ -572,7 +599,7 @@ def _pack_shared(
 
 
 def _reorder_twins(
-    built: _Model,
+    built: GangModel,
     counts: dict[tuple[int, int], int],
     shared: dict[tuple[int, int], tuple[int, ...]],
 ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], tuple[int, ...]]]:
@@ -597,13 +624,15 @@ def _reorder_twins(
     return counts, shared
 
 
-def _add_hint(
-    problem: GangProblem, built: _Model, hint: Counts, hint_shared: SharedGpus | None
+def add_gang_hint(
+    problem: GangProblem, built: GangModel, hint: Counts, hint_shared: SharedGpus | None
 ) -> None:
-    """Hint every variable the placement determines (keys without a variable are skipped).
+    """Hint to ``built`` every variable the placement ``hint`` (``(shape, node) -> pods``)
+    determines; keys without a variable are skipped.
 
-    With the GPU index of every shared pod known (given or packed by best fit) the hint
-    is complete, so CP-SAT can take a feasible hint as its first solution.
+    With the GPU index of every shared pod known (``hint_shared``, e.g. from
+    :func:`pack_shared_gpus`) the hint is complete, so CP-SAT can take a feasible hint as
+    its first solution; without, the GPU variables of nodes with shared pods stay free.
     """
     nodes, shapes = problem.nodes, problem.shapes
     counts = {key: int(c) for key, c in hint.items() if c > 0}
@@ -657,7 +686,7 @@ def _add_hint(
 
 
 def _read_shared(
-    built: _Model, solver: cp_model.CpSolver, shared_shapes: list[int]
+    built: GangModel, solver: cp_model.CpSolver, shared_shapes: list[int]
 ) -> dict[tuple[int, int], tuple[int, ...]]:
     """The GPU index of each shared pod in the solver's answer."""
     out: dict[tuple[int, int], tuple[int, ...]] = {}
@@ -701,7 +730,7 @@ def _hint_or_nothing(problem: GangProblem, hint: Counts | None, hint_shared_gpus
     if hint:
         counts = {key: int(c) for key, c in hint.items() if c > 0}
         shared = ({key: tuple(g) for key, g in hint_shared_gpus.items()} if hint_shared_gpus is not None
-                  else _pack_shared(problem, counts))
+                  else pack_shared_gpus(problem, counts))
         if shared is not None and not check_counts(problem, counts, shared):
             return ExactSolution("feasible", float(objective_value(problem, counts, shared)), None, counts,
                                  {key: g for key, g in shared.items() if counts.get(key)}, spent,
@@ -772,7 +801,7 @@ def solve_gang(
 
     # ------------------------------------------------------------ data → model
     try:
-        built = _build(problem, Clock(start + float(time_limit_s)))
+        built = build_gang_model(problem, Clock(start + float(time_limit_s)))
     except (OverflowError, TypeError) as exc:  # weights or capacities beyond int64
         raise SolverError(f"the CP-SAT model of the gang could not be built: {exc}") from exc
     except OutOfTime:
@@ -790,8 +819,8 @@ def solve_gang(
         if hint_shared_gpus is not None:
             hint_shared = {key: tuple(g) for key, g in hint_shared_gpus.items()}
         else:
-            hint_shared = _pack_shared(problem, hint_counts)
-        _add_hint(problem, built, hint_counts, hint_shared)
+            hint_shared = pack_shared_gpus(problem, hint_counts)
+        add_gang_hint(problem, built, hint_counts, hint_shared)
 
     # ------------------------------------------------------------ solve
     from ortools.sat.python import cp_model

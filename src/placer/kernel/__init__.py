@@ -21,7 +21,7 @@ from placer.kernel import pack
 if getattr(_core, "KERNEL_ABI", None) != pack.KERNEL_ABI:  # pragma: no cover
     raise ImportError(f"placer's compiled kernel (placer.kernel._core) is stale: {_REBUILD}.")
 
-from placer.kernel._core import MAX_TABLE_GPUS, PolicyCode  # noqa: E402
+from placer.kernel._core import MAX_TABLE_GPUS, PodBatch, PolicyCode  # noqa: E402
 from placer.kernel.session import FreeState, KernelSession, NodeFree, Run, fgd_rank  # noqa: E402
 
 KERNEL_ABI = pack.KERNEL_ABI
@@ -30,6 +30,7 @@ __all__ = [
     "KERNEL_ABI",
     "MAX_TABLE_GPUS",
     "PolicyCode",
+    "PodBatch",
     "FreeState",
     "KernelSession",
     "NodeFree",

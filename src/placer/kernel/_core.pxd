@@ -38,46 +38,48 @@ cdef enum:
     OBJECTIVE_BEST_SET = 1
 
 cdef struct NodeState:
+    # The kernel's view of one cluster: pointers into the arrays of pack.PackedCluster (one row
+    # per node unless said otherwise), updated in place by bind/release and the workers.
     int32_t n_nodes
-    int32_t max_gpus
-    int32_t n_words
-    int32_t n_models
-    uint64_t* free_mask
-    uint8_t* free_count
-    uint8_t* gpu_count
-    int16_t* gpu_free_milli
-    int32_t* gpu_free_mem
-    int32_t* gpu_mem_cap
-    int32_t* free_milli_sum
-    int64_t* cpu_free
-    int64_t* mem_free
-    int32_t* pods_free
-    uint8_t* cpu_tracked
-    int32_t* model_id
-    int32_t* model_max
-    int32_t* bucket_base
-    int32_t* bucket_of
-    uint64_t* bucket_bits
-    int64_t* bucket_cpu_floor
+    int32_t max_gpus                # GPUs of the largest node: the row width of the per-GPU arrays
+    int32_t n_words                 # uint64 words of a node bitset (n_nodes / 64 rounded up, at least 1)
+    int32_t n_models                # GPU model ids (0: no GPU); the length of the per-model arrays
+    uint64_t* free_mask             # GPUs wholly free and healthy, bit g = GPU g
+    uint8_t* free_count             # the bits of free_mask (saves a popcount in hot loops)
+    uint8_t* gpu_count              # GPUs the node has
+    int16_t* gpu_free_milli         # [node * max_gpus + gpu]: milli-GPU free (0..1000; 0: taken, MIG, unhealthy)
+    int32_t* gpu_free_mem           # [node * max_gpus + gpu]: GPU memory free, MiB
+    int32_t* gpu_mem_cap            # memory of one of the node's GPUs, MiB (untracked: pack.UNTRACKED_INT)
+    int32_t* free_milli_sum         # sum of the node's gpu_free_milli
+    int64_t* cpu_free               # CPU milli free (untracked: pack.UNTRACKED_BIG)
+    int64_t* mem_free               # memory MiB free (untracked: pack.UNTRACKED_BIG)
+    int32_t* pods_free              # pod slots free (untracked: pack.UNTRACKED_INT)
+    uint8_t* cpu_tracked            # 1 when the node states its CPU (the CPU terms of the scores count it)
+    int32_t* model_id               # GPU model id of the node
+    int32_t* model_max              # per model id: the most GPUs one node of the model has
+    int32_t* bucket_base            # per model id: its first bucket (buckets: one per (model, free GPU count))
+    int32_t* bucket_of              # the bucket the node is in: bucket_base[model_id] + free_count
+    uint64_t* bucket_bits           # [bucket * n_words + word]: bitset of the bucket's nodes
+    int64_t* bucket_cpu_floor       # per bucket: a lower bound of its nodes' free CPU (only lowered)
     uint64_t* room_bits             # bitset of the nodes with some GPU milli free (a share looks only there)
     # GPU-set tables per node kind (a pair-score matrix and its NICs); kind -1: no topology
-    int32_t* kind_of
+    int32_t* kind_of                # the node's kind, -1: none
     int32_t n_kinds
-    int32_t* kind_gpus
-    const int32_t** kind_pair
-    const int32_t** kind_score
+    int32_t* kind_gpus              # per kind: its GPUs (the tables are 1 << kind_gpus long)
+    const int32_t** kind_pair       # [kind]: kind_gpus x kind_gpus pair scores
+    const int32_t** kind_score      # [kind]: per GPU mask, the sum of its pair scores
     const int32_t** kind_split      # [kind * (MAX_K + 1) + k]
     const uint16_t** kind_choice    # [kind * (MAX_K + 1) + k], tiling objective
-    int32_t* kind_nics
+    int32_t* kind_nics              # per kind: its NICs
     const uint64_t** kind_nic_class  # [kind]: NIC-major, NIC_CLASSES GPU masks per NIC
     int32_t top_score[MAX_K + 1]     # best k-set score over all kinds
     # target workload of the fragmentation measure (FGD); n_types 0: not tracked
     int32_t n_types
-    const int64_t* type_cpu
+    const int64_t* type_cpu         # per task type: CPU milli
     const int32_t* type_milli       # per-GPU milli; 0 for CPU-only types
-    const int32_t* type_gpus
+    const int32_t* type_gpus        # per task type: GPUs
     const uint64_t* type_models     # allowed model ids as a bitmask
-    const double* type_pop
+    const double* type_pop          # per task type: its popularity (share of the workload)
     double* node_frag               # F_n(M) per node, kept current by apply()
     int32_t* type_fit               # [node * n_types + type]: GPUs with the type's milli free
     int64_t* type_small             # [node * n_types + type]: free milli of the GPUs too small
@@ -85,18 +87,18 @@ cdef struct NodeState:
     const int32_t* rank             # tie order of nodes for FGD (lower wins); NULL: index
     # fgd-pack (placer.workload.packing.PackingGuide); pack_regret NULL: not set
     double pack_cpu_per_gpu         # CPU milli per GPU of the CPU-stranding term
-    double pack_pressure_weight
-    double pack_regret_weight
+    double pack_pressure_weight     # weight of the pressure term
+    double pack_regret_weight       # weight of the regret term
     const double* pack_regret       # [units of the pod * 101 + units free on the GPU]
     const double* pack_pressure     # per model id
     # scores of fgd and fgd-pack per (pod shape, node) within one place_batch; n_shapes 0: off
     int32_t* node_version           # bumped by every apply()
     int32_t n_shapes
     int32_t* cache_stamp            # [shape * n_nodes + node]: node_version + 1 when cached
-    int32_t* cache_score
+    int32_t* cache_score            # [shape * n_nodes + node]: the score cached
     # gpu-clustering: pods per GPU tag per node ([node * n_tags + tag]; tag 0 share-gpu,
     # k k-gpu) and how many tags a node hosts, kept current by apply()
-    int32_t n_tags
+    int32_t n_tags                  # max_gpus + 1
     int32_t* tag_count
     int32_t* tag_kinds
 

@@ -860,16 +860,16 @@ cdef class PodBatch:
             raise ValueError("eligible is one node bitset per class (classes x words)")
         self.view.size = n
         self.view.n_words = eligible.shape[1]
-        self.view.gpus = <const int32_t*>_column(gpus, np.int32, n)
-        self.view.milli = <const int32_t*>_column(milli, np.int32, n)
-        self.view.gpu_mem = <const int32_t*>_column(gpu_mem, np.int32, n)
-        self.view.cpu = <const int64_t*>_column(cpu, np.int64, n)
-        self.view.mem = <const int64_t*>_column(mem, np.int64, n)
-        self.view.nics = <const int32_t*>_column(nics, np.int32, n)
-        self.view.models = <const uint64_t*>_column(models, np.uint64, n)
-        self.view.klass = <const int32_t*>_column(klass, np.int32, n)
-        self.view.group_end = <const int32_t*>_column(group_end, np.int32, n)
-        self.view.eligible = <const uint64_t*>_ptr(eligible, np.uint64, eligible.size)
+        self.view.gpus = _column(gpus, n, <int32_t*>NULL)
+        self.view.milli = _column(milli, n, <int32_t*>NULL)
+        self.view.gpu_mem = _column(gpu_mem, n, <int32_t*>NULL)
+        self.view.cpu = _column(cpu, n, <int64_t*>NULL)
+        self.view.mem = _column(mem, n, <int64_t*>NULL)
+        self.view.nics = _column(nics, n, <int32_t*>NULL)
+        self.view.models = _column(models, n, <uint64_t*>NULL)
+        self.view.klass = _column(klass, n, <int32_t*>NULL)
+        self.view.group_end = _column(group_end, n, <int32_t*>NULL)
+        self.view.eligible = _data(eligible, <Py_ssize_t>eligible.size, <uint64_t*>NULL)
         self.size = n
         self.arrays = (gpus, milli, gpu_mem, cpu, mem, nics, models, klass, group_end, eligible)
 
@@ -901,6 +901,7 @@ cdef class Kernel:
     def __init__(self, dict arrays, int n_models):
         cdef int32_t n_nodes = arrays["free_mask"].shape[0]
         cdef int32_t n_kinds = arrays["kind_gpus"].shape[0], k
+        cdef Py_ssize_t n_buckets = arrays["bucket_bits"].shape[0]
         self._arrays = arrays
         self._tables = []
         self._workload = None
@@ -909,14 +910,14 @@ cdef class Kernel:
         self.st.rank = NULL
         self.st.pack_regret = NULL
         self._node_version = np.zeros(n_nodes, dtype=np.int32)
-        self.st.node_version = <int32_t*>_ptr(self._node_version, np.int32, n_nodes)
+        self.st.node_version = _data(self._node_version, n_nodes, <int32_t*>NULL)
         self.st.n_shapes = 0
         self.st.cache_stamp = NULL
         self.st.cache_score = NULL
         self.st.n_kinds = n_kinds
-        self.st.kind_of = <int32_t*>_ptr(arrays["kind_of"], np.int32, n_nodes)
-        self.st.kind_gpus = <int32_t*>_ptr(arrays["kind_gpus"], np.int32, n_kinds)
-        self.st.kind_nics = <int32_t*>_ptr(arrays["kind_nics"], np.int32, n_kinds)
+        self.st.kind_of = _data(arrays["kind_of"], n_nodes, <int32_t*>NULL)
+        self.st.kind_gpus = _data(arrays["kind_gpus"], n_kinds, <int32_t*>NULL)
+        self.st.kind_nics = _data(arrays["kind_nics"], n_kinds, <int32_t*>NULL)
         self.st.kind_pair = <const int32_t**>calloc(n_kinds + 1, sizeof(void*))
         self.st.kind_score = <const int32_t**>calloc(n_kinds + 1, sizeof(void*))
         self.st.kind_split = <const int32_t**>calloc((n_kinds + 1) * (MAX_K + 1), sizeof(void*))
@@ -931,29 +932,27 @@ cdef class Kernel:
         self.st.max_gpus = arrays["gpu_free_milli"].shape[1]
         self.st.n_words = arrays["bucket_bits"].shape[1]
         self.st.n_models = n_models
-        self.st.free_mask = <uint64_t*>_ptr(arrays["free_mask"], np.uint64, n_nodes)
-        self.st.free_count = <uint8_t*>_ptr(arrays["free_count"], np.uint8, n_nodes)
-        self.st.gpu_count = <uint8_t*>_ptr(arrays["gpu_count"], np.uint8, n_nodes)
-        self.st.gpu_free_milli = <int16_t*>_ptr(arrays["gpu_free_milli"], np.int16, n_nodes * self.st.max_gpus)
-        self.st.gpu_free_mem = <int32_t*>_ptr(arrays["gpu_free_mem"], np.int32, n_nodes * self.st.max_gpus)
-        self.st.gpu_mem_cap = <int32_t*>_ptr(arrays["gpu_mem_cap"], np.int32, n_nodes)
-        self.st.free_milli_sum = <int32_t*>_ptr(arrays["free_milli_sum"], np.int32, n_nodes)
-        self.st.cpu_free = <int64_t*>_ptr(arrays["cpu_free"], np.int64, n_nodes)
-        self.st.mem_free = <int64_t*>_ptr(arrays["mem_free"], np.int64, n_nodes)
-        self.st.pods_free = <int32_t*>_ptr(arrays["pods_free"], np.int32, n_nodes)
-        self.st.cpu_tracked = <uint8_t*>_ptr(arrays["cpu_tracked"], np.uint8, n_nodes)
-        self.st.model_id = <int32_t*>_ptr(arrays["model_id"], np.int32, n_nodes)
-        self.st.model_max = <int32_t*>_ptr(arrays["model_max"], np.int32, n_models)
-        self.st.bucket_base = <int32_t*>_ptr(arrays["bucket_base"], np.int32, n_models)
-        self.st.bucket_of = <int32_t*>_ptr(arrays["bucket_of"], np.int32, n_nodes)
-        self.st.bucket_cpu_floor = <int64_t*>_ptr(
-            arrays["bucket_cpu_floor"], np.int64, arrays["bucket_bits"].shape[0])
-        self.st.bucket_bits = <uint64_t*>_ptr(
-            arrays["bucket_bits"], np.uint64, arrays["bucket_bits"].shape[0] * self.st.n_words)
-        self.st.room_bits = <uint64_t*>_ptr(arrays["room_bits"], np.uint64, self.st.n_words)
+        self.st.free_mask = _data(arrays["free_mask"], n_nodes, <uint64_t*>NULL)
+        self.st.free_count = _data(arrays["free_count"], n_nodes, <uint8_t*>NULL)
+        self.st.gpu_count = _data(arrays["gpu_count"], n_nodes, <uint8_t*>NULL)
+        self.st.gpu_free_milli = _data(arrays["gpu_free_milli"], n_nodes * self.st.max_gpus, <int16_t*>NULL)
+        self.st.gpu_free_mem = _data(arrays["gpu_free_mem"], n_nodes * self.st.max_gpus, <int32_t*>NULL)
+        self.st.gpu_mem_cap = _data(arrays["gpu_mem_cap"], n_nodes, <int32_t*>NULL)
+        self.st.free_milli_sum = _data(arrays["free_milli_sum"], n_nodes, <int32_t*>NULL)
+        self.st.cpu_free = _data(arrays["cpu_free"], n_nodes, <int64_t*>NULL)
+        self.st.mem_free = _data(arrays["mem_free"], n_nodes, <int64_t*>NULL)
+        self.st.pods_free = _data(arrays["pods_free"], n_nodes, <int32_t*>NULL)
+        self.st.cpu_tracked = _data(arrays["cpu_tracked"], n_nodes, <uint8_t*>NULL)
+        self.st.model_id = _data(arrays["model_id"], n_nodes, <int32_t*>NULL)
+        self.st.model_max = _data(arrays["model_max"], n_models, <int32_t*>NULL)
+        self.st.bucket_base = _data(arrays["bucket_base"], n_models, <int32_t*>NULL)
+        self.st.bucket_of = _data(arrays["bucket_of"], n_nodes, <int32_t*>NULL)
+        self.st.bucket_cpu_floor = _data(arrays["bucket_cpu_floor"], n_buckets, <int64_t*>NULL)
+        self.st.bucket_bits = _data(arrays["bucket_bits"], n_buckets * self.st.n_words, <uint64_t*>NULL)
+        self.st.room_bits = _data(arrays["room_bits"], self.st.n_words, <uint64_t*>NULL)
         self.st.n_tags = self.st.max_gpus + 1
-        self.st.tag_count = <int32_t*>_ptr(arrays["tag_count"], np.int32, n_nodes * self.st.n_tags)
-        self.st.tag_kinds = <int32_t*>_ptr(arrays["tag_kinds"], np.int32, n_nodes)
+        self.st.tag_count = _data(arrays["tag_count"], n_nodes * self.st.n_tags, <int32_t*>NULL)
+        self.st.tag_kinds = _data(arrays["tag_kinds"], n_nodes, <int32_t*>NULL)
         self._all_nodes = np.zeros(self.st.n_words, dtype=np.uint64)
         if n_nodes:
             self._all_nodes[:] = ~np.uint64(0)
@@ -969,10 +968,10 @@ cdef class Kernel:
             raise IndexError("kind or set size out of range")
         g = self.st.kind_gpus[kind]
         self._tables.append((pair, score, split, choice))
-        self.st.kind_pair[kind] = <const int32_t*>_ptr(pair, np.int32, g * g)
-        self.st.kind_score[kind] = <const int32_t*>_ptr(score, np.int32, 1 << g)
-        self.st.kind_split[kind * (MAX_K + 1) + k] = <const int32_t*>_ptr(split, np.int32, 1 << g)
-        self.st.kind_choice[kind * (MAX_K + 1) + k] = <const uint16_t*>_ptr(choice, np.uint16, 1 << g)
+        self.st.kind_pair[kind] = _data(pair, g * g, <int32_t*>NULL)
+        self.st.kind_score[kind] = _data(score, 1 << g, <int32_t*>NULL)
+        self.st.kind_split[kind * (MAX_K + 1) + k] = _data(split, 1 << g, <int32_t*>NULL)
+        self.st.kind_choice[kind * (MAX_K + 1) + k] = _data(choice, 1 << g, <uint16_t*>NULL)
         if top > self.st.top_score[k]:
             self.st.top_score[k] = top
 
@@ -984,21 +983,22 @@ cdef class Kernel:
         ``small`` (int64), nodes × types, hold the per-type counts the kernel keeps.
         """
         cdef int32_t t = types["cpu"].shape[0], n
+        cdef double total = 0
         self._workload = (types, node_frag, fit, small)
-        self.st.type_fit = <int32_t*>_ptr(fit, np.int32, self.st.n_nodes * t)
-        self.st.type_small = <int64_t*>_ptr(small, np.int64, self.st.n_nodes * t)
-        self.st.type_cpu = <const int64_t*>_ptr(types["cpu"], np.int64, t)
-        self.st.type_milli = <const int32_t*>_ptr(types["milli"], np.int32, t)
-        self.st.type_gpus = <const int32_t*>_ptr(types["gpus"], np.int32, t)
-        self.st.type_models = <const uint64_t*>_ptr(types["models"], np.uint64, t)
-        self.st.type_pop = <const double*>_ptr(types["pop"], np.float64, t)
-        self.st.node_frag = <double*>_ptr(node_frag, np.float64, self.st.n_nodes)
+        self.st.type_fit = _data(fit, self.st.n_nodes * t, <int32_t*>NULL)
+        self.st.type_small = _data(small, self.st.n_nodes * t, <int64_t*>NULL)
+        self.st.type_cpu = _data(types["cpu"], t, <int64_t*>NULL)
+        self.st.type_milli = _data(types["milli"], t, <int32_t*>NULL)
+        self.st.type_gpus = _data(types["gpus"], t, <int32_t*>NULL)
+        self.st.type_models = _data(types["models"], t, <uint64_t*>NULL)
+        self.st.type_pop = _data(types["pop"], t, <double*>NULL)
+        self.st.node_frag = _data(node_frag, self.st.n_nodes, <double*>NULL)
         self.st.n_types = t
-        self.st.frag_total = 0
         with nogil:
             for n in range(self.st.n_nodes):
                 self.st.node_frag[n] = refresh_fragment(&self.st, n)
-                self.st.frag_total += self.st.node_frag[n]
+                total += self.st.node_frag[n]
+        self.st.frag_total = total
 
     def set_packing(self, double cpu_per_gpu, cnp.ndarray regret, cnp.ndarray pressure,
                     double regret_weight, double pressure_weight):
@@ -1013,8 +1013,8 @@ cdef class Kernel:
         self.st.pack_cpu_per_gpu = cpu_per_gpu
         self.st.pack_regret_weight = regret_weight
         self.st.pack_pressure_weight = pressure_weight
-        self.st.pack_pressure = <const double*>_ptr(pressure, np.float64, self.st.n_models)
-        self.st.pack_regret = <const double*>_ptr(regret, np.float64, 101 * 101)
+        self.st.pack_pressure = _data(pressure, self.st.n_models, <double*>NULL)
+        self.st.pack_regret = _data(regret, 101 * 101, <double*>NULL)
 
     def _check_policy(self, int policy):
         if policy not in _POLICY_CODES:
@@ -1035,8 +1035,7 @@ cdef class Kernel:
         if kind < 0 or kind >= self.st.n_kinds:
             raise IndexError("kind out of range")
         self._tables.append(classes)
-        self.st.kind_nic_class[kind] = <const uint64_t*>_ptr(
-            classes, np.uint64, self.st.kind_nics[kind] * NIC_CLASSES)
+        self.st.kind_nic_class[kind] = _data(classes, self.st.kind_nics[kind] * NIC_CLASSES, <uint64_t*>NULL)
 
     def place_batch(self, PodBatch pods, int policy, cnp.ndarray rng, restrict=None,
                     bint reasons=True, rank=None, frag_trace=None, shapes=None, cache=None):
@@ -1100,7 +1099,7 @@ cdef class Kernel:
         cdef const int32_t[::1] shape_of = shapes if shapes is not None else None
         cdef int32_t n_shapes = 0
         if frag_trace is not None:
-            trace = <double*>_ptr(frag_trace, np.float64, n_pods)
+            trace = _data(frag_trace, n_pods, <double*>NULL)
         if shapes is not None and n_pods:
             if shape_of.shape[0] != n_pods:
                 raise ValueError("one shape per pod")
@@ -1113,15 +1112,15 @@ cdef class Kernel:
                 if (stamp_arr.shape[0] < <int64_t>n_shapes * self.st.n_nodes
                         or score_arr.shape[0] != stamp_arr.shape[0]):
                     raise ValueError("the cache needs (max shape + 1) x nodes cells, as many stamps as scores")
-            self.st.cache_stamp = <int32_t*>_ptr(stamp_arr, np.int32, stamp_arr.shape[0])
-            self.st.cache_score = <int32_t*>_ptr(score_arr, np.int32, score_arr.shape[0])
+            self.st.cache_stamp = _data(stamp_arr, <Py_ssize_t>stamp_arr.shape[0], <int32_t*>NULL)
+            self.st.cache_score = _data(score_arr, <Py_ssize_t>score_arr.shape[0], <int32_t*>NULL)
         if allowed.shape[0] != self.st.n_words or (n_pods and pods.view.n_words != self.st.n_words):
             raise ValueError("bitset width does not match the cluster")
         self._check_policy(policy)
         self.st.rank = NULL
         if rank is not None:
             self._rank = rank
-            self.st.rank = <const int32_t*>_ptr(rank, np.int32, self.st.n_nodes)
+            self.st.rank = _data(rank, self.st.n_nodes, <int32_t*>NULL)
         self.st.n_shapes = n_shapes
         try:
             self._place_all(&pods.view, policy, allowed, rng_state, out_node, out_gpus, out_nics, failed,
@@ -1290,18 +1289,45 @@ cdef void undo_group(NodeState* st, const BatchView* b, int32_t start, int32_t f
         failed[k] = failed_pod
 
 
-cdef void* _column(arr, dtype, Py_ssize_t size) except NULL:
-    if not isinstance(arr, np.ndarray) or arr.ndim != 1:
-        raise ValueError(f"a pod batch column is a 1-d array of {np.dtype(dtype)}")
-    if arr.shape[0] != size:
+ctypedef fused array_value:  # the C types of the arrays NodeState and BatchView point into
+    uint8_t
+    uint16_t
+    int16_t
+    int32_t
+    int64_t
+    uint64_t
+    double
+
+
+cdef inline char _kind(array_value* like) noexcept:
+    """NumPy's kind letter of C type ``array_value``."""
+    cdef char kind = b"u"
+    if array_value is double:
+        kind = b"f"
+    elif array_value is int16_t or array_value is int32_t or array_value is int64_t:
+        kind = b"i"
+    return kind
+
+
+cdef array_value* _data(arr, Py_ssize_t size, array_value* like) except NULL:
+    """The values of the array ``arr``, checked to be ``size`` native values of the C type of
+    ``like`` (a typed NULL: the struct field's C type, so that only ``_core.pxd`` names the dtype)."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"kernel array must be a numpy array, got {type(arr).__name__}")
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    if (a.descr.kind != _kind(like) or cnp.PyArray_ITEMSIZE(a) != sizeof(array_value)
+            or not cnp.PyArray_ISNOTSWAPPED(a) or not cnp.PyArray_IS_C_CONTIGUOUS(a) or cnp.PyArray_SIZE(a) != size):
+        raise ValueError(f"kernel array must be C-contiguous {chr(_kind(like))}{sizeof(array_value)} of size {size}")
+    return <array_value*>cnp.PyArray_DATA(a)
+
+
+cdef array_value* _column(arr, Py_ssize_t size, array_value* like) except NULL:
+    """:func:`_data` of one column of a pod batch (a 1-d array, one value per pod)."""
+    if not isinstance(arr, np.ndarray) or cnp.PyArray_NDIM(<cnp.ndarray>arr) != 1:
+        raise ValueError(f"a pod batch column is a 1-d array of {chr(_kind(like))}{sizeof(array_value)}")
+    if cnp.PyArray_DIM(<cnp.ndarray>arr, 0) != size:
         raise ValueError("every column of a pod batch needs one value per pod")
-    return _ptr(arr, dtype, size)
-
-
-cdef void* _ptr(cnp.ndarray arr, dtype, Py_ssize_t size) except NULL:
-    if arr.dtype != dtype or not arr.flags.c_contiguous or arr.size != size:
-        raise ValueError(f"kernel array must be C-contiguous {np.dtype(dtype)} of size {size}")
-    return cnp.PyArray_DATA(arr)
+    return _data(arr, size, like)
 
 
 # ---------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ class Guides:
         self.seen: set[str] = set()
         self.rank: np.ndarray | None = None
         self._ranks: dict[int, np.ndarray] = {}  # fgd_rank by seed: a loop over the nodes
-        self._node_frag = np.zeros(0, dtype=np.float64)
+        self._node_frag = np.zeros(0, dtype=pack.REAL)
 
     def prepare(self, policy: Policy, pods: Sequence[PodRequest], seed: int) -> None:
         """The workload (of ``pods``, the first time, unless one was set), the packing guide
@@ -115,7 +115,7 @@ class Guides:
         if told:
             self._told = workload
         if self._workload is not workload:
-            self._node_frag = np.zeros(self._packed.n_nodes, dtype=np.float64)
+            self._node_frag = np.zeros(self._packed.n_nodes, dtype=pack.REAL)
             self._kernel.set_workload(*pack.workload_arrays(self._packed, workload, self._node_frag))
             self._workload = workload
         return Fragmentation(
@@ -185,7 +185,7 @@ class Guides:
     def _push(self, guide: PackingGuide) -> None:
         self._kernel.set_packing(
             guide.cpu_per_gpu_milli,
-            np.ascontiguousarray(guide.regret, dtype=np.float64).ravel(),
+            np.ascontiguousarray(guide.regret, dtype=pack.REAL).ravel(),
             guide.pressure_by_id(self._packed.model_names),
             *self._weights,
         )

@@ -52,6 +52,8 @@ MIB32 = np.int32  # GPU memory of one GPU, MiB
 INDEX = np.int32  # node, pod, bucket and class indices
 INT = np.int32
 BIG = np.int64  # CPU milli and memory MiB of a node
+REAL = np.float64  # fragmentation measures, workload popularity, fgd-pack's terms
+FLAG = np.uint8  # a yes/no per node (CPU tracked)
 
 MAX_GPUS_PER_NODE = 64
 MAX_TABLE_GPUS = 16  # node kinds with GPU-set tables
@@ -317,7 +319,7 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
     model_id = hw_model[hw_of] if n else np.zeros(0, dtype=INDEX)
     gpu_mem_cap = per_hw([untracked_int if hw.gpu_memory_mib is None else hw.gpu_memory_mib for hw in distinct], MIB32)
     cpu_free = per_hw([untracked_big if hw.cpu_milli is None else hw.cpu_milli for hw in distinct], BIG)
-    cpu_tracked = per_hw([hw.cpu_milli is not None for hw in distinct], np.uint8)
+    cpu_tracked = per_hw([hw.cpu_milli is not None for hw in distinct], FLAG)
     mem_free = per_hw([untracked_big if hw.memory_mib is None else hw.memory_mib for hw in distinct], BIG)
     pods_free = per_hw([untracked_int if hw.max_pods is None else hw.max_pods for hw in distinct], INT)
     nic_count = per_hw([len(hw.nic_list) for hw in distinct], INT)
@@ -516,7 +518,7 @@ def workload_arrays(
         "models": np.array(
             [packed.model_mask(t.gpu_models, max(t.num_gpu, 1)) for t in workload.types], dtype=MASK
         ),
-        "pop": np.array(workload.popularity, dtype=np.float64),
+        "pop": np.array(workload.popularity, dtype=REAL),
     }
     assert len(packed.model_names) <= MAX_GPU_MODELS + 1
     cells = packed.n_nodes * len(workload.types)

@@ -169,7 +169,7 @@ class BatchPlacer:
         cache = None
         if shapes is not None:
             cells = (int(shapes.max()) + 1) * self._packed.n_nodes
-            cache = (np.zeros(cells, dtype=np.int32), np.zeros(cells, dtype=np.int32))
+            cache = (np.zeros(cells, dtype=pack.INT), np.zeros(cells, dtype=pack.INT))
         parts = []
         start = 0
         while start < n:

@@ -49,6 +49,7 @@ __all__ = [
     "TIMELINE_METRICS",
     "load_sweep",
     "sweep_runs",
+    "run_figures",
     "run_sweep",
     "bundled_sweep",
 ]
@@ -264,8 +265,22 @@ def sweep_runs(path: PathLike) -> tuple[SweepRun, ...]:
 # ---------------------------------------------------------------------- one run
 
 
-def _run_one(shared: Mapping[str, Any], run: SweepRun) -> dict[str, str]:
-    """The figures of one run, as text (a worker's task)."""
+def run_figures(shared: Mapping[str, Any], run: SweepRun) -> dict[str, str]:
+    """The figures of one run, as ``results.csv`` writes them (the task :func:`run_sweep`
+    gives its workers).
+
+    Parameters
+    ----------
+    shared : mapping
+        What every run of the sweep reads: ``nodes`` (a snapshot), ``traces`` (workload
+        name -> pods), ``horizon_s`` and ``shrink`` (of a timeline replay).
+    run : SweepRun
+
+    Returns
+    -------
+    dict
+        Metric column -> value as text: :data:`FGD_METRICS` or :data:`TIMELINE_METRICS`.
+    """
     if run.replay == "fgd":
         from placer.replay.simulate import run_replay
 
@@ -297,7 +312,7 @@ def _run_one(shared: Mapping[str, Any], run: SweepRun) -> dict[str, str]:
 
 def _timed(shared: Mapping[str, Any], run: SweepRun) -> tuple[dict[str, str], float]:
     started = time.perf_counter()
-    figures = _run_one(shared, run)
+    figures = run_figures(shared, run)
     return figures, time.perf_counter() - started
 
 
