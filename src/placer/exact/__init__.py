@@ -6,7 +6,7 @@ from __future__ import annotations
 from placer.exact.problem import NODE_LEVEL, GANG_MODES, GangNode, GangShape, GangProblem, ExactSolution  # noqa: F401
 from placer.exact.objective import objective_weights, objective_value, domains_used, check_counts  # noqa: F401
 from placer.exact.gangs import (  # noqa: F401
-    solve_gang, GangModel, build_gang_model, add_gang_hint, pack_shared_gpus, Clock, OutOfTime,
+    solve_gang, GangModel, NodeGpus, GpuClass, build_gang_model, add_gang_hint, pack_shared_gpus, Clock, OutOfTime,
 )
 
-__all__ = ['NODE_LEVEL', 'GANG_MODES', 'GangNode', 'GangShape', 'GangProblem', 'ExactSolution', 'objective_weights', 'objective_value', 'domains_used', 'check_counts', 'solve_gang', 'GangModel', 'build_gang_model', 'add_gang_hint', 'pack_shared_gpus', 'Clock', 'OutOfTime']
+__all__ = ['NODE_LEVEL', 'GANG_MODES', 'GangNode', 'GangShape', 'GangProblem', 'ExactSolution', 'objective_weights', 'objective_value', 'domains_used', 'check_counts', 'solve_gang', 'GangModel', 'NodeGpus', 'GpuClass', 'build_gang_model', 'add_gang_hint', 'pack_shared_gpus', 'Clock', 'OutOfTime']
