@@ -154,8 +154,10 @@ def test_filter_decodes_a_pod_once_and_keys_its_cache_on_the_decoded_pod(monkeyp
     imports: list[Any] = []
     monkeypatch.setattr(extender_module, "workloads_from_objects", counting(imports, extender_module.workloads_from_objects))
     extender = Extender(snapshot())
-    first = extender.filter(decode_filter_args(json.dumps({"Pod": pending("p"), "NodeNames": NAMES}).encode(), "f"))
+    body = json.dumps({"Pod": pending("p"), "NodeNames": NAMES}).encode()
+    first = extender.filter(decode_filter_args(body, "f"))
     assert first["NodeNames"] == NAMES and len(imports) == 1
+    assert extender.filter(decode_filter_args(body, "f")) == first  # the same bytes again
     other_encoding = json.dumps({"NodeNames": NAMES, "Pod": keys_reversed(pending("p"))}, indent=2).encode()
     assert extender.filter(decode_filter_args(other_encoding, "f")) == first
     scores = extender.prioritize(decode_filter_args(other_encoding, "p"))

@@ -47,6 +47,7 @@ from itertools import compress
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
+import msgspec
 import numpy as np
 
 from placer import policies
@@ -85,6 +86,7 @@ MAX_PENDING = 10_000
 
 _log = logging.getLogger("placer.serve.app")
 _NO_SCORE = np.iinfo(np.int64).min
+_ENCODER = msgspec.json.Encoder()  # a decoded pod's bytes: the quick test of the same value
 _KEPT_REQUESTS = 256
 _KEPT_REPLACED = 4096
 _UNKNOWN_NODE = "node not in placer's cluster state (yet)"
@@ -247,9 +249,9 @@ class Extender:
         self.max_pending = max_pending
         self.pending_dropped = 0
         self._clock = clock
-        # pod key -> (the Pod object as decoded, its request); a pod's decoded object is its
-        # cache key, whatever the order of its keys in the body
-        self._requests: dict[str, tuple[Mapping[str, Any], Any]] = {}
+        # pod key -> (the Pod object as decoded, its encoding, its request): a pod whose
+        # decoded object is the same value, whatever the order of its keys, takes the request
+        self._requests: dict[str, tuple[Mapping[str, Any], bytes, Any]] = {}
         self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
         self._queued: list[WatchEvent | Listing] = []
         self._listing_queued = False
@@ -749,11 +751,14 @@ class Extender:
             return self._import([_as_pod(pod), *extra], source)
         key = pod_key(pod)
         kept = self._requests.get(key)
-        if kept is not None and same_json_value(kept[0], pod):
-            return kept[1]
+        if kept is not None and kept[0] is pod:  # the same verb asking again
+            return kept[2]
+        written = _ENCODER.encode(pod)
+        if kept is not None and (kept[1] == written or same_json_value(kept[0], pod)):
+            return kept[2]  # the same bytes (what kube-scheduler sends), or the same value
         request = self._import([_as_pod(pod)], source)
         self._requests.pop(key, None)
-        self._requests[key] = (pod, request)  # last: the most recently decoded
+        self._requests[key] = (pod, written, request)  # last: the most recently decoded
         if len(self._requests) > _KEPT_REQUESTS:
             del self._requests[next(iter(self._requests))]
         return request
