@@ -19,6 +19,10 @@ import placer
 from placer.preemption import victims as preemption
 from placer.preemption import exact as preemption_exact
 from placer.exceptions import InvalidInputError
+from placer.placement.binding import DecisionBook
+from placer.placement.run import run_request
+from placer.placement.state import ClusterState
+from placer.schema import snapshot_facts
 
 RACKS, NODES, GPUS = 2, 2, 4
 
@@ -185,7 +189,9 @@ def test_place_without_binding_restores_every_victim(mode):
     request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "preemption": mode,
                "pods": [{"name": "x", "gpus": 2, "priority": 5}]}
     before = cluster.to_snapshot()
-    result = cluster._run(placer.PlacementRequest.from_dict(request), placer.policies.get("best-fit"), keep=False)
+    state = ClusterState(cluster.snapshot, cluster.session, cluster.domains, snapshot_facts(cluster.snapshot), DecisionBook())
+    with cluster.lock:  # run_request is what Cluster.place runs, here with preemption on
+        result = run_request(state, placer.PlacementRequest.from_dict(request), placer.policies.get("best-fit"), keep=False)
     assert list(result.preemptions[0].victims) == ["a"]
     assert cluster.to_snapshot() == before  # the victim holds its GPUs again
 

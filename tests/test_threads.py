@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import sys
 import threading
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ from placer._serial import serialised
 from placer.placement.cluster import Cluster
 from placer.diagnostics.check import check_placement
 from placer.exceptions import InvalidInputError
+from placer.workload.fragmentation import target_workload
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -239,3 +240,72 @@ def test_a_public_generator_is_refused_as_it_would_run_outside_the_lock():
 
     with pytest.raises(TypeError, match="State.items is a generator"):
         serialised(State)
+
+
+class CountingLock:
+    """A lock that counts how often it is entered, around the real one."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock = lock
+        self.entered = 0
+
+    def __enter__(self) -> Any:
+        self.entered += 1
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.lock.__exit__(*exc)
+
+
+def test_every_public_call_of_the_cluster_holds_its_lock():
+    """Cluster delegates to its feature modules (placement.run, scoring, binding, ...); each
+    public method and property still runs holding the cluster's lock."""
+    cluster = Cluster(cluster_of(2))
+    counting = CountingLock(cluster.lock)
+    cluster.lock = counting
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "x", "gpus": 1}]}
+    pods = [PodRequest("r", gpus=1)]
+    calls = {
+        "snapshot": lambda: cluster.snapshot,
+        "session": lambda: cluster.session,
+        "domains": lambda: cluster.domains,
+        "node_names": lambda: cluster.node_names,
+        "checked_request": lambda: cluster.checked_request(request),
+        "place": lambda: cluster.place(PodRequest("p", gpus=2)),
+        "node_scores": lambda: cluster.node_scores(PodRequest("p", gpus=2)),
+        "place_on": lambda: cluster.place_on(PodRequest("p", gpus=2), "n1"),
+        "defrag": lambda: cluster.defrag(request),
+        "move": lambda: cluster.move([]),
+        "preemption_hint": lambda: cluster.preemption_hint(pods),
+        "schedule": lambda: cluster.schedule(request),
+        "release": lambda: cluster.release("x"),
+        "preempt": lambda: cluster.preempt(request),
+        "bind": lambda: cluster.bind(cluster.place(PodRequest("b", gpus=1))),
+        "replay": lambda: cluster.replay(pods),
+        "fragmentation": lambda: cluster.fragmentation(target_workload(pods)),
+        "node_fragment": lambda: cluster.node_fragment("n0"),
+        "node_free": lambda: cluster.node_free("n0"),
+        "packing_guide": lambda: cluster.packing_guide(pods),
+        "set_packing_weights": lambda: cluster.set_packing_weights(),
+        "learn_packing": lambda: cluster.learn_packing(),
+        "packing": lambda: cluster.packing,
+        "set_packing": lambda: cluster.set_packing(cluster.packing_guide(pods)),
+        "to_snapshot": lambda: cluster.to_snapshot(),
+    }
+    public = {name for name in dir(Cluster) if not name.startswith("_")} - {"lock"}
+    assert public == set(calls)
+    for name, call in calls.items():
+        before = counting.entered
+        call()
+        assert counting.entered > before, name
+    free: list[bool] = []
+
+    def try_lock() -> None:
+        free.append(counting.lock.acquire(blocking=False))
+        if free[-1]:
+            counting.lock.release()
+
+    other = threading.Thread(target=try_lock)
+    other.start()
+    other.join()
+    assert free == [True]  # every call let it go

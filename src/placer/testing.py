@@ -54,6 +54,7 @@ __all__ = [
     "pod_requests",
     "placement_requests",
     "scenarios",
+    "keys_reversed",
 ]
 
 DEFAULT_MODELS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
@@ -478,3 +479,13 @@ def scenarios(
     return snapshots(**snapshot_kwargs).flatmap(
         lambda s: placement_requests(s, max_pods=max_pods, policies=policies).map(lambda r: (s, r))
     )
+
+
+def keys_reversed(value: Any) -> Any:
+    """A JSON value with the keys of every object in reverse order: another encoding of
+    the same document, which a decoder (and a cache of what it decoded) must take alike."""
+    if isinstance(value, dict):
+        return {k: keys_reversed(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [keys_reversed(v) for v in value]
+    return value

@@ -23,6 +23,7 @@ from placer.text.files import source_name
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_SLICES, MILLI, SEED_MAX
 from placer.model import API_VERSION, ClusterSnapshot, PlacementRequest, PlacementResult
+from placer.policies import Policy
 from placer.schema.checks import (
     check_gpu_request,
     check_policy,
@@ -43,6 +44,7 @@ from placer.schema.request import (
     request_document,
     request_from_doc,
     request_from_plain_pods,
+    request_of_objects,
 )
 from placer.schema.result import result_from_doc
 from placer.schema.snapshot import DEFAULT_GPU_MODEL, merge_hardware, plain_nodes, snapshot_from_doc, snapshot_gpu_models
@@ -235,13 +237,22 @@ def coerce_result(source: Any) -> PlacementResult:
     return _coerce(source, PlacementResult, ResultDoc, lambda doc, _: result_from_doc(doc))
 
 
-def request_for_pods(pods: Any, gang: Any, policy: Any, seed: Any, against: SnapshotFacts | None = None) -> PlacementRequest:
+def request_for_pods(
+    pods: Any, gang: Any, policy: Policy, seed: Any, against: SnapshotFacts | None = None
+) -> PlacementRequest:
     """The request behind ``Cluster.place``: one pod or a list, optionally forming ``gang``.
 
-    Pods are PodRequest objects or pod mappings (SPEC §2); ``gang`` is a GangSpec or a
-    gang mapping with a ``name``.
+    Pods are PodRequest objects, taken as they are (:func:`request_of_objects`), or pod
+    mappings (SPEC §2), decoded as a document; ``gang`` is a GangSpec or a gang mapping
+    with a ``name``; ``policy`` is the record the caller looked up.
     """
-    return request_from_dict(request_document(pods, gang, policy, seed), against)
+    objects = request_of_objects(pods, gang, policy.name, seed, against)
+    if objects is not None:
+        return objects
+    document = request_document(pods, gang, policy.name, seed)
+    del document["policy"]  # looked up by the caller: decoded as the default, then replaced
+    request = request_from_dict(document, against)
+    return request if request.policy == policy.name else msgspec.structs.replace(request, policy=policy.name)
 
 
 model.set_decoders(

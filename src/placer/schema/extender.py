@@ -31,6 +31,7 @@ __all__ = [
     "decode_binding_args",
     "decode_preemption_args",
     "pod_key",
+    "same_json_value",
 ]
 
 MAX_BODY_BYTES = 256 * 1024 * 1024
@@ -89,6 +90,29 @@ def pod_key(pod: Mapping[str, Any]) -> str:
     """``<namespace>/<name>`` of a Pod object already checked by a decoder here."""
     meta = pod["metadata"]
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+
+
+def same_json_value(a: Any, b: Any) -> bool:
+    """Whether two decoded JSON values are the same: equal, object keys in any order, and
+    of the same type everywhere (``==`` alone takes ``1``, ``1.0`` and ``true`` as equal,
+    which a decoder refusing one of them must not)."""
+    return a is b or (a == b and _same_types(a, b))
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    """Whether equal JSON values ``a`` and ``b`` have the same type at every place."""
+    if type(a) is dict:
+        a_items, b_items = list(a.values()), list(map(b.__getitem__, a))
+    elif type(a) is list:
+        a_items, b_items = a, b
+    else:
+        return type(a) is type(b)
+    if type(a) is not type(b) or list(map(type, a_items)) != list(map(type, b_items)):
+        return False
+    for x, y in zip(a_items, b_items):
+        if (type(x) is dict or type(x) is list) and not _same_types(x, y):
+            return False
+    return True
 
 
 class _Body:

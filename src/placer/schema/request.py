@@ -19,7 +19,7 @@ from placer.model.mig_profiles import parse_profile_name
 from placer.model.roles import Role, counterparts, defaults, fields_with, roles_of
 from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
 from placer.schema._quick import common_pods, dict_pods
-from placer.schema.checks import check_policy
+from placer.schema.checks import check_policy, check_seed
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
 from placer.schema.errors import bad, control_error, has_control, listing, nest
 
@@ -32,6 +32,7 @@ __all__ = [
     "plain_pods",
     "check_request_against_snapshot",
     "request_document",
+    "request_of_objects",
 ]
 
 
@@ -244,7 +245,7 @@ def _expand(
 
 def _names(entries: Sequence[PodDoc], pods: Sequence[PodRequest], origin: Sequence[int]) -> None:
     """Raise at the first entry whose name holds a control character or repeats a name."""
-    if len({p.name for p in pods}) == len(pods) and not has_control("".join(d.name for d in entries)):
+    if len({p.name for p in pods}) == len(pods) and not has_control("".join([d.name for d in entries])):
         return
     first_index: dict[str, int] = {}
     for pod, i in zip(pods, origin):
@@ -454,6 +455,64 @@ def check_request_against_snapshot(
                     f"{g.slices[k - 1].level!r}; slices go outermost first",
                 )
             prev = order[s.level]
+
+
+def request_of_objects(
+    pods: Any, gang: Any, policy: str, seed: Any, against: SnapshotFacts | None = None
+) -> PlacementRequest | None:
+    """The request behind ``Cluster.place`` when ``pods`` is a PodRequest or a list of
+    them and ``gang`` None or a GangSpec, the objects taken as they are; None for anything
+    else (a pod or gang mapping: :func:`request_document` then writes the document).
+
+    A PlacementRequest built in Python is not decoded again, and neither are its pods
+    here: model objects hold checked values by contract. What spans them is checked: pod
+    names unique and free of control characters, a pod naming a gang only with ``gang``
+    given (whose name the pods then take), the gang's slices, the snapshot's levels and the
+    pods bound now (``against``).
+
+    Parameters
+    ----------
+    pods : PodRequest or sequence of PodRequest
+    gang : GangSpec, optional
+    policy : str
+        A checked policy name.
+    seed : int
+        Checked here (:func:`placer.schema.checks.check_seed`).
+    against : SnapshotFacts, optional
+
+    Raises
+    ------
+    InvalidInputError
+        At ``seed``, ``pods[i].name``, ``gang`` or the gang's path, as for the document.
+    """
+    if type(pods) is PodRequest:
+        pods = (pods,)
+    elif not (isinstance(pods, (list, tuple)) and pods and set(map(type, pods)) == {PodRequest}):
+        return None
+    if gang is not None and type(gang) is not GangSpec:
+        return None
+    seed = check_seed(seed, "seed")
+    if len(pods) > MAX_REQUEST_PODS:
+        raise InvalidInputError("pods", f"{len(pods)} pods, over the limit of {MAX_REQUEST_PODS}")
+    _names(pods, pods, range(len(pods)))
+    gangs: Mapping[str, GangSpec] = EMPTY
+    if gang is None:
+        stray = next((p for p in pods if p.gang is not None), None)
+        if stray is not None:
+            raise InvalidInputError("gang", f"pod {quoted(stray.name)} names gang {quoted(stray.gang)}; pass gang=")
+    else:
+        name = gang.name
+        pods = [p if p.gang == name else msgspec.structs.replace(p, gang=name) for p in pods]
+        if gang.slices:
+            _check_slices(name, gang, pods)
+        gangs = {name: gang}
+    request = PlacementRequest(pods=tuple(pods), gangs=gangs, policy=policy, seed=seed)
+    if against is not None:
+        if gang is not None:
+            check_request_against_snapshot(request, against)
+        if against.first_held is not None:
+            refuse_bound(request, against.first_held)
+    return request
 
 
 def request_document(pods: Any, gang: Any, policy: Any, seed: Any) -> dict[str, Any]:

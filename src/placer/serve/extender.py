@@ -60,7 +60,7 @@ from placer.exceptions import InvalidInputError, PlacerError
 from placer.model import Assignment, ClusterSnapshot, PodRequest
 from placer.preemption import victims as preemption
 from placer.schema import snapshot_from_dict
-from placer.schema.extender import BindingArgs, ExtenderArgs, PreemptionArgs, pod_key
+from placer.schema.extender import BindingArgs, ExtenderArgs, PreemptionArgs, pod_key, same_json_value
 
 __all__ = [
     "MAX_SCORE",
@@ -86,7 +86,7 @@ MAX_PENDING = 10_000
 
 _log = logging.getLogger("placer.serve.app")
 _NO_SCORE = np.iinfo(np.int64).min
-_ENCODER = msgspec.json.Encoder()
+_ENCODER = msgspec.json.Encoder()  # a decoded pod's bytes: the quick test of the same value
 _KEPT_REQUESTS = 256
 _KEPT_REPLACED = 4096
 _UNKNOWN_NODE = "node not in placer's cluster state (yet)"
@@ -230,7 +230,8 @@ class Extender:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cluster = Cluster(snapshot)
-        self.policy = policies.get(policy, "policy").name
+        self._policy = policies.get(policy, "policy")  # looked up here, once
+        self.policy = self._policy.name
         self.seed = seed
         self.levels = tuple(levels)
         self.binder: Binder = binder if binder is not None else RecordingBinder()
@@ -248,7 +249,9 @@ class Extender:
         self.max_pending = max_pending
         self.pending_dropped = 0
         self._clock = clock
-        self._requests: dict[bytes, Any] = {}  # a Pod object's encoding -> its request
+        # pod key -> (the Pod object as decoded, its encoding, its request): a pod whose
+        # decoded object is the same value, whatever the order of its keys, takes the request
+        self._requests: dict[str, tuple[Mapping[str, Any], bytes, Any]] = {}
         self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
         self._queued: list[WatchEvent | Listing] = []
         self._listing_queued = False
@@ -603,7 +606,7 @@ class Extender:
         """Per candidate name, its node index (-1: unknown) and the policy's score
         (:data:`_NO_SCORE` where the pod does not fit or the node is unknown)."""
         at = self._indices(names)
-        every = self.cluster.node_scores(pod, policy=self.policy, seed=self.seed)
+        every = self.cluster.node_scores(pod, policy=self._policy, seed=self.seed)
         scores = np.full(len(names), _NO_SCORE, dtype=np.int64)
         known = at >= 0
         scores[known] = every[at[known]]
@@ -746,12 +749,18 @@ class Extender:
         a lone pod's is kept for the verbs that follow (prioritize, bind)."""
         if extra:
             return self._import([_as_pod(pod), *extra], source)
-        key = _ENCODER.encode(pod)
-        request = self._requests.get(key)
-        if request is None:
-            request = self._requests[key] = self._import([_as_pod(pod)], source)
-            if len(self._requests) > _KEPT_REQUESTS:
-                del self._requests[next(iter(self._requests))]
+        key = pod_key(pod)
+        kept = self._requests.get(key)
+        if kept is not None and kept[0] is pod:  # the same verb asking again
+            return kept[2]
+        written = _ENCODER.encode(pod)
+        if kept is not None and (kept[1] == written or same_json_value(kept[0], pod)):
+            return kept[2]  # the same bytes (what kube-scheduler sends), or the same value
+        request = self._import([_as_pod(pod)], source)
+        self._requests.pop(key, None)
+        self._requests[key] = (pod, written, request)  # last: the most recently decoded
+        if len(self._requests) > _KEPT_REQUESTS:
+            del self._requests[next(iter(self._requests))]
         return request
 
     def _import(self, objects: list[dict[str, Any]], source: str) -> Any:
@@ -778,7 +787,7 @@ class Extender:
         the_pod: PodRequest = self._request(pod, source).pods[0]
         if the_pod.mig is None and not the_pod.gpu_slots:
             return None
-        result = self.cluster.place(the_pod, policy=self.policy, seed=self.seed)
+        result = self.cluster.place(the_pod, policy=self._policy, seed=self.seed)
         if not result.assignments:
             return result.unschedulable[0].reason
         self._decided[key] = result.assignments[0]
@@ -827,7 +836,7 @@ class Extender:
         members = [_as_pod(p) for p in gang.pending.values()]
         request = self._request(members[0], source, [*members[1:], gang.podgroup])
         spec = request.gangs.get(gang.name)
-        result = self.cluster.place(list(request.pods), gang=spec, policy=self.policy, seed=self.seed)
+        result = self.cluster.place(list(request.pods), gang=spec, policy=self._policy, seed=self.seed)
         if result.unschedulable or len(result.assignments) != len(request.pods):
             reasons = [u.reason for u in result.unschedulable]
             return f"gang {gang.name} does not fit: {reasons[0] if reasons else 'no room'}"
@@ -850,7 +859,7 @@ class Extender:
                 raise InvalidInputError(source, f"placer placed pod {key} on {decided.node}, not {node}")
             return decided
         pod = self._request(obj, source).pods[0]
-        result = self.cluster.place_on(pod, node, policy=self.policy, seed=self.seed)
+        result = self.cluster.place_on(pod, node, policy=self._policy, seed=self.seed)
         if not result.assignments:
             raise InvalidInputError(source, f"pod {key} does not fit on {node}: {result.unschedulable[0].reason}")
         return result.assignments[0]

@@ -1,0 +1,210 @@
+"""A request placed in steps: runs of independent pods in one kernel call, each gang to
+:mod:`placer.placement.gangs`, a pod of MIG instances or GPU slots to its own search.
+
+:func:`run_request` is what :meth:`placer.placement.cluster.Cluster.schedule` and
+:meth:`~placer.placement.cluster.Cluster.place` do: the pods in priority order (or the
+joint order :mod:`placer.placement.order` searches), a pod that does not fit preempting
+when the request says so (:mod:`placer.placement.preempting`). The rules are in
+``docs/placement-rules.md``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from placer.exceptions import InvalidInputError
+from placer.kernel import KernelSession
+from placer.kernel.pack import any_placed_apart
+from placer.model import GangSpec, PlacementRequest, PlacementResult, PodRequest, Unschedulable, replace
+from placer.model.reasons import kube_reason
+from placer.placement import gangs, order, sharing
+from placer.placement.preempting import preempt_for, preempt_gang
+from placer.placement.state import ClusterState
+from placer.placement.tally import Placed, Tally
+from placer.policies import Policy
+from placer.workload.fragmentation import Workload, target_workload
+
+__all__ = ["Step", "steps", "run_request", "replay_pods", "give_back"]
+
+
+@dataclass
+class Step:
+    """A run of pods placed in one kernel call, or one gang."""
+
+    pods: list[PodRequest]
+    group_end: list[int] = field(default_factory=list)  # empty: every pod its own group
+    gang: GangSpec | None = None
+
+
+def steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> list[Step]:
+    """A request's pods as steps, in order; a gang at the position of its first pod."""
+    if not pods:
+        return []
+    if not gang_specs and not any_placed_apart(pods):
+        return [Step(list(pods), [])]  # one run, every pod its own group
+    members: dict[str, list[PodRequest]] = {}
+    for pod in pods:
+        if pod.gang is not None:
+            members.setdefault(pod.gang, []).append(pod)
+    out: list[Step] = []
+    current = Step([])
+    seen: set[str] = set()
+    for pod in pods:
+        if pod.gang is None and (pod.resources or pod.mig or pod.gpu_slots):
+            # its filter depends on what the pods before it took (resources), or it is
+            # placed by MIG instances (placer.kernel.mig) or GPU slots (placer.placement.sharing):
+            # a step of its own
+            if current.pods:
+                out.append(current)
+            out.append(Step([pod], [1]))
+            current = Step([])
+            continue
+        if pod.gang is None:
+            current.pods.append(pod)
+            current.group_end.append(len(current.pods))
+            continue
+        if pod.gang in seen:
+            continue
+        seen.add(pod.gang)
+        group = members[pod.gang]
+        if current.pods:
+            out.append(current)
+            current = Step([])
+        out.append(Step(list(group), [len(group)] * len(group), gang_specs.get(pod.gang) or GangSpec(pod.gang)))
+    if current.pods:
+        out.append(current)
+    return out
+
+
+def give_back(session: KernelSession, placed: Sequence[Placed]) -> None:
+    """Give back what ``placed`` holds in the session, last first."""
+    for pod, node, mask in reversed(placed):
+        session.give_back(pod, node, mask)
+
+
+def run_request(state: ClusterState, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
+    """Place a checked request's pods under ``policy`` (the record of ``request.policy``).
+
+    ``keep``: the placed pods stay held (and the victims of preemption evicted); else the
+    state is as before the call. Either way every decision is kept for
+    :func:`placer.placement.binding.bind`.
+    """
+    session = state.session
+    session.prepare(policy, request.pods, request.seed)
+    budget_ends = time.perf_counter() + request.time_budget_s
+    pods = order.by_priority(request.pods)
+    if request.joint:
+        pods = _joint_order(state, request, policy, pods, budget_ends)
+    tally = _place_in_order(state, request, policy, pods, budget_ends, learn=True, preempt=request.preemption != "none")
+    state.book.remember(tally.placed, tally.assignments)
+    if keep:
+        session.hold_all(tally.placed)
+    else:
+        give_back(session, tally.placed)
+        for gone in reversed(tally.evicted):
+            session.restore(gone)
+    return tally.result()
+
+
+def _joint_order(
+    state: ClusterState, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest], budget_ends: float
+) -> list[PodRequest]:
+    """The order :func:`placer.placement.order.search_order` finds, each order placed by the greedy
+    alone, within the first half of the request's time budget."""
+
+    def placed_by(units: list[list[PodRequest]]) -> set[str]:
+        placed = _place_in_order(state, request, policy, [p for u in units for p in u], None).placed
+        give_back(state.session, placed)
+        return {pod.name for pod, _, _ in placed}
+
+    deadline = budget_ends - request.time_budget_s / 2
+    found = order.search_order(order.units(pods), placed_by, deadline)
+    return [pod for unit in found for pod in unit]
+
+
+def _place_in_order(
+    state: ClusterState, request: PlacementRequest, policy: Policy, pods: Sequence[PodRequest],
+    budget_ends: float | None, learn: bool = False, preempt: bool = False,
+) -> Tally:
+    """Place ``pods`` in this order (held in the session); ``budget_ends`` None: greedy only.
+    ``learn``: the pods arrive (a learning ``fgd-pack`` guide counts them). ``preempt``: a
+    pod that does not fit evicts lower-priority pods when that makes it fit
+    (:mod:`placer.placement.preempting`); the tally lists the preemptions and what was evicted."""
+    session = state.session
+    rng = np.array([request.seed], dtype=np.uint64)
+    tally = Tally()
+    for step in steps(pods, request.gangs):
+        if step.gang is not None:
+            left = 0.0 if budget_ends is None else budget_ends - time.perf_counter()
+            if learn and policy.needs_packing_guide:
+                session.refresh_packing()
+            outcome, gang_result = gangs.place_gang_step(
+                session, state.domains, step.pods, step.gang, policy, rng, request.solver, request.time_limit_s, left,
+            )
+            if learn and policy.needs_packing_guide:
+                session.observe(step.pods)
+            if preempt and not gang_result.placed:
+                outcome, gang_result = preempt_gang(
+                    state, step.pods, step.gang, policy, rng, request, outcome, gang_result, tally
+                )
+            tally.gang_results.append(gang_result)
+            tally.add_outcome(session, outcome)
+            if gang_result.placed and tally.preempted and tally.preempted[-1].for_ == step.gang.name:
+                first = len(tally.assignments) - len(step.pods)
+                tally.assignments[first:] = [replace(a, nominated=True) for a in tally.assignments[first:]]
+        elif step.pods[0].mig is not None:
+            pod = step.pods[0]
+            found = session.place_mig(pod, policy)
+            if isinstance(found, dict):
+                tally.unschedulable.append(Unschedulable(pod.name, kube_reason(session.n_nodes, found)))
+            else:
+                tally.add(session, pod, found[0], 0)
+        elif step.pods[0].gpu_slots:
+            _place_slots(session, step.pods[0], policy, rng, tally)
+        else:
+            run = session.place(step.pods, policy, rng, step.group_end or None, learn=learn)
+            failed_from = len(tally.unschedulable)
+            tally.add_run(session, step.pods, run)
+            if preempt and len(tally.unschedulable) > failed_from:
+                preempt_for(state, step.pods, policy, rng, failed_from, tally, request.preemption)
+    return tally
+
+
+def _place_slots(session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, tally: Tally) -> None:
+    """Place one pod of ``gpuSlots`` (:func:`placer.placement.sharing.place_slot_pod`)."""
+    got = sharing.place_slot_pod(session, pod, policy, rng)
+    if isinstance(got, str):
+        tally.unschedulable.append(Unschedulable(pod.name, got))
+        return
+    mask = 0
+    for gpu in got.gpus:
+        mask |= 1 << gpu
+    tally.add(session, pod, got.node, mask)
+
+
+def replay_pods(
+    state: ClusterState, pods: Sequence[PodRequest], policy: Policy, seed: int, workload: Workload | None
+) -> tuple[PlacementResult, np.ndarray]:
+    """Place pods one at a time in order and hold them (:meth:`Cluster.replay`): the result
+    and the fragment F(M) after each pod."""
+    special = next((i for i, pod in enumerate(pods) if pod.mig is not None or pod.gpu_slots), None)
+    if special is not None:
+        raise InvalidInputError(
+            f"pods[{special}]", "replay takes whole and shared GPU pods; place MIG and GPU-slot pods with schedule()"
+        )
+    session = state.session
+    if workload is not None:
+        session.fragmentation(workload)
+    elif session.workload is None:
+        session.fragmentation(target_workload(pods), told=False)
+    session.prepare(policy, pods, seed)
+    trace = np.zeros(len(pods), dtype=np.float64)
+    run = session.place(pods, policy, np.array([seed], dtype=np.uint64), trace=trace, learn=True)
+    tally = Tally()
+    tally.add_run(session, pods, run)
+    state.book.remember(tally.placed, tally.assignments)
+    session.hold_all(tally.placed)
+    return tally.result(), trace
