@@ -286,3 +286,11 @@ def test_a_field_keeps_its_effect_beside_plain_pods(case):
     lead_alone = _place(case, [{"name": "lead", **kind}], "lead")
     assert _node(_place(case, [{"name": "lead", **kind}, pod])) == _node(alone)
     assert _node(_place(case, [pod, {"name": "trail", **kind}], "trail")) == _node(lead_alone)
+
+
+@pytest.mark.parametrize("json_name", [f.encode_name for f in msgspec.structs.fields(PodDoc)])
+def test_an_unknown_field_names_the_field_it_resembles(json_name):
+    """The "did you mean" of an unknown field reads the Struct's fields: a new field is among them."""
+    doc = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [{"name": "p", json_name + "X": 1}]}
+    with pytest.raises(placer.InvalidInputError, match=f'did you mean "{json_name}"'):
+        load_request(doc)

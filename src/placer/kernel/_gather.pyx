@@ -40,15 +40,16 @@ cdef Py_ssize_t Q_MIG = slot_offset(PodRequest, "mig")
 _STATIC = eligibility_fields(PodRequest)
 if len(_STATIC) > 64 or any(defaults(PodRequest)[name] for name in _STATIC):
     raise TypeError(f"PodRequest: a field of the static roles needs a falsy default ({', '.join(_STATIC)})")
-cdef Py_ssize_t Q_STATIC_COUNT = len(_STATIC)
-cdef Py_ssize_t Q_STATIC[64]
-cdef PyObject* Q_STATIC_NAME[64]  # borrowed from _STATIC
-cdef void _static_slots():
+_FILTERS = tuple(name for name in _STATIC if name not in ("nics", "resources"))  # those two are read anyway
+cdef Py_ssize_t Q_FILTER_COUNT = len(_FILTERS)
+cdef Py_ssize_t Q_FILTER[64]
+cdef PyObject* Q_FILTER_NAME[64]  # borrowed from _FILTERS
+cdef void _filter_slots():
     cdef Py_ssize_t k
-    for k in range(Q_STATIC_COUNT):
-        Q_STATIC[k] = slot_offset(PodRequest, _STATIC[k])
-        Q_STATIC_NAME[k] = <PyObject*>_STATIC[k]
-_static_slots()
+    for k in range(Q_FILTER_COUNT):
+        Q_FILTER[k] = slot_offset(PodRequest, _FILTERS[k])
+        Q_FILTER_NAME[k] = <PyObject*>_FILTERS[k]
+_filter_slots()
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_UNSCHEDULABLE = slot_offset(Node, "unschedulable")
@@ -112,10 +113,11 @@ def pod_columns(pods):
         if resources:
             with_resources.append(i)
         filtered = resources or nics
-        k = 0
-        while not filtered and k < Q_STATIC_COUNT:
-            filtered = truthy(pod, REQUEST, Q_STATIC[k], <object>Q_STATIC_NAME[k], NO_ENTRIES)
-            k += 1
+        if not filtered:
+            for k in range(Q_FILTER_COUNT):
+                if truthy(pod, REQUEST, Q_FILTER[k], <object>Q_FILTER_NAME[k], NO_ENTRIES):
+                    filtered = True
+                    break
         plain[i] = not filtered
     return counts_array, quantities_array, plain_array, with_resources
 

@@ -606,7 +606,7 @@ class InlineHardware(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 
 declare(InlineHardware, like=NodeType)
-HARDWARE_FIELDS = {f.encode_name: f.name for f in msgspec.inspect.type_info(InlineHardware).fields}
+HARDWARE_FIELDS = {f.encode_name: f.name for f in msgspec.structs.fields(InlineHardware)}
 """A node's inline hardware fields: JSON name to attribute name (of :class:`Node`)."""
 
 

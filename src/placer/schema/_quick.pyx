@@ -12,6 +12,10 @@ is one plain pod; anything else, or any fault, leaves the request to the general
 :func:`dict_pods` builds the same from the entries as written (dicts), before anything is
 decoded; :func:`dict_nodes` builds a snapshot's plain nodes from its dicts the same way
 (their rules are then checked as for decoded nodes).
+
+The field lists are derived from the roles of the fields (:mod:`placer.model.roles`) and
+the pods are built from a template by named slots, so a field added to a Struct is either
+read here or sends its object to the general path: it is never dropped.
 """
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
@@ -58,15 +62,20 @@ cdef Py_ssize_t N_INLINE_COUNT = len(_INLINE)
 cdef Py_ssize_t N_INLINE[MAX_FIELDS]
 cdef PyObject* N_INLINE_NAME[MAX_FIELDS]
 _fields(Node, _INLINE, N_INLINE, N_INLINE_NAME)
+# what a node holds or offers besides its hardware and its pods (unhealthy GPUs, MIG
+# instances, extended resources): the quick pass takes nodes where each is empty
+_HOLDS = tuple(name for name in fields_with(Node, Role.RESOURCE, Role.GATED) if name not in _INLINE and name != "pods")
+cdef Py_ssize_t N_HOLDS_COUNT = len(_HOLDS)
+cdef Py_ssize_t N_HOLDS[MAX_FIELDS]
+cdef PyObject* N_HOLDS_NAME[MAX_FIELDS]
+_fields(Node, _HOLDS, N_HOLDS, N_HOLDS_NAME)
 cdef Py_ssize_t N_NAME = slot_offset(Node, "name")
 cdef Py_ssize_t N_HARDWARE = slot_offset(Node, "hardware")
 cdef Py_ssize_t N_TYPE = slot_offset(Node, "type")
 cdef Py_ssize_t N_TOPOLOGY = slot_offset(Node, "topology")
 cdef Py_ssize_t N_LABELS = slot_offset(Node, "labels")
 cdef Py_ssize_t N_TAINTS = slot_offset(Node, "taints")
-cdef Py_ssize_t N_UNHEALTHY = slot_offset(Node, "unhealthy_gpus")
 cdef Py_ssize_t N_PODS = slot_offset(Node, "pods")
-cdef Py_ssize_t N_MIG_INSTANCES = slot_offset(Node, "mig_instances")
 cdef Py_ssize_t P_NAME = slot_offset(RunningPod, "name")
 cdef Py_ssize_t P_GPUS = slot_offset(RunningPod, "gpus")  # the summed fields, as SUMMED_POD_FIELDS orders them
 cdef Py_ssize_t P_CPU = slot_offset(RunningPod, "cpu_milli")
@@ -148,15 +157,15 @@ cdef bint _pods_plain(tuple pods, Py_ssize_t ngpus, int64_t cpu_cap, int64_t mem
 
 
 cdef bint _node_plain(object node, object level_set):
-    """Whether a node gives no hardware inline, no unhealthy GPUs or MIG instances, and only
-    known topology levels."""
+    """Whether a node gives no hardware inline, holds nothing but its pods (no unhealthy GPUs,
+    MIG instances or extended resources), and has only known topology levels."""
     cdef Py_ssize_t k
     for k in range(N_INLINE_COUNT):
         if not is_none(node, NODE, N_INLINE[k], <object>N_INLINE_NAME[k]):
             return False
-    if (truthy(node, NODE, N_UNHEALTHY, "unhealthy_gpus", NO_ENTRIES)
-            or truthy(node, NODE, N_MIG_INSTANCES, "mig_instances", NO_ENTRIES)):
-        return False
+    for k in range(N_HOLDS_COUNT):
+        if truthy(node, NODE, N_HOLDS[k], <object>N_HOLDS_NAME[k], NO_ENTRIES):
+            return False
     return (not truthy(node, NODE, N_TOPOLOGY, "topology", NO_ENTRIES)
             or level_set.issuperset(field(node, NODE, N_TOPOLOGY, "topology")))
 
