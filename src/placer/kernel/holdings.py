@@ -85,6 +85,11 @@ class Holdings:
         """Undo :meth:`take`."""
         self._apply(pod, node, mask, -1)
 
+    def give_back_all(self, placed: Sequence[tuple[PodRequest, int, int]]) -> None:
+        """Undo :meth:`take` of each ``(pod, node, mask)`` of ``placed``, last first."""
+        for pod, node, mask in reversed(placed):
+            self._apply(pod, node, mask, -1)
+
     def take_mig(self, pod: PodRequest, node: int, uses: Sequence[MigUse]) -> None:
         """Bind a MIG pod on ``node`` with these instances; no checks."""
         self._apply(pod, node, 0, 1)
@@ -106,7 +111,8 @@ class Holdings:
     def _apply(self, pod: PodRequest, node: int, mask: int, sign: int) -> None:
         if sign < 0 and pod.mig is not None:
             self._mig.give_back(pod.name)
-        self._packed.use_resources(node, pod.resources, sign)
+        if pod.resources:
+            self._packed.use_resources(node, pod.resources, sign)
         if pod.gpu_slots:
             slots = self._slot_lists[pod.name] if sign > 0 else self._slot_lists.pop(pod.name)
             self._apply_slots(node, slot_counts(slots), pod.gpu_memory_mib, sign)

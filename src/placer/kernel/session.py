@@ -312,6 +312,11 @@ class KernelSession:
         """Undo :meth:`take`."""
         self._holdings.give_back(pod, node, mask)
 
+    def give_back_all(self, placed: Sequence[tuple[PodRequest, int, int]]) -> None:
+        """Undo :meth:`take` of each ``(pod, node, mask)`` of ``placed``, last first (one
+        call for a run of pods a call placed and keeps not)."""
+        self._holdings.give_back_all(placed)
+
     def take_slots(self, pod: PodRequest, node: int, slots: Sequence[int]) -> int:
         """Bind a pod of ``gpuSlots`` on a sharing node, slot ``j`` on GPU ``slots[j]``; no
         checks. Returns the mask of its GPUs (what :meth:`give_back` and :meth:`hold` take)."""

@@ -81,8 +81,7 @@ def steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> lis
 
 def give_back(session: KernelSession, placed: Sequence[Placed]) -> None:
     """Give back what ``placed`` holds in the session, last first."""
-    for pod, node, mask in reversed(placed):
-        session.give_back(pod, node, mask)
+    session.give_back_all(placed)
 
 
 def run_request(state: ClusterState, request: PlacementRequest, policy: Policy, keep: bool) -> PlacementResult:
