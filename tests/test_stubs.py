@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.machinery
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,10 +76,17 @@ def test_stubtest_finds_the_stubs_match_the_compiled_modules(tmp_path: Path) -> 
     allowlist.write_text("\n".join(STUBTEST_ALLOWLIST) + "\n", encoding="utf-8")
     modules = stubbed_modules()
     assert "placer.kernel._core" in modules
+    # Run outside the package's parent: mypy takes its working folder as user code, and an
+    # installed package's parent is site-packages (whose typing_extensions.py would then
+    # "shadow" the library). An installed package is found by its py.typed; a checkout's src/
+    # is named on MYPYPATH.
+    env = dict(os.environ)
+    if PACKAGE_DIR.parent.name != "site-packages":
+        env["MYPYPATH"] = str(PACKAGE_DIR.parent)
     proc = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", *modules, "--mypy-config-file", str(config),
          "--allowlist", str(allowlist), "--ignore-unused-allowlist"],
-        cwd=PACKAGE_DIR.parent, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"no issues found in {len(modules)} module" in proc.stdout
