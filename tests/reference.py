@@ -26,6 +26,7 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
+    Taint,
     Unschedulable,
 )
 from placer.model import replace
@@ -254,7 +255,9 @@ def _taint_reason(node: Node, pod: PodRequest) -> str | None:
 def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     """Every reason ``st`` cannot take ``pod`` (empty: feasible)."""
     node = st.node
-    if node.unschedulable:
+    # kube's NodeUnschedulable: a pod that tolerates the unschedulable taint passes a cordon
+    cordon = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+    if node.unschedulable and not any(tol.tolerates(cordon) for tol in pod.tolerations):
         return [UNSCHEDULABLE]
     taint = _taint_reason(node, pod)
     if taint is not None:

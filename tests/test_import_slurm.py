@@ -944,6 +944,14 @@ def parsed_or_located(func: Callable[..., T], *args: object) -> T | None:
         return None
 
 
+def test_a_reason_with_a_control_character_becomes_a_readable_label():
+    """Found by test_fuzz_scontrol: a tab in a node's Reason went into the reason label, which
+    the snapshot refuses (no control characters in labels)."""
+    out = "NodeName=gpu05 CPUTot=64 RealMemory=515000 Gres=gpu:l40s:4 State=IDLE*\n   Reason=N\tot responding [slurm@2024-04-01T07:30:00]\n"
+    snapshot = placer.ClusterSnapshot.from_dict(build_snapshot(parse_scontrol_nodes(out, "f")))
+    assert snapshot.nodes[0].labels["slurm.reason"] == "N ot responding [slurm@2024-04-01T07:30:00]"
+
+
 @settings(max_examples=60, deadline=None)
 @given(mutated(NODE_TEXTS, _INSERT, _LINE_OPS))
 def test_fuzz_scontrol(out: str) -> None:

@@ -23,6 +23,7 @@ from placer.model import (
     load_result,
     load_snapshot,
     replace,
+    tolerates_unschedulable,
 )
 
 __all__ = ["check_placement"]
@@ -150,7 +151,7 @@ class _Checker:
                 self.out.append(f"{at}: no such node in the snapshot")
                 continue
             hw = node.hardware
-            if node.unschedulable:
+            if node.unschedulable and not tolerates_unschedulable(pod.tolerations):
                 self.out.append(f"{at}: node is cordoned (unschedulable)")
             for t in node.taints:
                 if t.effect in _BLOCKING_EFFECTS and not any(tol.tolerates(t) for tol in pod.tolerations):

@@ -40,7 +40,7 @@ from placer.kernel import KernelSession
 from placer.placement.cluster import Cluster
 from placer.workload.fragmentation import CLASSES, ClusterFragment, TaskType, Workload, cluster_fragment
 from placer.mig.plans import ModelCapacity, mig_capacity
-from placer.model import ClusterSnapshot, PodRequest, Toleration
+from placer.model import UNSCHEDULABLE_TAINT, ClusterSnapshot, PodRequest, Toleration
 from placer.model.labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL, gpu_node_label
 from placer.text.lines import aligned, paint, some_of
 
@@ -80,7 +80,6 @@ FREE_GPUS_SCOPE = "schedulable nodes: cordoned, drained, down and GPU-sharing no
 """What the report counts as free GPUs, in its header, its shape table and its fragment."""
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
-_TOLERATE_ALL = (Toleration(operator="Exists"),)
 _NO_LIMIT = 1 << 40
 _GPU_RESOURCE = "nvidia.com/gpu"
 _MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -583,6 +582,14 @@ def nodes_text(rows: Sequence[NodeRow], color: bool = False) -> str:
     return "\n".join(aligned(table, right=frozenset((2, 3, 4)))) + "\n"
 
 
+def _tolerate_taints(session: KernelSession) -> tuple[Toleration, ...]:
+    """Tolerations of every taint key on the snapshot's nodes but the cordon's: the report's
+    probe pods count tainted nodes, and cordoned ones not (a toleration of every taint would
+    pass a cordon too, as kube's NodeUnschedulable lets it)."""
+    keys = {t.key for node in session.snapshot.nodes for t in node.taints} - {UNSCHEDULABLE_TAINT.key}
+    return tuple(Toleration(key=key, operator="Exists") for key in sorted(keys))
+
+
 def _sharing_summary(session: KernelSession) -> SharingSummary | None:
     """The sharing nodes apart (None when no node shares its GPUs): physical GPUs, slots,
     free slots, and per :data:`SLOT_SHAPES` the pods that fit (filters as for the other
@@ -595,8 +602,9 @@ def _sharing_summary(session: KernelSession) -> SharingSummary | None:
     slots = int((free.gpu_count[shared].astype(np.int64) * free.slot_replicas[shared]).sum())
     free_slots = sum(int(session.free.gpu_slots_free(n).sum()) for n in shared.tolist())
     rows = []
+    tolerations = _tolerate_taints(session)
     for k in SLOT_SHAPES:
-        pod = PodRequest(name="report", gpu_slots=k, tolerations=_TOLERATE_ALL)
+        pod = PodRequest(name="report", gpu_slots=k, tolerations=tolerations)
         pods, nodes = sharing.slot_pods_fitting(session, pod)
         rows.append(SlotRow(k, pods, nodes))
     replicas = tuple(sorted(set(free.slot_replicas[shared].tolist())))
@@ -608,6 +616,7 @@ def _shape_rows(session: KernelSession, shapes: Sequence[TaskType]) -> list[Shap
     free state), counted on nodes that pass the filters for a pod tolerating every taint."""
     free = session.free
     rows = []
+    tolerations = _tolerate_taints(session)
     for shape in shapes:
         gpu_pod = shape.num_gpu > 0 and shape.gpu_milli > 0
         pod = PodRequest(
@@ -616,7 +625,7 @@ def _shape_rows(session: KernelSession, shapes: Sequence[TaskType]) -> list[Shap
             gpu_milli=shape.gpu_milli if gpu_pod else 1000,
             cpu_milli=shape.cpu_milli,
             gpu_models=shape.gpu_models if gpu_pod else (),
-            tolerations=_TOLERATE_ALL,
+            tolerations=tolerations,
         )
         (fit,) = gangs.split_shapes(session, [pod])
         cap = gangs.node_capacity(session, fit, _NO_LIMIT)

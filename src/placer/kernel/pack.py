@@ -31,7 +31,7 @@ from placer.kernel._gather import (  # noqa: F401
     mask_to_indices,
     run_assignments,
 )
-from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration
+from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration, tolerates_unschedulable
 from placer.model import reasons as wording
 from placer.model.roles import canonical, defaults, eligibility_fields
 from placer.model.topology import GpuTopology, Nic
@@ -227,7 +227,8 @@ class PackedCluster:
                 reason_of[hit] = names.index(reason)
                 alive[hit] = False
 
-        reject(self.unschedulable, wording.UNSCHEDULABLE)
+        if not tolerates_unschedulable(pod.tolerations):
+            reject(self.unschedulable, wording.UNSCHEDULABLE)
         sets, set_of = self._taint_sets_index()
         for set_id, taints in enumerate(sets):
             blocking = _first_untolerated(taints, pod.tolerations)

@@ -41,6 +41,8 @@ from placer.model.topology import GpuTopology, Nic
 
 __all__ = [
     "API_VERSION",
+    "UNSCHEDULABLE_TAINT",
+    "tolerates_unschedulable",
     "POLICIES",
     "SOLVERS",
     "GANG_MODES",
@@ -195,6 +197,16 @@ declare(
     value=Role.FILTER,
     effect=Role.FILTER,
 )
+
+# The taint kube-scheduler's NodeUnschedulable plugin tests a pod's tolerations against on a
+# cordoned node (``spec.unschedulable``): a pod that tolerates it may go there.
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
+    """Whether a pod with ``tolerations`` may go to a cordoned node (``unschedulable``), as
+    kube-scheduler's NodeUnschedulable filter decides."""
+    return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
 
 
 class MigConfig(Struct, frozen=True, gc=False, forbid_unknown_fields=True):

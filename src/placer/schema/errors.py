@@ -338,6 +338,12 @@ def iter_control(names: Iterable[str]) -> Iterator[str]:
     return (n for n in names if _CONTROL.search(n))
 
 
+def without_control(text: str) -> str:
+    """``text`` with each control character turned into a space (free text a tool printed,
+    such as a Slurm node's ``Reason``, kept readable as a label value)."""
+    return _CONTROL.sub(" ", text)
+
+
 def has_control(text: str) -> bool:
     """Whether ``text`` holds a control character (U+0000–U+001F, U+007F)."""
     return _CONTROL.search(text) is not None

@@ -43,6 +43,7 @@ from placer.text.hostlist import MAX_HOSTLIST_NAMES, expand_hostlist
 from placer.mig.layout import fewest_gpus, layout_instances
 from placer.model.mig_profiles import MigTable, model_key, tables
 from placer.model.labels import SLURM_REASON_LABEL, SLURM_STATE_LABEL
+from placer.schema.errors import without_control
 from placer.text.lines import some_of
 from placer.adapters.slurm.records import fail
 from placer.adapters.slurm.gres import GresGpu, gres_links_matrix, parse_gres_conf
@@ -191,7 +192,7 @@ def build_snapshot(
         if node.state is not None:
             labels[SLURM_STATE_LABEL] = node.state
         if node.reason is not None:
-            labels[SLURM_REASON_LABEL] = node.reason
+            labels[SLURM_REASON_LABEL] = without_control(node.reason)
         if labels:
             doc["labels"] = labels
         doc["unschedulable"] = node.unschedulable
