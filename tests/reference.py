@@ -242,6 +242,9 @@ class _NodeState:
                 del self.tags[t]
 
 
+_CORDON = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
 def _taint_reason(node: Node, pod: PodRequest) -> str | None:
     for t in node.taints:
         if t.effect not in ("NoSchedule", "NoExecute"):
@@ -256,8 +259,7 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     """Every reason ``st`` cannot take ``pod`` (empty: feasible)."""
     node = st.node
     # kube's NodeUnschedulable: a pod that tolerates the unschedulable taint passes a cordon
-    cordon = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
-    if node.unschedulable and not any(tol.tolerates(cordon) for tol in pod.tolerations):
+    if node.unschedulable and not any(tol.tolerates(_CORDON) for tol in pod.tolerations):
         return [UNSCHEDULABLE]
     taint = _taint_reason(node, pod)
     if taint is not None:
