@@ -37,6 +37,7 @@ from placer.limits import (
 
 from placer import policies
 from placer.model.roles import Role, declare, fields_with, SHAPE_ROLES, canonical, written
+from placer.model.affinity import Affinity, TopologySpreadConstraint
 from placer.model.topology import GpuTopology, Nic
 
 __all__ = [
@@ -141,12 +142,15 @@ class Taint(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     key: Name
     effect: TaintEffect
     value: str = ""
+    time_added: Optional[str] = field(default=None, name="timeAdded")
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"key": self.key}
         if self.value:
             d["value"] = self.value
         d["effect"] = self.effect
+        if self.time_added is not None:
+            d["timeAdded"] = self.time_added
         return d
 
 
@@ -155,6 +159,7 @@ declare(
     key=Role.FILTER,
     effect=Role.FILTER,
     value=Role.FILTER,
+    time_added=Role.SPECIAL,
 )
 
 
@@ -169,6 +174,9 @@ class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: Optional[Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]] = field(
+        default=None, name="tolerationSeconds"
+    )
 
     def tolerates(self, taint: Taint) -> bool:
         """Whether this toleration tolerates ``taint``."""
@@ -187,6 +195,8 @@ class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
             d["value"] = self.value
         if self.effect:
             d["effect"] = self.effect
+        if self.toleration_seconds is not None:
+            d["tolerationSeconds"] = self.toleration_seconds
         return d
 
 
@@ -196,6 +206,7 @@ declare(
     operator=Role.FILTER,
     value=Role.FILTER,
     effect=Role.FILTER,
+    toleration_seconds=Role.SPECIAL,  # how long a NoExecute taint is tolerated: never a filter
 )
 
 # The taint kube-scheduler's NodeUnschedulable plugin tests a pod's tolerations against on a
@@ -430,6 +441,7 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     movable: bool = False
     terminating: bool = False
     disruption_target: Optional[Name] = None
+    affinity: Optional[Affinity] = None
 
     @property
     def gpu_indices_known(self) -> bool:
@@ -475,6 +487,8 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
             d["terminating"] = True
         if self.disruption_target is not None:
             d["disruptionTarget"] = self.disruption_target
+        if self.affinity is not None:
+            d["affinity"] = self.affinity.to_dict()
         return d
 
     @property
@@ -504,6 +518,7 @@ declare(
     movable=Role.SPECIAL,
     terminating=Role.SPECIAL,
     disruption_target=Role.SPECIAL,
+    affinity=Role.RELATIONAL,  # its required anti-affinity keeps matching pods away (kube's symmetry)
 )
 
 
@@ -746,6 +761,10 @@ class PodRequest(Struct, frozen=True, gc=False):
     gpu_slots: int = 0
     preemption_policy: str = "PreemptLowerPriority"
     nominated_node: Optional[str] = None
+    labels: Mapping[str, str] = EMPTY
+    node_name: Optional[str] = None
+    affinity: Optional[Affinity] = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
 
     @property
     def shared(self) -> bool:
@@ -780,6 +799,10 @@ declare(
     gpu_slots=Role.GATED,
     preemption_policy=Role.SPECIAL,
     nominated_node=Role.SPECIAL,
+    labels=Role.RELATIONAL,
+    node_name=Role.FILTER,
+    affinity=Role.FILTER,
+    topology_spread_constraints=Role.RELATIONAL,
 )
 # every field not at its default, under its JSON name (camelCase but for these)
 _pod_request_dict = written(

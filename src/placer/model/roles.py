@@ -50,6 +50,10 @@ class Role(enum.Enum):
     """Decides which nodes are eligible and takes nothing (selectors, tolerations, models)."""
     GROUPING = "grouping"
     """Ties objects together: a gang, topology domains, replicas of one entry."""
+    RELATIONAL = "relational"
+    """Decides eligibility together with the other pods (inter-pod affinity and
+    anti-affinity, topology spread) or makes a pod count in other pods' rules (its labels):
+    which nodes qualify changes as pods are placed."""
     ORDER = "order"
     """Decides who comes first: placed first, or evicted last (priority, start time)."""
     SPECIAL = "special"
@@ -59,7 +63,7 @@ class Role(enum.Enum):
     """Written by placer in a result; never read to decide a placement."""
 
 
-SHAPE_ROLES = frozenset({Role.RESOURCE, Role.GATED, Role.FILTER})
+SHAPE_ROLES = frozenset({Role.RESOURCE, Role.GATED, Role.FILTER, Role.RELATIONAL})
 """The roles of the fields that make a pod's shape: pods equal in them are interchangeable."""
 
 STATIC_ROLES = frozenset({Role.GATED, Role.FILTER})
@@ -187,6 +191,12 @@ def canonical(value: Any) -> Any:
     order of a mapping's entries, and of a tuple of names (models are a set)."""
     if isinstance(value, Mapping):
         return tuple(sorted(value.items()))
+    if isinstance(value, msgspec.Struct) or (type(value) is tuple and value and isinstance(value[0], msgspec.Struct)):
+        try:
+            hash(value)
+        except TypeError:  # a Struct holding mappings (a label selector)
+            return msgspec.json.encode(value)
+        return value
     if type(value) is tuple and value and all(type(x) is str for x in value):
         return tuple(sorted(value))
     return value

@@ -16,6 +16,7 @@ from msgspec import Meta, Struct, field
 from placer.limits import MAX_GPU_REPLICAS, MAX_GPUS, MAX_QUANTITY
 from placer.schema.errors import choices_in_order
 from placer.model.roles import Role, declare
+from placer.model.affinity import Affinity, TopologySpreadConstraint
 from placer.model import (
     EMPTY,
     Assignment,
@@ -123,6 +124,10 @@ class PodDoc(_Doc):
     gpu_slots: Annotated[int, Meta(ge=0, le=MAX_GPUS * MAX_GPU_REPLICAS)] = 0
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     nominated_node_name: Optional[Name] = None
+    labels: Mapping[Name, str] = EMPTY
+    node_name: Optional[Name] = None
+    affinity: Optional[Affinity] = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
 
 
 # an entry carries each field into its PodRequest (replicas expand it into several)

@@ -1,0 +1,319 @@
+"""A pod's scheduling rules as Kubernetes writes them: node affinity, inter-pod affinity and
+anti-affinity, topology spread constraints, and the label selectors they use.
+
+Field names and nesting are Kubernetes' own (``core/v1``), so a fragment of a pod spec can
+be pasted into a placer/v1 document. The matching rules are kube-scheduler's:
+
+* :meth:`LabelSelector.matches` is ``metav1.LabelSelectorAsSelector`` then ``Matches``
+  (``apimachinery/pkg/labels``): an empty selector matches every set of labels; ``In`` needs
+  the key with one of the values, ``NotIn`` matches when the key is absent or its value is
+  none of them.
+* :meth:`NodeSelectorTerm.matches` is ``component-helpers/scheduling/corev1/nodeaffinity``:
+  the expressions and the fields of a term are ANDed, the terms of a :class:`NodeSelector`
+  ORed, a term with neither matches no node; ``Gt``/``Lt`` compare the label as a base-10
+  int64 (a label that is not one does not match); ``matchFields`` knows ``metadata.name``.
+
+The shapes kube's API validation refuses (``In`` without values, ``Gt`` with two, a
+``matchFields`` key other than ``metadata.name``) are refused by the schema layer
+(``placer.schema``), so these methods see valid terms only.
+"""
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+from typing import Annotated, Any, Literal, Mapping, Optional
+
+import msgspec
+from msgspec import Meta, Struct
+
+from placer.model.roles import Role, declare
+
+__all__ = [
+    "LABEL_OPERATORS",
+    "NODE_OPERATORS",
+    "NODE_NAME_FIELD",
+    "LabelSelectorRequirement",
+    "LabelSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSelector",
+    "PreferredSchedulingTerm",
+    "NodeAffinity",
+    "PodAffinityTerm",
+    "WeightedPodAffinityTerm",
+    "PodAffinity",
+    "PodAntiAffinity",
+    "Affinity",
+    "TopologySpreadConstraint",
+    "parse_int64",
+]
+
+LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+"""The operators of a label selector's expressions (``metav1.LabelSelectorOperator``)."""
+NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+"""The operators of a node selector's expressions (``v1.NodeSelectorOperator``)."""
+NODE_NAME_FIELD = "metadata.name"
+"""The one field a node selector term's ``matchFields`` may name."""
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+_INT64 = re.compile(r"[+-]?[0-9]+\Z")
+Weight = Annotated[int, Meta(ge=1, le=100)]
+Key = Annotated[str, Meta(min_length=1)]
+
+
+class _Kube(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel", omit_defaults=True):
+    """Base of the Kubernetes-shaped Structs: camelCase JSON names, unknown fields refused."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as Kubernetes writes it (fields at their default left out)."""
+        return msgspec.json.decode(msgspec.json.encode(self))  # type: ignore[no-any-return]
+
+
+def parse_int64(text: str) -> Optional[int]:
+    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it; None when it fails."""
+    if not _INT64.match(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+class LabelSelectorRequirement(_Kube):
+    """One expression of a label selector (``metav1.LabelSelectorRequirement``)."""
+
+    key: Key
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a set of labels satisfies this expression."""
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        return value is None
+
+
+declare(LabelSelectorRequirement, key=Role.FILTER, operator=Role.FILTER, values=Role.FILTER)
+
+
+class LabelSelector(_Kube):
+    """A label selector (``metav1.LabelSelector``): ``matchLabels`` and ``matchExpressions`` ANDed."""
+
+    match_labels: Mapping[Key, str] = _EMPTY
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """Whether the selector has no requirement (it matches every pod)."""
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a set of labels satisfies every requirement."""
+        for key, value in self.match_labels.items():
+            if labels.get(key) != value:
+                return False
+        return all(e.matches(labels) for e in self.match_expressions)
+
+
+declare(LabelSelector, match_labels=Role.FILTER, match_expressions=Role.FILTER)
+
+
+class NodeSelectorRequirement(_Kube):
+    """One expression of a node selector term (``v1.NodeSelectorRequirement``)."""
+
+    key: Key
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether a node's labels (or its fields, for ``matchFields``) satisfy it."""
+        op = self.operator
+        if op in ("Gt", "Lt"):
+            value = labels.get(self.key)
+            have = None if value is None else parse_int64(value)
+            want = parse_int64(self.values[0]) if len(self.values) == 1 else None
+            if have is None or want is None:
+                return False
+            return have > want if op == "Gt" else have < want
+        return LabelSelectorRequirement(self.key, op, self.values).matches(labels)  # type: ignore[arg-type]
+
+
+declare(NodeSelectorRequirement, key=Role.FILTER, operator=Role.FILTER, values=Role.FILTER)
+
+
+class NodeSelectorTerm(_Kube):
+    """A node selector term: its expressions and fields ANDed (``v1.NodeSelectorTerm``)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """A term with no expression and no field: it matches no node."""
+        return not self.match_expressions and not self.match_fields
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        """Whether a node of these labels and this name satisfies the term."""
+        if self.empty:
+            return False
+        if not all(e.matches(labels) for e in self.match_expressions):
+            return False
+        fields = {NODE_NAME_FIELD: node_name}
+        return all(f.matches(fields) for f in self.match_fields)
+
+
+declare(NodeSelectorTerm, match_expressions=Role.FILTER, match_fields=Role.FILTER)
+
+
+class NodeSelector(_Kube):
+    """Terms ORed (``v1.NodeSelector``)."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...]
+
+    def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        """Whether some term matches the node."""
+        return any(t.matches(labels, node_name) for t in self.node_selector_terms)
+
+
+declare(NodeSelector, node_selector_terms=Role.FILTER)
+
+
+class PreferredSchedulingTerm(_Kube):
+    """A weighted node preference (``v1.PreferredSchedulingTerm``)."""
+
+    weight: Weight
+    preference: NodeSelectorTerm
+
+
+declare(PreferredSchedulingTerm, weight=Role.ORDER, preference=Role.ORDER)
+
+
+class NodeAffinity(_Kube):
+    """``v1.NodeAffinity``: the required selector filters, the preferred terms score."""
+
+    required_during_scheduling_ignored_during_execution: Optional[NodeSelector] = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+    @property
+    def required(self) -> Optional[NodeSelector]:
+        return self.required_during_scheduling_ignored_during_execution
+
+    @property
+    def preferred(self) -> tuple[PreferredSchedulingTerm, ...]:
+        return self.preferred_during_scheduling_ignored_during_execution
+
+
+declare(
+    NodeAffinity,
+    required_during_scheduling_ignored_during_execution=Role.FILTER,
+    preferred_during_scheduling_ignored_during_execution=Role.ORDER,
+)
+
+
+class PodAffinityTerm(_Kube):
+    """Pods of ``labelSelector`` in ``namespaces`` (``v1.PodAffinityTerm``), by ``topologyKey``.
+
+    No ``labelSelector`` matches no pod; no ``namespaces`` and no ``namespaceSelector``
+    mean the pod's own namespace; an empty ``namespaceSelector`` means every namespace.
+    """
+
+    topology_key: Key
+    label_selector: Optional[LabelSelector] = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: Optional[LabelSelector] = None
+    match_label_keys: tuple[Key, ...] = ()
+    mismatch_label_keys: tuple[Key, ...] = ()
+
+
+declare(
+    PodAffinityTerm,
+    topology_key=Role.GROUPING,
+    label_selector=Role.FILTER,
+    namespaces=Role.FILTER,
+    namespace_selector=Role.FILTER,
+    match_label_keys=Role.FILTER,
+    mismatch_label_keys=Role.FILTER,
+)
+
+
+class WeightedPodAffinityTerm(_Kube):
+    """A weighted inter-pod preference (``v1.WeightedPodAffinityTerm``)."""
+
+    weight: Weight
+    pod_affinity_term: PodAffinityTerm
+
+
+declare(WeightedPodAffinityTerm, weight=Role.ORDER, pod_affinity_term=Role.ORDER)
+
+
+class PodAffinity(_Kube):
+    """``v1.PodAffinity``: go where the matching pods are."""
+
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+    @property
+    def required(self) -> tuple[PodAffinityTerm, ...]:
+        return self.required_during_scheduling_ignored_during_execution
+
+    @property
+    def preferred(self) -> tuple[WeightedPodAffinityTerm, ...]:
+        return self.preferred_during_scheduling_ignored_during_execution
+
+
+declare(
+    PodAffinity,
+    required_during_scheduling_ignored_during_execution=Role.FILTER,
+    preferred_during_scheduling_ignored_during_execution=Role.ORDER,
+)
+
+
+class PodAntiAffinity(PodAffinity):
+    """``v1.PodAntiAffinity``: keep away from the matching pods (the same fields)."""
+
+
+declare(PodAntiAffinity, like=PodAffinity)
+
+
+class Affinity(_Kube):
+    """A pod's ``spec.affinity``."""
+
+    node_affinity: Optional[NodeAffinity] = None
+    pod_affinity: Optional[PodAffinity] = None
+    pod_anti_affinity: Optional[PodAntiAffinity] = None
+
+
+declare(Affinity, node_affinity=Role.FILTER, pod_affinity=Role.FILTER, pod_anti_affinity=Role.FILTER)
+
+
+class TopologySpreadConstraint(_Kube):
+    """One of a pod's ``topologySpreadConstraints`` (``v1.TopologySpreadConstraint``).
+
+    ``nodeAffinityPolicy`` left out is ``Honor`` and ``nodeTaintsPolicy`` left out is
+    ``Ignore``, as kube-scheduler defaults them.
+    """
+
+    max_skew: Annotated[int, Meta(ge=1, le=2**31 - 1)]
+    topology_key: Key
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: Optional[LabelSelector] = None
+    min_domains: Optional[Annotated[int, Meta(ge=1, le=2**31 - 1)]] = None
+    node_affinity_policy: Optional[Literal["Honor", "Ignore"]] = None
+    node_taints_policy: Optional[Literal["Honor", "Ignore"]] = None
+    match_label_keys: tuple[Key, ...] = ()
+
+
+declare(
+    TopologySpreadConstraint,
+    max_skew=Role.FILTER,
+    topology_key=Role.GROUPING,
+    when_unsatisfiable=Role.FILTER,
+    label_selector=Role.FILTER,
+    min_domains=Role.FILTER,
+    node_affinity_policy=Role.FILTER,
+    node_taints_policy=Role.FILTER,
+    match_label_keys=Role.FILTER,
+)
