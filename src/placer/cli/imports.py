@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from placer.cli.options import POLICY_CHOICES, add_document_format, policy_name
-from placer.cli.output import EXIT_OK, document, emit, notes
+from placer.cli.options import POLICY_CHOICES, add_document_format, add_strict, policy_name
+from placer.cli.output import EXIT_OK, document, emit_noted
 from placer.exceptions import InvalidInputError
 
 _IMPORT_EXAMPLES = """\
@@ -27,7 +27,7 @@ def add_import(sub: Any, summary: str) -> None:
             "Turn what a cluster's own tools print into placer's documents: 'kubernetes' and\n"
             "'slurm' (and 'nvidia-smi' for one MIG node) write a ClusterSnapshot,\n"
             "'kubernetes-request' a PlacementRequest. What is read but not carried over is one\n"
-            "note line on stderr. 'placer import SOURCE --help' tells more."
+            "note line on stderr (--strict: an error). 'placer import SOURCE --help' tells more."
         ),
         epilog=_IMPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -41,9 +41,11 @@ PARSERS: dict[str, Callable[[Any, str], None]] = {"import": add_import}
 
 
 def _add_document_output(parser: argparse.ArgumentParser) -> None:
-    """``-o OUT`` and ``--format json|yaml`` of the document an importer writes."""
+    """``-o OUT`` and ``--format json|yaml`` of the document an importer writes, and
+    ``--strict`` (its notes are errors)."""
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     add_document_format(parser)
+    add_strict(parser)
 
 
 def _add_kubernetes(isub: Any) -> None:
@@ -208,8 +210,8 @@ def run_import_kubernetes(args: argparse.Namespace) -> int:
         if not index.isdigit():
             raise
         raise InvalidInputError(f"--level {args.level[int(index)]}", e.what) from None
-    emit(document(imported.snapshot.to_dict(), args.format), args.output)
-    notes("import kubernetes", imported.notes)
+    emit_noted("import kubernetes", document(imported.snapshot.to_dict(), args.format), args.output,
+               imported.notes, args.strict)
     return EXIT_OK
 
 
@@ -226,7 +228,7 @@ def run_import_kubernetes_request(args: argparse.Namespace) -> int:
     )
     # The document, not imported.request.to_dict(): it keeps one entry with replicas per
     # workload, and no policy, seed or gang field that was not given.
-    emit(document(imported.document, args.format), args.output)
+    text = document(imported.document, args.format)
     if imported.skipped_pods:
         counts = ", ".join(f"{n} {why}" for why, n in imported.skipped_pods.items())
         sys.stderr.write(
@@ -234,7 +236,7 @@ def run_import_kubernetes_request(args: argparse.Namespace) -> int:
             f"not waiting to be scheduled: {counts} (--all-phases imports them)\n"
         )
         sys.stderr.flush()
-    notes("import kubernetes-request", imported.notes)
+    emit_noted("import kubernetes-request", text, args.output, imported.notes, args.strict)
     return EXIT_OK
 
 
@@ -259,8 +261,8 @@ def run_import_nvidia_smi(args: argparse.Namespace) -> int:
             raise
         raise InvalidInputError("--gpu-model", e.what) from None
     doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [imported.node]}
-    emit(document(snapshot_from_dict(doc).to_dict(), args.format), args.output)
-    notes("import nvidia-smi", imported.findings)
+    text = document(snapshot_from_dict(doc).to_dict(), args.format)
+    emit_noted("import nvidia-smi", text, args.output, imported.findings, args.strict)
     return EXIT_OK
 
 
@@ -279,8 +281,7 @@ def run_import_slurm(args: argparse.Namespace) -> int:
     else:
         imported = import_slurm(args.nodes, args.gres, args.topology, args.mig_model, args.jobs)
     # The document, not imported.snapshot.to_dict(), which leaves out unschedulable: false.
-    emit(document(imported.document, args.format), args.output)
-    notes("import slurm", imported.notes)
+    emit_noted("import slurm", document(imported.document, args.format), args.output, imported.notes, args.strict)
     return EXIT_OK
 
 

@@ -77,6 +77,14 @@ def add_document_format(parser: argparse.ArgumentParser) -> None:
                         help="json (default) or yaml")
 
 
+def add_strict(parser: argparse.ArgumentParser) -> None:
+    """``--strict``: a note (what was read but not carried over) is an error instead."""
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="treat each note (what is read but not carried over) as an error: exit 2, nothing written",
+    )
+
+
 def add_fail_on_pending(parser: argparse.ArgumentParser) -> None:
     """``--fail-on-pending``: exit 1 when pods are left pending."""
     parser.add_argument("--fail-on-pending", action="store_true",

@@ -73,6 +73,22 @@ def notes(command: str, lines: Sequence[str]) -> None:
     sys.stderr.flush()
 
 
+def emit_noted(command: str, text: str, output: str | None, lines: Sequence[str], strict: bool) -> None:
+    """:func:`emit` the output, then its :func:`notes`; under ``--strict`` a note is an
+    error instead: the notes are printed and nothing is written.
+
+    Raises
+    ------
+    InvalidInputError
+        ``--strict`` with notes: at ``--strict``, naming the first note and their count.
+    """
+    if strict and lines:
+        notes(command, lines)
+        raise InvalidInputError("--strict", f"{command}: {len(lines)} note(s), the first: {lines[0]}")
+    emit(text, output)
+    notes(command, lines)
+
+
 def removed_note(command: str) -> Callable[["os.PathLike[str]"], None]:
     """The note for an output of an earlier run removed because this run does not write it."""
     return lambda path: notes(command, [f"removed {path} of an earlier run (this run draws none)"])

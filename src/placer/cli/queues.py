@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from placer.cli.options import POLICY_CHOICES, TEXT_OR_DOCUMENT, add_input_files, policy_name
-from placer.cli.output import EXIT_OK, document, emit, notes
+from placer.cli.options import POLICY_CHOICES, TEXT_OR_DOCUMENT, add_input_files, add_strict, policy_name
+from placer.cli.output import EXIT_OK, document, emit_noted
 
 _ADMIT_EPILOG = """\
 QUEUES and WORKLOADS are Kueue's own objects (kueue.x-k8s.io v1beta1 or v1beta2, JSON or
@@ -43,6 +43,7 @@ def add_admit(sub: Any, summary: str) -> None:
     ad.add_argument("--format", metavar="FMT", default="text", choices=TEXT_OR_DOCUMENT,
                     help="text (default), json or yaml")
     ad.add_argument("--policy", metavar="P", help=f"placement policy for admitted pods: {POLICY_CHOICES}")
+    add_strict(ad)
     ad.set_defaults(handler=run_admit)
 
 
@@ -65,6 +66,5 @@ def run_admit(args: argparse.Namespace) -> int:
         text = admission_text(result, config=queues, workloads=workloads)
     else:
         text = document(result.to_dict(), args.format)
-    emit(text, args.output)
-    notes("admit", read_notes)
+    emit_noted("admit", text, args.output, read_notes, args.strict)
     return EXIT_OK

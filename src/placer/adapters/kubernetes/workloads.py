@@ -31,6 +31,7 @@ from placer.adapters.kubernetes.mig import take_mig_request
 from placer.adapters.kubernetes.quantities import cpu_memory, extended_resources, gpu_count, pod_amounts
 from placer.adapters.kubernetes.snapshot import HOSTNAME_LABEL, LevelSpec, PathLike, parse_levels
 from placer.adapters.kubernetes.scheduling import PriorityClasses, kueue_group, named_group
+from placer.adapters.kubernetes.unmodelled import unmodelled_group_notes, unmodelled_pod_notes
 from placer.adapters.kubernetes.documents import (
     Document,
     document_objects,
@@ -125,7 +126,7 @@ class WorkloadImport:
 
 
 class _Gang:
-    __slots__ = ("name", "label", "members", "min_member", "topology", "slices", "origin", "named_by")
+    __slots__ = ("name", "label", "members", "min_member", "topology", "slices", "origin", "named_by", "unmodelled")
 
     def __init__(self, name: str, label: str) -> None:
         self.name = name
@@ -137,6 +138,7 @@ class _Gang:
         self.origin: tuple[Document, tuple[Any, ...]] | None = None
         # The first pod (or template) naming the PodGroup: its label's place and who it is.
         self.named_by: tuple[Document, tuple[Any, ...], str] | None = None
+        self.unmodelled: list[str] = []  # notes of its PodGroup's fields, given when it has pods
 
 
 class _Workloads:
@@ -152,6 +154,7 @@ class _Workloads:
         self.pod_src: list[tuple[Document, tuple[Any, ...]]] = []
         self.gangs: dict[str, _Gang] = {}
         self.skipped: dict[str, int] = {}
+        self.unread: dict[str, int] = {}  # the skipped kinds no note names yet
         self.notes: list[str] = []
         self.classes = PriorityClasses()
 
@@ -241,6 +244,7 @@ class _Workloads:
             self.replicated(doc, path, obj)
         else:
             self.skip(kind)
+            self.unread[kind] = self.unread.get(kind, 0) + 1
             return False
         return True
 
@@ -308,6 +312,7 @@ class _Workloads:
         min_member = field_integer(doc, (*spath, "minMember"), spec.get("minMember"), 0)
         if min_member is not None:
             g.min_member = min_member
+        g.unmodelled = unmodelled_group_notes(doc, spath, spec, g.label)
         if volcano:
             self.network_topology(doc, (*spath, "networkTopology"), spec.get("networkTopology"), g)
 
@@ -365,6 +370,7 @@ class _Workloads:
         spath = (*path, "spec")
         spec = field_map(doc, spath, template.get("spec"), required=True)
         entry = self.pod_fields(doc, spath, spec, name)
+        self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
         if nominated_node is not None:
             entry["nominatedNodeName"] = nominated_node
         if replicas is not None:
@@ -482,12 +488,16 @@ class _Workloads:
     # -------------------------------------------------------------- result
 
     def document(self, policy: str | None) -> dict[str, Any]:
+        if self.unread:
+            counts = ", ".join(f"{n} {kind}" for kind, n in self.unread.items())
+            self.notes.append(f"left out {sum(self.unread.values())} object(s) of kinds placer does not read: {counts}")
         gangs: dict[str, Any] = {}
         for g in self.gangs.values():
             where = f"{g.origin[0].where(g.origin[1])}: " if g.origin is not None else ""
             if g.members == 0:
                 self.notes.append(f"{where}{g.label} has no pods among the inputs; left out")
                 continue
+            self.notes += g.unmodelled
             if g.origin is None:
                 if self.missing_podgroup == "error" and g.named_by is not None:
                     named_doc, named_path, who = g.named_by
