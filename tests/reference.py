@@ -274,11 +274,12 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     if pod.nics > len(st.hw.nic_list):
         return [INSUFFICIENT_NICS]
     out = []
+    # kube's NodeResourcesFit: a resource the pod asks none of fits an over-committed node
     cpu_free = st.cpu_free()
-    if cpu_free is not None and cpu_free < pod.cpu_milli:
+    if cpu_free is not None and pod.cpu_milli > 0 and cpu_free < pod.cpu_milli:
         out.append(INSUFFICIENT_CPU)
     mem_free = st.mem_free()
-    if mem_free is not None and mem_free < pod.memory_mib:
+    if mem_free is not None and pod.memory_mib > 0 and mem_free < pod.memory_mib:
         out.append(INSUFFICIENT_MEMORY)
     pods_free = st.pods_free()
     if pods_free is not None and pods_free < 1:

@@ -281,15 +281,15 @@ class _Checker:
     def _check_node(self, node: Node, items: list[tuple[PodRequest, Assignment]]) -> None:
         hw = node.hardware
         names = ", ".join(a.pod for _, a in items)
-        cpu = sum(rp.cpu_milli for rp in node.pods) + sum(p.cpu_milli for p, _ in items)
-        mem = sum(rp.memory_mib for rp in node.pods) + sum(p.memory_mib for p, _ in items)
-        count = len(node.pods) + len(items)
-        for label, used, cap in (
-            ("cpuMilli", cpu, hw.cpu_milli),
-            ("memoryMiB", mem, hw.memory_mib),
-            ("pods", count, hw.max_pods),
+        # kube's NodeResourcesFit: on a node its running pods over-commit, a new pod that asks
+        # for none of a resource is no violation of it (every new pod takes a pod slot)
+        for label, running, new, cap in (
+            ("cpuMilli", sum(rp.cpu_milli for rp in node.pods), sum(p.cpu_milli for p, _ in items), hw.cpu_milli),
+            ("memoryMiB", sum(rp.memory_mib for rp in node.pods), sum(p.memory_mib for p, _ in items), hw.memory_mib),
+            ("pods", len(node.pods), len(items), hw.max_pods),
         ):
-            if cap is not None and used > cap:
+            used = running + new
+            if cap is not None and new > 0 and used > cap:
                 self.out.append(
                     f"node {node.name}: {label} over capacity ({used} > {cap}) with pod(s) {names}"
                 )

@@ -495,7 +495,7 @@ def _free_and_needed(
             if (values >= free_state.untracked_quantity).any():  # a node that does not count it
                 del need[what]
             else:
-                free[what] = float(values.sum()) / scale
+                free[what] = float(np.maximum(values, 0).sum()) / scale  # an over-commit takes from no other node
     return free, need
 
 
@@ -575,8 +575,9 @@ def _nearest(
         best = free.gpu_milli[candidates].max(axis=1, initial=0).astype(np.int64)
         short_milli = np.maximum(pod.gpu_milli - best, 0)
         short_gpus = (short_milli > 0).astype(np.int64)
-    short_cpu = np.maximum(pod.cpu_milli - free.cpu_milli[candidates], 0)
-    short_mem = np.maximum(pod.memory_mib - free.memory_mib[candidates], 0)
+    # a pod that asks for no CPU (memory) lacks none on a node its running pods over-commit
+    short_cpu = np.maximum(pod.cpu_milli - free.cpu_milli[candidates], 0) * (pod.cpu_milli > 0)
+    short_mem = np.maximum(pod.memory_mib - free.memory_mib[candidates], 0) * (pod.memory_mib > 0)
     order = np.lexsort((candidates, short_mem, short_cpu, short_gpus))[:NEAREST]
     out = []
     for k in order.tolist():

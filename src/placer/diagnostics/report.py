@@ -21,8 +21,10 @@ Three parts, all computed from a snapshot (the free state its running pods leave
   ``status.capacity`` gives),
   unhealthy GPUs, cordoned and tainted nodes, running pods whose GPU indices the source did
   not give (placer assumed them), extended resources that pods ask for but no node offers,
-  NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids, and GPU nodes
-  in no domain of a topology level (a gang that requires the level never uses them).
+  NVLink domains whose nodes carry different ``nvidia.com/gpu.clique`` ids, GPU nodes
+  in no domain of a topology level (a gang that requires the level never uses them),
+  over-committed nodes (each resource their running pods hold more of than they offer)
+  and running pods holding GPUs that have turned unhealthy.
 
 :func:`node_rows` is the per-node view instead (``placer report --nodes``). Free GPUs are counted one way throughout (:data:`FREE_GPUS_SCOPE`): on schedulable nodes,
 those free on cordoned, drained and down nodes given apart.
@@ -295,7 +297,7 @@ class ClusterReport:
 
 
 _SEVERE_FINDINGS = frozenset(("unhealthy-gpus", "down", "gpu-capacity-missing", "gpu-registration",
-                              "resource-not-offered"))
+                              "resource-not-offered", "over-committed", "unhealthy-gpu-held"))
 
 
 def finding_color(kind: str) -> str:
@@ -352,6 +354,7 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
         if node.unhealthy_gpus:
             gpus = ", ".join(map(str, sorted(node.unhealthy_gpus)))
             out.append(Finding("unhealthy-gpus", node.name, f"GPU(s) {gpus} unhealthy"))
+        out += _over_committed(node)
         if node.unschedulable:
             out.append(_unschedulable(node))
         blocking = [t for t in node.taints if t.effect in _BLOCKING_EFFECTS]
@@ -360,6 +363,32 @@ def _findings(snapshot: ClusterSnapshot, pods: Sequence[PodRequest] = ()) -> lis
             out.append(Finding("tainted", node.name, text))
     out += _mixed_cliques(snapshot)
     out += _outside_levels(snapshot)
+    return out
+
+
+def _over_committed(node: Any) -> list[Finding]:
+    """``over-committed``: each resource of the node its running pods hold more of than it
+    offers (no pod that asks for it is placed there, as kube does); ``unhealthy-gpu-held``:
+    each running pod holding (a share of) a GPU that has turned unhealthy."""
+    hw = node.hardware
+    held = {
+        "cpuMilli": (hw.cpu_milli, sum(rp.cpu_milli for rp in node.pods)),
+        "memoryMiB": (hw.memory_mib, sum(rp.memory_mib for rp in node.pods)),
+        "maxPods": (hw.max_pods, len(node.pods)),
+    }
+    for name, offer in node.resources.items():
+        held[name] = (offer.allocatable, sum(rp.resources.get(name, 0) for rp in node.pods))
+    out = [
+        Finding("over-committed", node.name,
+                f"running pods hold {used} {name} of {cap} ({used - cap} over): no pod that asks for it is placed here")
+        for name, (cap, used) in held.items() if cap is not None and used > cap
+    ]
+    unhealthy = set(node.unhealthy_gpus)
+    for rp in node.pods:
+        on = sorted(unhealthy.intersection({*rp.gpus, *rp.gpu_shares, *rp.gpu_slots}))
+        if on:
+            out.append(Finding("unhealthy-gpu-held", node.name,
+                               f"pod {rp.name} holds unhealthy GPU(s) {', '.join(map(str, on))}"))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from placer.exact.problem import Counts, GangProblem, SharedGpus, WHOLE_GPU, domain_of, level_index
+from placer.model.fit import short_of
 
 __all__ = ["objective_weights", "domains_used", "objective_value", "check_counts", "used_nodes"]
 
@@ -189,9 +190,9 @@ def check_counts(problem: GangProblem, counts: Counts, shared_gpus: SharedGpus) 
         cpu = sum(shapes[s].cpu_milli * c for s, c in items)
         mem = sum(shapes[s].memory_mib * c for s, c in items)
         pods = sum(c for s, c in items)
-        if node.cpu_free is not None and cpu > node.cpu_free:
+        if node.cpu_free is not None and short_of(node.cpu_free, cpu):
             out.append(f"{node.name}: cpu {cpu} > free {node.cpu_free}")
-        if node.memory_free is not None and mem > node.memory_free:
+        if node.memory_free is not None and short_of(node.memory_free, mem):
             out.append(f"{node.name}: memory {mem} > free {node.memory_free}")
         if node.pods_free is not None and pods > node.pods_free:
             out.append(f"{node.name}: pods {pods} > free {node.pods_free}")

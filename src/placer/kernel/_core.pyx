@@ -228,8 +228,14 @@ cdef inline int64_t least_connected_cost(const int32_t* pair, int32_t n, uint64_
     return conn
 
 
+cdef inline bint short_of(int64_t free, int64_t need) noexcept nogil:
+    """kube's NodeResourcesFit: a request above what is free; a pod that asks for none of a
+    resource fits an over-committed node (free below 0)."""
+    return need > 0 and free < need
+
+
 cdef inline bint node_fits(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
-    if st.pods_free[n] < 1 or st.cpu_free[n] < p.cpu or st.mem_free[n] < p.mem:
+    if st.pods_free[n] < 1 or short_of(st.cpu_free[n], p.cpu) or short_of(st.mem_free[n], p.mem):
         return False
     if p.gpus == 0:
         return True
@@ -749,9 +755,9 @@ cdef void count_reasons(const NodeState* st, const Pod* p, const uint64_t* only,
         while word:
             n = w * 64 + placer_ctz(word)
             word &= word - 1
-            if st.cpu_free[n] < p.cpu:
+            if short_of(st.cpu_free[n], p.cpu):
                 cpu += 1
-            if st.mem_free[n] < p.mem:
+            if short_of(st.mem_free[n], p.mem):
                 mem += 1
             if st.pods_free[n] < 1:
                 pods += 1

@@ -17,6 +17,7 @@ from placer.kernel.free import FreeState, extended_free, node_free
 from placer.kernel.mig import MigState
 from placer.kernel.pack import PackedCluster, indices_to_mask, mask_to_indices
 from placer.model import EMPTY, ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod, reasons
+from placer.model.fit import short_of
 
 __all__ = ["Holdings", "Evicted", "slot_counts"]
 
@@ -128,14 +129,19 @@ class Holdings:
             self._kernel.bind(node, count * slot, gpu_memory_mib, 0, 0, 1 << gpu, sign, 0, True)
 
     def _apply_running(self, node: int, what: RunningPod, sign: int) -> None:
-        """Take (``sign`` 1) or give back (-1) what a running pod's record holds, MIG aside."""
+        """Take (``sign`` 1) or give back (-1) what a running pod's record holds, MIG aside;
+        a GPU that turned unhealthy under it stays without anything free either way."""
+        unhealthy = self._snapshot.nodes[node].unhealthy_gpus
         self._packed.use_resources(node, what.resources, sign)
-        self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(what.gpus), sign, 1, False)
+        healthy = [gpu for gpu in what.gpus if gpu not in unhealthy]
+        self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(healthy), sign, 1, False)
         for gpu, milli in what.gpu_shares.items():
-            self._kernel.bind(node, milli, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, sign, 0, True)
+            if gpu not in unhealthy:
+                self._kernel.bind(node, milli, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, sign, 0, True)
         slot = int(self._packed.slot_milli[node])
         for gpu, count in what.gpu_slots.items():
-            self._kernel.bind(node, count * slot, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, sign, 0, True)
+            if gpu not in unhealthy:
+                self._kernel.bind(node, count * slot, what.gpu_memory_mib.get(gpu, 0), 0, 0, 1 << gpu, sign, 0, True)
 
     # ------------------------------------------------------------------ holding
 
@@ -182,9 +188,9 @@ class Holdings:
         free = node_free(self._packed, self._snapshot, node)
         if free.pods is not None and free.pods < 1:
             return "no pod slot left"
-        if free.cpu_milli is not None and free.cpu_milli < pod.cpu_milli:
+        if free.cpu_milli is not None and short_of(free.cpu_milli, pod.cpu_milli):
             return reasons.RESOURCE_REASONS[0]
-        if free.memory_mib is not None and free.memory_mib < pod.memory_mib:
+        if free.memory_mib is not None and short_of(free.memory_mib, pod.memory_mib):
             return reasons.RESOURCE_REASONS[1]
         for name, count in pod.resources.items():
             if extended_free(self._packed, name, node) < count:

@@ -12,6 +12,7 @@ from placer.kernel.holdings import Holdings
 from placer.kernel.mig import MigState
 from placer.kernel.pack import PackedCluster
 from placer.model import MigUse, PodRequest, reasons
+from placer.model.fit import short_of
 from placer.policies import Policy
 
 __all__ = ["MigPlacing"]
@@ -77,8 +78,8 @@ class MigPlacing:
         if pod.gpu_models:
             mask = self._packed.model_mask(pod.gpu_models, 1)
             reject(~((mask >> a["model_id"]) & 1).astype(bool), reasons.GPU_MODEL)
-        reject(a["cpu_free"] < pod.cpu_milli, reasons.RESOURCE_REASONS[0])
-        reject(a["mem_free"] < pod.memory_mib, reasons.RESOURCE_REASONS[1])
+        reject(short_of(a["cpu_free"], pod.cpu_milli), reasons.RESOURCE_REASONS[0])
+        reject(short_of(a["mem_free"], pod.memory_mib), reasons.RESOURCE_REASONS[1])
         reject(a["pods_free"] < 1, reasons.RESOURCE_REASONS[2])
         return allowed, counts
 

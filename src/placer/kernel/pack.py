@@ -336,11 +336,6 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         if any(hw.mig is not None for hw in distinct) else []
     )
     mig_at = [(i, g) for i in mig_nodes for g in nodes[i].hardware.mig_gpus]
-    for off in (unhealthy_at, mig_at):
-        if off:
-            rows, cols = np.array(off, dtype=np.intp).T
-            gpu_free_milli[rows, cols] = 0
-            gpu_free_mem[rows, cols] = 0
 
     # gpu-clustering: per node, running pods per GPU tag (column 0 share-gpu, k: k-gpu)
     tag_count = np.zeros((n, stride + 1), dtype=INT)
@@ -365,6 +360,12 @@ def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:
         tag_count[i, 0] += len(p.gpu_shares)
         for g, m in p.gpu_memory_mib.items():
             gpu_free_mem[i, g] -= m
+    # after the pods: a share held on a GPU that turned unhealthy leaves it at 0, not below
+    for off in (unhealthy_at, mig_at):
+        if off:
+            rows, cols = np.array(off, dtype=np.intp).T
+            gpu_free_milli[rows, cols] = 0
+            gpu_free_mem[rows, cols] = 0
 
     n_models = len(model_names)
     model_max = np.zeros(n_models, dtype=INDEX)

@@ -19,6 +19,7 @@ from placer.kernel.guides import Guides
 from placer.kernel.pack import EligibilityClass, PackedCluster
 from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
 from placer.model import PodRequest, reasons
+from placer.model.fit import short_of
 from placer.policies import Policy
 from placer.workload.packing import Demand
 
@@ -237,8 +238,8 @@ class BatchPlacer:
                 code[todo] = len(words) - 1
 
         first(free.pod_slots[at] < 1, reasons.RESOURCE_REASONS[2])
-        first(free.cpu_milli[at] < pod.cpu_milli, reasons.RESOURCE_REASONS[0])
-        first(free.memory_mib[at] < pod.memory_mib, reasons.RESOURCE_REASONS[1])
+        first(short_of(free.cpu_milli[at], pod.cpu_milli), reasons.RESOURCE_REASONS[0])
+        first(short_of(free.memory_mib[at], pod.memory_mib), reasons.RESOURCE_REASONS[1])
         for name, count in pod.resources.items():
             have = np.array([extended_free(self._packed, name, int(n)) for n in at], dtype=np.int64)
             first(have < count, reasons.insufficient(name))

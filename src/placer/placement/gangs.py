@@ -27,6 +27,7 @@ import numpy as np
 
 from placer.model import reasons
 from placer.model.domains import Domains, Hierarchy
+from placer.model.fit import short_of
 from placer.kernel import KernelSession, Run
 from placer.model import EMPTY, GangResult, GangSpec, PodRequest, Unschedulable, gang_shapes, replace
 from placer.policies import Policy
@@ -301,8 +302,8 @@ def resource_reasons(session: KernelSession, shape: Shape) -> dict[str, int]:
     live = shape.eligible
     cpu, memory, slots, gpu, gpu_memory = reasons.RESOURCE_REASONS
     checks = [
-        (cpu, free.cpu_milli < p.cpu_milli),
-        (memory, free.memory_mib < p.memory_mib),
+        (cpu, short_of(free.cpu_milli, p.cpu_milli)),
+        (memory, short_of(free.memory_mib, p.memory_mib)),
         (slots, free.pod_slots < 1),
     ]
     if p.gpus and p.shared:

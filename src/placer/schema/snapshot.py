@@ -250,42 +250,33 @@ class _Exact:
         force_setattr(n, "hardware", hw)
 
     def pods(self, node: Node, i: int, hw: NodeType) -> None:
+        # Running pods above the node's cpuMilli, memoryMiB or maxPods, or on a GPU that has
+        # turned unhealthy, load (kube keeps them, and places pods that do not need what is
+        # over-committed): the free amount goes negative, ``placer report`` names them.
         raw = node.pods
         ngpus = hw.gpus
         unhealthy = node.unhealthy_gpus
-        if hw.max_pods is not None and len(raw) > hw.max_pods:
-            raise InvalidInputError("pods", f"{len(raw)} pods, over the node's maxPods {hw.max_pods}")
         whole: dict[int, str] = {}
         share: dict[int, int] = {}
         share_by: dict[int, str] = {}
         gmem: dict[int, int] = {}
         slots: dict[int, int] = {}
-        cpu_sum = mem_sum = 0
         for j, p in enumerate(raw):
             try:
-                self.pod(p, i, j, ngpus, hw, unhealthy, whole, share, share_by, gmem)
-                _slot_holdings(p, hw, unhealthy, slots)
-                cpu_sum += p.cpu_milli
-                if hw.cpu_milli is not None and cpu_sum > hw.cpu_milli:
-                    raise InvalidInputError(
-                        "cpuMilli", f"the node's pods would hold {cpu_sum} cpuMilli, over its cpuMilli {hw.cpu_milli}"
-                    )
-                mem_sum += p.memory_mib
-                if hw.memory_mib is not None and mem_sum > hw.memory_mib:
-                    raise InvalidInputError(
-                        "memoryMiB",
-                        f"the node's pods would hold {mem_sum} memoryMiB, over its memoryMiB {hw.memory_mib}",
-                    )
+                self.pod(p, i, j, ngpus, hw, whole, share, share_by, gmem)
+                _slot_holdings(p, hw, slots)
             except InvalidInputError as e:
                 raise nest(e, f"pods[{j}]") from None
-        taken = set(whole) | set(share) | set(unhealthy)
-        spare = [g for g in range(ngpus - 1, -1, -1) if g not in taken]
+        taken = set(whole) | set(share)
+        # an unknown GPU is a healthy free one, else one that turned unhealthy under its pod
+        spare = [g for g in range(ngpus - 1, -1, -1) if g not in taken and g not in unhealthy]
+        spare += [g for g in sorted(unhealthy, reverse=True) if g not in taken]
         for j, p in enumerate(raw):
             if p.unknown_gpus:
                 if p.unknown_gpus > len(spare):
                     raise InvalidInputError(
                         f"pods[{j}].unknownGpus",
-                        f"{p.unknown_gpus} GPU(s) held, but only {len(spare)} healthy GPU(s) of the node are not "
+                        f"{p.unknown_gpus} GPU(s) held, but only {len(spare)} GPU(s) of the node are not "
                         "held by its other pods",
                     )
                 force_setattr(p, "gpus", tuple(sorted(spare[: p.unknown_gpus])))
@@ -298,8 +289,7 @@ class _Exact:
                     raise nest(e, f"pods[{j}]") from None
 
     def pod(
-        self, p: RunningPod, i: int, j: int, ngpus: int, hw: NodeType, unhealthy: tuple[int, ...],
-        whole: dict[int, str], share: dict[int, int], share_by: dict[int, str], gmem: dict[int, int],
+        self, p: RunningPod, i: int, j: int, ngpus: int, hw: NodeType, whole: dict[int, str], share: dict[int, int], share_by: dict[int, str], gmem: dict[int, int],
     ) -> None:
         name = p.name
         if has_control(name):
@@ -321,8 +311,6 @@ class _Exact:
                 raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is already shared by pod {share_by[x]!r}")
             if hw.gpu_sharing is not None:
                 raise InvalidInputError(f"gpus[{k}]", _SLOTS_ONLY.format(hw.gpu_sharing.strategy))
-            if x in unhealthy:
-                raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is unhealthy and cannot be held")
             if x in hw.mig_gpus:
                 raise InvalidInputError(f"gpus[{k}]", f"GPU {x} is in MIG mode: pods hold its MIG instances (`mig`)")
             whole[x] = name
@@ -332,8 +320,6 @@ class _Exact:
                 _out_of_range(idx, ngpus, where)
             if idx in whole:
                 raise InvalidInputError(where, f"GPU {idx} is held whole by pod {whole[idx]!r}")
-            if idx in unhealthy:
-                raise InvalidInputError(where, f"GPU {idx} is unhealthy and cannot be held")
             if idx in hw.mig_gpus:
                 raise InvalidInputError(where, f"GPU {idx} is in MIG mode: pods hold its MIG instances (`mig`)")
             if hw.gpu_sharing is not None:
@@ -535,7 +521,7 @@ def _mask(table: MigTable, m: MigInstance) -> int:
 _SLOTS_ONLY = "the node shares its GPUs ({}): its pods hold gpuSlots, not whole GPUs or gpuShares"
 
 
-def _slot_holdings(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...], slots: dict[int, int]) -> None:
+def _slot_holdings(p: RunningPod, hw: NodeType, slots: dict[int, int]) -> None:
     """Check a running pod's ``gpuSlots`` on its node and add them to ``slots`` (per GPU)."""
     sharing = hw.gpu_sharing
     if not (p.gpu_slots or p.unknown_gpu_slots):
@@ -551,8 +537,6 @@ def _slot_holdings(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...], slot
         where = f"gpuSlots.{idx}"
         if not idx < hw.gpus:
             _out_of_range(idx, hw.gpus, where)
-        if idx in unhealthy:
-            raise InvalidInputError(where, f"GPU {idx} is unhealthy and cannot be held")
         total = slots.get(idx, 0) + count
         if total > sharing.replicas:
             raise InvalidInputError(where, f"GPU {idx} would hold {total} slots, over the node's replicas {sharing.replicas}")
