@@ -2,7 +2,8 @@
 
 msgspec has already checked every field's type and range while decoding; what is left is
 what one field cannot know alone: a node's type exists, its inline hardware over the type's,
-GPU indices inside the node's GPU count and held once, capacities not exceeded, names unique
+GPU indices inside the node's GPU count and held once, GPU shares and slots within their GPU
+(a node's CPU, memory, pod count and unhealthy GPUs may be over-committed), names unique
 and free of control characters. A first pass takes the common node (a known type, whole-GPU
 pods, nothing unusual) in a few attribute reads; every other node, and the whole snapshot
 once anything is wrong, goes through the exact checks, which report the first fault in

@@ -510,7 +510,8 @@ def snapshot_from_kubernetes(
         bad quantity or field, no nodes, a node name given twice, a GPU-labelled node
         without ``status.capacity`` and ``status.allocatable`` (at ``items[i].status``), a
         pod bound to a node not in the node list (``<pods file>: items[i].spec.nodeName``), a node whose pods hold
-        more than it has (at the pod), MIG counts that cannot be laid out on the node's
+        more GPUs than it has at all (at the pod; CPU, memory, pods and extended resources
+        over-committed load, see docs/placement-rules.md), MIG counts that cannot be laid out on the node's
         GPUs or a profile its model lacks (at the resource), a pod asking for two MIG
         profiles or more instances than are free (at the pod), an object of another kind
         in ``priority_classes`` or ``pdbs`` (at its ``kind``), a budget selecting by an
