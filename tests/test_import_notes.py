@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable
 
@@ -174,3 +175,18 @@ def test_fields_kube_scheduler_does_not_read_are_no_note(tmp_path: Path, capsys:
     path = _write_yaml(tmp_path / "pod.yaml", [_pod("quiet", spec)])
     assert main(["import", "kubernetes-request", str(path), "--strict", "-o", str(tmp_path / "r.json")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_extender_logs_the_notes_of_a_pod_it_decodes(caplog: pytest.LogCaptureFixture) -> None:
+    from placer.schema.extender import decode_filter_args
+    from placer.serve.extender import Extender
+
+    snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [{"name": "n1", "cpuMilli": 8000}]}
+    pending = _pod("web", {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+                   namespace="ml", uid="uid-web")
+    body = json.dumps({"Pod": {**pending, "status": {"phase": "Pending"}}, "NodeNames": ["n1"]}).encode()
+    with caplog.at_level(logging.WARNING, logger="placer.serve.app"):
+        assert Extender(snapshot).filter(decode_filter_args(body, "POST /filter"))["NodeNames"] == ["n1"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: POST /filter: Pod.spec.containers[0].ports[0]: host port(s) TCP/80: kube's NodePorts filter keeps "
+        "the pod off nodes where a running pod holds one; placer does not model host ports"]

@@ -134,20 +134,23 @@ def node_types(
     )
 
 
-def _running_pods(draw: Any, name: str, hw: NodeType, unhealthy: tuple[int, ...]) -> tuple[RunningPod, ...]:
-    """Pods already on a node, never holding more than the node has."""
-    count = draw(st.integers(0, 3 if hw.max_pods is None else min(3, hw.max_pods)))
+def _running_pods(
+    draw: Any, name: str, hw: NodeType, unhealthy: tuple[int, ...], over_commit: bool = False
+) -> tuple[RunningPod, ...]:
+    """Pods already on a node, never holding more than the node has; ``over_commit``: more
+    CPU, memory and pods than it has, and GPUs that turned unhealthy under them."""
+    count = draw(st.integers(0, 3 if hw.max_pods is None or over_commit else min(3, hw.max_pods)))
     used = [0] * hw.gpus
     used_mem = [0] * hw.gpus
-    cpu_left = hw.cpu_milli
-    mem_left = hw.memory_mib
+    cpu_left = None if over_commit else hw.cpu_milli
+    mem_left = None if over_commit else hw.memory_mib
     out = []
     for j in range(count):
         kind = draw(st.sampled_from(["cpu", "whole", "share"]))
         gpus: tuple[int, ...] = ()
         shares: dict[int, int] = {}
         gmem: dict[int, int] = {}
-        healthy = [i for i in range(hw.gpus) if i not in unhealthy]
+        healthy = [i for i in range(hw.gpus) if over_commit or i not in unhealthy]
         if kind == "whole":
             free = [i for i in healthy if used[i] == 0]
             if free:
@@ -204,7 +207,9 @@ def snapshots(
 
     Nodes use a node type (sometimes with an inline override) or inline hardware; some
     are cordoned, tainted, labelled, miss a topology level, or have unhealthy GPUs; running
-    pods hold whole GPUs, GPU shares, CPU and memory, never more than the node has.
+    pods hold whole GPUs, GPU shares, CPU and memory, on one node in ten more CPU, memory
+    and pods than the node has and GPUs that have turned unhealthy (over-committed, as real
+    clusters can be).
 
     Parameters
     ----------
@@ -272,7 +277,7 @@ def snapshots(
                 taints=taints,
                 unschedulable=draw(_chance(10)),
                 unhealthy_gpus=unhealthy,
-                pods=_running_pods(draw, name, hw, unhealthy),
+                pods=_running_pods(draw, name, hw, unhealthy, over_commit=draw(_chance(10))),
             )
         )
     return ClusterSnapshot(nodes=tuple(nodes), node_types=types, topology_levels=levels)

@@ -772,6 +772,8 @@ class Extender:
             raise InvalidInputError(e.where.replace(f"{source}: [0]", f"{source}: Pod", 1), e.what) from None
         if not imported.request.pods:
             raise InvalidInputError(f"{source}: Pod", "the pod is not pending (it has a node or has finished)")
+        for note in imported.notes:  # once per pod decoded: what placer does not model of it
+            _log.warning("note: %s", note.replace(f"{source}: [0]", f"{source}: Pod", 1))
         return imported.request
 
     def _whole_decision(self, key: str, pod: Mapping[str, Any], source: str) -> Assignment | str | None:

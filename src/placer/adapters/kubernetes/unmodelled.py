@@ -49,9 +49,10 @@ def unmodelled_pod_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[st
         ``runtimeClassName``, pod-level ``resources``.
     """
     notes = [*_host_port_notes(doc, spath, spec), *_volume_notes(doc, spath, spec)]
+    gpath = (*spath, "schedulingGates")
     gates = [
-        field_string(doc, (*spath, "schedulingGates", j, "name"), field_map(doc, (*spath, "schedulingGates", j), g).get("name"))
-        for j, g in enumerate(field_list(doc, (*spath, "schedulingGates"), spec.get("schedulingGates")))
+        field_string(doc, (*gpath, j, "name"), field_map(doc, (*gpath, j), g).get("name"))
+        for j, g in enumerate(field_list(doc, gpath, spec.get("schedulingGates")))
     ]
     if gates:
         notes.append(doc.note((*spath, "schedulingGates"), (
