@@ -155,3 +155,28 @@ def test_explain_counts_no_shortfall_of_a_resource_the_pod_does_not_ask_for() ->
     pending = {p.name: p for p in explain(snapshot_from_dict(snapshot_doc()), request_from_dict(request)).pending}
     assert pending["two"].nearest[0].lacks == ("1 GPU(s)",)
     assert pending["two-cpu"].nearest[0].lacks == ("1 GPU(s)", "2.5 CPU")
+
+
+def test_import_kubernetes_of_gpus_gone_unhealthy_under_their_pods(tmp_path: Path) -> None:
+    """The device plugin took a failed GPU out of allocatable (7 of capacity 8); the two
+    4-GPU pods that hold all 8 run on: the node loads with GPU 7 unhealthy, nothing free."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "dgx"},
+            "status": {"capacity": {"cpu": "64", "nvidia.com/gpu": "8"},
+                       "allocatable": {"cpu": "64", "nvidia.com/gpu": "7"}}}
+    trainers = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"train-{k}", "namespace": "ml"},
+                 "spec": {"nodeName": "dgx", "containers": [
+                     {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+                 "status": {"phase": "Running"}} for k in range(2)]
+    nodes, pods, out = tmp_path / "nodes.json", tmp_path / "pods.json", tmp_path / "cluster.json"
+    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}), encoding="utf-8")
+    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": trainers}), encoding="utf-8")
+    assert main(["import", "kubernetes", "--nodes", str(nodes), "--pods", str(pods), "-o", str(out)]) == 0
+    snapshot = placer.load_snapshot(out)
+    (dgx,) = snapshot.nodes
+    assert (dgx.hardware.gpus, dgx.unhealthy_gpus) == (8, (7,))
+    assert [rp.gpus for rp in dgx.pods] == [(3, 4, 5, 6), (0, 1, 2, 7)]
+    assert placer.Cluster(snapshot).node_free("dgx").gpu_milli == (0,) * 8
+    held = [f.detail for f in cluster_report(snapshot).findings if f.kind == "unhealthy-gpu-held"]
+    assert held == ["pod ml/train-1 holds unhealthy GPU(s) 7"]
+    result = placer.place(snapshot, request_from_dict(request_doc({"name": "one", "gpus": 1})))
+    assert result.unschedulable[0].reason == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."

@@ -350,6 +350,25 @@ def _running_pod(
     return pod, mig
 
 
+def _devices_gone_unhealthy(entry: dict[str, Any]) -> None:
+    """A node whose running pods hold more ``nvidia.com/gpu`` than it has allocatable, within
+    its capacity: the device plugin took the devices that turned unhealthy out of
+    allocatable while their pods run on. The node gets those GPUs back as ``unhealthyGpus``
+    (the ones after the allocatable ones: which devices left is not known), so the snapshot
+    loads and ``placer report`` names the pods on them."""
+    if "gpuSharing" in entry or "mig" in entry:
+        return
+    offer = entry.get("resources", {}).get(GPU_RESOURCE)
+    pods = entry.get("pods", [])
+    held = sum(p.get("unknownGpus", 0) + len(p.get("gpus", ())) for p in pods)
+    needed = max([held, *(g + 1 for p in pods for g in p.get("gpus", ()))])
+    gpus = entry.get("gpus", 0)
+    if offer is None or needed <= gpus or needed > offer["capacity"]:
+        return
+    entry["gpus"] = needed
+    entry["unhealthyGpus"] = list(range(gpus, needed))
+
+
 def _bound_node(doc: Document, path: tuple[Any, ...], obj: Any) -> str | None:
     """The node a Pod object runs on: bound (``spec.nodeName``) and not finished; None
     for a pending or finished pod."""
@@ -704,6 +723,8 @@ def _snapshot(
                     hold_instances(doc, path, entries[i], pod, mig)
                 node_pods.append(kubernetes_sharing.slot_holder(pod) if "gpuSharing" in entries[i] else pod)
 
+    for entry in entries:
+        _devices_gone_unhealthy(entry)
     document: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot"}
     if level_names:
         document["topologyLevels"] = level_names
