@@ -116,10 +116,19 @@ def admit(tmp: Path) -> tuple[list[str], list[str]]:
              "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
                  {"name": "gpu", "resources": [{"name": GPU, "nominalQuota": 4}]}]}]}}
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
-    queues = _write_yaml(tmp / "queues.yaml", [flavor, queue, namespace])
-    return ["admit", str(snap), str(queues), "--format", "json"], [
+    local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "jobs", "namespace": "team"},
+             "spec": {"clusterQueue": "a"}}
+    ported = {"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}],
+              "resources": {"limits": {GPU: 1}}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+               "name": "serve", "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "jobs"}},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [ported]}}}}
+    queues = _write_yaml(tmp / "queues.yaml", [flavor, queue, namespace, local])
+    jobs = _write_yaml(tmp / "jobs.yaml", [job])
+    return ["admit", str(snap), str(queues), str(jobs), "--format", "json"], [
         "ClusterQueue a has no namespaceSelector",
         "Namespace left out",
+        "spec.template.spec.containers[0].ports[0]: host port(s) TCP/80",
     ]
 
 
