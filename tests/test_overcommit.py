@@ -180,3 +180,10 @@ def test_import_kubernetes_of_gpus_gone_unhealthy_under_their_pods(tmp_path: Pat
     assert held == ["pod ml/train-1 holds unhealthy GPU(s) 7"]
     result = placer.place(snapshot, request_from_dict(request_doc({"name": "one", "gpus": 1})))
     assert result.unschedulable[0].reason == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+
+
+def test_report_nodes_marks_the_over_committed_node() -> None:
+    from placer.diagnostics.report import node_rows
+
+    rows = {row.name: row.state for row in node_rows(snapshot_from_dict(snapshot_doc()))}
+    assert rows == {"over": "unhealthy-gpus,over-committed", "spare": "ready"}

@@ -556,7 +556,8 @@ class NodeRow:
     state : str
         ``ready``, else what keeps pods off it, comma-joined: ``cordoned``, ``drained``,
         ``down`` (Slurm states), ``tainted`` (a NoSchedule or NoExecute taint),
-        ``unhealthy-gpus``.
+        ``unhealthy-gpus``, ``over-committed`` (its running pods hold more of a resource
+        than it offers).
     gpus : int
     free_gpus : float
         Free GPUs (whole, and shares' rests) outside MIG mode.
@@ -590,6 +591,8 @@ def node_rows(snapshot: ClusterSnapshot) -> tuple[NodeRow, ...]:
             states.append("tainted")
         if node.unhealthy_gpus:
             states.append("unhealthy-gpus")
+        if any(f.kind == "over-committed" for f in _over_committed(node)):
+            states.append("over-committed")
         total = free = None
         if node.hardware.mig is not None:
             held = {(m.gpu, m.start) for rp in node.pods for m in rp.mig}
