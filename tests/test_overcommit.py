@@ -187,3 +187,14 @@ def test_report_nodes_marks_the_over_committed_node() -> None:
 
     rows = {row.name: row.state for row in node_rows(snapshot_from_dict(snapshot_doc()))}
     assert rows == {"over": "unhealthy-gpus,over-committed", "spare": "ready"}
+
+
+def test_slots_beyond_the_healthy_gpus_fall_on_the_unhealthy_one() -> None:
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": "ts", "gpuModel": "A100", "gpus": 2, "gpuSharing": {"strategy": "time-slicing", "replicas": 4},
+         "unhealthyGpus": [1], "pods": [{"name": "many", "unknownGpuSlots": 6}]}]}
+    snapshot = snapshot_from_dict(doc)
+    assert snapshot.nodes[0].pods[0].gpu_slots == {0: 4, 1: 2}
+    assert placer.Cluster(snapshot).node_free("ts").gpu_milli == (0, 0)
+    assert [f.detail for f in cluster_report(snapshot).findings if f.kind == "unhealthy-gpu-held"] == [
+        "pod many holds unhealthy GPU(s) 1"]

@@ -554,10 +554,11 @@ def _slot_holdings(p: RunningPod, hw: NodeType, slots: dict[int, int]) -> None:
 def _spread_unknown_slots(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...], slots: dict[int, int]) -> None:
     """Give a pod of ``unknownGpuSlots`` its slots: one at a time, each on the healthy GPU
     with the most free slots (highest index on ties: the device plugin's order is not
-    known, and the highest indices are where ``unknownGpus`` go too)."""
+    known, and the highest indices are where ``unknownGpus`` go too); on a GPU that turned
+    unhealthy under its pods only when no healthy GPU has a slot left."""
     sharing = hw.gpu_sharing
     assert sharing is not None
-    free = {g: sharing.replicas - slots.get(g, 0) for g in range(hw.gpus) if g not in unhealthy}
+    free = {g: sharing.replicas - slots.get(g, 0) for g in range(hw.gpus)}
     got: dict[int, int] = {}
     left = sum(free.values())
     if p.unknown_gpu_slots > left:
@@ -565,7 +566,7 @@ def _spread_unknown_slots(p: RunningPod, hw: NodeType, unhealthy: tuple[int, ...
             "unknownGpuSlots", f"{p.unknown_gpu_slots} slot(s) held, but only {left} slot(s) of the node are free"
         )
     for _ in range(p.unknown_gpu_slots):
-        best = max(free, key=lambda g: (free[g], g), default=None)
+        best = max(free, key=lambda g: (free[g] > 0 and g not in unhealthy, free[g], g), default=None)
         if best is None or free[best] == 0:  # pragma: no cover - counted above
             raise InvalidInputError(
                 "unknownGpuSlots", f"{p.unknown_gpu_slots} slot(s) held, but only {left} slot(s) of the node are free"
