@@ -192,11 +192,20 @@ def test_handmade_nodes_hardware(snap_doc):
     assert "unschedulable" not in h
     rdma = nodes["dgx-h100-1"]["resources"]["rdma/rdma_shared_device_a"]
     assert rdma == {"capacity": 1000, "allocatable": 1000}  # "1k"
-    assert nodes["dgx-h100-2"]["unschedulable"] is True  # Ready is Unknown
+    # Ready is Unknown: not cordoned, but tainted as the node lifecycle controller does
+    assert "unschedulable" not in nodes["dgx-h100-2"]
+    assert nodes["dgx-h100-2"]["taints"][1:] == [
+        {"key": "node.kubernetes.io/unreachable", "effect": effect} for effect in ("NoSchedule", "NoExecute")
+    ]
     mig = nodes["a100-mig-0"]
     assert mig["gpus"] == 1 and mig["gpuModel"] == "A100-PCIE-40GB" and mig["gpuMemoryMiB"] == 40536
     # The MIG resources became instances (laid out largest first); nvidia.com/gpu stays.
-    assert mig["resources"] == {"nvidia.com/gpu": {"capacity": 0, "allocatable": 0}}
+    assert mig["resources"] == {
+        "nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
+        "ephemeral-storage": {"capacity": 942527037440, "allocatable": 942527037440},
+        "hugepages-1Gi": {"capacity": 0, "allocatable": 0},
+        "hugepages-2Mi": {"capacity": 0, "allocatable": 0},
+    }
     assert mig["mig"] == {"gpus": "all", "mode": "static"}
     assert mig["migInstances"] == [
         {"gpu": 0, "profile": "2g.10gb", "start": 0},
@@ -205,7 +214,9 @@ def test_handmade_nodes_hardware(snap_doc):
     assert mig["cpuMilli"] == 63500 and mig["memoryMiB"] == 527385544 // 1024
     cpu = nodes["cpu-0"]
     assert cpu["unschedulable"] is True and "gpus" not in cpu and "topology" not in cpu
-    assert cpu["taints"] == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert cpu["taints"] == [
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2025-06-08T16:20:05Z"}
+    ]
 
 
 def test_handmade_running_pods(snap_doc):
@@ -299,7 +310,12 @@ def test_podman_status_fragment_fails_and_imports_with_a_name(tmp_path):
         "cpuMilli": 16000,
         "memoryMiB": 32009,  # 32777408Ki
         "maxPods": 110,
-        "resources": {"nvidia.com/gpu": {"capacity": 1, "allocatable": 1}},
+        "resources": {  # ephemeral-storage in bytes: 8679376Ki of capacity
+            "ephemeral-storage": {"capacity": 8679376 * 1024, "allocatable": 8443296967},
+            "hugepages-1Gi": {"capacity": 0, "allocatable": 0},
+            "hugepages-2Mi": {"capacity": 0, "allocatable": 0},
+            "nvidia.com/gpu": {"capacity": 1, "allocatable": 1},
+        },
     }
 
 
@@ -799,6 +815,9 @@ def test_a_level_some_nodes_lack_is_a_note_naming_them(tmp_path, capsys):
     assert main(["import", "kubernetes", "--nodes", str(path), "-o", str(out),
                  "--level", "block=topology.example.com/block", "--level", "rack=topology.example.com/rack"]) == 0
     assert capsys.readouterr().err.splitlines() == [
+        f"placer: import kubernetes: note: {path}: items[2].status.conditions: node 'dgx-h100-2': Ready is "
+        "Unknown; added the node lifecycle controller's taint(s) node.kubernetes.io/unreachable:NoSchedule, "
+        "node.kubernetes.io/unreachable:NoExecute",
         "placer: import kubernetes: note: level block (topology.example.com/block): 1 of 5 node(s) do not carry "
         "the label (cpu-0): they are in no block domain and take no pod of a gang that level constrains",
         "placer: import kubernetes: note: level rack (topology.example.com/rack): 3 of 5 node(s) do not carry "
@@ -810,7 +829,7 @@ def test_a_level_some_nodes_lack_is_a_note_naming_them(tmp_path, capsys):
     assert racked == ["dgx-h100-2", "a100-mig-0"]
     # Every node carries kubernetes.io/os: no note for that level.
     imported = import_kubernetes(path, levels=[("os", "kubernetes.io/os"), ("rack", "topology.example.com/rack")])
-    assert len(imported.notes) == 1 and imported.notes[0].startswith("level rack (topology.example.com/rack): 3 of 5")
+    assert len(imported.notes) == 2 and imported.notes[1].startswith("level rack (topology.example.com/rack): 3 of 5")
 
 
 def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from placer.schema import request_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters.kubernetes.mig import take_mig_request
-from placer.adapters.kubernetes.quantities import cpu_memory, extended_resources, gpu_count, pod_amounts
+from placer.adapters.kubernetes.quantities import cpu_memory, gpu_count, pod_amounts, pod_resources
 from placer.adapters.kubernetes.snapshot import HOSTNAME_LABEL, LevelSpec, PathLike, parse_levels
 from placer.adapters.kubernetes.scheduling import PriorityClasses, kueue_group, named_group
 from placer.adapters.kubernetes.documents import (
@@ -466,7 +466,7 @@ class _Workloads:
             entry["priority"] = prio
         if self.classes.preemption_policy(doc, spath, spec) == "Never":
             entry["preemptionPolicy"] = "Never"
-        res = extended_resources(amounts)
+        res = pod_resources(amounts)
         if res:
             entry["resources"] = res
         for key, what in (
@@ -597,9 +597,9 @@ def import_workloads(
     ``nominatedNodeName`` (a pending Pod's ``status.nominatedNodeName``: a preemption
     already made room there),
     ``nvidia.com/mig-<profile>: n`` -> ``mig: {"profile": ..., "count": n}`` (one
-    profile per pod), other extended resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` (of a pod
-    taken with ``all_phases``) and ``topologySpreadConstraints`` are not carried over (a
-    note each).
+    profile per pod), every other resource -> ``resources`` (``ephemeral-storage`` and
+    ``hugepages-<size>`` in bytes, rounded up; extended resources as counts).
+    ``resourceClaims`` are not carried over (a note).
 
     Parameters
     ----------

@@ -438,7 +438,7 @@ class WorkloadReader:
         take_mig_request(doc, spath, dict(amounts))
         if amounts.get(GPU_RESOURCE, 0) > MAX_GPUS:
             doc.fail(spath, f"{amounts[GPU_RESOURCE]} {GPU_RESOURCE} in one pod, over placer's limit of {MAX_GPUS}")
-        requests = {r: _units(r, q) for r, q in amounts.items() if q > 0}
+        requests = {r: _units(r, q) for r, q in amounts.items() if q > 0 and ("/" in r or r in ("cpu", "memory"))}
         for r, units in requests.items():
             if units > MAX_QUANTITY:
                 doc.fail(spath, f"{r}: {units} units in one pod, over placer's limit of {MAX_QUANTITY}")
