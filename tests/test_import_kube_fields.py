@@ -244,3 +244,155 @@ def test_a_pod_tolerating_the_unreachable_taint_may_go_to_the_node(tmp_path):
     result = placer.place(snapshot, import_workloads(pending).request)
     assert [(a.pod, a.node) for a in result.assignments] == [("team-a/tolerant", "n0")]
     assert [u.pod for u in result.unschedulable] == ["team-a/plain"]
+
+
+# ----------------------------------------------------------------------------- scheduling fields
+
+AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                   "values": ["NVIDIA-H100-80GB-HBM3"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}]},
+        ]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}],
+    },
+    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "topology.kubernetes.io/zone"}]},
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["trainer"]}]},
+             "topologyKey": "kubernetes.io/hostname", "namespaces": ["team-b"]}],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 50, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
+                                               "namespaceSelector": {}, "topologyKey": "kubernetes.io/hostname"}}],
+    },
+}
+SPREAD = [
+    {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+     "labelSelector": {"matchLabels": {"app": "trainer"}}, "minDomains": 2, "nodeAffinityPolicy": "Ignore",
+     "nodeTaintsPolicy": "Honor", "matchLabelKeys": ["pod-template-hash"]},
+    {"maxSkew": 3, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"},
+]
+TOLERATIONS = [
+    {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "dedicated", "value": "ml", "effect": "NoSchedule"},
+    {"operator": "Exists"},
+]
+
+
+def test_a_pending_pod_keeps_its_scheduling_rules_as_written(tmp_path):
+    spec = {"affinity": AFFINITY, "topologySpreadConstraints": SPREAD, "tolerations": TOLERATIONS}
+    imported = import_workloads(_write(tmp_path / "pods.json", _pod("p", spec, labels={"app": "trainer"})))
+    (entry,) = imported.document["pods"]
+    assert entry["affinity"] == AFFINITY and entry["topologySpreadConstraints"] == SPREAD
+    assert entry["labels"] == {"app": "trainer"}
+    assert entry["tolerations"] == [
+        {"key": "node.kubernetes.io/unreachable", "operator": "Equal", "effect": "NoExecute",
+         "tolerationSeconds": 300},
+        {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
+        {"operator": "Exists"},
+    ]
+    assert imported.notes == ()
+    (pod,) = imported.request.pods
+    assert pod.affinity is not None and pod.affinity.to_dict() == AFFINITY
+    assert [c.to_dict() for c in pod.topology_spread_constraints] == SPREAD
+    assert pod.tolerations[0].toleration_seconds == 300 and pod.labels == {"app": "trainer"}
+
+
+def test_a_job_template_keeps_its_rules_and_gets_the_controller_labels(tmp_path):
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "team-a", "uid": "8f0c1d2e-aaaa-bbbb-cccc-0123456789ab"},
+        "spec": {"parallelism": 4, "template": {
+            "metadata": {"labels": {"app": "trainer", "job-name": "kept-as-written"}},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}], "affinity": AFFINITY,
+                     "topologySpreadConstraints": SPREAD, "restartPolicy": "Never"},
+        }},
+    }
+    (entry,) = import_workloads(_write(tmp_path / "job.json", job)).document["pods"]
+    assert entry["replicas"] == 4 and entry["affinity"] == AFFINITY and entry["topologySpreadConstraints"] == SPREAD
+    assert entry["labels"] == {
+        "app": "trainer",
+        "job-name": "kept-as-written",  # the API server adds a label only when the template lacks it
+        "batch.kubernetes.io/job-name": "train",
+        "batch.kubernetes.io/controller-uid": "8f0c1d2e-aaaa-bbbb-cccc-0123456789ab",
+        "controller-uid": "8f0c1d2e-aaaa-bbbb-cccc-0123456789ab",
+    }
+    job["spec"]["manualSelector"] = True
+    (manual,) = import_workloads(_write(tmp_path / "manual.json", job)).document["pods"]
+    assert manual["labels"] == {"app": "trainer", "job-name": "kept-as-written"}
+
+
+def test_jobset_pods_carry_the_jobset_labels(tmp_path):
+    template = {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "namespace": "ml"},
+        "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2,
+                                     "template": {"spec": {"parallelism": 2, "template": template}}}]},
+    }
+    (entry,) = import_workloads(_write(tmp_path / "js.json", jobset)).document["pods"]
+    assert entry["labels"] == {"jobset.sigs.k8s.io/jobset-name": "js",
+                               "jobset.sigs.k8s.io/replicatedjob-name": "workers"}
+
+
+def test_a_template_with_node_name_keeps_it(tmp_path):
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pinned"},
+        "spec": {"replicas": 1, "template": {"spec": {"nodeName": "n1", "containers": [{"name": "c"}]}}},
+    }
+    imported = import_workloads(_write(tmp_path / "d.json", deployment))
+    assert imported.document["pods"][0]["nodeName"] == "n1" and imported.notes == ()
+    assert imported.request.pods[0].node_name == "n1"
+    # A bare Pod bound to a node is running, not pending: taken only with all_phases.
+    bound = _write(tmp_path / "bound.json", _pod("b", {"nodeName": "n1"}))
+    assert import_workloads(bound, all_phases=True).document["pods"][0]["nodeName"] == "n1"
+
+
+@pytest.mark.parametrize(
+    ("toleration", "field", "what"),
+    [
+        ({"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}, "tolerationSeconds", "needs effect NoExecute"),
+        ({"key": "k", "effect": "NoExecute", "tolerationSeconds": "5"}, "tolerationSeconds", "integer"),
+    ],
+)
+def test_toleration_seconds_kube_refuses_is_an_error(tmp_path, toleration, field, what):
+    with pytest.raises(InvalidInputError) as info:
+        _request_pod(tmp_path, {"tolerations": [toleration]})
+    assert info.value.where.endswith(f"items[0].spec.tolerations[0].{field}") and what in info.value.what
+
+
+def test_a_malformed_affinity_names_the_pod_and_the_placer_path(tmp_path):
+    bad = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]}}}
+    with pytest.raises(InvalidInputError) as info:
+        _request_pod(tmp_path, {"affinity": bad})
+    assert info.value.where.endswith("items[0]")
+    assert "placer/v1 pods[0].affinity.nodeAffinity" in info.value.what and "operator" in info.value.what
+
+
+def test_running_pods_keep_labels_affinity_and_their_namespace(tmp_path):
+    nodes = _write(tmp_path / "nodes.json", _node("n0", BIG_NODE))
+    anti = {"podAntiAffinity": AFFINITY["podAntiAffinity"]}
+    running = _pod("r", {"affinity": anti}, labels={"app": "trainer"}, namespace="team-b", node="n0")
+    imported = import_kubernetes(nodes, _write(tmp_path / "running.json", running))
+    (pod,) = imported.document["nodes"][0]["pods"]
+    assert pod["name"] == "team-b/r" and pod["labels"] == {"app": "trainer"} and pod["affinity"] == anti
+    (held,) = imported.snapshot.nodes[0].pods
+    assert held.affinity is not None and held.affinity.to_dict() == anti
+    assert running_pod_from_object(running, "watch")["affinity"] == anti  # the live path reads the same
+
+
+def test_node_taints_keep_time_added_from_yaml(tmp_path):
+    path = tmp_path / "nodes.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\nspec:\n  taints:\n"
+        "  - key: node.kubernetes.io/unreachable\n    effect: NoExecute\n    timeAdded: 2026-01-02T03:04:05Z\n"
+        "status:\n  allocatable:\n    cpu: '8'\n",
+        encoding="utf-8",
+    )
+    imported = import_kubernetes(path)
+    (taint,) = imported.document["nodes"][0]["taints"]
+    assert taint["key"] == "node.kubernetes.io/unreachable" and taint["timeAdded"].startswith("2026-01-02T03:04:05")
+    assert imported.snapshot.nodes[0].taints[0].time_added == taint["timeAdded"]

@@ -57,6 +57,7 @@ EXAMPLE_LEVELS = [("block", "topology.example.com/block"), "rack=topology.exampl
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 DAEMONSET_OWNER = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
                                         "uid": "7d1c", "controller": True}]}
+PAUSE_LABELS = {"app": "pause", "scheduling.x-k8s.io/pod-group": "pg1"}
 EXPECTED_KINDS = "expected Pod, Job, JobSet, Deployment, StatefulSet, ReplicaSet, PodGroup, Volcano Job"
 
 
@@ -483,6 +484,7 @@ def test_kueue_job_required_topology():
     assert doc["policy"] == "first-fit"
     assert doc["pods"] == [
         {"name": "default/tas-sample-required", "replicas": 10, "cpuMilli": 1000, "memoryMiB": 200,
+         "labels": {"batch.kubernetes.io/job-name": "tas-sample-required", "job-name": "tas-sample-required"},
          "gang": "default/tas-sample-required"}
     ]
     assert doc["gangs"] == {"default/tas-sample-required": {"topology": {"mode": "required", "level": "rack"}}}
@@ -520,7 +522,7 @@ def test_jobset_fixture():
 def test_podgroup_and_deployment():
     result = import_workloads([PODGROUP, DEPLOYMENT])
     doc = result.document
-    assert doc["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
+    assert doc["pods"] == [{"name": "default/pause", "replicas": 2, "labels": PAUSE_LABELS, "gang": "default/pg1"}]
     assert doc["gangs"] == {"default/pg1": {"topology": {"mode": "unconstrained"}}}
     assert _gang_sizes(doc) == {"default/pg1": 2}
     (note,) = result.notes
@@ -843,12 +845,11 @@ def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):
     )
     assert main(["import", "kubernetes-request", "--all-phases", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert len(json.loads(out)["pods"]) == 8
-    # The bound pods taken: the importer's notes are printed, one line each.
-    assert err and all(
-        line.startswith("placer: import kubernetes-request: note: ") and "spec.nodeName is ignored" in line
-        for line in err.splitlines()
-    )
+    pods = json.loads(out)["pods"]
+    assert len(pods) == 8 and err == ""
+    # The bound pods taken keep their node: kube's NodeName filter holds them to it.
+    bound = [p for p in json.loads(_text(path))["items"] if p["spec"].get("nodeName")]
+    assert bound and [p["nodeName"] for p in pods if "nodeName" in p] == [p["spec"]["nodeName"] for p in bound]
 
 
 def test_cli_request_of_a_node_list_exits_2(tmp_path, capsys):
@@ -872,7 +873,8 @@ def test_missing_podgroup_is_an_error_unless_asked(tmp_path, capsys):
         "--missing-podgroup=gang-of-present-pods to make the gang of the 2 pod(s) present"
     )
     asked = import_workloads(DEPLOYMENT, missing_podgroup="gang-of-present-pods")
-    assert asked.document["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
+    assert asked.document["pods"] == [
+        {"name": "default/pause", "replicas": 2, "labels": PAUSE_LABELS, "gang": "default/pg1"}]
     assert _gang_sizes(asked.document) == {"default/pg1": 2}
     assert asked.notes == (
         "PodGroup default/pg1 is not among the inputs; its 2 labelled pod(s) are placed as one gang",

@@ -43,10 +43,10 @@ from placer.adapters.kubernetes.documents import (
     show,
 )
 from placer.exceptions import InvalidInputError
-from placer.model import PlacementRequest
+from placer.model import EMPTY, PlacementRequest
 from placer.adapters.kubernetes.templates import (
     MAX_WORKLOAD_PODS, POD_PHASES, REPLICATED_KINDS, PodTemplateSet, has_pod_template, job_pod_count, object_name,
-    pod_skip_reason, pod_template_sets, pod_tolerations, replica_count,
+    pod_skip_reason, pod_template_sets, pod_tolerations, replica_count, scheduling_rules,
 )
 
 __all__ = [
@@ -75,6 +75,13 @@ KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
 KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+"""The labels the API server gives a Job's pod template: the Job's name."""
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+"""The labels the API server gives a Job's pod template: the Job's ``metadata.uid``."""
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+"""The labels the JobSet controller gives the pods of a replicated job."""
 
 
 _READ_KINDS = frozenset(
@@ -108,7 +115,7 @@ class WorkloadImport:
     notes : tuple of str
         What was read but could not be carried over, one line each, starting with the
         object's location (``file:line`` or ``file: path``): ignored pod fields
-        (``affinity``, ``resourceClaims``, ``nodeName``), a gang whose minMember differs
+        (``resourceClaims``), a gang whose minMember differs
         from its pod count, a PodGroup without pods, an unresolved priority class.
     skipped_pods : dict of str to int
         Pod objects not imported because they are not waiting to be scheduled, counted
@@ -256,7 +263,16 @@ class _Workloads:
         self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None, nominated_node=nominated)
 
     def job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        self.replicated(doc, path, obj)
+        """A Job: its pods carry the labels the API server adds to its template."""
+        namespace, name = object_name(doc, path, obj)
+        spec = field_map(doc, (*path, "spec"), obj.get("spec"), required=True)
+        added: dict[str, str] = {}
+        if spec.get("manualSelector") is not True:
+            uid = field_string(doc, (*path, "metadata", "uid"), obj["metadata"].get("uid"))
+            added = {label: name for label in JOB_NAME_LABELS}
+            if uid:
+                added.update((label, uid) for label in JOB_UID_LABELS)
+        self.replicated(doc, path, obj, added)
 
     def jobset(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = object_name(doc, path, obj)
@@ -265,13 +281,20 @@ class _Workloads:
             self.template(
                 doc, ps.path, ps.template, namespace, f"{gang}-{ps.name}", ps.count,
                 own_gang=(gang, f"JobSet {gang}", (doc, path)),
+                added_labels={JOBSET_NAME_LABEL: name, JOBSET_REPLICATED_JOB_LABEL: ps.name},
             )
 
-    def replicated(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        """A Job or a workload of ``replicas`` pods from one template: one entry."""
+    def replicated(
+        self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any], added_labels: Mapping[str, str] = EMPTY
+    ) -> None:
+        """A Job or a workload of ``replicas`` pods from one template: one entry, its pods
+        labelled with ``added_labels`` too (those the template lacks)."""
         namespace, name = object_name(doc, path, obj)
         (ps,) = pod_template_sets(doc, path, obj) or ()
-        self.template(doc, ps.path, ps.template, namespace, f"{namespace}/{name}", ps.count, own_gang=None)
+        self.template(
+            doc, ps.path, ps.template, namespace, f"{namespace}/{name}", ps.count, own_gang=None,
+            added_labels=added_labels,
+        )
 
     def volcano_job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = object_name(doc, path, obj)
@@ -354,9 +377,11 @@ class _Workloads:
         replicas: int | None,
         own_gang: tuple[str, str, tuple[Document, tuple[Any, ...]]] | None,
         nominated_node: str | None = None,
+        added_labels: Mapping[str, str] = EMPTY,
     ) -> None:
         """One request pod entry (``replicas`` pods; a bare pod when None), nominated to
-        ``nominated_node`` when a preemption already chose it one."""
+        ``nominated_node`` when a preemption already chose it one, labelled as the
+        template and ``added_labels`` (the controller's labels the template lacks)."""
         template = field_map(doc, path, template, required=True)
         mpath = (*path, "metadata")
         meta = field_map(doc, mpath, template.get("metadata"))
@@ -365,6 +390,9 @@ class _Workloads:
         spath = (*path, "spec")
         spec = field_map(doc, spath, template.get("spec"), required=True)
         entry = self.pod_fields(doc, spath, spec, name)
+        pod_labels = {**added_labels, **labels}
+        if pod_labels:
+            entry["labels"] = pod_labels
         if nominated_node is not None:
             entry["nominatedNodeName"] = nominated_node
         if replicas is not None:
@@ -469,14 +497,12 @@ class _Workloads:
         res = pod_resources(amounts)
         if res:
             entry["resources"] = res
-        for key, what in (
-            ("affinity", "spec.affinity is not imported (placer takes nodeSelector only)"),
-            ("resourceClaims", "spec.resourceClaims (DRA) are not imported"),
-            ("nodeName", "spec.nodeName is ignored; the pod is placed like any other"),
-            ("topologySpreadConstraints", "spec.topologySpreadConstraints are not imported"),
-        ):
-            if spec.get(key):
-                self.notes.append(doc.note((*spath, key), what))
+        entry.update(scheduling_rules(doc, spath, spec))
+        node_name = field_string(doc, (*spath, "nodeName"), spec.get("nodeName"), empty=True)
+        if node_name:
+            entry["nodeName"] = node_name
+        if spec.get("resourceClaims"):
+            self.notes.append(doc.note((*spath, "resourceClaims"), "spec.resourceClaims (DRA) are not imported"))
         return entry
 
     # -------------------------------------------------------------- result
@@ -590,7 +616,19 @@ def import_workloads(
 
     Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
     ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
-    up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
+    up), ``nodeSelector``, ``tolerations`` (key, operator (Equal when left out), value,
+    effect, tolerationSeconds), ``affinity`` and ``topologySpreadConstraints`` as written
+    (:func:`placer.adapters.kubernetes.templates.scheduling_rules`), ``nodeName`` (a
+    template's, or a bound Pod's taken with ``all_phases``), ``labels`` = the template's
+    (a Pod's) ``metadata.labels`` plus the labels its controller adds that the template
+    lacks and that are the same for every pod: a Job's ``batch.kubernetes.io/job-name``
+    and ``job-name`` (its name) and, when ``metadata.uid`` is given,
+    ``batch.kubernetes.io/controller-uid`` and ``controller-uid`` (none with
+    ``spec.manualSelector``); a JobSet's ``jobset.sigs.k8s.io/jobset-name`` and
+    ``jobset.sigs.k8s.io/replicatedjob-name``. Labels that differ from pod to pod (an
+    indexed Job's ``batch.kubernetes.io/job-completion-index``, a JobSet's
+    ``job-index``/``job-key`` and its Jobs' names, a ReplicaSet's ``pod-template-hash``)
+    are not added.
     ``priority`` (``spec.priority``, else the priority class, else the ``globalDefault``
     class; :class:`placer.adapters.kubernetes.scheduling.PriorityClasses`),
     ``preemptionPolicy: Never`` (``spec.preemptionPolicy``, else the class's),
