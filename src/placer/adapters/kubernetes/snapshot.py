@@ -330,7 +330,8 @@ def _condition_taints(
     states: dict[str, Any] = {}
     for j, c in enumerate(field_list(doc, cpath, conditions)):
         c = field_map(doc, (*cpath, j), c)
-        states[c.get("type")] = c.get("status")
+        kind = field_string(doc, (*cpath, j, "type"), c.get("type"))
+        states[kind] = field_string(doc, (*cpath, j, "status"), c.get("status"))
     wanted: list[tuple[str, str]] = []
     ready = states.get("Ready", "Unknown")
     if ready in _READY_TAINTS:

@@ -116,7 +116,8 @@ def pod_tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[s
         tp = (*path, j)
         t = field_map(doc, tp, t)
         key = field_string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
-        op = t.get("operator") or "Equal"
+        op = t.get("operator")
+        op = "Equal" if op is None or op == "" else op
         if op not in ("Equal", "Exists"):
             doc.fail((*tp, "operator"), f"expected Equal or Exists, got {show(op)}")
         value = field_string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
