@@ -288,6 +288,7 @@ def _node_entry(
         if t.get("timeAdded") is not None:
             taint["timeAdded"] = _rfc3339(doc, (*tpath, j, "timeAdded"), t["timeAdded"])
         taints.append(taint)
+    assert name is not None  # required
     taints += _condition_taints(doc, spath, name, status, taints, notes)
     if taints:
         node["taints"] = taints
@@ -327,14 +328,14 @@ def _condition_taints(
     if conditions is None:
         return []
     cpath = (*spath, "conditions")
-    states: dict[str, Any] = {}
+    states: dict[str | None, str | None] = {}
     for j, c in enumerate(field_list(doc, cpath, conditions)):
         c = field_map(doc, (*cpath, j), c)
         kind = field_string(doc, (*cpath, j, "type"), c.get("type"))
         states[kind] = field_string(doc, (*cpath, j, "status"), c.get("status"))
     wanted: list[tuple[str, str]] = []
     ready = states.get("Ready", "Unknown")
-    if ready in _READY_TAINTS:
+    if ready is not None and ready in _READY_TAINTS:
         wanted += [(_READY_TAINTS[ready], "NoSchedule"), (_READY_TAINTS[ready], "NoExecute")]
     wanted += [(key, "NoSchedule") for kind, key in _PRESSURE_TAINTS.items() if states.get(kind) == "True"]
     have = {(t["key"], t["effect"]) for t in taints}
