@@ -137,6 +137,23 @@ def test_a_sidecar_started_after_an_init_container_does_not_add_to_its_peak(tmp_
     assert _request_pod(tmp_path, spec)["resources"] == {"ephemeral-storage": 5 * GI}  # max(1 + 3, 5, 3)
 
 
+def test_pod_level_resources_take_the_place_of_the_containers_sum(tmp_path):
+    # PodLevelResources (beta, on by default since 1.34): spec.resources names cpu, memory
+    # and huge pages for the whole pod; with limits only, the API server defaults a missing
+    # cpu/memory request to the containers' effective request, else to the pod's limit.
+    containers = [_container("a", requests={"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"}),
+                  _container("b", requests={"cpu": "1"})]
+    entry = _request_pod(tmp_path, {"containers": containers, "resources": {"requests": {"cpu": "3"}}})
+    assert entry["cpuMilli"] == 3000 and entry["memoryMiB"] == 1024  # memory stays the containers'
+    assert entry["resources"] == {"ephemeral-storage": GI}  # not a pod-level resource
+    limits = {"limits": {"cpu": "8", "memory": "4Gi", "hugepages-2Mi": "8Mi"}}
+    entry = _request_pod(tmp_path, {"containers": [_container("a", requests={"cpu": "1"})], "resources": limits})
+    assert entry["cpuMilli"] == 1000 and entry["memoryMiB"] == 4096 and entry["resources"] == {"hugepages-2Mi": 8 * MI}
+    with pytest.raises(InvalidInputError) as info:
+        _request_pod(tmp_path, {"resources": {"requests": {"ephemeral-storage": "1Gi"}}})
+    assert info.value.where.endswith("items[0].spec.resources.requests.ephemeral-storage")
+
+
 def test_running_pods_hold_every_resource(tmp_path):
     nodes = _write(tmp_path / "nodes.json", _node("n0", BIG_NODE))
     spec = {"containers": [_container("main", requests={"ephemeral-storage": "3Gi"},

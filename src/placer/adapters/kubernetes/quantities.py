@@ -255,7 +255,44 @@ def _container_amounts(doc: Document, path: tuple[Any, ...], c: Any) -> dict[str
     return out
 
 
-def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> dict[str, Fraction]:
+def _is_pod_level(name: Any) -> bool:
+    """Whether pod-level ``spec.resources`` may set ``name`` (kube's
+    ``IsSupportedPodLevelResource``: cpu, memory, huge pages)."""
+    return name in (CPU_RESOURCE, MEMORY_RESOURCE) or (isinstance(name, str) and name.startswith(HUGEPAGES_PREFIX))
+
+
+def _pod_level_requests(
+    doc: Document, path: tuple[Any, ...], v: Any, containers: Mapping[str, Fraction]
+) -> dict[str, Fraction]:
+    """The requests of a pod's pod-level ``spec.resources`` (PodLevelResources, on by default
+    since Kubernetes 1.34), which take the place of the containers' sum for the resources
+    they name, after the API server's defaulting: with limits given, a missing cpu or
+    memory request is the containers' effective request, else the pod-level limit.
+
+    Raises
+    ------
+    InvalidInputError
+        At the field for a resource pod-level resources do not take or a bad quantity.
+    """
+    res = field_map(doc, path, v)
+    given: dict[str, Fraction] = {}
+    sides = {side: field_map(doc, (*path, side), res.get(side)) for side in ("requests", "limits")}
+    for side, values in sides.items():
+        for name, value in values.items():
+            if not _is_pod_level(name):
+                doc.fail((*path, side, name) if isinstance(name, str) and name else (*path, side),
+                         f"expected cpu, memory or {HUGEPAGES_PREFIX}<size> (pod-level resources), got {show(name)}")
+            q = quantity_at(doc, (*path, side, name), value, _non_negative)
+            if side == "requests":
+                given[name] = q
+            elif name not in given and name not in sides["requests"]:
+                given[name] = containers.get(name, q) if name in _OVERCOMMITTABLE else q
+    return given
+
+
+def pod_amounts(
+    doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any], *, pod_level: bool = True
+) -> dict[str, Fraction]:
     """Effective requests of a pod: max(sum over containers + sidecars, init peaks)
     plus ``overhead`` (restartable init containers count as sidecars).
 
@@ -263,7 +300,8 @@ def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) 
     alike. Per container, cpu, memory and ephemeral-storage come from ``requests`` (else
     ``limits``), ``hugepages-<size>`` and extended resources (names with ``/``) from
     ``limits`` (else ``requests``; both given must agree); another resource name is an
-    error, as Kubernetes' validation refuses it.
+    error, as Kubernetes' validation refuses it. Pod-level ``spec.resources`` (cpu,
+    memory, huge pages) replace the containers' sum for what they name.
 
     Parameters
     ----------
@@ -273,6 +311,8 @@ def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) 
         The path of ``spec`` in ``doc``.
     spec : Mapping
         The pod spec (``spec`` of a Pod, ``spec.template.spec`` of a workload).
+    pod_level : bool
+        Read pod-level ``spec.resources`` (else the containers' sum alone counts).
 
     Returns
     -------
@@ -307,6 +347,8 @@ def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) 
         total[k] = total.get(k, Fraction(0)) + v
     for k, v in peak.items():
         total[k] = max(total.get(k, Fraction(0)), v)
+    if pod_level:
+        total.update(_pod_level_requests(doc, (*spath, "resources"), spec.get("resources"), total))
     opath = (*spath, "overhead")
     overhead = field_map(doc, opath, spec.get("overhead"))
     for k, v in overhead.items():

@@ -434,7 +434,7 @@ class WorkloadReader:
         spath = (*tpath, "spec")
         spec = field_map(doc, spath, template.get("spec"), required=True)
         self._check_resource_names(doc, spath, spec)
-        amounts = pod_amounts(doc, spath, spec)
+        amounts = pod_amounts(doc, spath, spec, pod_level=False)  # noted below when given
         take_mig_request(doc, spath, dict(amounts))
         if amounts.get(GPU_RESOURCE, 0) > MAX_GPUS:
             doc.fail(spath, f"{amounts[GPU_RESOURCE]} {GPU_RESOURCE} in one pod, over placer's limit of {MAX_GPUS}")
