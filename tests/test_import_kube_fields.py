@@ -154,6 +154,29 @@ def test_pod_level_resources_take_the_place_of_the_containers_sum(tmp_path):
     assert info.value.where.endswith("items[0].spec.resources.requests.ephemeral-storage")
 
 
+def _sidecar(name: str, gib: int) -> dict[str, Any]:
+    return _container(name, requests={"ephemeral-storage": f"{gib}Gi"}, restartPolicy="Always")
+
+
+def _init(name: str, gib: int) -> dict[str, Any]:
+    return _container(name, requests={"ephemeral-storage": f"{gib}Gi"})
+
+
+@pytest.mark.parametrize(
+    ("init_containers", "main_gib", "expected_gib"),
+    [
+        # rows of component-helpers' TestPodResourceRequests, in ephemeral-storage
+        ([_sidecar("r1", 1)], 1, 2),  # restartable init container: beside the containers
+        ([_init("i1", 5), _sidecar("r1", 1), _sidecar("r2", 2), _init("i2", 5), _sidecar("r3", 3)], 1, 8),
+        ([_sidecar("r1", 10), _init("i1", 200)], 100, 210),
+        ([_init("i1", 3)], 2, 3),  # the larger init container
+    ],
+)
+def test_effective_requests_follow_kube_pod_requests(tmp_path, init_containers, main_gib, expected_gib):
+    spec = {"initContainers": init_containers, "containers": [_init("main", main_gib)]}
+    assert _request_pod(tmp_path, spec)["resources"] == {"ephemeral-storage": expected_gib * GI}
+
+
 def test_running_pods_hold_every_resource(tmp_path):
     nodes = _write(tmp_path / "nodes.json", _node("n0", BIG_NODE))
     spec = {"containers": [_container("main", requests={"ephemeral-storage": "3Gi"},
