@@ -408,8 +408,21 @@ def test_a_malformed_affinity_names_the_pod_and_the_placer_path(tmp_path):
         {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]}}}
     with pytest.raises(InvalidInputError) as info:
         _request_pod(tmp_path, {"affinity": bad})
-    assert info.value.where.endswith("items[0]")
+    assert info.value.where.endswith("items[0].spec.affinity")
     assert "placer/v1 pods[0].affinity.nodeAffinity" in info.value.what and "operator" in info.value.what
+    with pytest.raises(InvalidInputError) as info:
+        _request_pod(tmp_path, {"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone",
+                                                               "whenUnsatisfiable": "DoNotSchedule"}]})
+    assert info.value.where.endswith("items[0].spec.topologySpreadConstraints")
+
+
+def test_a_malformed_running_pod_affinity_is_reported_at_the_pod_field(tmp_path):
+    nodes = _write(tmp_path / "nodes.json", _node("n0", BIG_NODE))
+    running = _pod("r", {"affinity": {"podAntiAffinity": {"required": []}}}, node="n0")
+    with pytest.raises(InvalidInputError) as info:
+        import_kubernetes(nodes, _write(tmp_path / "running.json", running))
+    assert info.value.where == f"{tmp_path / 'running.json'}: items[0].spec.affinity"
+    assert "placer/v1 nodes[0].pods[0].affinity.podAntiAffinity" in info.value.what
 
 
 def test_running_pods_keep_labels_affinity_and_their_namespace(tmp_path):

@@ -450,7 +450,7 @@ def _rfc3339(doc: Document, path: tuple[Any, ...], value: Any) -> str:
     return text
 
 
-_NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\])?")
+_NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\](?:\.(affinity)\b)?)?")
 _BUDGET = re.compile(r"podDisruptionBudgets\[(\d+)\]")
 
 
@@ -776,6 +776,8 @@ def _snapshot(
         i = int(m.group(1))
         if m.group(2) is not None and (i, int(m.group(2))) in pod_src:
             doc, path = pod_src[(i, int(m.group(2)))]
+            if m.group(3) is not None:  # as written in the pod spec: at that field
+                path = (*path, "spec", m.group(3))
         else:
             doc, path = node_src[i]
         raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None

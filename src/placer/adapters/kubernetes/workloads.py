@@ -46,7 +46,7 @@ from placer.exceptions import InvalidInputError
 from placer.model import EMPTY, PlacementRequest
 from placer.adapters.kubernetes.templates import (
     MAX_WORKLOAD_PODS, POD_PHASES, REPLICATED_KINDS, PodTemplateSet, has_pod_template, job_pod_count, object_name,
-    pod_skip_reason, pod_template_sets, pod_tolerations, replica_count, scheduling_rules,
+    SCHEDULING_RULES, pod_skip_reason, pod_template_sets, pod_tolerations, replica_count, scheduling_rules,
 )
 
 __all__ = [
@@ -760,9 +760,11 @@ def _workloads(docs: list[list[Document]], policy: str | None, state: _Workloads
     try:
         request = request_from_dict(document)
     except InvalidInputError as e:
-        m = re.match(r"pods\[(\d+)\]", e.where)
+        m = re.match(r"pods\[(\d+)\](?:\.(\w+))?", e.where)
         if m is not None and int(m.group(1)) < len(state.pod_src):
             doc, path = state.pod_src[int(m.group(1))]
+            if m.group(2) in SCHEDULING_RULES:  # as written in the pod spec: at that field
+                path = (*path, "spec", m.group(2))
             raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
         for name, g in state.gangs.items():
             if e.where.startswith(f"gangs.{name}.slices") and g.slices is not None:
