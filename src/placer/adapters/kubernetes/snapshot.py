@@ -529,7 +529,8 @@ def snapshot_from_kubernetes(
     ``jobset.sigs.k8s.io/jobset-name``, else the Kueue pod group of label
     ``kueue.x-k8s.io/pod-group-name``, as ``<namespace>/<name>`` (the names
     :func:`placer.adapters.kubernetes.workloads.import_workloads` gives them);
-    ``terminating: true`` with ``metadata.deletionTimestamp``; ``disruptionTarget`` = the
+    ``terminating: true`` with ``metadata.deletionTimestamp``; ``affinity`` =
+    ``spec.affinity`` as written; ``disruptionTarget`` = the
     reason of a true ``DisruptionTarget`` condition. ``podDisruptionBudgets`` come from
     ``pdbs`` (:func:`placer.adapters.kubernetes.scheduling.disruption_budgets`).
 
@@ -637,7 +638,8 @@ class KubernetesImport:
     notes : tuple of str
         What was read but not carried over, one line each starting with the object's
         location: a node with MIG resources whose GPU model has no bundled MIG table, a
-        pod whose priority class is not among the inputs, a budget that selects no pod.
+        node given the node lifecycle controller's taints for its conditions, a pod whose
+        priority class is not among the inputs, a budget that selects no pod.
     """
 
     snapshot: ClusterSnapshot
