@@ -57,6 +57,7 @@ EXAMPLE_LEVELS = [("block", "topology.example.com/block"), "rack=topology.exampl
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 DAEMONSET_OWNER = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
                                         "uid": "7d1c", "controller": True}]}
+PAUSE_LABELS = {"app": "pause", "scheduling.x-k8s.io/pod-group": "pg1"}
 EXPECTED_KINDS = "expected Pod, Job, JobSet, Deployment, StatefulSet, ReplicaSet, PodGroup, Volcano Job"
 
 
@@ -192,11 +193,20 @@ def test_handmade_nodes_hardware(snap_doc):
     assert "unschedulable" not in h
     rdma = nodes["dgx-h100-1"]["resources"]["rdma/rdma_shared_device_a"]
     assert rdma == {"capacity": 1000, "allocatable": 1000}  # "1k"
-    assert nodes["dgx-h100-2"]["unschedulable"] is True  # Ready is Unknown
+    # Ready is Unknown: not cordoned, but tainted as the node lifecycle controller does
+    assert "unschedulable" not in nodes["dgx-h100-2"]
+    assert nodes["dgx-h100-2"]["taints"][1:] == [
+        {"key": "node.kubernetes.io/unreachable", "effect": effect} for effect in ("NoSchedule", "NoExecute")
+    ]
     mig = nodes["a100-mig-0"]
     assert mig["gpus"] == 1 and mig["gpuModel"] == "A100-PCIE-40GB" and mig["gpuMemoryMiB"] == 40536
     # The MIG resources became instances (laid out largest first); nvidia.com/gpu stays.
-    assert mig["resources"] == {"nvidia.com/gpu": {"capacity": 0, "allocatable": 0}}
+    assert mig["resources"] == {
+        "nvidia.com/gpu": {"capacity": 0, "allocatable": 0},
+        "ephemeral-storage": {"capacity": 942527037440, "allocatable": 942527037440},
+        "hugepages-1Gi": {"capacity": 0, "allocatable": 0},
+        "hugepages-2Mi": {"capacity": 0, "allocatable": 0},
+    }
     assert mig["mig"] == {"gpus": "all", "mode": "static"}
     assert mig["migInstances"] == [
         {"gpu": 0, "profile": "2g.10gb", "start": 0},
@@ -205,7 +215,9 @@ def test_handmade_nodes_hardware(snap_doc):
     assert mig["cpuMilli"] == 63500 and mig["memoryMiB"] == 527385544 // 1024
     cpu = nodes["cpu-0"]
     assert cpu["unschedulable"] is True and "gpus" not in cpu and "topology" not in cpu
-    assert cpu["taints"] == [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert cpu["taints"] == [
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2025-06-08T16:20:05Z"}
+    ]
 
 
 def test_handmade_running_pods(snap_doc):
@@ -299,7 +311,12 @@ def test_podman_status_fragment_fails_and_imports_with_a_name(tmp_path):
         "cpuMilli": 16000,
         "memoryMiB": 32009,  # 32777408Ki
         "maxPods": 110,
-        "resources": {"nvidia.com/gpu": {"capacity": 1, "allocatable": 1}},
+        "resources": {  # ephemeral-storage in bytes: 8679376Ki of capacity
+            "ephemeral-storage": {"capacity": 8679376 * 1024, "allocatable": 8443296967},
+            "hugepages-1Gi": {"capacity": 0, "allocatable": 0},
+            "hugepages-2Mi": {"capacity": 0, "allocatable": 0},
+            "nvidia.com/gpu": {"capacity": 1, "allocatable": 1},
+        },
     }
 
 
@@ -467,6 +484,7 @@ def test_kueue_job_required_topology():
     assert doc["policy"] == "first-fit"
     assert doc["pods"] == [
         {"name": "default/tas-sample-required", "replicas": 10, "cpuMilli": 1000, "memoryMiB": 200,
+         "labels": {"batch.kubernetes.io/job-name": "tas-sample-required", "job-name": "tas-sample-required"},
          "gang": "default/tas-sample-required"}
     ]
     assert doc["gangs"] == {"default/tas-sample-required": {"topology": {"mode": "required", "level": "rack"}}}
@@ -504,7 +522,7 @@ def test_jobset_fixture():
 def test_podgroup_and_deployment():
     result = import_workloads([PODGROUP, DEPLOYMENT])
     doc = result.document
-    assert doc["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
+    assert doc["pods"] == [{"name": "default/pause", "replicas": 2, "labels": PAUSE_LABELS, "gang": "default/pg1"}]
     assert doc["gangs"] == {"default/pg1": {"topology": {"mode": "unconstrained"}}}
     assert _gang_sizes(doc) == {"default/pg1": 2}
     (note,) = result.notes
@@ -799,6 +817,9 @@ def test_a_level_some_nodes_lack_is_a_note_naming_them(tmp_path, capsys):
     assert main(["import", "kubernetes", "--nodes", str(path), "-o", str(out),
                  "--level", "block=topology.example.com/block", "--level", "rack=topology.example.com/rack"]) == 0
     assert capsys.readouterr().err.splitlines() == [
+        f"placer: import kubernetes: note: {path}: items[2].status.conditions: node 'dgx-h100-2': Ready is "
+        "Unknown; added the node lifecycle controller's taint(s) node.kubernetes.io/unreachable:NoSchedule, "
+        "node.kubernetes.io/unreachable:NoExecute",
         "placer: import kubernetes: note: level block (topology.example.com/block): 1 of 5 node(s) do not carry "
         "the label (cpu-0): they are in no block domain and take no pod of a gang that level constrains",
         "placer: import kubernetes: note: level rack (topology.example.com/rack): 3 of 5 node(s) do not carry "
@@ -810,7 +831,7 @@ def test_a_level_some_nodes_lack_is_a_note_naming_them(tmp_path, capsys):
     assert racked == ["dgx-h100-2", "a100-mig-0"]
     # Every node carries kubernetes.io/os: no note for that level.
     imported = import_kubernetes(path, levels=[("os", "kubernetes.io/os"), ("rack", "topology.example.com/rack")])
-    assert len(imported.notes) == 1 and imported.notes[0].startswith("level rack (topology.example.com/rack): 3 of 5")
+    assert len(imported.notes) == 2 and imported.notes[1].startswith("level rack (topology.example.com/rack): 3 of 5")
 
 
 def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):
@@ -824,12 +845,11 @@ def test_cli_request_from_kubectl_pods_says_what_it_skipped(tmp_path, capsys):
     )
     assert main(["import", "kubernetes-request", "--all-phases", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert len(json.loads(out)["pods"]) == 8
-    # The bound pods taken: the importer's notes are printed, one line each.
-    assert err and all(
-        line.startswith("placer: import kubernetes-request: note: ") and "spec.nodeName is ignored" in line
-        for line in err.splitlines()
-    )
+    pods = json.loads(out)["pods"]
+    assert len(pods) == 8 and err == ""
+    # The bound pods taken keep their node: kube's NodeName filter holds them to it.
+    bound = [p for p in json.loads(_text(path))["items"] if p["spec"].get("nodeName")]
+    assert bound and [p["nodeName"] for p in pods if "nodeName" in p] == [p["spec"]["nodeName"] for p in bound]
 
 
 def test_cli_request_of_a_node_list_exits_2(tmp_path, capsys):
@@ -853,7 +873,8 @@ def test_missing_podgroup_is_an_error_unless_asked(tmp_path, capsys):
         "--missing-podgroup=gang-of-present-pods to make the gang of the 2 pod(s) present"
     )
     asked = import_workloads(DEPLOYMENT, missing_podgroup="gang-of-present-pods")
-    assert asked.document["pods"] == [{"name": "default/pause", "replicas": 2, "gang": "default/pg1"}]
+    assert asked.document["pods"] == [
+        {"name": "default/pause", "replicas": 2, "labels": PAUSE_LABELS, "gang": "default/pg1"}]
     assert _gang_sizes(asked.document) == {"default/pg1": 2}
     assert asked.notes == (
         "PodGroup default/pg1 is not among the inputs; its 2 labelled pod(s) are placed as one gang",

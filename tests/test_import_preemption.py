@@ -28,6 +28,10 @@ RUNNING = DATA / "handmade-pods-preemption.json"
 CLASSES = DATA / "handmade-priorityclasses.yaml"
 PDBS = DATA / "handmade-pdbs.yaml"
 PENDING = DATA / "handmade-pods-pending-priority.yaml"
+NOT_READY_NOTE = (  # the one node of NODES whose Ready condition is Unknown
+    f"{NODES}: items[2].status.conditions: node 'dgx-h100-2': Ready is Unknown; added the node lifecycle "
+    "controller's taint(s) node.kubernetes.io/unreachable:NoSchedule, node.kubernetes.io/unreachable:NoExecute"
+)
 
 
 def _pods(imported) -> dict:
@@ -54,6 +58,7 @@ def test_priorities_follow_the_priority_classes(imported):
         "team-e/vc-train-worker-0": 0,
     }
     assert imported.notes == (
+        NOT_READY_NOTE,
         f"{RUNNING}: items[7].spec.priorityClassName: priority class 'spot' is not among the inputs; "
         "priority left at 0",
     )
@@ -65,7 +70,7 @@ def test_without_the_classes_a_named_class_is_zero_and_noted():
     assert "priority" not in pods["team-c/notebook-0"] and "priority" not in pods["team-c/notebook-1"]
     assert pods["team-a/llama-pretrain-0"]["priority"] == 100  # spec.priority needs no class
     assert [note.split(": ")[1] for note in alone.notes] == [
-        "items[5].spec.priorityClassName", "items[7].spec.priorityClassName"]
+        "items[2].status.conditions", "items[5].spec.priorityClassName", "items[7].spec.priorityClassName"]
 
 
 def test_system_critical_pods_are_not_preemptible(imported):
@@ -164,7 +169,7 @@ def test_budget_errors_in_json_name_the_path(tmp_path):
 def test_an_empty_selector_covers_nothing_and_is_noted(tmp_path):
     result = import_kubernetes(NODES, pdbs=_budget_file(tmp_path, {"selector": {}, "maxUnavailable": 0}))
     assert result.snapshot.pod_disruption_budgets[0].selector == {}
-    assert result.notes == (f"{tmp_path / 'pdb.yaml'}:7: spec.selector: PodDisruptionBudget team-a/b selects no "
+    assert result.notes == (NOT_READY_NOTE, f"{tmp_path / 'pdb.yaml'}:7: spec.selector: PodDisruptionBudget team-a/b selects no "
                             "pods (kube-scheduler's preemption ignores an empty selector)",)
 
 

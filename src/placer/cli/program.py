@@ -60,6 +60,7 @@ COMMANDS: tuple[Command, ...] = (  # in the order ``placer --help`` lists them
     Command("admit", "queues", "one Kueue scheduling cycle: which workloads are admitted, wait, or are preempted"),
     Command("sweep", "replay", "a grid of replays from one spec, locally or on Ray; resumable"),
     Command("serve", "serve", "a kube-scheduler extender: filter, prioritize, preempt and bind over HTTP"),
+    Command("schema", "schema", "the JSON Schema of a placer/v1 document: snapshot, request or result"),
 )
 
 

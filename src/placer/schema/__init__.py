@@ -46,6 +46,7 @@ from placer.schema.request import (
     request_from_plain_pods,
     request_of_objects,
 )
+from placer.schema.json_schema import DOCUMENT_KINDS, document_schema
 from placer.schema.result import result_from_doc
 from placer.schema.snapshot import DEFAULT_GPU_MODEL, merge_hardware, plain_nodes, snapshot_from_doc, snapshot_gpu_models
 
@@ -77,6 +78,8 @@ __all__ = [
     "check_gpu_request",
     "check_time_limit",
     "merge_hardware",
+    "DOCUMENT_KINDS",
+    "document_schema",
 ]
 
 _T = TypeVar("_T")

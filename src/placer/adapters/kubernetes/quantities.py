@@ -1,10 +1,11 @@
 """Kubernetes quantities and what a pod asks for, as placer counts them.
 
 :func:`parse_quantity` reads a quantity by Kubernetes rules (``500m``, ``1Gi``, ``2e3``);
-:func:`cpu_milli`, :func:`memory_mib` and :func:`count` turn one into placer's units;
+:func:`cpu_milli`, :func:`memory_mib`, :func:`count` and :func:`whole_units` turn one into
+placer's units;
 :func:`pod_amounts` sums a pod's containers (init containers, sidecars and the pod overhead
-as kube-scheduler does), and :func:`gpu_count`, :func:`extended_resources` and
-:func:`cpu_memory` read what placer places of it. The snapshot importer
+as kube-scheduler does, for every resource), and :func:`gpu_count`, :func:`pod_resources`
+and :func:`cpu_memory` read what placer places of it. The snapshot importer
 (:mod:`placer.adapters.kubernetes.snapshot`), the request importer and the Kueue importer
 read their objects with these.
 """
@@ -21,8 +22,9 @@ from placer.adapters.kubernetes.documents import Document, field_list, field_map
 from placer.exceptions import InvalidInputError
 
 __all__ = [
-    "GPU_RESOURCE", "CPU_RESOURCE", "MEMORY_RESOURCE", "parse_quantity", "cpu_milli", "memory_mib", "count",
-    "quantity_at", "pod_amounts", "gpu_count", "extended_resources", "cpu_memory",
+    "GPU_RESOURCE", "CPU_RESOURCE", "MEMORY_RESOURCE", "EPHEMERAL_STORAGE_RESOURCE", "PODS_RESOURCE",
+    "HUGEPAGES_PREFIX", "parse_quantity", "cpu_milli", "memory_mib", "count", "whole_units", "quantity_at",
+    "pod_amounts", "gpu_count", "pod_resources", "extended_resources", "node_resource_units", "cpu_memory",
 ]
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -31,6 +33,13 @@ CPU_RESOURCE = "cpu"
 """The CPU resource of a node's allocatable and a container's requests and limits."""
 MEMORY_RESOURCE = "memory"
 """The memory resource of a node's allocatable and a container's requests and limits."""
+EPHEMERAL_STORAGE_RESOURCE = "ephemeral-storage"
+"""Local ephemeral storage, in bytes (requests, else limits, like cpu and memory)."""
+PODS_RESOURCE = "pods"
+"""A node's pod capacity (placer's ``maxPods``); no container asks for it."""
+HUGEPAGES_PREFIX = "hugepages-"
+"""The prefix of the huge page resources (``hugepages-2Mi``, ``hugepages-1Gi``), in bytes."""
+_OVERCOMMITTABLE = (CPU_RESOURCE, MEMORY_RESOURCE, EPHEMERAL_STORAGE_RESOURCE)
 
 _MIB = 1 << 20
 _LIMIT = 1 << 63
@@ -177,6 +186,20 @@ def count(value: Any, where: str = "") -> int:
     return int(q)
 
 
+def whole_units(value: Any, where: str = "") -> int:
+    """A quantity >= 0 rounded up to a whole unit, as Kubernetes' ``Quantity.Value()`` does
+    (bytes of ``ephemeral-storage`` and ``hugepages-<size>``).
+
+    ``"10Gi"`` -> 10737418240, ``"1.5"`` -> 2, ``"500m"`` -> 1.
+
+    Raises
+    ------
+    InvalidInputError
+        As :func:`parse_quantity`, or for a negative quantity.
+    """
+    return math.ceil(_non_negative(value, where))
+
+
 def quantity_at(doc: Document, path: tuple[Any, ...], v: Any, fn: Any, **kw: Any) -> Any:
     """``fn(v)`` (a reader of this module), its error reported at ``path`` of ``doc``."""
     try:
@@ -185,9 +208,21 @@ def quantity_at(doc: Document, path: tuple[Any, ...], v: Any, fn: Any, **kw: Any
         doc.fail(path, e.what)
 
 
+def _amount_reader(name: Any) -> Any:
+    """How a container's (or the overhead's) quantity of resource ``name`` is read: exactly
+    (cpu, memory, ephemeral-storage, hugepages) or as a count (extended resources, names
+    with ``/``); None for a name Kubernetes refuses in a container."""
+    if not isinstance(name, str):
+        return None
+    if name in _OVERCOMMITTABLE or (name.startswith(HUGEPAGES_PREFIX) and len(name) > len(HUGEPAGES_PREFIX)):
+        return _non_negative
+    return count if "/" in name else None
+
+
 def _container_amounts(doc: Document, path: tuple[Any, ...], c: Any) -> dict[str, Fraction]:
-    """Requests of one container: cpu and memory (requests, else limits) and extended
-    resources (limits, else requests; both given must agree)."""
+    """Requests of one container: cpu, memory and ephemeral-storage from requests, else
+    limits; huge pages and extended resources from limits, else requests (both given must
+    agree, as Kubernetes validates for resources it does not overcommit)."""
     c = field_map(doc, path, c)
     rpath = (*path, "resources")
     res = field_map(doc, rpath, c.get("resources"))
@@ -195,33 +230,78 @@ def _container_amounts(doc: Document, path: tuple[Any, ...], c: Any) -> dict[str
     lim = field_map(doc, (*rpath, "limits"), res.get("limits"))
     out: dict[str, Fraction] = {}
     for name in dict.fromkeys([*lim, *req]):
-        if not isinstance(name, str) or not name:
-            doc.fail(rpath, f"expected resource names (strings), got {show(name)}")
-        if name in (CPU_RESOURCE, MEMORY_RESOURCE):
-            side = "requests" if name in req else "limits"
-            value = (req if side == "requests" else lim)[name]
-            out[name] = quantity_at(doc, (*rpath, side, name), value, _non_negative)
-        elif "/" in name:
+        reader = _amount_reader(name)
+        if reader is None:
             side = "limits" if name in lim else "requests"
-            n = quantity_at(doc, (*rpath, side, name), (lim if side == "limits" else req)[name], count)
-            if side == "limits" and name in req:
-                other = quantity_at(doc, (*rpath, "requests", name), req[name], count)
-                if other != n:
-                    doc.fail(
-                        (*rpath, "requests", name),
-                        f"extended resource {name}: requests {other} must equal limits {n}",
-                    )
-            out[name] = Fraction(n)
+            doc.fail(
+                (*rpath, side) if not isinstance(name, str) or not name else (*rpath, side, name),
+                f"expected cpu, memory, {EPHEMERAL_STORAGE_RESOURCE}, {HUGEPAGES_PREFIX}<size> or an extended "
+                f"resource (a name with /), got {show(name)}",
+            )
+        if name in _OVERCOMMITTABLE:
+            side = "requests" if name in req else "limits"
+            out[name] = quantity_at(doc, (*rpath, side, name), (req if side == "requests" else lim)[name], reader)
+            continue
+        side = "limits" if name in lim else "requests"
+        n = quantity_at(doc, (*rpath, side, name), (lim if side == "limits" else req)[name], reader)
+        if side == "limits" and name in req:
+            other = quantity_at(doc, (*rpath, "requests", name), req[name], reader)
+            if other != n:
+                doc.fail(
+                    (*rpath, "requests", name),
+                    f"resource {name}: requests {show(req[name])} must equal limits {show(lim[name])}",
+                )
+        out[name] = Fraction(n)
     return out
 
 
-def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> dict[str, Fraction]:
+def _is_pod_level(name: Any) -> bool:
+    """Whether pod-level ``spec.resources`` may set ``name`` (kube's
+    ``IsSupportedPodLevelResource``: cpu, memory, huge pages)."""
+    return name in (CPU_RESOURCE, MEMORY_RESOURCE) or (isinstance(name, str) and name.startswith(HUGEPAGES_PREFIX))
+
+
+def _pod_level_requests(
+    doc: Document, path: tuple[Any, ...], v: Any, containers: Mapping[str, Fraction]
+) -> dict[str, Fraction]:
+    """The requests of a pod's pod-level ``spec.resources`` (PodLevelResources, on by default
+    since Kubernetes 1.34), which take the place of the containers' sum for the resources
+    they name, after the API server's defaulting: with limits given, a missing cpu or
+    memory request is the containers' effective request, else the pod-level limit.
+
+    Raises
+    ------
+    InvalidInputError
+        At the field for a resource pod-level resources do not take or a bad quantity.
+    """
+    res = field_map(doc, path, v)
+    given: dict[str, Fraction] = {}
+    sides = {side: field_map(doc, (*path, side), res.get(side)) for side in ("requests", "limits")}
+    for side, values in sides.items():
+        for name, value in values.items():
+            if not _is_pod_level(name):
+                doc.fail((*path, side, name) if isinstance(name, str) and name else (*path, side),
+                         f"expected cpu, memory or {HUGEPAGES_PREFIX}<size> (pod-level resources), got {show(name)}")
+            q = quantity_at(doc, (*path, side, name), value, _non_negative)
+            if side == "requests":
+                given[name] = q
+            elif name not in given and name not in sides["requests"]:
+                given[name] = containers.get(name, q) if name in _OVERCOMMITTABLE else q
+    return given
+
+
+def pod_amounts(
+    doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any], *, pod_level: bool = True
+) -> dict[str, Fraction]:
     """Effective requests of a pod: max(sum over containers + sidecars, init peaks)
     plus ``overhead`` (restartable init containers count as sidecars).
 
-    Per container, cpu and memory come from ``requests`` (else ``limits``), extended
-    resources (names with ``/``) from ``limits`` (else ``requests``; both given must
-    agree).
+    This is kube's ``PodRequests`` (component-helpers ``resource``) for every resource
+    alike. Per container, cpu, memory and ephemeral-storage come from ``requests`` (else
+    ``limits``), ``hugepages-<size>`` and extended resources (names with ``/``) from
+    ``limits`` (else ``requests``; both given must agree); another resource name is an
+    error, as Kubernetes' validation refuses it. Pod-level ``spec.resources`` (cpu,
+    memory, huge pages) replace the containers' sum for what they name.
 
     Parameters
     ----------
@@ -231,18 +311,20 @@ def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) 
         The path of ``spec`` in ``doc``.
     spec : Mapping
         The pod spec (``spec`` of a Pod, ``spec.template.spec`` of a workload).
+    pod_level : bool
+        Read pod-level ``spec.resources`` (else the containers' sum alone counts).
 
     Returns
     -------
     dict of str to Fraction
-        ``cpu`` and ``memory`` in cores and bytes, extended resources as counts; a
-        resource no container asks for is left out.
+        ``cpu`` in cores, ``memory``, ``ephemeral-storage`` and ``hugepages-<size>`` in
+        bytes, extended resources as counts; a resource no container asks for is left out.
 
     Raises
     ------
     InvalidInputError
-        At the field for a malformed container, resource name or quantity, or extended
-        resource requests that differ from its limits.
+        At the field for a malformed container, resource name or quantity, or huge page or
+        extended resource requests that differ from its limits.
     """
     total: dict[str, Fraction] = {}
     cpath = (*spath, "containers")
@@ -265,15 +347,16 @@ def pod_amounts(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) 
         total[k] = total.get(k, Fraction(0)) + v
     for k, v in peak.items():
         total[k] = max(total.get(k, Fraction(0)), v)
+    if pod_level:
+        total.update(_pod_level_requests(doc, (*spath, "resources"), spec.get("resources"), total))
     opath = (*spath, "overhead")
     overhead = field_map(doc, opath, spec.get("overhead"))
     for k, v in overhead.items():
-        if not isinstance(k, str):
-            doc.fail(opath, f"expected resource names (strings), got {show(k)}")
-        if k in (CPU_RESOURCE, MEMORY_RESOURCE):
-            total[k] = total.get(k, Fraction(0)) + quantity_at(doc, (*opath, k), v, _non_negative)
-        elif "/" in k:
-            total[k] = total.get(k, Fraction(0)) + quantity_at(doc, (*opath, k), v, count)
+        reader = _amount_reader(k)
+        if reader is None:
+            doc.fail(opath if not isinstance(k, str) or not k else (*opath, k),
+                     f"expected a resource a container may ask for, got {show(k)}")
+        total[k] = total.get(k, Fraction(0)) + quantity_at(doc, (*opath, k), v, reader)
     return total
 
 
@@ -305,9 +388,10 @@ def gpu_count(doc: Document, path: tuple[Any, ...], amounts: dict[str, Fraction]
     return gpus
 
 
-def extended_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
-    """The extended resources (names with ``/``) of a pod's ``amounts`` that it asks for,
-    as counts (the ``resources`` of a placer pod).
+def pod_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
+    """Every resource of a pod's ``amounts`` besides cpu and memory that it asks for, in
+    whole units rounded up as ``Quantity.Value()`` (bytes for ephemeral-storage and huge
+    pages, counts for extended resources): the ``resources`` of a placer pod.
 
     Parameters
     ----------
@@ -318,7 +402,22 @@ def extended_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
     -------
     dict of str to int
     """
-    return {k: int(v) for k, v in amounts.items() if "/" in k and v > 0}
+    return {
+        k: math.ceil(v) for k, v in amounts.items() if k not in (CPU_RESOURCE, MEMORY_RESOURCE) and v > 0
+    }
+
+
+extended_resources = pod_resources
+"""The former name of :func:`pod_resources` (it read extended resources only)."""
+
+
+def node_resource_units(name: str) -> Any:
+    """The reader of a node's capacity or allocatable quantity of resource ``name`` for its
+    ``resources`` (:func:`count` for an extended resource, :func:`whole_units` else), or
+    None for cpu, memory and pods, which are node fields of their own."""
+    if name in (CPU_RESOURCE, MEMORY_RESOURCE, PODS_RESOURCE):
+        return None
+    return count if "/" in name else whole_units
 
 
 def cpu_memory(amounts: Mapping[str, Fraction], *, round_up: bool) -> dict[str, int]:

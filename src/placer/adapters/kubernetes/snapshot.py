@@ -42,6 +42,7 @@ from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters.kubernetes import sharing as kubernetes_sharing
 from placer.adapters.kubernetes.mig import apply_node_mig, hold_instances, take_mig_request
+from placer.adapters.kubernetes.templates import scheduling_rules
 from placer.adapters.kubernetes.scheduling import (
     PriorityClasses,
     disruption_budgets,
@@ -64,7 +65,7 @@ from placer.model import TAINT_EFFECTS, ClusterSnapshot
 from placer.model.labels import gpu_node_label
 from placer.adapters.kubernetes.quantities import (
     CPU_RESOURCE, GPU_RESOURCE, MEMORY_RESOURCE, count, cpu_memory, cpu_milli, extended_resources, gpu_count, memory_mib,
-    parse_quantity, pod_amounts, quantity_at,
+    node_resource_units, parse_quantity, pod_amounts, pod_resources, quantity_at,
 )
 
 __all__ = [
@@ -108,6 +109,13 @@ GPUS_ANNOTATION = "placer.io/gpus"
 """Pod annotation with the GPU indices a pod holds (``"0,1"``), as placer's binding writes."""
 
 _TERMINATED = ("Succeeded", "Failed")
+_READY_TAINTS = {"False": "node.kubernetes.io/not-ready", "Unknown": "node.kubernetes.io/unreachable"}
+_PRESSURE_TAINTS = {
+    "MemoryPressure": "node.kubernetes.io/memory-pressure",
+    "DiskPressure": "node.kubernetes.io/disk-pressure",
+    "PIDPressure": "node.kubernetes.io/pid-pressure",
+    "NetworkUnavailable": "node.kubernetes.io/network-unavailable",
+}
 _LEVEL_NAME = re.compile(r"[^\s=]+")
 
 
@@ -277,35 +285,68 @@ def _node_entry(
         if value:
             taint["value"] = value
         taint["effect"] = effect
+        if t.get("timeAdded") is not None:
+            taint["timeAdded"] = _rfc3339(doc, (*tpath, j, "timeAdded"), t["timeAdded"])
         taints.append(taint)
+    assert name is not None  # required
+    taints += _condition_taints(doc, spath, name, status, taints, notes)
     if taints:
         node["taints"] = taints
 
     unschedulable = spec.get("unschedulable")
     if unschedulable is not None and not isinstance(unschedulable, bool):
         doc.fail((*path, "spec", "unschedulable"), f"expected true or false, got {show(unschedulable)}")
-    conditions = status.get("conditions")
-    if conditions is not None:
-        ready = None
-        cpath = (*spath, "conditions")
-        for j, c in enumerate(field_list(doc, cpath, conditions)):
-            c = field_map(doc, (*cpath, j), c)
-            if c.get("type") == "Ready":
-                ready = c.get("status")
-        if ready != "True":
-            unschedulable = True
     if unschedulable:
         node["unschedulable"] = True
 
     resources: dict[str, dict[str, int]] = {}
     for side, values in (("capacity", cap), ("allocatable", alloc)):
         for k, v in values.items():
-            if isinstance(k, str) and "/" in k:
-                n = quantity_at(doc, (*spath, side, k), v, count)
+            reader = node_resource_units(k) if isinstance(k, str) and k else None
+            if reader is not None:
+                n = quantity_at(doc, (*spath, side, k), v, reader)
                 resources.setdefault(k, {"capacity": 0, "allocatable": 0})[side] = n
     if resources:
         node["resources"] = resources
     return node, apply_node_mig(doc, path, node, labels, notes)
+
+
+def _condition_taints(
+    doc: Document,
+    spath: tuple[Any, ...],
+    name: str,
+    status: Mapping[str, Any],
+    taints: Sequence[Mapping[str, Any]],
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The taints the node lifecycle controller puts on a node for its conditions that the
+    node does not carry yet (a note names them): ``Ready`` False -> ``not-ready`` and
+    Unknown (or no ``Ready`` among the conditions given) -> ``unreachable``, each
+    ``NoSchedule`` and ``NoExecute``; a pressure or ``NetworkUnavailable`` condition that
+    is True -> its ``NoSchedule`` taint. A node without ``status.conditions`` gets none."""
+    conditions = status.get("conditions")
+    if conditions is None:
+        return []
+    cpath = (*spath, "conditions")
+    states: dict[str | None, str | None] = {}
+    for j, c in enumerate(field_list(doc, cpath, conditions)):
+        c = field_map(doc, (*cpath, j), c)
+        kind = field_string(doc, (*cpath, j, "type"), c.get("type"))
+        states[kind] = field_string(doc, (*cpath, j, "status"), c.get("status"))
+    wanted: list[tuple[str, str]] = []
+    ready = states.get("Ready", "Unknown")
+    if ready is not None and ready in _READY_TAINTS:
+        wanted += [(_READY_TAINTS[ready], "NoSchedule"), (_READY_TAINTS[ready], "NoExecute")]
+    wanted += [(key, "NoSchedule") for kind, key in _PRESSURE_TAINTS.items() if states.get(kind) == "True"]
+    have = {(t["key"], t["effect"]) for t in taints}
+    added = [{"key": key, "effect": effect} for key, effect in wanted if (key, effect) not in have]
+    if added:
+        causes = [f"Ready is {states.get('Ready', 'missing')}"] if ready in _READY_TAINTS else []
+        causes += [f"{kind} is True" for kind in _PRESSURE_TAINTS if states.get(kind) == "True"]
+        shown = ", ".join(f"{t['key']}:{t['effect']}" for t in added)
+        what = f"node {name!r}: {', '.join(causes)}; added the node lifecycle controller's taint(s) {shown}"
+        notes.append(doc.note(cpath, what))
+    return added
 
 
 def _running_pod(
@@ -341,9 +382,10 @@ def _running_pod(
     prio = classes.priority(doc, spath, spec, notes)
     if prio:
         pod["priority"] = prio
-    res = extended_resources(amounts)
+    res = pod_resources(amounts)
     if res:
         pod["resources"] = res
+    pod.update(scheduling_rules(doc, spath, spec, ("affinity",)))
     pod.update(_disruption_facts(doc, path, obj, namespace, labels, annotations))
     if not classes.preemptible(doc, spath, spec, prio):
         pod["preemptible"] = False
@@ -427,7 +469,7 @@ def _rfc3339(doc: Document, path: tuple[Any, ...], value: Any) -> str:
     return text
 
 
-_NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\])?")
+_NESTED = re.compile(r"nodes\[(\d+)\](?:\.pods\[(\d+)\](?:\.(affinity)\b)?)?")
 _BUDGET = re.compile(r"podDisruptionBudgets\[(\d+)\]")
 
 
@@ -455,19 +497,27 @@ def snapshot_from_kubernetes(
       ``status.capacity`` nor ``status.allocatable`` that a label of
       :data:`placer.model.labels.GPU_NODE_LABELS` marks as a GPU node is refused (its copy
       was cut short).
-    * ``resources``: every extended resource (a name with ``/``: ``nvidia.com/gpu``,
-      ``rdma/...``) of capacity or allocatable, as ``{"capacity": n, "allocatable": n}``
-      (a side missing is 0).
+    * ``resources``: every resource of capacity or allocatable besides cpu, memory and
+      pods, as ``{"capacity": n, "allocatable": n}`` (a side missing is 0):
+      ``ephemeral-storage`` and ``hugepages-<size>`` in bytes (rounded up, as
+      ``Quantity.Value()``), extended resources (names with ``/``: ``nvidia.com/gpu``,
+      ``rdma/...``) as counts. kube-scheduler's NodeResourcesFit takes a resource a node
+      does not list as 0 allocatable, and so does placer.
     * MIG (:func:`placer.adapters.kubernetes.mig.apply_node_mig`): a node with
       ``nvidia.com/mig-<profile>`` resources (mixed strategy) or label
       ``nvidia.com/mig.strategy=single`` and a ``-MIG-<profile>`` product gets ``gpus``
       (its physical GPUs), ``mig`` (static) and ``migInstances`` laid out on valid starts,
       and its MIG resources leave ``resources``; when its model has no bundled MIG table
       they stay there and :func:`import_kubernetes` notes it.
-    * ``labels`` (all), ``taints`` (key, value, effect); ``unschedulable: true`` when
-      ``spec.unschedulable`` is true, or ``status.conditions`` is given and its ``Ready``
-      condition is missing or not ``"True"`` (a node without ``status.conditions`` is
-      taken as ready).
+    * ``labels`` (all), ``taints`` (key, value, effect, ``timeAdded``); ``unschedulable:
+      true`` when ``spec.unschedulable`` is true. kube-scheduler reads no condition: the
+      node lifecycle controller taints a node for them, and the taints it would put that
+      the node does not carry yet are added (a note each node): ``Ready`` False ->
+      ``node.kubernetes.io/not-ready``, Unknown (or missing from the conditions given) ->
+      ``node.kubernetes.io/unreachable``, each ``NoSchedule`` and ``NoExecute``;
+      ``MemoryPressure``/``DiskPressure``/``PIDPressure``/``NetworkUnavailable`` True ->
+      ``node.kubernetes.io/memory-pressure`` (...) ``NoSchedule``. A node without
+      ``status.conditions`` gets none.
     * ``topology``: each level's label value, levels the node has no (or an empty) label
       for left out. ``topologyLevels`` = the level names, plus :data:`CLIQUE_LEVEL` as the
       innermost level when some node has label ``nvidia.com/gpu.clique`` and no level
@@ -481,7 +531,8 @@ def snapshot_from_kubernetes(
     (limits, else requests), or ``gpus`` = the indices of annotation ``placer.io/gpus``;
     ``nvidia.com/mig-<profile>: n`` (or, on a single-strategy node, ``nvidia.com/gpu``)
     -> ``mig``: the first n instances of that profile on its node that no pod listed
-    before it holds; other extended resources -> ``resources``. On a node that shares its
+    before it holds; every other resource (``ephemeral-storage`` and ``hugepages-<size>``
+    in bytes, extended resources as counts; the same effective requests) -> ``resources``. On a node that shares its
     GPUs the pod's ``nvidia.com/gpu`` counts slots: ``unknownGpuSlots``, or ``gpuSlots``
     from the annotation's indices (one per slot).
 
@@ -497,7 +548,8 @@ def snapshot_from_kubernetes(
     ``jobset.sigs.k8s.io/jobset-name``, else the Kueue pod group of label
     ``kueue.x-k8s.io/pod-group-name``, as ``<namespace>/<name>`` (the names
     :func:`placer.adapters.kubernetes.workloads.import_workloads` gives them);
-    ``terminating: true`` with ``metadata.deletionTimestamp``; ``disruptionTarget`` = the
+    ``terminating: true`` with ``metadata.deletionTimestamp``; ``affinity`` =
+    ``spec.affinity`` as written; ``disruptionTarget`` = the
     reason of a true ``DisruptionTarget`` condition. ``podDisruptionBudgets`` come from
     ``pdbs`` (:func:`placer.adapters.kubernetes.scheduling.disruption_budgets`).
 
@@ -606,7 +658,8 @@ class KubernetesImport:
     notes : tuple of str
         What was read but not carried over, one line each starting with the object's
         location: a node with MIG resources whose GPU model has no bundled MIG table, a
-        pod whose priority class is not among the inputs, a budget that selects no pod.
+        node given the node lifecycle controller's taints for its conditions, a pod whose
+        priority class is not among the inputs, a budget that selects no pod.
     """
 
     snapshot: ClusterSnapshot
@@ -747,6 +800,8 @@ def _snapshot(
         i = int(m.group(1))
         if m.group(2) is not None and (i, int(m.group(2))) in pod_src:
             doc, path = pod_src[(i, int(m.group(2)))]
+            if m.group(3) is not None:  # as written in the pod spec: at that field
+                path = (*path, "spec", m.group(3))
         else:
             doc, path = node_src[i]
         raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None

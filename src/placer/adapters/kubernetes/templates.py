@@ -3,8 +3,9 @@ read them.
 
 :func:`pod_template_sets` gives a workload's pod sets as Kueue makes them (a Job's
 parallelism, a JobSet's replicated jobs, a Deployment's replicas, ...); :func:`object_name`,
-:func:`replica_count`, :func:`job_pod_count`, :func:`pod_tolerations` and
-:func:`pod_skip_reason` read the parts of an object both importers need. Used by
+:func:`replica_count`, :func:`job_pod_count`, :func:`pod_tolerations`,
+:func:`scheduling_rules` and :func:`pod_skip_reason` read the parts of an object the
+importers need. Used by
 :mod:`placer.adapters.kubernetes.workloads` and :mod:`placer.adapters.kueue.objects`.
 """
 
@@ -25,7 +26,8 @@ from placer.model import TAINT_EFFECTS
 
 __all__ = [
     "MAX_WORKLOAD_PODS", "POD_PHASES", "REPLICATED_KINDS", "has_pod_template", "object_name", "replica_count",
-    "job_pod_count", "pod_tolerations", "pod_skip_reason", "PodTemplateSet", "pod_template_sets",
+    "job_pod_count", "pod_tolerations", "SCHEDULING_RULES", "scheduling_rules", "pod_skip_reason", "PodTemplateSet",
+    "pod_template_sets",
 ]
 
 MAX_WORKLOAD_PODS = 100_000
@@ -39,6 +41,8 @@ REPLICATED_KINDS = (
     ("", "ReplicationController"),
 )
 """(API group, kind) of the workloads that run ``spec.replicas`` copies of their pod template."""
+SCHEDULING_RULES = ("affinity", "topologySpreadConstraints")
+"""The pod spec fields placer takes as Kubernetes writes them (:func:`scheduling_rules`)."""
 
 
 def has_pod_template(obj: Mapping[str, Any]) -> bool:
@@ -95,22 +99,25 @@ def job_pod_count(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]
     return n if completions is None else min(n, completions)
 
 
-def pod_tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[str, str]]:
-    """A pod spec's ``tolerations`` as placer/v1 entries (key, operator, value, effect;
-    ``tolerationSeconds`` is dropped).
+def pod_tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[str, Any]]:
+    """A pod spec's ``tolerations`` as placer/v1 entries (key, operator, value, effect,
+    tolerationSeconds; an operator left out is Equal).
 
     Raises
     ------
     InvalidInputError
-        At the toleration's field: an operator other than Equal or Exists, an unknown
-        effect, a value with Exists, an empty key with Equal.
+        At the toleration's field, for what Kubernetes' validation refuses: an operator
+        other than Equal or Exists, an unknown effect, a value with Exists, an empty key
+        with Equal, ``tolerationSeconds`` that is no integer or comes without effect
+        NoExecute.
     """
     out = []
     for j, t in enumerate(field_list(doc, path, v)):
         tp = (*path, j)
         t = field_map(doc, tp, t)
         key = field_string(doc, (*tp, "key"), t.get("key"), empty=True) or ""
-        op = t.get("operator", "Equal")
+        op = t.get("operator")
+        op = "Equal" if op is None or op == "" else op
         if op not in ("Equal", "Exists"):
             doc.fail((*tp, "operator"), f"expected Equal or Exists, got {show(op)}")
         value = field_string(doc, (*tp, "value"), t.get("value"), empty=True) or ""
@@ -124,7 +131,10 @@ def pod_tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[s
             doc.fail((*tp, "value"), f"operator Exists takes no value, got {value!r}")
         if op == "Equal" and not key:
             doc.fail((*tp, "key"), "an empty key (every taint) needs operator Exists")
-        tol: dict[str, str] = {}
+        seconds = field_integer(doc, (*tp, "tolerationSeconds"), t.get("tolerationSeconds"), -(2**63), 2**63 - 1)
+        if seconds is not None and effect != "NoExecute":
+            doc.fail((*tp, "tolerationSeconds"), "tolerationSeconds needs effect NoExecute")
+        tol: dict[str, Any] = {}
         if key:
             tol["key"] = key
         tol["operator"] = op
@@ -132,7 +142,30 @@ def pod_tolerations(doc: Document, path: tuple[Any, ...], v: Any) -> list[dict[s
             tol["value"] = value
         if effect:
             tol["effect"] = effect
+        if seconds is not None:
+            tol["tolerationSeconds"] = seconds
         out.append(tol)
+    return out
+
+
+def scheduling_rules(
+    doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any], keys: tuple[str, ...] = SCHEDULING_RULES
+) -> dict[str, Any]:
+    """A pod spec's ``affinity`` and ``topologySpreadConstraints`` (of ``keys``) as written:
+    the placer/v1 pod fields of the same names and shape, checked when the document is
+    decoded (:mod:`placer.schema`). Empty ones are left out.
+
+    Raises
+    ------
+    InvalidInputError
+        At the field: an ``affinity`` that is no mapping, spread constraints that are no list.
+    """
+    out: dict[str, Any] = {}
+    for key in keys:
+        read = field_list if key == "topologySpreadConstraints" else field_map
+        value = read(doc, (*spath, key), spec.get(key))
+        if value:
+            out[key] = value
     return out
 
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from placer.schema import request_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters.kubernetes.mig import take_mig_request
-from placer.adapters.kubernetes.quantities import cpu_memory, extended_resources, gpu_count, pod_amounts
+from placer.adapters.kubernetes.quantities import cpu_memory, gpu_count, pod_amounts, pod_resources
 from placer.adapters.kubernetes.snapshot import HOSTNAME_LABEL, LevelSpec, PathLike, parse_levels
 from placer.adapters.kubernetes.scheduling import PriorityClasses, kueue_group, named_group
 from placer.adapters.kubernetes.unmodelled import unmodelled_group_notes, unmodelled_pod_notes
@@ -44,10 +44,10 @@ from placer.adapters.kubernetes.documents import (
     show,
 )
 from placer.exceptions import InvalidInputError
-from placer.model import PlacementRequest
+from placer.model import EMPTY, PlacementRequest
 from placer.adapters.kubernetes.templates import (
     MAX_WORKLOAD_PODS, POD_PHASES, REPLICATED_KINDS, PodTemplateSet, has_pod_template, job_pod_count, object_name,
-    pod_skip_reason, pod_template_sets, pod_tolerations, replica_count,
+    SCHEDULING_RULES, pod_skip_reason, pod_template_sets, pod_tolerations, replica_count, scheduling_rules,
 )
 
 __all__ = [
@@ -76,6 +76,13 @@ KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
 KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+"""The labels the API server gives a Job's pod template: the Job's name."""
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+"""The labels the API server gives a Job's pod template: the Job's ``metadata.uid``."""
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+"""The labels the JobSet controller gives the pods of a replicated job."""
 
 
 _READ_KINDS = frozenset(
@@ -109,7 +116,7 @@ class WorkloadImport:
     notes : tuple of str
         What was read but could not be carried over, one line each, starting with the
         object's location (``file:line`` or ``file: path``): ignored pod fields
-        (``affinity``, ``resourceClaims``, ``nodeName``), a gang whose minMember differs
+        (``resourceClaims``), a gang whose minMember differs
         from its pod count, a PodGroup without pods, an unresolved priority class.
     skipped_pods : dict of str to int
         Pod objects not imported because they are not waiting to be scheduled, counted
@@ -260,7 +267,16 @@ class _Workloads:
         self.template(doc, path, obj, namespace, f"{namespace}/{name}", None, own_gang=None, nominated_node=nominated)
 
     def job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        self.replicated(doc, path, obj)
+        """A Job: its pods carry the labels the API server adds to its template."""
+        namespace, name = object_name(doc, path, obj)
+        spec = field_map(doc, (*path, "spec"), obj.get("spec"), required=True)
+        added: dict[str, str] = {}
+        if spec.get("manualSelector") is not True:
+            uid = field_string(doc, (*path, "metadata", "uid"), obj["metadata"].get("uid"))
+            added = {label: name for label in JOB_NAME_LABELS}
+            if uid:
+                added.update((label, uid) for label in JOB_UID_LABELS)
+        self.replicated(doc, path, obj, added)
 
     def jobset(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = object_name(doc, path, obj)
@@ -269,13 +285,20 @@ class _Workloads:
             self.template(
                 doc, ps.path, ps.template, namespace, f"{gang}-{ps.name}", ps.count,
                 own_gang=(gang, f"JobSet {gang}", (doc, path)),
+                added_labels={JOBSET_NAME_LABEL: name, JOBSET_REPLICATED_JOB_LABEL: ps.name},
             )
 
-    def replicated(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
-        """A Job or a workload of ``replicas`` pods from one template: one entry."""
+    def replicated(
+        self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any], added_labels: Mapping[str, str] = EMPTY
+    ) -> None:
+        """A Job or a workload of ``replicas`` pods from one template: one entry, its pods
+        labelled with ``added_labels`` too (those the template lacks)."""
         namespace, name = object_name(doc, path, obj)
         (ps,) = pod_template_sets(doc, path, obj) or ()
-        self.template(doc, ps.path, ps.template, namespace, f"{namespace}/{name}", ps.count, own_gang=None)
+        self.template(
+            doc, ps.path, ps.template, namespace, f"{namespace}/{name}", ps.count, own_gang=None,
+            added_labels=added_labels,
+        )
 
     def volcano_job(self, doc: Document, path: tuple[Any, ...], obj: dict[str, Any]) -> None:
         namespace, name = object_name(doc, path, obj)
@@ -359,9 +382,11 @@ class _Workloads:
         replicas: int | None,
         own_gang: tuple[str, str, tuple[Document, tuple[Any, ...]]] | None,
         nominated_node: str | None = None,
+        added_labels: Mapping[str, str] = EMPTY,
     ) -> None:
         """One request pod entry (``replicas`` pods; a bare pod when None), nominated to
-        ``nominated_node`` when a preemption already chose it one."""
+        ``nominated_node`` when a preemption already chose it one, labelled as the
+        template and ``added_labels`` (the controller's labels the template lacks)."""
         template = field_map(doc, path, template, required=True)
         mpath = (*path, "metadata")
         meta = field_map(doc, mpath, template.get("metadata"))
@@ -371,6 +396,9 @@ class _Workloads:
         spec = field_map(doc, spath, template.get("spec"), required=True)
         entry = self.pod_fields(doc, spath, spec, name)
         self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
+        pod_labels = {**added_labels, **labels}
+        if pod_labels:
+            entry["labels"] = pod_labels
         if nominated_node is not None:
             entry["nominatedNodeName"] = nominated_node
         if replicas is not None:
@@ -472,17 +500,15 @@ class _Workloads:
             entry["priority"] = prio
         if self.classes.preemption_policy(doc, spath, spec) == "Never":
             entry["preemptionPolicy"] = "Never"
-        res = extended_resources(amounts)
+        res = pod_resources(amounts)
         if res:
             entry["resources"] = res
-        for key, what in (
-            ("affinity", "spec.affinity is not imported (placer takes nodeSelector only)"),
-            ("resourceClaims", "spec.resourceClaims (DRA) are not imported"),
-            ("nodeName", "spec.nodeName is ignored; the pod is placed like any other"),
-            ("topologySpreadConstraints", "spec.topologySpreadConstraints are not imported"),
-        ):
-            if spec.get(key):
-                self.notes.append(doc.note((*spath, key), what))
+        entry.update(scheduling_rules(doc, spath, spec))
+        node_name = field_string(doc, (*spath, "nodeName"), spec.get("nodeName"), empty=True)
+        if node_name:
+            entry["nodeName"] = node_name
+        if spec.get("resourceClaims"):
+            self.notes.append(doc.note((*spath, "resourceClaims"), "spec.resourceClaims (DRA) are not imported"))
         return entry
 
     # -------------------------------------------------------------- result
@@ -600,16 +626,28 @@ def import_workloads(
 
     Pod fields: ``gpus`` = ``nvidia.com/gpu`` (limits, else requests), ``cpuMilli`` and
     ``memoryMiB`` = effective requests (as :func:`snapshot_from_kubernetes`, both rounded
-    up), ``nodeSelector``, ``tolerations`` (key, operator, value, effect),
+    up), ``nodeSelector``, ``tolerations`` (key, operator (Equal when left out), value,
+    effect, tolerationSeconds), ``affinity`` and ``topologySpreadConstraints`` as written
+    (:func:`placer.adapters.kubernetes.templates.scheduling_rules`), ``nodeName`` (a
+    template's, or a bound Pod's taken with ``all_phases``), ``labels`` = the template's
+    (a Pod's) ``metadata.labels`` plus the labels its controller adds that the template
+    lacks and that are the same for every pod: a Job's ``batch.kubernetes.io/job-name``
+    and ``job-name`` (its name) and, when ``metadata.uid`` is given,
+    ``batch.kubernetes.io/controller-uid`` and ``controller-uid`` (none with
+    ``spec.manualSelector``); a JobSet's ``jobset.sigs.k8s.io/jobset-name`` and
+    ``jobset.sigs.k8s.io/replicatedjob-name``. Labels that differ from pod to pod (an
+    indexed Job's ``batch.kubernetes.io/job-completion-index``, a JobSet's
+    ``job-index``/``job-key`` and its Jobs' names, a ReplicaSet's ``pod-template-hash``)
+    are not added.
     ``priority`` (``spec.priority``, else the priority class, else the ``globalDefault``
     class; :class:`placer.adapters.kubernetes.scheduling.PriorityClasses`),
     ``preemptionPolicy: Never`` (``spec.preemptionPolicy``, else the class's),
     ``nominatedNodeName`` (a pending Pod's ``status.nominatedNodeName``: a preemption
     already made room there),
     ``nvidia.com/mig-<profile>: n`` -> ``mig: {"profile": ..., "count": n}`` (one
-    profile per pod), other extended resources -> ``resources``. ``affinity``, ``resourceClaims``, ``nodeName`` (of a pod
-    taken with ``all_phases``) and ``topologySpreadConstraints`` are not carried over (a
-    note each).
+    profile per pod), every other resource -> ``resources`` (``ephemeral-storage`` and
+    ``hugepages-<size>`` in bytes, rounded up; extended resources as counts).
+    ``resourceClaims`` are not carried over (a note).
 
     Parameters
     ----------
@@ -732,9 +770,11 @@ def _workloads(docs: list[list[Document]], policy: str | None, state: _Workloads
     try:
         request = request_from_dict(document)
     except InvalidInputError as e:
-        m = re.match(r"pods\[(\d+)\]", e.where)
+        m = re.match(r"pods\[(\d+)\](?:\.(\w+))?", e.where)
         if m is not None and int(m.group(1)) < len(state.pod_src):
             doc, path = state.pod_src[int(m.group(1))]
+            if m.group(2) in SCHEDULING_RULES:  # as written in the pod spec: at that field
+                path = (*path, "spec", m.group(2))
             raise doc.error(path, f"{e.what} (placer/v1 {e.where})") from None
         for name, g in state.gangs.items():
             if e.where.startswith(f"gangs.{name}.slices") and g.slices is not None:

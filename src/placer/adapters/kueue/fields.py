@@ -15,6 +15,8 @@ import re
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
+import msgspec
+
 from placer.adapters.kubernetes.quantities import parse_quantity
 from placer.adapters.kubernetes.documents import Document, field_list, field_map, field_string, show
 from placer.adapters.kubernetes.templates import pod_tolerations
@@ -362,7 +364,5 @@ def tolerations(doc: Document, path: tuple[Any, ...], v: Any, most: int | None =
         tp = (*path, j)
         if "key" in entry:
             label_key_field(doc, (*tp, "key"), entry["key"], "a toleration key")
-        if items[j].get("tolerationSeconds") is not None and entry.get("effect") != "NoExecute":
-            doc.fail((*tp, "tolerationSeconds"), "tolerationSeconds needs effect NoExecute")
-        out.append(Toleration(**entry))  # type: ignore[arg-type]
+        out.append(msgspec.convert(entry, Toleration))
     return tuple(out)

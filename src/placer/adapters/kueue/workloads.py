@@ -435,11 +435,11 @@ class WorkloadReader:
         spath = (*tpath, "spec")
         spec = field_map(doc, spath, template.get("spec"), required=True)
         self._check_resource_names(doc, spath, spec)
-        amounts = pod_amounts(doc, spath, spec)
+        amounts = pod_amounts(doc, spath, spec, pod_level=False)  # noted below when given
         take_mig_request(doc, spath, dict(amounts))
         if amounts.get(GPU_RESOURCE, 0) > MAX_GPUS:
             doc.fail(spath, f"{amounts[GPU_RESOURCE]} {GPU_RESOURCE} in one pod, over placer's limit of {MAX_GPUS}")
-        requests = {r: _units(r, q) for r, q in amounts.items() if q > 0}
+        requests = {r: _units(r, q) for r, q in amounts.items() if q > 0 and ("/" in r or r in ("cpu", "memory"))}
         for r, units in requests.items():
             if units > MAX_QUANTITY:
                 doc.fail(spath, f"{r}: {units} units in one pod, over placer's limit of {MAX_QUANTITY}")
