@@ -24,6 +24,7 @@ import placer
 from placer.diagnostics.explain import explain
 from placer.model import PlacementRequest, tolerates_unschedulable
 from placer.model.reasons import kube_reason
+from placer.preemption.moves import mover_request
 from reference import ReferenceCluster, reason_line
 
 CORDON_KEY = "node.kubernetes.io/unschedulable"
@@ -457,3 +458,18 @@ def test_the_kernel_places_as_the_reference_does_under_kube_static_filters(case)
     assert result.assignments == oracle.assignments
     assert result.unschedulable == oracle.unschedulable  # the reason lines, counts and order included
     assert placer.check_placement(snapshot, req, result) == []
+
+
+def test_a_moved_pod_keeps_its_required_node_affinity():
+    """Defragmentation moves a running pod only where its own node affinity allows."""
+    affinity = required({"matchExpressions": [expr("zone", "In", "a")]})
+    running = placer.load_snapshot(snapshot_of({"name": "n0", "labels": {"zone": "a"},
+                                                "pods": [{"name": "r", "gpus": [0], "affinity": affinity}]}))
+    mover = mover_request(running.nodes[0].pods[0], running.nodes[0])
+    assert mover.affinity == running.nodes[0].pods[0].affinity is not None
+    elsewhere = placer.load_snapshot(snapshot_of({"name": "n1", "labels": {"zone": "b"}},
+                                                 {"name": "n0", "labels": {"zone": "a"}}))
+    first_fit = PlacementRequest(pods=(mover,), policy="first-fit")
+    assert [a.node for a in placer.place(elsewhere, first_fit).assignments] == ["n0"]
+    free = PlacementRequest(pods=(placer.model.replace(mover, affinity=None),), policy="first-fit")
+    assert [a.node for a in placer.place(elsewhere, free).assignments] == ["n1"]

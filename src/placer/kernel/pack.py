@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -150,7 +150,7 @@ class PackedCluster:
     kinds: list[NodeKind] = field(default_factory=list)
     extended_free: dict[str, np.ndarray] = field(default_factory=dict)  # per resource: free per node
     # per label key: each node's value as a code into the key's distinct values (-1: absent)
-    _label_columns: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
+    _label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = field(default_factory=dict)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None
@@ -192,9 +192,9 @@ class PackedCluster:
                 mask |= 1 << self.model_names.index(name)
         return mask & ~1
 
-    def _label_column(self, key: str) -> tuple[np.ndarray, list[str]]:
+    def _label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
         """Per node, its value of label ``key`` as an index into the key's distinct values
-        (-1: the node lacks the label), and those values."""
+        (-1: the node lacks the label), and those values with their indices."""
         found = self._label_columns.get(key)
         if found is None:
             index: dict[str, int] = {}
@@ -202,14 +202,21 @@ class PackedCluster:
                 (-1 if (v := node.labels.get(key)) is None else index.setdefault(v, len(index)) for node in self.nodes),
                 dtype=np.int32, count=self.n_nodes,
             )
-            found = self._label_columns[key] = (codes, list(index))
+            found = self._label_columns[key] = (codes, index)
         return found
 
-    def _label_test(self, key: str, test: Callable[[Mapping[str, str]], bool]) -> np.ndarray:
-        """The nodes whose labels pass ``test``, a test of label ``key`` alone: asked once
-        per distinct value of the key (and once for a node without it)."""
-        codes, values = self._label_column(key)
-        answers = np.array([test({key: v}) for v in values] + [test({})], dtype=bool)
+    def _expression_nodes(self, e: NodeSelectorRequirement) -> np.ndarray:
+        """The nodes a ``matchExpressions`` entry matches: its answer for each distinct value
+        of its key (and for a node without the key), spread to the nodes by their codes."""
+        codes, index = self._label_column(e.key)
+        answers = np.zeros(len(index) + 1, dtype=bool)  # the last one: the node lacks the key
+        if e.parses:
+            if e.operator in ("In", "NotIn"):
+                answers[[index[v] for v in e.values if v in index]] = True
+                if e.operator == "NotIn":
+                    answers = ~answers
+            else:
+                answers[:] = [e.matches_value(v) for v in index] + [e.matches_value(None)]
         return answers[codes]
 
     def _term_nodes(self, term: NodeSelectorTerm) -> np.ndarray:
@@ -218,7 +225,7 @@ class PackedCluster:
             return np.zeros(self.n_nodes, dtype=bool)
         nodes = np.ones(self.n_nodes, dtype=bool)
         for e in term.match_expressions:
-            nodes &= self._label_test(e.key, e.matches)
+            nodes &= self._expression_nodes(e)
         for f in term.match_fields:
             nodes &= self._field_test(f)
         return nodes
@@ -243,7 +250,8 @@ class PackedCluster:
         (:func:`placer.model.affinity.node_affinity_matches`, over node columns)."""
         nodes = np.ones(self.n_nodes, dtype=bool)
         for k, v in pod.node_selector.items():
-            nodes &= self._label_test(k, lambda labels, k=k, v=v: labels.get(k) == v)
+            codes, index = self._label_column(k)
+            nodes &= codes == index.get(v, -2)
         required = required_node_selector(pod.affinity)
         if required is not None:
             anywhere = np.zeros(self.n_nodes, dtype=bool)

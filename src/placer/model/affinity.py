@@ -163,17 +163,19 @@ class NodeSelectorRequirement(_Kube):
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether a node's labels satisfy it (False when it does not parse)."""
-        if not self.parses:
-            return False
+        return self.parses and self.matches_value(labels.get(self.key))
+
+    def matches_value(self, value: Optional[str]) -> bool:
+        """Whether a node whose label ``key`` is ``value`` (None: the node lacks it)
+        satisfies the expression, which :attr:`parses`."""
         op = self.operator
         if op in ("Gt", "Lt"):
-            value = labels.get(self.key)
             have = None if value is None else parse_int64(value)
-            want = parse_int64(self.values[0]) if len(self.values) == 1 else None
+            want = parse_int64(self.values[0])
             if have is None or want is None:
                 return False
             return have > want if op == "Gt" else have < want
-        return LabelSelectorRequirement(self.key, op, self.values).matches(labels)  # type: ignore[arg-type]
+        return LabelSelectorRequirement(self.key, op, self.values).matches({} if value is None else {self.key: value})  # type: ignore[arg-type]
 
 
     def matches_field(self, node_name: str) -> bool:
