@@ -10,8 +10,9 @@ the first of these that holds, in the order a GPU platform team diagnoses a pend
    GPUs offered);
 2. **too large** — no node could hold one of its pods even empty: the pod asks more GPUs,
    CPU, memory, GPU memory per GPU or NICs than any node has (all of them on one node);
-3. **filters** — some nodes could hold it empty, but cordons, taints, node selectors or
-   GPU models rule every one of them out before resources are looked at;
+3. **filters** — some nodes could hold it empty, but cordons, ``nodeName``, taints, node
+   selectors or required node affinity, or GPU models rule every one of them out before
+   resources are looked at (``filtered`` names, per filter, the nodes it turns away);
 4. **topology** — the gang's pods fit on the eligible nodes together, but no domain of
    its level holds them;
 5. **fragmentation** — the free amount of every resource it asks for, summed over the

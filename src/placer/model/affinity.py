@@ -20,6 +20,7 @@ The shapes kube's API validation refuses (``In`` without values, ``Gt`` with two
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping, Optional
 
@@ -86,12 +87,14 @@ _LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
+@lru_cache(maxsize=4096)
 def is_label_value(text: str) -> bool:
     """Whether ``text`` is a Kubernetes label value (``IsValidLabelValue``): empty, or up to
     63 letters, digits, ``-``, ``_``, ``.`` beginning and ending with a letter or digit."""
     return len(text) <= 63 and _LABEL_NAME.match(text) is not None
 
 
+@lru_cache(maxsize=4096)
 def is_label_key(text: str) -> bool:
     """Whether ``text`` is a Kubernetes label key (``IsQualifiedName``): a name of the
     label value's syntax, not empty, optionally after a DNS subdomain prefix and ``/``."""
