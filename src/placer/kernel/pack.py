@@ -197,12 +197,10 @@ class PackedCluster:
         (-1: the node lacks the label), and those values with their indices."""
         found = self._label_columns.get(key)
         if found is None:
-            index: dict[str, int] = {}
-            codes = np.fromiter(
-                (-1 if (v := node.labels.get(key)) is None else index.setdefault(v, len(index)) for node in self.nodes),
-                dtype=np.int32, count=self.n_nodes,
-            )
-            found = self._label_columns[key] = (codes, index)
+            values = [node.labels.get(key) for node in self.nodes]
+            index = {v: i for i, v in enumerate(dict.fromkeys(v for v in values if v is not None))}
+            code_of: dict[str | None, int] = {**index, None: -1}
+            found = self._label_columns[key] = (np.array([code_of[v] for v in values], dtype=np.int32), index)
         return found
 
     def _expression_nodes(self, e: NodeSelectorRequirement) -> np.ndarray:
