@@ -732,6 +732,7 @@ def _explain_mig(
         node_reasons=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         mig_gpus=notes,
         relayout=relayout,
+        filtered=_filtered(cluster, pods[0]),
     )
 
 
