@@ -315,6 +315,10 @@ def _expression_matches(e, labels: Mapping[str, str]) -> bool:
         not slash or (0 < len(prefix) <= 253 and _LABEL_PREFIX.fullmatch(prefix) is not None))
     if not key_ok or any(len(v) > 63 or not _LABEL_VALUE.fullmatch(v) for v in e.values):
         return False
+    if e.operator in ("In", "NotIn") and not e.values:
+        return False
+    if e.operator in ("Exists", "DoesNotExist") and e.values:
+        return False
     has = e.key in labels
     v = labels.get(e.key)
     if e.operator == "In":

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -230,13 +230,13 @@ class PackedCluster:
 
     def _field_test(self, requirement: NodeSelectorRequirement) -> np.ndarray:
         """The nodes a ``matchFields`` entry matches (:meth:`NodeSelectorRequirement.matches_field`)."""
-        if requirement.key == NODE_NAME_FIELD and len(requirement.values) == 1:
-            one = self.named(set(requirement.values))
-            if requirement.operator in ("In", "NotIn"):
-                return one if requirement.operator == "In" else ~one
+        if requirement.key == NODE_NAME_FIELD and requirement.operator in ("In", "NotIn") and len(requirement.values) == 1:
+            one = self.named(requirement.values)
+            return one if requirement.operator == "In" else ~one
+        # shapes the schema refuses, from a PodRequest built in Python: asked node by node
         return np.fromiter(map(requirement.matches_field, self.node_names), dtype=bool, count=self.n_nodes)
 
-    def named(self, names: frozenset[str] | set[str]) -> np.ndarray:
+    def named(self, names: Collection[str]) -> np.ndarray:
         """The nodes of these names, as a boolean mask (names of no node are ignored)."""
         nodes = np.zeros(self.n_nodes, dtype=bool)
         nodes[[self.node_index[n] for n in names if n in self.node_index]] = True
@@ -309,7 +309,7 @@ class PackedCluster:
         if not tolerates_unschedulable(pod.tolerations):
             reject(self.unschedulable, wording.UNSCHEDULABLE)
         if pod.node_name is not None:
-            reject(~self.named({pod.node_name}), wording.NODE_NAME)
+            reject(~self.named((pod.node_name,)), wording.NODE_NAME)
         sets, set_of = self._taint_sets_index()
         for set_id, taints in enumerate(sets):
             if first_untolerated_taint(taints, pod.tolerations) is not None:

@@ -158,11 +158,14 @@ class NodeSelectorRequirement(_Kube):
     @property
     def parses(self) -> bool:
         """Whether kube's ``labels.NewRequirement`` takes the expression: a label key and
-        label values of Kubernetes' syntax, and for ``Gt``/``Lt`` one base-10 int64 value.
-        An expression that does not parse makes its term match no node."""
+        label values of Kubernetes' syntax, values for ``In``/``NotIn``, none for
+        ``Exists``/``DoesNotExist``, and for ``Gt``/``Lt`` one base-10 int64. An expression
+        that does not parse makes its term match no node."""
         if not is_label_key(self.key) or not all(is_label_value(v) for v in self.values):
             return False
-        return self.operator not in ("Gt", "Lt") or (len(self.values) == 1 and parse_int64(self.values[0]) is not None)
+        if self.operator in ("Gt", "Lt"):
+            return len(self.values) == 1 and parse_int64(self.values[0]) is not None
+        return bool(self.values) == (self.operator in ("In", "NotIn"))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether a node's labels satisfy it (False when it does not parse)."""
@@ -179,7 +182,6 @@ class NodeSelectorRequirement(_Kube):
                 return False
             return have > want if op == "Gt" else have < want
         return LabelSelectorRequirement(self.key, op, self.values).matches({} if value is None else {self.key: value})  # type: ignore[arg-type]
-
 
     def matches_field(self, node_name: str) -> bool:
         """Whether a node of this name satisfies the expression as a ``matchFields`` entry
