@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence, Union
@@ -51,6 +52,10 @@ RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-p
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+NODE_NAME = "node(s) didn't match the requested node name"
+UNTOLERATED = "node(s) had untolerated taint(s)"
+OUTSIDE_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+TERMS_CONFLICT = "pod affinity terms conflict"
 GPU_MODEL = "node(s) didn't match Pod's GPU model"
 INSUFFICIENT_GPU = "Insufficient nvidia.com/gpu"
 INSUFFICIENT_GPU_MEMORY = "Insufficient GPU memory"
@@ -105,13 +110,14 @@ def domain_of(node: Node, level: str, levels: Sequence[str]) -> tuple[str, ...] 
 
 
 def reason_line(total_nodes: int, counts: Counter) -> str:
-    """``0/N nodes are available: <count reason>, ....`` (largest count first)."""
-    parts = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    """``0/N nodes are available: <count reason>, ....``: the ``"<count> <reason>"`` strings
+    sorted as strings (kube's FitError); the PreFilter conflict alone, without its count."""
+    if counts.get(TERMS_CONFLICT):
+        return f"0/{total_nodes} nodes are available: {TERMS_CONFLICT}."
+    parts = sorted(f"{n} {r}" for r, n in counts.items())
     if not parts:
         return f"0/{total_nodes} nodes are available."
-    return f"0/{total_nodes} nodes are available: " + ", ".join(
-        f"{n} {r}" for r, n in parts
-    ) + "."
+    return f"0/{total_nodes} nodes are available: " + ", ".join(parts) + "."
 
 
 def _ceil_div(x: int, d: int) -> int:
@@ -245,26 +251,132 @@ class _NodeState:
 _CORDON = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 
+def _tolerated(tol, taint: Taint) -> bool:
+    """kube's ToleratesTaint, read literally."""
+    if tol.effect != "" and tol.effect != taint.effect:
+        return False
+    if tol.key != "" and tol.key != taint.key:
+        return False
+    if tol.operator == "Exists":
+        return True
+    return tol.value == taint.value
+
+
 def _taint_reason(node: Node, pod: PodRequest) -> str | None:
     for t in node.taints:
-        if t.effect not in ("NoSchedule", "NoExecute"):
+        if t.effect == "PreferNoSchedule":
             continue
-        if not any(tol.tolerates(t) for tol in pod.tolerations):
-            shown = f"{t.key}: {t.value}" if t.value else t.key
-            return "node(s) had untolerated taint {" + shown + "}"
+        if not any(_tolerated(tol, t) for tol in pod.tolerations):
+            return UNTOLERATED
     return None
+
+
+def _required_terms(pod: PodRequest):
+    a = pod.affinity
+    if a is None or a.node_affinity is None:
+        return None
+    sel = a.node_affinity.required_during_scheduling_ignored_during_execution
+    return None if sel is None else sel.node_selector_terms
+
+
+def _prefilter_names(pod: PodRequest) -> set | None:
+    """The nodes kube's NodeAffinity PreFilter keeps: every term naming nodes by
+    ``metadata.name In`` (intersected in a term, united over terms); None: all nodes."""
+    terms = _required_terms(pod)
+    if not terms:
+        return None
+    out: set = set()
+    for t in terms:
+        here = None
+        for f in t.match_fields:
+            if f.key == "metadata.name" and f.operator == "In":
+                here = set(f.values) if here is None else here & set(f.values)
+        if here is None:
+            return None
+        out |= here
+    return out
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_LABEL_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _go_int64(text: str) -> int | None:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    v = int(text)
+    return v if -(1 << 63) <= v < (1 << 63) else None
+
+
+def _expression_matches(e, labels: Mapping[str, str]) -> bool:
+    """One matchExpressions entry (a parse error: no match)."""
+    prefix, slash, name = e.key.rpartition("/")
+    key_ok = bool(name) and len(name) <= 63 and _LABEL_VALUE.fullmatch(name) is not None and (
+        not slash or (0 < len(prefix) <= 253 and _LABEL_PREFIX.fullmatch(prefix) is not None))
+    if not key_ok or any(len(v) > 63 or not _LABEL_VALUE.fullmatch(v) for v in e.values):
+        return False
+    if e.operator in ("In", "NotIn") and not e.values:
+        return False
+    if e.operator in ("Exists", "DoesNotExist") and e.values:
+        return False
+    has = e.key in labels
+    v = labels.get(e.key)
+    if e.operator == "In":
+        return has and v in e.values
+    if e.operator == "NotIn":
+        return not has or v not in e.values
+    if e.operator == "Exists":
+        return has
+    if e.operator == "DoesNotExist":
+        return not has
+    if len(e.values) != 1:
+        return False
+    want = _go_int64(e.values[0])
+    got = None if v is None else _go_int64(v)
+    if want is None or got is None:
+        return False
+    return got > want if e.operator == "Gt" else got < want
+
+
+def _field_matches(f, node_name: str) -> bool:
+    if f.operator not in ("In", "NotIn") or len(f.values) != 1:
+        return False
+    value = node_name if f.key == "metadata.name" else ""
+    return (value == f.values[0]) if f.operator == "In" else (value != f.values[0])
+
+
+def _node_affinity_ok(node: Node, pod: PodRequest) -> bool:
+    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    terms = _required_terms(pod)
+    if terms is None:
+        return True
+    for t in terms:
+        if not t.match_expressions and not t.match_fields:
+            continue
+        if all(_expression_matches(e, node.labels) for e in t.match_expressions) and all(
+                _field_matches(f, node.name) for f in t.match_fields):
+            return True
+    return False
 
 
 def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     """Every reason ``st`` cannot take ``pod`` (empty: feasible)."""
     node = st.node
+    named = _prefilter_names(pod)
+    if named is not None and not named:
+        return [TERMS_CONFLICT]
+    if named is not None and node.name not in named:
+        return [OUTSIDE_PREFILTER]
     # kube's NodeUnschedulable: a pod that tolerates the unschedulable taint passes a cordon
-    if node.unschedulable and not any(tol.tolerates(_CORDON) for tol in pod.tolerations):
+    if node.unschedulable and not any(_tolerated(tol, _CORDON) for tol in pod.tolerations):
         return [UNSCHEDULABLE]
+    if pod.node_name is not None and pod.node_name != node.name:
+        return [NODE_NAME]
     taint = _taint_reason(node, pod)
     if taint is not None:
         return [taint]
-    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+    if not _node_affinity_ok(node, pod):
         return [SELECTOR]
     if pod.gpus >= 1:
         if st.hw.gpus == 0:
@@ -868,7 +980,8 @@ class ReferenceCluster:
         shapes: dict[tuple, list[int]] = {}
         for j, p in enumerate(gpods):
             key = (p.gpus, p.gpu_milli, p.gpu_memory_mib, p.cpu_milli, p.memory_mib, p.nics,
-                   tuple(sorted(p.node_selector.items())), p.tolerations, tuple(sorted(p.gpu_models)))
+                   tuple(sorted(p.node_selector.items())), p.tolerations, tuple(sorted(p.gpu_models)),
+                   p.node_name, repr(p.affinity))
             shapes.setdefault(key, []).append(j)
         groups = sorted(
             shapes.values(),

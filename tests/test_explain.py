@@ -58,7 +58,10 @@ def test_filters_every_node_tainted():
     snap = snapshot([node("a", taints=taint), node("b", taints=taint), node("c", unschedulable=True)])
     p = only(explain(snap, request([{"name": "train", "gpus": 1}])))
     assert p.cause == "filters"
-    assert p.node_reasons == {"node(s) had untolerated taint {maint}": 2, "node(s) were unschedulable": 1}
+    assert p.node_reasons == {"node(s) had untolerated taint(s)": 2, "node(s) were unschedulable": 1}
+    # kube's line names no taint: explain names each node's
+    assert p.filtered == ("node(s) had untolerated taint(s): a (maint:NoSchedule), b (maint:NoSchedule)",
+                          "node(s) were unschedulable: c")
     assert p.nearest == ()
 
 

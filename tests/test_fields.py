@@ -18,6 +18,7 @@ import pytest
 
 import placer
 import placer.model
+import placer.model.affinity
 import placer.schema.documents
 from placer.kernel.pack import pack_snapshot
 from placer.model import PlacementResult, PodRequest, load_request, load_snapshot
@@ -150,6 +151,9 @@ def _node(outcome: Any) -> str | None:
     return outcome[0] if isinstance(outcome, tuple) else None
 
 
+ZONE_H_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["h", "z"]}]}]}}}
+
 CASES = [
     Case("name", "q", "q"),
     Case("gpus", 2, 2, check=lambda got, base: (len(got[1]), len(base[1])) == (2, 1) or pytest.fail(got)),
@@ -178,6 +182,13 @@ CASES = [
     Case("nominatedNodeName", "n-1", "n-1", base={"gpus": 1, "priority": 1}, snapshot=EVICTING,
          request={"preemption": "greedy"},
          check=lambda got, base: (_node(got), _node(base)) == (None, "n-1") or pytest.fail(got)),
+    # kube's NodeName and NodeAffinity filters (issue #32)
+    Case("nodeName", "n-h", "n-h", check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
+    Case("affinity", ZONE_H_AFFINITY, placer.model.affinity.Affinity(node_affinity=placer.model.affinity.NodeAffinity(
+        required_during_scheduling_ignored_during_execution=placer.model.affinity.NodeSelector((
+            placer.model.affinity.NodeSelectorTerm(match_expressions=(
+                placer.model.affinity.NodeSelectorRequirement("zone", "In", ("h", "z")),)),))),),
+         check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
 ]
 CASE_FIELDS = {case.field for case in CASES}
 

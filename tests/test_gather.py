@@ -22,6 +22,7 @@ from placer.kernel._core import derive_free_state
 from placer.kernel._gather import node_columns, pod_columns, run_assignments
 from placer.limits import MILLI
 from placer.model import Assignment, ClusterSnapshot, Node, NodeType, PodRequest, RunningPod, replace
+from placer.model.roles import eligibility_fields
 from placer.testing import pod_requests, snapshots
 
 import pytest
@@ -109,9 +110,7 @@ def test_pod_columns_read_what_python_reads(pods: list[PodRequest]) -> None:
     assert counts.tolist() == [[p.gpus for p in pods], [p.gpu_milli for p in pods], [p.gpu_memory_mib for p in pods],
                                [p.nics for p in pods]]
     assert quantities.tolist() == [[p.cpu_milli for p in pods], [p.memory_mib for p in pods]]
-    assert plain.tolist() == [
-        int(not (p.node_selector or p.tolerations or p.gpu_models or p.nics or p.resources or p.gpu_slots)) for p in pods
-    ]
+    assert plain.tolist() == [int(not any(getattr(p, f) for f in eligibility_fields(PodRequest))) for p in pods]
     assert with_resources == [i for i, p in enumerate(pods) if p.resources]
     again = pod_columns([TaggedPod(**{f: getattr(p, f) for f in p.__struct_fields__}) for p in pods])
     assert [a.tolist() if isinstance(a, np.ndarray) else a for a in again] == [

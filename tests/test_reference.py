@@ -201,12 +201,13 @@ def test_reason_taints():
     t_key = Taint("dedicated", "NoExecute")
     t_soft = Taint("soft", "PreferNoSchedule")
     s = snap(node("n0", taints=(t_soft, t_val, t_key)), node("n1", taints=(t_key,)))
-    assert one_reason(s, PodRequest("p")) == (
-        "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated}, "
-        "1 node(s) had untolerated taint {nvidia.com/gpu: present}.")
+    # kube v1.36 names no taint: one reason for every untolerated taint
+    assert one_reason(s, PodRequest("p")) == "0/2 nodes are available: 2 node(s) had untolerated taint(s)."
     tol = (Toleration(key="nvidia.com/gpu", operator="Exists"),)
     assert one_reason(s, PodRequest("p", tolerations=tol)) == (
-        "0/2 nodes are available: 2 node(s) had untolerated taint {dedicated}.")
+        "0/2 nodes are available: 2 node(s) had untolerated taint(s).")
+    both = (Toleration(key="nvidia.com/gpu", operator="Exists"), Toleration(key="dedicated", operator="Exists"))
+    assert ReferenceCluster(s).place(PodRequest("p", tolerations=both)).assignments
     tol_all = (Toleration(operator="Exists"),)
     assert ReferenceCluster(s).place(PodRequest("p", tolerations=tol_all)).assignments
 
@@ -227,8 +228,8 @@ def test_reason_resources_each_shortfall_counted():
     full = node("n0", 1, cpu=1000, mem=1000, max_pods=1, pods=(RunningPod("r", gpus=(0,), cpu_milli=500),))
     s = snap(full, node("n1", 1, cpu=100, mem=5000))
     assert one_reason(s, PodRequest("p", gpus=1, cpu_milli=600, memory_mib=2000)) == (
-        "0/2 nodes are available: 2 Insufficient cpu, 1 Insufficient memory, "
-        "1 Insufficient nvidia.com/gpu, 1 Too many pods.")
+        "0/2 nodes are available: 1 Insufficient memory, 1 Insufficient nvidia.com/gpu, "
+        "1 Too many pods, 2 Insufficient cpu.")
 
 
 def test_reason_gpu_memory_whole_and_shared():
@@ -250,13 +251,17 @@ def test_reason_gpu_memory_whole_and_shared():
         "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
 
 
-def test_reason_ordering_count_then_text():
+def test_reason_ordering_as_kube_sorts_the_count_and_reason_strings():
     s = snap(node("a", unschedulable=True), node("b", cpu=1, labels={"x": "z"}), node("c", unschedulable=True),
              node("d", labels={"x": "y"}))
     pod = PodRequest("p", cpu_milli=10, node_selector={"x": "z"})
     assert one_reason(s, pod) == (
-        "0/4 nodes are available: 2 node(s) were unschedulable, 1 Insufficient cpu, "
-        "1 node(s) didn't match Pod's node affinity/selector.")
+        "0/4 nodes are available: 1 Insufficient cpu, "
+        "1 node(s) didn't match Pod's node affinity/selector, 2 node(s) were unschedulable.")
+    # sort.Strings on "<count> <reason>": 10 sorts before 2
+    many = snap(*(node(f"n{i}", cpu=1) for i in range(10)), node("m0", mem=1), node("m1", mem=1))
+    assert one_reason(many, PodRequest("p", cpu_milli=10, memory_mib=10)) == (
+        "0/12 nodes are available: 10 Insufficient cpu, 2 Insufficient memory.")
 
 
 def test_reason_all_unhealthy_gpus_is_insufficient_gpu():

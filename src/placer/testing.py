@@ -41,6 +41,7 @@ from placer.model import (
     gang_shapes,
     replace,
 )
+from placer.model.affinity import NODE_OPERATORS, Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from placer.model.topology import GpuTopology, Nic, topology_from_spec
 
 __all__ = [
@@ -298,6 +299,23 @@ def _tolerations(taint_keys: Sequence[str]) -> st.SearchStrategy[tuple[Toleratio
     return st.lists(one, max_size=2).map(tuple)
 
 
+def _node_affinities(label_keys: Sequence[str]) -> st.SearchStrategy[Affinity]:
+    """Required node affinity as kube's API accepts it: 1–2 ORed terms of 0–2 expressions
+    (every operator; ``Gt``/``Lt`` compare integers, which the drawn label values are not)."""
+
+    def requirement(key: str, operator: str, values: list[str]) -> NodeSelectorRequirement:
+        count = {"Exists": 0, "DoesNotExist": 0, "Gt": 1, "Lt": 1}.get(operator)
+        return NodeSelectorRequirement(key, operator, tuple(values[:count] if count is not None else values))  # type: ignore[arg-type]
+
+    expression = st.builds(
+        requirement, st.sampled_from(list(label_keys)), st.sampled_from(NODE_OPERATORS),
+        st.lists(st.sampled_from(_LABEL_VALUES + ("3",)), min_size=1, max_size=2, unique=True),
+    )
+    term = st.lists(expression, max_size=2).map(lambda es: NodeSelectorTerm(match_expressions=tuple(es)))
+    return st.lists(term, min_size=1, max_size=2).map(lambda ts: Affinity(node_affinity=NodeAffinity(
+        required_during_scheduling_ignored_during_execution=NodeSelector(tuple(ts)))))
+
+
 @st.composite
 def pod_requests(
     draw: Any,
@@ -312,7 +330,7 @@ def pod_requests(
 ) -> PodRequest:
     """Valid PodRequests: CPU-only, whole GPUs (1/2/4/8) or a share of one GPU.
 
-    Some pods carry a nodeSelector, tolerations or ``gpuModels``.
+    Some pods carry a nodeSelector, tolerations, ``gpuModels`` or a required node affinity.
 
     Parameters
     ----------
@@ -344,6 +362,7 @@ def pod_requests(
     if label_keys and draw(_chance(20)):
         selector = {draw(st.sampled_from(list(label_keys))): draw(st.sampled_from(_LABEL_VALUES))}
     tolerations = draw(_tolerations(taint_keys)) if draw(_chance(30)) else ()
+    affinity = draw(_node_affinities(label_keys)) if label_keys and draw(_chance(12)) else None
     return PodRequest(
         name=name,
         gpus=gpus,
@@ -356,6 +375,7 @@ def pod_requests(
         tolerations=tolerations,
         priority=draw(st.sampled_from([0, 0, 10, 1000])),
         nics=draw(st.sampled_from([1, 2])) if draw(_chance(15)) else 0,
+        affinity=affinity,
     )
 
 

@@ -23,12 +23,12 @@ from placer.model import (
     load_result,
     load_snapshot,
     replace,
+    first_untolerated_taint,
     tolerates_unschedulable,
 )
+from placer.model.affinity import node_affinity_matches
 
 __all__ = ["check_placement"]
-
-_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def _domain(node: Node, level: str, levels: Sequence[str]) -> tuple[str, ...] | None:
@@ -153,8 +153,10 @@ class _Checker:
             hw = node.hardware
             if node.unschedulable and not tolerates_unschedulable(pod.tolerations):
                 self.out.append(f"{at}: node is cordoned (unschedulable)")
+            if pod.node_name is not None and pod.node_name != node.name:
+                self.out.append(f"{at}: the pod's nodeName is {pod.node_name!r}")
             for t in node.taints:
-                if t.effect in _BLOCKING_EFFECTS and not any(tol.tolerates(t) for tol in pod.tolerations):
+                if first_untolerated_taint((t,), pod.tolerations) is not None:
                     shown = f"{t.key}={t.value}" if t.value else t.key
                     self.out.append(f"{at}: taint {shown}:{t.effect} is not tolerated")
             for k, v in pod.node_selector.items():
@@ -163,6 +165,8 @@ class _Checker:
                         f"{at}: nodeSelector {k}={v} does not match the node's label "
                         f"{k}={node.labels.get(k)!r}"
                     )
+            if not node_affinity_matches({}, pod.affinity, node.labels, node.name):
+                self.out.append(f"{at}: the node matches no term of the pod's required node affinity")
             if pod.uses_gpus and pod.gpu_models and hw.gpu_model not in pod.gpu_models:
                 self.out.append(
                     f"{at}: GPU model {hw.gpu_model!r} is not one of {list(pod.gpu_models)}"

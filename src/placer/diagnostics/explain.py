@@ -10,8 +10,9 @@ the first of these that holds, in the order a GPU platform team diagnoses a pend
    GPUs offered);
 2. **too large** — no node could hold one of its pods even empty: the pod asks more GPUs,
    CPU, memory, GPU memory per GPU or NICs than any node has (all of them on one node);
-3. **filters** — some nodes could hold it empty, but cordons, taints, node selectors or
-   GPU models rule every one of them out before resources are looked at;
+3. **filters** — some nodes could hold it empty, but cordons, ``nodeName``, taints, node
+   selectors or required node affinity, or GPU models rule every one of them out before
+   resources are looked at (``filtered`` names, per filter, the nodes it turns away);
 4. **topology** — the gang's pods fit on the eligible nodes together, but no domain of
    its level holds them;
 5. **fragmentation** — the free amount of every resource it asks for, summed over the
@@ -59,7 +60,7 @@ from placer.mig.plans import (
     relayout_snapshot,
 )
 from placer.model.mig_profiles import MigProfile, table_for
-from placer.model.reasons import kube_reason
+from placer.model.reasons import UNTOLERATED_TAINT, kube_reason
 from placer.model import (
     ClusterSnapshot,
     GangSpec,
@@ -67,6 +68,7 @@ from placer.model import (
     PlacementRequest,
     PlacementResult,
     PodRequest,
+    first_untolerated_taint,
 )
 from placer.diagnostics.report import gpu_count_findings, offered_resources
 from placer.text.lines import paint, some_of
@@ -132,6 +134,8 @@ class Pending:
     mig_gpus: tuple[str, ...] = ()  # per MIG GPU nearest to fitting, what it lacks
     relayout: tuple[GpuRelayout, ...] = ()  # idle static GPUs a re-split would place it on
     preemption: str = ""  # what preemption would do, when the request has it off
+    # per static filter that turns nodes away (kube's reason): the nodes it turns away
+    filtered: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,6 +151,7 @@ class Pending:
             "migGpus": list(self.mig_gpus),
             "relayout": [g.to_dict() for g in self.relayout],
             "preemption": self.preemption,
+            "filtered": list(self.filtered),
         }
 
     def to_text(self, color: bool = False) -> str:
@@ -160,6 +165,7 @@ class Pending:
             lines.append(f"  level {lv.level}: at most {lv.fits} of {lv.needed} pod(s) fit in one domain ({lv.domain})")
         lines += [f"  mig: {note}" for note in self.mig_gpus]
         lines += [f"  re-split: {g.to_text()}" for g in self.relayout]
+        lines += [f"  filter: {line}" for line in self.filtered]
         if self.preemption:
             lines.append(f"  preemption: {self.preemption}")
         return "\n".join(lines)
@@ -357,6 +363,7 @@ def _explain_slots(cluster: Cluster, pod: PodRequest, reason: str) -> Pending:
     return Pending(
         name=pod.name, kind="pod", pods=1, reason=reason, cause=cause, detail=detail,
         node_reasons=dict(sorted(node_reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        filtered=_filtered(cluster, pod),
     )
 
 
@@ -431,7 +438,26 @@ def _explain_group(
         node_reasons=dict(sorted(node_reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
         nearest=nearest,
         levels=levels,
+        filtered=_filtered(cluster, main.pod),
     )
+
+
+def _filtered(cluster: Cluster, pod: PodRequest) -> tuple[str, ...]:
+    """Per static filter that turns nodes away from ``pod`` (its cause class in kube's words:
+    cordon, node name, taints, node affinity/selector, GPU model …), the nodes it turns
+    away; an untolerated taint is named beside its node."""
+    static = cluster.session.static_reasons(pod)
+    if not static:
+        return ()
+    nodes = cluster.snapshot.nodes
+    per_reason: dict[str, list[str]] = {reason: [] for reason in sorted(static)}
+    for i, reason in enumerate(cluster.session.node_reasons(pod, np.arange(len(nodes)))):
+        if reason in per_reason:
+            taint = first_untolerated_taint(nodes[i].taints, pod.tolerations) if reason == UNTOLERATED_TAINT else None
+            shown = f"{taint.key}={taint.value}:{taint.effect}" if taint is not None and taint.value else (
+                f"{taint.key}:{taint.effect}" if taint is not None else "")
+            per_reason[reason].append(f"{nodes[i].name} ({shown})" if shown else nodes[i].name)
+    return tuple(f"{reason}: {some_of(names, 8)}" for reason, names in per_reason.items())
 
 
 def _fits_empty(snapshot: ClusterSnapshot, pod: PodRequest) -> np.ndarray:
@@ -707,6 +733,7 @@ def _explain_mig(
         node_reasons=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         mig_gpus=notes,
         relayout=relayout,
+        filtered=_filtered(cluster, pods[0]),
     )
 
 

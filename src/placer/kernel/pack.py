@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -31,7 +31,23 @@ from placer.kernel._gather import (  # noqa: F401
     mask_to_indices,
     run_assignments,
 )
-from placer.model import ClusterSnapshot, Node, PodRequest, RunningPod, Taint, Toleration, tolerates_unschedulable
+from placer.model import (
+    TAINT_FILTER_EFFECTS,
+    ClusterSnapshot,
+    Node,
+    PodRequest,
+    RunningPod,
+    Taint,
+    first_untolerated_taint,
+    tolerates_unschedulable,
+)
+from placer.model.affinity import (
+    NODE_NAME_FIELD,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    prefilter_node_names,
+    required_node_selector,
+)
 from placer.model import reasons as wording
 from placer.model.roles import canonical, defaults, eligibility_fields
 from placer.model.topology import GpuTopology, Nic
@@ -133,7 +149,8 @@ class PackedCluster:
     n_words: int
     kinds: list[NodeKind] = field(default_factory=list)
     extended_free: dict[str, np.ndarray] = field(default_factory=dict)  # per resource: free per node
-    _label_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    # per label key: each node's value as a code into the key's distinct values (-1: absent)
+    _label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = field(default_factory=dict)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None
@@ -175,21 +192,78 @@ class PackedCluster:
                 mask |= 1 << self.model_names.index(name)
         return mask & ~1
 
-    def _label_match(self, key: str, value: str) -> np.ndarray:
-        cached = self._label_cache.get((key, value))
-        if cached is None:
-            cached = np.fromiter(
-                (node.labels.get(key) == value for node in self.nodes), dtype=bool, count=self.n_nodes
-            )
-            self._label_cache[(key, value)] = cached
-        return cached
+    def _label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """Per node, its value of label ``key`` as an index into the key's distinct values
+        (-1: the node lacks the label), and those values with their indices."""
+        found = self._label_columns.get(key)
+        if found is None:
+            values = [node.labels.get(key) for node in self.nodes]
+            index = {v: i for i, v in enumerate(dict.fromkeys(v for v in values if v is not None))}
+            code_of: dict[str | None, int] = {**index, None: -1}
+            found = self._label_columns[key] = (np.array([code_of[v] for v in values], dtype=np.int32), index)
+        return found
+
+    def _expression_nodes(self, e: NodeSelectorRequirement) -> np.ndarray:
+        """The nodes a ``matchExpressions`` entry matches: its answer for each distinct value
+        of its key (and for a node without the key), spread to the nodes by their codes."""
+        codes, index = self._label_column(e.key)
+        answers = np.zeros(len(index) + 1, dtype=bool)  # the last one: the node lacks the key
+        if e.parses:
+            if e.operator in ("In", "NotIn"):
+                answers[[index[v] for v in e.values if v in index]] = True
+                if e.operator == "NotIn":
+                    answers = ~answers
+            else:
+                answers[:] = [e.matches_value(v) for v in index] + [e.matches_value(None)]
+        return answers[codes]
+
+    def _term_nodes(self, term: NodeSelectorTerm) -> np.ndarray:
+        """The nodes a node selector term matches (an empty term: none)."""
+        if term.empty:
+            return np.zeros(self.n_nodes, dtype=bool)
+        nodes = np.ones(self.n_nodes, dtype=bool)
+        for e in term.match_expressions:
+            nodes &= self._expression_nodes(e)
+        for f in term.match_fields:
+            nodes &= self._field_test(f)
+        return nodes
+
+    def _field_test(self, requirement: NodeSelectorRequirement) -> np.ndarray:
+        """The nodes a ``matchFields`` entry matches (:meth:`NodeSelectorRequirement.matches_field`)."""
+        if requirement.key == NODE_NAME_FIELD and requirement.operator in ("In", "NotIn") and len(requirement.values) == 1:
+            one = self.named(requirement.values)
+            return one if requirement.operator == "In" else ~one
+        # shapes the schema refuses, from a PodRequest built in Python: asked node by node
+        return np.fromiter(map(requirement.matches_field, self.node_names), dtype=bool, count=self.n_nodes)
+
+    def named(self, names: Collection[str]) -> np.ndarray:
+        """The nodes of these names, as a boolean mask (names of no node are ignored)."""
+        nodes = np.zeros(self.n_nodes, dtype=bool)
+        nodes[[self.node_index[n] for n in names if n in self.node_index]] = True
+        return nodes
+
+    def node_affinity_nodes(self, pod: PodRequest) -> np.ndarray:
+        """The nodes kube-scheduler's NodeAffinity filter lets ``pod`` use: its
+        ``nodeSelector`` and its required node affinity
+        (:func:`placer.model.affinity.node_affinity_matches`, over node columns)."""
+        nodes = np.ones(self.n_nodes, dtype=bool)
+        for k, v in pod.node_selector.items():
+            codes, index = self._label_column(k)
+            nodes &= codes == index.get(v, -2)
+        required = required_node_selector(pod.affinity)
+        if required is not None:
+            anywhere = np.zeros(self.n_nodes, dtype=bool)
+            for term in required.node_selector_terms:
+                anywhere |= self._term_nodes(term)
+            nodes &= anywhere
+        return nodes
 
     def _taint_sets_index(self) -> tuple[list[tuple[Taint, ...]], np.ndarray]:
         if self._taint_set_of is None:
             ids: dict[tuple[Taint, ...], int] = {(): 0}
             of = np.zeros(self.n_nodes, dtype=np.int32)
             for i in self.tainted:
-                hard = tuple(t for t in self.nodes[i].taints if t.effect in ("NoSchedule", "NoExecute"))
+                hard = tuple(t for t in self.nodes[i].taints if t.effect in TAINT_FILTER_EFFECTS)
                 of[i] = ids.setdefault(hard, len(ids))
             self._taint_sets = list(ids)
             self._taint_set_of = of
@@ -227,18 +301,21 @@ class PackedCluster:
                 reason_of[hit] = names.index(reason)
                 alive[hit] = False
 
+        # kube-scheduler's order: NodeAffinity's PreFilter, then NodeUnschedulable, NodeName,
+        # TaintToleration, NodeAffinity
+        named = prefilter_node_names(pod.affinity)
+        if named is not None:
+            reject(~self.named(named), wording.NODE_AFFINITY_PREFILTER if named else wording.AFFINITY_TERMS_CONFLICT)
         if not tolerates_unschedulable(pod.tolerations):
             reject(self.unschedulable, wording.UNSCHEDULABLE)
+        if pod.node_name is not None:
+            reject(~self.named((pod.node_name,)), wording.NODE_NAME)
         sets, set_of = self._taint_sets_index()
         for set_id, taints in enumerate(sets):
-            blocking = _first_untolerated(taints, pod.tolerations)
-            if blocking is not None:
-                reject(set_of == set_id, wording.untolerated_taint(blocking.key, blocking.value))
-        if pod.node_selector:
-            selected = np.ones(self.n_nodes, dtype=bool)
-            for k, v in pod.node_selector.items():
-                selected &= self._label_match(k, v)
-            reject(~selected, wording.SELECTOR)
+            if first_untolerated_taint(taints, pod.tolerations) is not None:
+                reject(set_of == set_id, wording.UNTOLERATED_TAINT)
+        if pod.node_selector or required_node_selector(pod.affinity) is not None:
+            reject(~self.node_affinity_nodes(pod), wording.SELECTOR)
         model_mask = self.model_mask(pod.gpu_models, pod.gpus or pod.gpu_slots)
         if pod.uses_gpus:
             model_id = self.arrays["model_id"]
@@ -262,13 +339,6 @@ class PackedCluster:
             free = self.extended_free.get(name)
             reject(np.ones(self.n_nodes, dtype=bool) if free is None else free < count, wording.insufficient(name))
         return EligibilityClass(node_bitset(alive, self.n_words), model_mask, reasons, reason_of, names)
-
-
-def _first_untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> Taint | None:
-    for taint in taints:
-        if not any(t.tolerates(taint) for t in tolerations):
-            return taint
-    return None
 
 
 def pack_snapshot(snapshot: ClusterSnapshot) -> PackedCluster:

@@ -251,8 +251,9 @@ class KernelSession:
 
     def node_reasons(self, pod: PodRequest, nodes: Sequence[int] | np.ndarray) -> list[str]:
         """Why each of ``nodes`` cannot take ``pod`` (no MIG, no ``gpuSlots``) now, in
-        kube-scheduler's words: the static filter that turns it away (unschedulable, taint,
-        selector, GPU model), else the first resource it lacks (pod slots, CPU, memory, an
+        kube-scheduler's words: the first static filter that turns it away, in kube's order
+        (NodeAffinity's PreFilter of node names, unschedulable, node name, taint, node
+        affinity/selector, then GPU model), else the first resource it lacks (pod slots, CPU, memory, an
         extended resource, GPU memory, GPUs). A node that lacks nothing of these turns the
         pod away for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
         :data:`placer.model.reasons.NICS`)."""

@@ -44,6 +44,8 @@ __all__ = [
     "API_VERSION",
     "UNSCHEDULABLE_TAINT",
     "tolerates_unschedulable",
+    "TAINT_FILTER_EFFECTS",
+    "first_untolerated_taint",
     "POLICIES",
     "SOLVERS",
     "GANG_MODES",
@@ -182,9 +184,9 @@ class Toleration(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
         """Whether this toleration tolerates ``taint``."""
         if self.effect and self.effect != taint.effect:
             return False
-        if self.operator == "Exists":
-            return self.key == "" or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
+        if self.key and self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -218,6 +220,19 @@ def tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
     """Whether a pod with ``tolerations`` may go to a cordoned node (``unschedulable``), as
     kube-scheduler's NodeUnschedulable filter decides."""
     return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in tolerations)
+
+
+TAINT_FILTER_EFFECTS = ("NoSchedule", "NoExecute")
+"""The taint effects kube-scheduler's TaintToleration filter tests (``PreferNoSchedule`` only scores)."""
+
+
+def first_untolerated_taint(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Optional[Taint]:
+    """The first of a node's ``taints`` of a filtering effect that no toleration tolerates
+    (kube's ``FindMatchingUntoleratedTaint``); None when the pod tolerates them all."""
+    for taint in taints:
+        if taint.effect in TAINT_FILTER_EFFECTS and not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
 
 
 class MigConfig(Struct, frozen=True, gc=False, forbid_unknown_fields=True):

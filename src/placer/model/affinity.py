@@ -20,6 +20,7 @@ The shapes kube's API validation refuses (``In`` without values, ``Gt`` with two
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping, Optional
 
@@ -46,6 +47,11 @@ __all__ = [
     "Affinity",
     "TopologySpreadConstraint",
     "parse_int64",
+    "is_label_key",
+    "is_label_value",
+    "required_node_selector",
+    "prefilter_node_names",
+    "node_affinity_matches",
 ]
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -75,6 +81,27 @@ def parse_int64(text: str) -> Optional[int]:
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None
+
+
+_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
+@lru_cache(maxsize=4096)
+def is_label_value(text: str) -> bool:
+    """Whether ``text`` is a Kubernetes label value (``IsValidLabelValue``): empty, or up to
+    63 letters, digits, ``-``, ``_``, ``.`` beginning and ending with a letter or digit."""
+    return len(text) <= 63 and _LABEL_NAME.match(text) is not None
+
+
+@lru_cache(maxsize=4096)
+def is_label_key(text: str) -> bool:
+    """Whether ``text`` is a Kubernetes label key (``IsQualifiedName``): a name of the
+    label value's syntax, not empty, optionally after a DNS subdomain prefix and ``/``."""
+    prefix, slash, name = text.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or _DNS_SUBDOMAIN.match(prefix) is None):
+        return False
+    return bool(name) and is_label_value(name)
 
 
 class LabelSelectorRequirement(_Kube):
@@ -128,17 +155,41 @@ class NodeSelectorRequirement(_Kube):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
 
+    @property
+    def parses(self) -> bool:
+        """Whether kube's ``labels.NewRequirement`` takes the expression: a label key and
+        label values of Kubernetes' syntax, values for ``In``/``NotIn``, none for
+        ``Exists``/``DoesNotExist``, and for ``Gt``/``Lt`` one base-10 int64. An expression
+        that does not parse makes its term match no node."""
+        if not is_label_key(self.key) or not all(is_label_value(v) for v in self.values):
+            return False
+        if self.operator in ("Gt", "Lt"):
+            return len(self.values) == 1 and parse_int64(self.values[0]) is not None
+        return bool(self.values) == (self.operator in ("In", "NotIn"))
+
     def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether a node's labels (or its fields, for ``matchFields``) satisfy it."""
+        """Whether a node's labels satisfy it (False when it does not parse)."""
+        return self.parses and self.matches_value(labels.get(self.key))
+
+    def matches_value(self, value: Optional[str]) -> bool:
+        """Whether a node whose label ``key`` is ``value`` (None: the node lacks it)
+        satisfies the expression, which :attr:`parses`."""
         op = self.operator
         if op in ("Gt", "Lt"):
-            value = labels.get(self.key)
             have = None if value is None else parse_int64(value)
-            want = parse_int64(self.values[0]) if len(self.values) == 1 else None
+            want = parse_int64(self.values[0])
             if have is None or want is None:
                 return False
             return have > want if op == "Gt" else have < want
-        return LabelSelectorRequirement(self.key, op, self.values).matches(labels)  # type: ignore[arg-type]
+        return LabelSelectorRequirement(self.key, op, self.values).matches({} if value is None else {self.key: value})  # type: ignore[arg-type]
+
+    def matches_field(self, node_name: str) -> bool:
+        """Whether a node of this name satisfies the expression as a ``matchFields`` entry
+        (kube's field selector: ``In`` or ``NotIn`` one value of ``metadata.name``)."""
+        if self.operator not in ("In", "NotIn") or len(self.values) != 1:
+            return False
+        have = node_name if self.key == NODE_NAME_FIELD else ""
+        return (have == self.values[0]) == (self.operator == "In")
 
 
 declare(NodeSelectorRequirement, key=Role.FILTER, operator=Role.FILTER, values=Role.FILTER)
@@ -161,8 +212,7 @@ class NodeSelectorTerm(_Kube):
             return False
         if not all(e.matches(labels) for e in self.match_expressions):
             return False
-        fields = {NODE_NAME_FIELD: node_name}
-        return all(f.matches(fields) for f in self.match_fields)
+        return all(f.matches_field(node_name) for f in self.match_fields)
 
 
 declare(NodeSelectorTerm, match_expressions=Role.FILTER, match_fields=Role.FILTER)
@@ -317,3 +367,44 @@ declare(
     node_taints_policy=Role.FILTER,
     match_label_keys=Role.FILTER,
 )
+
+
+def required_node_selector(affinity: Optional[Affinity]) -> Optional[NodeSelector]:
+    """The pod's ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``, if any."""
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    return affinity.node_affinity.required
+
+
+def prefilter_node_names(affinity: Optional[Affinity]) -> Optional[frozenset[str]]:
+    """The only nodes kube-scheduler's NodeAffinity PreFilter lets the filters see.
+
+    When every term of the required selector names nodes by ``matchFields`` ``metadata.name
+    In`` (the names of one term intersected, the terms united), only those nodes are
+    filtered; the others are turned away before any filter. None: every node is filtered.
+    An empty set: the terms conflict, no node can match.
+    """
+    required = required_node_selector(affinity)
+    if required is None or not required.node_selector_terms:
+        return None
+    names: set[str] = set()
+    for term in required.node_selector_terms:
+        named: Optional[set[str]] = None
+        for f in term.match_fields:
+            if f.key == NODE_NAME_FIELD and f.operator == "In":
+                named = set(f.values) if named is None else named & set(f.values)
+        if named is None:
+            return None
+        names |= named
+    return frozenset(names)
+
+
+def node_affinity_matches(
+    node_selector: Mapping[str, str], affinity: Optional[Affinity], labels: Mapping[str, str], node_name: str
+) -> bool:
+    """kube-scheduler's NodeAffinity filter: the pod's ``nodeSelector`` and its required node
+    affinity, both, on a node of these labels and this name."""
+    if any(labels.get(k) != v for k, v in node_selector.items()):
+        return False
+    required = required_node_selector(affinity)
+    return required is None or required.matches(labels, node_name)

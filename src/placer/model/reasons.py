@@ -10,7 +10,12 @@ from typing import Mapping, Sequence
 __all__ = [
     "RESOURCE_REASONS",
     "UNSCHEDULABLE",
+    "NODE_NAME",
+    "UNTOLERATED_TAINT",
     "SELECTOR",
+    "NODE_AFFINITY_PREFILTER",
+    "AFFINITY_TERMS_CONFLICT",
+    "PREFILTER_REASONS",
     "GPU_MODEL",
     "NO_GPU",
     "NICS",
@@ -43,7 +48,17 @@ RESOURCE_REASONS = (
 
 
 UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NAME = "node(s) didn't match the requested node name"
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+NODE_AFFINITY_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+"""Nodes outside the names that every term of a pod's required node affinity lists
+(``matchFields`` ``metadata.name In``): kube's NodeAffinity PreFilter leaves them out."""
+AFFINITY_TERMS_CONFLICT = "pod affinity terms conflict"
+"""Every term of the required node affinity names nodes, and together they name none."""
+PREFILTER_REASONS = frozenset({AFFINITY_TERMS_CONFLICT})
+"""Reasons kube-scheduler gives for the whole cluster at PreFilter: the line says them once,
+without a count."""
 GPU_MODEL = "node(s) didn't match Pod's GPU model"
 NO_GPU = RESOURCE_REASONS[3]
 NICS = "Insufficient NICs"
@@ -62,8 +77,9 @@ def missing_gpu_models(wanted: Sequence[str], present: Sequence[str]) -> str:
 
 
 def untolerated_taint(key: str, value: str) -> str:
-    """A node's taint the pod does not tolerate, as kube-scheduler words it."""
-    return f"node(s) had untolerated taint {{{key}: {value}}}" if value else f"node(s) had untolerated taint {{{key}}}"
+    """The reason of a node with a taint the pod does not tolerate: kube-scheduler (v1.36,
+    the release placer pins) does not name the taint, so every taint gives :data:`UNTOLERATED_TAINT`."""
+    return UNTOLERATED_TAINT
 
 
 def insufficient(resource: str) -> str:
@@ -86,11 +102,16 @@ def mig_profile_missing(profile: str | None, memory_mib: int | None) -> str:
 
 
 def kube_reason(total_nodes: int, counts: Mapping[str, int]) -> str:
-    """``0/N nodes are available: …`` with counts largest first, ties by reason text."""
-    parts = [f"{c} {r}" for r, c in sorted(counts.items(), key=lambda rc: (-rc[1], rc[0])) if c]
-    return f"0/{total_nodes} nodes are available: " + ", ".join(parts) + "." if parts else (
-        f"0/{total_nodes} nodes are available."
-    )
+    """``0/N nodes are available: …`` as kube-scheduler's ``FitError.Error`` writes it: the
+    strings ``"<count> <reason>"`` in plain string order (``10 Insufficient cpu`` before
+    ``2 Insufficient memory``) joined by ``, ``; a PreFilter reason
+    (:data:`PREFILTER_REASONS`) alone and without its count."""
+    head = f"0/{total_nodes} nodes are available"
+    whole = sorted(r for r, c in counts.items() if c and r in PREFILTER_REASONS)
+    if whole:
+        return f"{head}: {whole[0]}."
+    parts = sorted(f"{c} {r}" for r, c in counts.items() if c)
+    return f"{head}: " + ", ".join(parts) + "." if parts else f"{head}."
 
 
 def gang_member_failed(gang: str, placed_before: int, size: int, pod: str, line: str) -> str:

@@ -186,9 +186,14 @@ def eligibility_fields(cls: type) -> tuple[str, ...]:
     return fields_with(cls, *STATIC_ROLES)
 
 
+_AS_THEY_ARE = frozenset({type(None), bool, int, float, str})
+
+
 def canonical(value: Any) -> Any:
     """A hashable form of a field's value that ignores what a field's meaning ignores: the
     order of a mapping's entries, and of a tuple of names (models are a set)."""
+    if type(value) in _AS_THEY_ARE or value == ():  # most fields of most pods: no ABC check
+        return value
     if isinstance(value, Mapping):
         return tuple(sorted(value.items()))
     if isinstance(value, msgspec.Struct) or (type(value) is tuple and value and isinstance(value[0], msgspec.Struct)):

@@ -8,8 +8,8 @@ either whole GPUs or a share of one GPU. Where it goes it asks for what it holds
 (:func:`mover_request`): as many whole GPUs, or the same share and GPU memory of one GPU,
 the same CPU, memory and extended resources, a GPU of the model it runs on, and it
 tolerates exactly the taints of the node it runs on (what it tolerates beyond them is not
-known). Node labels are not checked: a running pod's ``nodeSelector`` is not in the
-snapshot.
+known). A running pod's ``nodeSelector`` is not in the snapshot; its ``affinity`` is, and
+binds where it may go (kube's NodeAffinity filter on its required node affinity).
 
 :func:`check_moves` re-checks a result with moves from the documents alone, one move at a
 time, each as a placement of the moved pod checked by :func:`placer.check_placement` on
@@ -60,12 +60,12 @@ def why_not_movable(pod: RunningPod) -> str:
 
 def mover_request(pod: RunningPod, node: Node) -> PodRequest:
     """What ``pod``, running on ``node``, asks of the node it moves to: what it holds now,
-    a GPU of ``node``'s model, and the tolerations of ``node``'s taints."""
+    a GPU of ``node``'s model, the tolerations of ``node``'s taints, and its own affinity."""
     hw = node.hardware
     tolerations = tuple(Toleration(t.key, "Equal", t.value, t.effect) for t in node.taints)
     common: dict[str, Any] = dict(
         name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
-        resources=pod.resources, tolerations=tolerations,
+        resources=pod.resources, tolerations=tolerations, affinity=pod.affinity,
     )
     models = (hw.gpu_model,) if hw.gpu_model is not None else ()
     if pod.gpu_shares:

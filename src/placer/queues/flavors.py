@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-from placer.model import PodRequest
+from placer.model import PodRequest, first_untolerated_taint
 from placer.queues.entries import QueuedWorkload
 from placer.queues.model import ClusterQueue, FlavorFungibility, QueueConfig, ResourceFlavor, ResourceGroup
 from placer.queues.quota import FlavorResource, QuotaTree, available, potential_available
@@ -83,9 +83,9 @@ class FlavorAssignment:
 def flavor_matches(pod: Optional[PodRequest], flavor: ResourceFlavor) -> Optional[str]:
     """Why a pod set cannot take ``flavor`` (None: it can)."""
     tolerations = (pod.tolerations if pod is not None else ()) + flavor.tolerations
-    for taint in flavor.node_taints:
-        if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in tolerations):
-            return f"untolerated taint {taint.key}={taint.value}:{taint.effect} in flavor {flavor.name}"
+    taint = first_untolerated_taint(flavor.node_taints, tolerations)
+    if taint is not None:
+        return f"untolerated taint {taint.key}={taint.value}:{taint.effect} in flavor {flavor.name}"
     if pod is not None:
         for key, value in pod.node_selector.items():
             if key in flavor.node_labels and flavor.node_labels[key] != value:

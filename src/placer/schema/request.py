@@ -17,7 +17,8 @@ from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, 
 from placer.text.messages import quoted
 from placer.model.mig_profiles import parse_profile_name
 from placer.model.roles import Role, counterparts, defaults, fields_with, roles_of
-from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, Toleration, gang_shapes
+from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, gang_shapes
+from placer.schema.affinity import check_node_affinity, check_toleration
 from placer.schema._quick import common_pods, dict_pods
 from placer.schema.checks import check_policy, check_seed
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
@@ -61,7 +62,7 @@ def snapshot_facts(
 # The fields of an entry that a rule of _pods checks against other fields. The quick readers
 # leave an entry that sets one of them to the general path, as they do an entry that sets a
 # field of the grouping or special roles (replicas, gang, preemption policy, nomination).
-_RULED = ("tolerations", "nics", "mig", "gpu_slots")
+_RULED = ("tolerations", "nics", "mig", "gpu_slots", "affinity")
 _QUICK_ROLES = (Role.IDENTITY, Role.RESOURCE, Role.FILTER, Role.GATED, Role.ORDER)
 _QUICK = tuple(name for name in fields_with(PodDoc, *_QUICK_ROLES) if name not in _RULED)
 _TEMPLATE = PodRequest(name="-")  # every field at its default: the quick readers copy it
@@ -122,13 +123,6 @@ def plain_pods(entries: Any) -> list[PodRequest] | None:
     return dict_pods(entries, *_PLAIN_COLUMNS)
 
 
-def _toleration(t: Toleration) -> None:
-    if t.operator == "Exists" and t.value:
-        raise InvalidInputError("value", f"operator Exists takes no value, got {t.value!r}")
-    if t.operator == "Equal" and not t.key:
-        raise InvalidInputError("key", "an empty key (every taint) needs operator Exists")
-
-
 def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodRequest:
     """The pod of an entry, or its replicas; names are checked for control characters
     by the caller, all at once."""
@@ -146,9 +140,13 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
         raise InvalidInputError("nics", f"expected at most {MAX_NICS} NICs (a node holds no more), got {d.nics}")
     for j, t in enumerate(d.tolerations):
         try:
-            _toleration(t)
+            check_toleration(t)
         except InvalidInputError as e:
             raise nest(e, f"tolerations[{j}]") from None
+    try:
+        check_node_affinity(d.affinity)
+    except InvalidInputError as e:
+        raise nest(e, "affinity") from None
     if d.mig is not None:
         _mig_request(d)
     if d.gang is not None and d.gang not in gangs:
