@@ -101,11 +101,15 @@ class FitStrategy:
     shape : tuple of (int, int)
         ``RequestedToCapacityRatio``'s points (utilization 0..100, score 0..10), utilization
         ascending.
+    balanced_resources : tuple of (str, int)
+        The resources NodeResourcesBalancedAllocation weighs
+        (``NodeResourcesBalancedAllocationArgs.resources``; the weights do not count).
     """
 
     kind: str
     resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
     shape: tuple[tuple[int, int], ...] = ()
+    balanced_resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
 
 
 STRATEGIES: Mapping[str, FitStrategy] = {
@@ -116,7 +120,6 @@ STRATEGIES: Mapping[str, FitStrategy] = {
     ),
 }
 """The strategy of each ``kube_scoring`` name a policy record gives."""
-_BALANCED_RESOURCES = (("cpu", 1), ("memory", 1))  # NodeResourcesBalancedAllocationArgs' default
 
 
 def namespace_of(name: str) -> str:
@@ -320,12 +323,12 @@ def _broken_linear(shape: Sequence[tuple[int, int]], utilization: np.ndarray) ->
     return out
 
 
-def _balanced(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
+def _balanced(columns: _Columns, pod: PodRequest, resources: Sequence[tuple[str, int]]) -> np.ndarray | None:
     """NodeResourcesBalancedAllocation's Score; None when kube skips it (a pod requesting
     none of the resources)."""
-    if all(_pod_request(pod, name, False) == 0 for name, _ in _BALANCED_RESOURCES):
+    if all(_pod_request(pod, name, False) == 0 for name, _ in resources):
         return None
-    table = _resource_table(columns, pod, _BALANCED_RESOURCES, nonzero=False)
+    table = _resource_table(columns, pod, resources, nonzero=False)
     with_pod = _balance([(alloc, requested) for _, alloc, _, requested in table])
     without = _balance([(alloc, held) for _, alloc, held, _ in table])
     return MAX_NODE_SCORE // 2 + _go_div(MAX_NODE_SCORE // 2 + with_pod - without, 2)
@@ -618,7 +621,7 @@ def _spread_normalize(score: np.ndarray, ignored: np.ndarray, feasible: np.ndarr
     """PodTopologySpread's NormalizeScore: fewest matching pods best; ignored nodes 0."""
     counted = feasible & ~ignored
     top = int(score[counted].max(initial=0))
-    low = int(score[counted].min(initial=0))
+    low = int(score[counted].min()) if counted.any() else 0
     if top == 0:
         out = np.full(score.shape, MAX_NODE_SCORE, dtype=np.int64)
     else:
@@ -653,7 +656,7 @@ def feasible_nodes(session: KernelSession, pod: PodRequest, policy: Policy) -> n
 
 def plugin_scores(
     target: Target, pod: PodRequest, policy: Policy | str = "kube", nodes: np.ndarray | None = None,
-    placed: Sequence[Placed] = (),
+    placed: Sequence[Placed] = (), strategy: FitStrategy | None = None,
 ) -> dict[str, np.ndarray]:
     """Each score plugin's normalised score (0..100) of every node for ``pod``, now.
 
@@ -671,6 +674,9 @@ def plugin_scores(
     placed : sequence of (PodRequest, int, int)
         Pods bound on their nodes by the call under way and not yet held (a request's
         pods see those placed before them).
+    strategy : FitStrategy, optional
+        NodeResourcesFit's strategy instead of the policy's (a scheduler configured with
+        other resources, weights or shape).
 
     Returns
     -------
@@ -679,7 +685,7 @@ def plugin_scores(
         ``nodes`` and for a plugin kube skips for this pod.
     """
     session = _session(target)
-    record, strategy = _strategy(policy)
+    record, fit = _strategy(policy)
     feasible = feasible_nodes(session, pod, record) if nodes is None else np.asarray(nodes, dtype=bool)
     columns = _columns(session, placed)
     n = session.n_nodes
@@ -688,19 +694,20 @@ def plugin_scores(
     out["TaintToleration"] = _default_normalize(_taint_toleration(columns, pod), feasible, reverse=True)
     preferred = _node_affinity(columns, session, pod)
     out["NodeAffinity"] = zero if preferred is None else _default_normalize(preferred, feasible, reverse=False)
-    out["NodeResourcesFit"] = _fit(columns, pod, strategy)
+    fit = strategy or fit
+    out["NodeResourcesFit"] = _fit(columns, pod, fit)
     spread = _topology_spread(columns, pod, feasible)
     out["PodTopologySpread"] = zero if spread is None else _spread_normalize(spread[0], spread[1], feasible)
     inter = _inter_pod(columns, pod)
     out["InterPodAffinity"] = zero if inter is None or not feasible.any() else _min_max_normalize(inter, feasible)
-    balanced = _balanced(columns, pod)
+    balanced = _balanced(columns, pod, fit.balanced_resources)
     out["NodeResourcesBalancedAllocation"] = zero if balanced is None else balanced
     return {name: np.where(feasible, score, 0) for name, score in out.items()}
 
 
 def node_scores(
     target: Target, pod: PodRequest, policy: Policy | str = "kube", nodes: np.ndarray | None = None,
-    placed: Sequence[Placed] = (),
+    placed: Sequence[Placed] = (), strategy: FitStrategy | None = None,
 ) -> np.ndarray:
     """Every node's kube score for ``pod``: the plugins' normalised scores weighted by
     :data:`PLUGIN_WEIGHTS` and summed; the lowest int64 outside ``nodes`` (default: where
@@ -709,7 +716,7 @@ def node_scores(
     record, _ = _strategy(policy)
     feasible = feasible_nodes(session, pod, record) if nodes is None else np.asarray(nodes, dtype=bool)
     total = np.zeros(session.n_nodes, dtype=np.int64)
-    for name, score in plugin_scores(session, pod, record, feasible, placed).items():
+    for name, score in plugin_scores(session, pod, record, feasible, placed, strategy).items():
         total += PLUGIN_WEIGHTS[name] * score
     return np.where(feasible, total, _NO_NODE)
 
