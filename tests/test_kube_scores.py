@@ -552,3 +552,14 @@ def test_kube_policies_place_valid_requests_the_checker_accepts(scenario):
         totals = node_scores(Cluster(snapshot), request.pods[0], request.policy)
         chosen = [n.name for n in snapshot.nodes].index(result.assignments[0].node)
         assert int(totals[chosen]) == int(totals.max())
+
+
+def test_replay_under_a_kube_policy_traces_the_fragment_after_each_pod():
+    nodes = tuple(node(f"n{i}", 32000, 64000, gpus=4) for i in range(3))
+    pods = [pod(1000, 1000, gpus=1, name=f"p{k}") for k in range(5)]
+    pods[1] = PodRequest("p1", gpus=1, gpu_milli=500, cpu_milli=1000)
+    cluster = Cluster(ClusterSnapshot(nodes=nodes))
+    result, trace = cluster.replay(pods, policy="kube")
+    assert len(result.assignments) == 5
+    assert trace[-1] == cluster.fragmentation(cluster.session.workload).total
+    assert len({a.node for a in result.assignments}) == 3  # least allocated spreads

@@ -226,9 +226,15 @@ def replay_pods(
         session.fragmentation(target_workload(pods), told=False)
     session.prepare(policy, pods, seed)
     trace = np.zeros(len(pods), dtype=np.float64)
-    run = session.place(pods, policy, np.array([seed], dtype=np.uint64), trace=trace, learn=True)
+    rng = np.array([seed], dtype=np.uint64)
     tally = Tally()
-    tally.add_run(session, pods, run)
+    if policy.kube_scoring is not None:
+        for k, pod in enumerate(pods):
+            if not _place_by_kube_scores(session, pod, policy, rng, tally):
+                tally.add_run(session, [pod], session.place([pod], policy, rng))
+            trace[k] = session.fragmentation(session.workload, told=False).total  # type: ignore[arg-type]
+    else:
+        tally.add_run(session, pods, session.place(pods, policy, rng, trace=trace, learn=True))
     state.book.remember(tally.placed, tally.assignments)
     session.hold_all(tally.placed)
     return tally.result(), trace
