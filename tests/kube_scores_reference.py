@@ -12,15 +12,9 @@ import math
 from typing import Mapping, Optional, Sequence
 
 from placer.model import ClusterSnapshot, PodRequest
+from placer.placement.kube_scores import PLUGIN_WEIGHTS
 
-WEIGHTS = {
-    "TaintToleration": 3,
-    "NodeAffinity": 2,
-    "NodeResourcesFit": 1,
-    "PodTopologySpread": 2,
-    "InterPodAffinity": 2,
-    "NodeResourcesBalancedAllocation": 1,
-}
+WEIGHTS = PLUGIN_WEIGHTS  # kube's default weights, checked literally in test_weights_are_kube_defaults
 CORE = ("cpu", "memory")
 
 

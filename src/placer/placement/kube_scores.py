@@ -34,7 +34,7 @@ import numpy as np
 
 from placer.exceptions import InvalidInputError
 from placer.kernel import KernelSession
-from placer.model import PodRequest, Taint, Toleration
+from placer.model import NodeType, PodRequest, Taint, Toleration
 from placer.model.affinity import Affinity, LabelSelector, LabelSelectorRequirement, NodeSelectorTerm, PodAffinityTerm
 from placer.placement.sharing import splitmix_pick
 from placer.placement.tally import Placed
@@ -153,7 +153,7 @@ class _Columns:
         self.names = session.node_names
         self.labels = [node.labels for node in nodes]
         self.taints = [node.taints for node in nodes]
-        hw = [node.hardware for node in nodes]
+        hw = [node.hardware or NodeType() for node in nodes]
         self.cpu_alloc = np.array([h.cpu_milli or 0 for h in hw], dtype=np.int64)
         self.mem_alloc = np.array([h.memory_mib or 0 for h in hw], dtype=np.int64)
         self.gpu_alloc = np.array(
@@ -169,10 +169,20 @@ class _Columns:
             self.requested[key] = np.zeros(n, dtype=np.int64)
         for key in ("cpu", "memory"):
             self.nonzero[key] = np.zeros(n, dtype=np.int64)
+        found: dict[Taint, list[int]] = {}
+        for i, taints in enumerate(self.taints):
+            for taint in taints:
+                if taint.effect == "PreferNoSchedule":
+                    found.setdefault(taint, []).append(i)
+        self.prefer_taints = {taint: np.array(at, dtype=np.intp) for taint, at in found.items()}
+        """Each ``PreferNoSchedule`` taint and the nodes having it."""
+        self._label_codes: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         self.pods: list[list[_Seen]] = [[] for _ in range(n)]
-        for node, record in session.running():
+        self.occupied: set[int] = set()  # nodes holding pods
+        self.with_affinity: set[int] = set()  # nodes holding pods with inter-pod terms
+        for where, record in session.running():
             self.add(
-                node, _Seen(record.name, record.labels, record.affinity, record.terminating),
+                where, _Seen(record.name, record.labels, record.affinity, record.terminating),
                 record.cpu_milli, record.memory_mib, len(record.gpus), record.resources,
             )
 
@@ -182,12 +192,17 @@ class _Columns:
         other.requested = {k: v.copy() for k, v in self.requested.items()}
         other.nonzero = {k: v.copy() for k, v in self.nonzero.items()}
         other.pods = [list(p) for p in self.pods]
+        other.occupied = set(self.occupied)
+        other.with_affinity = set(self.with_affinity)
         return other
 
     def add(self, node: int, seen: _Seen, cpu: int, memory: int, gpus: int, resources: Mapping[str, int]) -> None:
         """Count a pod as held on ``node``: its requests of CPU, memory, whole GPUs and
         extended resources."""
         self.pods[node].append(seen)
+        self.occupied.add(node)
+        if seen.affinity is not None and (seen.affinity.pod_affinity or seen.affinity.pod_anti_affinity):
+            self.with_affinity.add(node)
         self.requested["cpu"][node] += cpu
         self.requested["memory"][node] += memory
         self.requested[GPU_RESOURCE][node] += gpus
@@ -201,6 +216,18 @@ class _Columns:
         """Count a pod of a request bound on ``node``."""
         seen = _Seen(pod.name, pod.labels, pod.affinity, False)
         self.add(node, seen, pod.cpu_milli, pod.memory_mib, _pod_request(pod, GPU_RESOURCE, False), pod.resources)
+
+    def label_codes(self, key: str) -> tuple[dict[str, int], np.ndarray]:
+        """The values of label ``key`` numbered 1.. and each node's number (0: no such label)."""
+        found = self._label_codes.get(key)
+        if found is None:
+            numbers: dict[str, int] = {}
+            codes = np.array(
+                [numbers.setdefault(labels[key], len(numbers) + 1) if key in labels else 0 for labels in self.labels],
+                dtype=np.intp,
+            )
+            found = self._label_codes[key] = (numbers, codes)
+        return found
 
     def allocatable(self, resource: str) -> np.ndarray:
         """Allocatable of ``resource`` per node (0 where the node does not offer or track it)."""
@@ -395,16 +422,10 @@ def _taint_toleration(columns: _Columns, pod: PodRequest) -> np.ndarray:
     """TaintToleration's Score: per node, its ``PreferNoSchedule`` taints that none of the
     pod's tolerations of that effect (or of every effect) tolerates."""
     tolerations = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
-    verdicts: dict[Taint, bool] = {}
     score = np.zeros(len(columns.pods), dtype=np.int64)
-    for i, taints in enumerate(columns.taints):
-        for taint in taints:
-            if taint.effect != "PreferNoSchedule":
-                continue
-            tolerated = verdicts.get(taint)
-            if tolerated is None:
-                tolerated = verdicts[taint] = any(t.tolerates(taint) for t in tolerations)
-            score[i] += not tolerated
+    for taint, at in columns.prefer_taints.items():
+        if not any(t.tolerates(taint) for t in tolerations):
+            np.add.at(score, at, 1)  # a node listing the taint twice counts it twice, as kube
     return score
 
 
@@ -477,10 +498,11 @@ def _inter_pod(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
                 per_value = domains.setdefault(term.topology_key, {})
                 per_value[value] = per_value.get(value, 0) + sign * term.weight
 
-    for node_labels, pods in zip(columns.labels, columns.pods):
+    for i in columns.occupied if mine else columns.with_affinity:
+        node_labels = columns.labels[i]
         if not node_labels:
             continue
-        for other in pods:
+        for other in columns.pods[i]:
             rules = other.affinity
             if not mine and (rules is None or (rules.pod_affinity is None and rules.pod_anti_affinity is None)):
                 continue
@@ -503,7 +525,11 @@ def _inter_pod(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
         return None
     score = np.zeros(len(columns.pods), dtype=np.int64)
     for key, per_value in domains.items():
-        score += np.array([per_value.get(labels.get(key, ""), 0) if key in labels else 0 for labels in columns.labels])
+        numbers, codes = columns.label_codes(key)
+        weights = np.zeros(len(numbers) + 1, dtype=np.int64)
+        for value, weight in per_value.items():
+            weights[numbers[value]] = weight
+        score += weights[codes]
     return score
 
 
