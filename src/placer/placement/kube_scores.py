@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
+import msgspec
 import numpy as np
 
 from placer.exceptions import InvalidInputError
@@ -172,14 +173,16 @@ class _Columns:
         found: dict[Taint, list[int]] = {}
         for i, taints in enumerate(self.taints):
             for taint in taints:
-                if taint.effect == "PreferNoSchedule":
-                    found.setdefault(taint, []).append(i)
-        self.prefer_taints = {taint: np.array(at, dtype=np.intp) for taint, at in found.items()}
-        """Each ``PreferNoSchedule`` taint and the nodes having it."""
+                found.setdefault(taint, []).append(i)
+        self.prefer_taints = {t: np.array(at, dtype=np.intp) for t, at in found.items() if t.effect == "PreferNoSchedule"}
+        """Each ``PreferNoSchedule`` taint and the nodes having it (a node as often as it lists it)."""
+        self.hard_taints = {t: np.array(at, dtype=np.intp) for t, at in found.items() if t.effect != "PreferNoSchedule"}
+        """Each ``NoSchedule``/``NoExecute`` taint and the nodes having it."""
+        self._groups: dict[tuple[str, frozenset[tuple[str, str]], bool], tuple[Mapping[str, str], list[int]]] = {}
+        self._group_arrays: dict[tuple[str, frozenset[tuple[str, str]], bool], np.ndarray] = {}
+        self._with_terms: dict[tuple[str, frozenset[tuple[str, str]], bytes], tuple[_Seen, list[int]]] = {}
         self._label_codes: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         self.pods: list[list[_Seen]] = [[] for _ in range(n)]
-        self.occupied: set[int] = set()  # nodes holding pods
-        self.with_affinity: set[int] = set()  # nodes holding pods with inter-pod terms
         for where, record in session.running():
             self.add(
                 where, _Seen(record.name, record.labels, record.affinity, record.terminating),
@@ -192,17 +195,21 @@ class _Columns:
         other.requested = {k: v.copy() for k, v in self.requested.items()}
         other.nonzero = {k: v.copy() for k, v in self.nonzero.items()}
         other.pods = [list(p) for p in self.pods]
-        other.occupied = set(self.occupied)
-        other.with_affinity = set(self.with_affinity)
+        other._groups = {k: (labels, list(at)) for k, (labels, at) in self._groups.items()}
+        other._group_arrays = {}
+        other._with_terms = {k: (seen, list(at)) for k, (seen, at) in self._with_terms.items()}
         return other
 
     def add(self, node: int, seen: _Seen, cpu: int, memory: int, gpus: int, resources: Mapping[str, int]) -> None:
         """Count a pod as held on ``node``: its requests of CPU, memory, whole GPUs and
         extended resources."""
         self.pods[node].append(seen)
-        self.occupied.add(node)
+        group = (namespace_of(seen.name), frozenset(seen.labels.items()), seen.terminating)
+        self._groups.setdefault(group, (seen.labels, []))[1].append(node)
+        self._group_arrays.pop(group, None)
         if seen.affinity is not None and (seen.affinity.pod_affinity or seen.affinity.pod_anti_affinity):
-            self.with_affinity.add(node)
+            alike = (group[0], group[1], msgspec.json.encode(seen.affinity))
+            self._with_terms.setdefault(alike, (seen, []))[1].append(node)
         self.requested["cpu"][node] += cpu
         self.requested["memory"][node] += memory
         self.requested[GPU_RESOURCE][node] += gpus
@@ -216,6 +223,21 @@ class _Columns:
         """Count a pod of a request bound on ``node``."""
         seen = _Seen(pod.name, pod.labels, pod.affinity, False)
         self.add(node, seen, pod.cpu_milli, pod.memory_mib, _pod_request(pod, GPU_RESOURCE, False), pod.resources)
+
+    def groups(self) -> Iterable[tuple[str, Mapping[str, str], bool, np.ndarray]]:
+        """The pods held, by namespace, labels and whether terminating: (namespace, labels,
+        terminating, the node of each such pod)."""
+        for key, (labels, at) in self._groups.items():
+            nodes = self._group_arrays.get(key)
+            if nodes is None:
+                nodes = self._group_arrays[key] = np.array(at, dtype=np.intp)
+            yield key[0], labels, key[2], nodes
+
+    def with_terms(self) -> Iterable[tuple[_Seen, np.ndarray]]:
+        """The pods held that have inter-pod terms, alike ones (namespace, labels, affinity)
+        together: one of them, and the node of each."""
+        for seen, at in self._with_terms.values():
+            yield seen, np.array(at, dtype=np.intp)
 
     def label_codes(self, key: str) -> tuple[dict[str, int], np.ndarray]:
         """The values of label ``key`` numbered 1.. and each node's number (0: no such label)."""
@@ -445,9 +467,12 @@ class _Term:
 
     def matches(self, name: str, labels: Mapping[str, str]) -> bool:
         """Whether the pod of this name and labels is one the term selects."""
+        return self.selects(namespace_of(name), labels)
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether a pod of this namespace and labels is one the term selects."""
         if self.selector is None or not self.selector.matches(labels):
             return False
-        namespace = namespace_of(name)
         if namespace in self.namespaces:
             return True
         return self.namespace_selector is not None and self.namespace_selector.matches(
@@ -488,68 +513,68 @@ def _inter_pod(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
     """InterPodAffinity's Score: per node, the sum over topology keys of its domain's
     weight; None when no term touched any domain (kube skips the plugin)."""
     affinity, anti = _preferred_terms(pod.name, pod.labels, pod.affinity)
-    mine = bool(affinity or anti)
-    domains: dict[str, dict[str, int]] = {}
+    per_key: dict[str, np.ndarray] = {}  # topology key -> weight per label value number
 
-    def add(term: _Term, name: str, labels: Mapping[str, str], node_labels: Mapping[str, str], sign: int) -> None:
-        if term.matches(name, labels):
-            value = node_labels.get(term.topology_key)
-            if value is not None:
-                per_value = domains.setdefault(term.topology_key, {})
-                per_value[value] = per_value.get(value, 0) + sign * term.weight
+    def add(term: _Term, nodes: np.ndarray, sign: int) -> None:
+        numbers, codes = columns.label_codes(term.topology_key)
+        at = codes[nodes]
+        at = at[at > 0]  # nodes without the key (or without labels) add nothing
+        if at.size:
+            weights = per_key.setdefault(term.topology_key, np.zeros(len(numbers) + 1, dtype=np.int64))
+            weights += sign * term.weight * np.bincount(at, minlength=len(weights))
 
-    for i in columns.occupied if mine else columns.with_affinity:
-        node_labels = columns.labels[i]
-        if not node_labels:
-            continue
-        for other in columns.pods[i]:
-            rules = other.affinity
-            if not mine and (rules is None or (rules.pod_affinity is None and rules.pod_anti_affinity is None)):
-                continue
-            for term in affinity:
-                add(term, other.name, other.labels, node_labels, 1)
-            for term in anti:
-                add(term, other.name, other.labels, node_labels, -1)
-            if rules is None:
-                continue
-            if rules.pod_affinity is not None:
-                for required in rules.pod_affinity.required:
-                    hard = _resolve(required, other.name, other.labels, HARD_POD_AFFINITY_WEIGHT)
-                    add(hard, pod.name, pod.labels, node_labels, 1)
-            theirs, their_anti = _preferred_terms(other.name, other.labels, rules)
-            for term in theirs:
-                add(term, pod.name, pod.labels, node_labels, 1)
-            for term in their_anti:
-                add(term, pod.name, pod.labels, node_labels, -1)
-    if not domains:
+    for terms, sign in ((affinity, 1), (anti, -1)):
+        for term in terms:
+            for held_namespace, labels, _, nodes in columns.groups():
+                if term.selects(held_namespace, labels):
+                    add(term, nodes, sign)
+    namespace = namespace_of(pod.name)
+    for other, nodes in columns.with_terms():
+        rules = other.affinity
+        assert rules is not None
+        if rules.pod_affinity is not None:
+            for required in rules.pod_affinity.required:
+                hard = _resolve(required, other.name, other.labels, HARD_POD_AFFINITY_WEIGHT)
+                if hard.selects(namespace, pod.labels):
+                    add(hard, nodes, 1)
+        theirs, their_anti = _preferred_terms(other.name, other.labels, rules)
+        for terms, sign in ((theirs, 1), (their_anti, -1)):
+            for term in terms:
+                if term.selects(namespace, pod.labels):
+                    add(term, nodes, sign)
+    if not per_key:
         return None
     score = np.zeros(len(columns.pods), dtype=np.int64)
-    for key, per_value in domains.items():
-        numbers, codes = columns.label_codes(key)
-        weights = np.zeros(len(numbers) + 1, dtype=np.int64)
-        for value, weight in per_value.items():
-            weights[numbers[value]] = weight
-        score += weights[codes]
+    for key, weights in per_key.items():
+        score += weights[columns.label_codes(key)[1]]
     return score
 
 
 # ---------------------------------------------------------------------- topology spread
 
 
-def _required_node_match(columns: _Columns, pod: PodRequest, i: int) -> bool:
-    """Whether node ``i`` satisfies the pod's nodeSelector and required node affinity."""
-    labels = columns.labels[i]
-    if any(labels.get(k) != v for k, v in pod.node_selector.items()):
-        return False
+def _required_node_mask(session: KernelSession, columns: _Columns, pod: PodRequest) -> np.ndarray:
+    """Whether each node satisfies the pod's nodeSelector and required node affinity."""
+    mask = np.ones(len(columns.pods), dtype=bool)
+    for key, value in pod.node_selector.items():
+        numbers, codes = columns.label_codes(key)
+        mask &= codes == numbers.get(value, -1)
     required = pod.affinity.node_affinity.required if pod.affinity and pod.affinity.node_affinity else None
-    return required is None or required.matches(labels, columns.names[i])
+    if required is not None:
+        anyone = np.zeros(len(columns.pods), dtype=bool)
+        for term in required.node_selector_terms:
+            anyone |= _term_matches(session, columns, term)
+        mask &= anyone
+    return mask
 
 
-def _taints_tolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> bool:
-    """Whether every ``NoSchedule``/``NoExecute`` taint is tolerated."""
-    return all(
-        any(t.tolerates(taint) for t in tolerations) for taint in taints if taint.effect in ("NoSchedule", "NoExecute")
-    )
+def _tolerated_mask(columns: _Columns, tolerations: Sequence[Toleration]) -> np.ndarray:
+    """Whether each node's ``NoSchedule``/``NoExecute`` taints are all tolerated."""
+    mask = np.ones(len(columns.pods), dtype=bool)
+    for taint, at in columns.hard_taints.items():
+        if not any(t.tolerates(taint) for t in tolerations):
+            mask[at] = False
+    return mask
 
 
 def _spread_selector(selector: LabelSelector | None, keys: Sequence[str], labels: Mapping[str, str]) -> LabelSelector | None:
@@ -560,17 +585,21 @@ def _spread_selector(selector: LabelSelector | None, keys: Sequence[str], labels
     return LabelSelector({**selector.match_labels, **merged}, selector.match_expressions)
 
 
-def _count_matching(pods: Sequence[_Seen], selector: LabelSelector | None, namespace: str) -> int:
-    """``countPodsMatchSelector``: the pods of ``namespace``, not terminating, the selector
-    (not empty, not absent) matches."""
+def _matching_per_node(columns: _Columns, selector: LabelSelector | None, namespace: str) -> np.ndarray:
+    """``countPodsMatchSelector`` on every node: its pods of ``namespace``, not
+    terminating, that the selector (not empty, not absent) matches."""
+    count = np.zeros(len(columns.pods), dtype=np.int64)
     if selector is None or selector.empty:
-        return 0
-    return sum(
-        1 for p in pods if not p.terminating and namespace_of(p.name) == namespace and selector.matches(p.labels)
-    )
+        return count
+    for pod_namespace, labels, terminating, nodes in columns.groups():
+        if pod_namespace == namespace and not terminating and selector.matches(labels):
+            np.add.at(count, nodes, 1)
+    return count
 
 
-def _topology_spread(columns: _Columns, pod: PodRequest, feasible: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _topology_spread(
+    session: KernelSession, columns: _Columns, pod: PodRequest, feasible: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """PodTopologySpread's Score for its ``ScheduleAnyway`` constraints, and the nodes it
     ignores (a feasible node lacking a constraint's key); None when the pod has none."""
     constraints = [c for c in pod.topology_spread_constraints if c.when_unsatisfiable == "ScheduleAnyway"]
@@ -578,47 +607,36 @@ def _topology_spread(columns: _Columns, pod: PodRequest, feasible: np.ndarray) -
         return None  # the system default constraints select by Services and controllers: none in placer
     n = len(columns.pods)
     namespace = namespace_of(pod.name)
-    selectors = [_spread_selector(c.label_selector, c.match_label_keys, pod.labels) for c in constraints]
-    keys = [c.topology_key for c in constraints]
-    has_all = np.array([all(k in labels for k in keys) for labels in columns.labels], dtype=bool)
+    codes = [columns.label_codes(c.topology_key) for c in constraints]
+    has_all = np.logical_and.reduce([numbered[1] > 0 for numbered in codes])
     ignored = feasible & ~has_all
     counted = feasible & has_all
-    counts: list[dict[str, int]] = [{} for _ in constraints]
-    weights = []
-    for c, key in enumerate(keys):
-        if key != HOSTNAME_LABEL:
-            for i in np.flatnonzero(counted):
-                counts[c].setdefault(columns.labels[i][key], 0)
-            size = len(counts[c])
-        else:
+    affinity_ok: np.ndarray | None = None
+    taints_ok: np.ndarray | None = None
+    total = np.zeros(n)
+    for constraint, (numbers, code) in zip(constraints, codes):
+        matching = _matching_per_node(
+            columns, _spread_selector(constraint.label_selector, constraint.match_label_keys, pod.labels), namespace
+        )
+        if constraint.topology_key == HOSTNAME_LABEL:
             size = int(counted.sum())
-        weights.append(math.log(size + 2))
-    for i in np.flatnonzero(has_all):
-        affinity_ok: bool | None = None
-        for c, constraint in enumerate(constraints):
-            if keys[c] == HOSTNAME_LABEL:
-                continue
-            value = columns.labels[i][keys[c]]
-            if value not in counts[c]:
-                continue
+            count = matching.astype(np.float64)
+        else:
+            domains = np.zeros(len(numbers) + 1, dtype=bool)
+            domains[code[counted]] = True
+            size = int(domains.sum())
+            include = has_all & domains[code]
             if constraint.node_affinity_policy != "Ignore":
                 if affinity_ok is None:
-                    affinity_ok = _required_node_match(columns, pod, int(i))
-                if not affinity_ok:
-                    continue
-            if constraint.node_taints_policy == "Honor" and not _taints_tolerated(columns.taints[i], pod.tolerations):
-                continue
-            counts[c][value] += _count_matching(columns.pods[i], selectors[c], namespace)
-    score = np.zeros(n, dtype=np.int64)
-    for i in np.flatnonzero(counted):
-        total = 0.0
-        for c, constraint in enumerate(constraints):
-            if keys[c] == HOSTNAME_LABEL:
-                count = _count_matching(columns.pods[i], selectors[c], namespace)
-            else:
-                count = counts[c][columns.labels[i][keys[c]]]
-            total += count * weights[c] + (constraint.max_skew - 1)
-        score[i] = math.floor(total + 0.5)  # math.Round of a non-negative number
+                    affinity_ok = _required_node_mask(session, columns, pod)
+                include &= affinity_ok
+            if constraint.node_taints_policy == "Honor":
+                if taints_ok is None:
+                    taints_ok = _tolerated_mask(columns, pod.tolerations)
+                include &= taints_ok
+            count = np.bincount(code[include], weights=matching[include], minlength=len(numbers) + 1)[code]
+        total = total + (count * math.log(size + 2) + (constraint.max_skew - 1))
+    score = np.where(counted, np.floor(total + 0.5), 0).astype(np.int64)  # math.Round, non-negative
     return score, ignored
 
 
@@ -722,7 +740,7 @@ def plugin_scores(
     out["NodeAffinity"] = zero if preferred is None else _default_normalize(preferred, feasible, reverse=False)
     fit = strategy or fit
     out["NodeResourcesFit"] = _fit(columns, pod, fit)
-    spread = _topology_spread(columns, pod, feasible)
+    spread = _topology_spread(session, columns, pod, feasible)
     out["PodTopologySpread"] = zero if spread is None else _spread_normalize(spread[0], spread[1], feasible)
     inter = _inter_pod(columns, pod)
     out["InterPodAffinity"] = zero if inter is None or not feasible.any() else _min_max_normalize(inter, feasible)
