@@ -563,3 +563,12 @@ def test_replay_under_a_kube_policy_traces_the_fragment_after_each_pod():
     assert len(result.assignments) == 5
     assert trace[-1] == cluster.fragmentation(cluster.session.workload).total
     assert len({a.node for a in result.assignments}) == 3  # least allocated spreads
+
+
+def test_a_pod_no_node_takes_preempts_as_under_any_policy():
+    held = RunningPod(name="low", gpus=(0, 1), cpu_milli=1000, priority=0)
+    snapshot = ClusterSnapshot(nodes=(node("n0", 8000, 8000, gpus=2, pods=[held]),))
+    urgent = PodRequest("hi", gpus=2, cpu_milli=1000, priority=10)
+    result = Cluster(snapshot).schedule(PlacementRequest(pods=(urgent,), policy="kube", preemption="greedy"))
+    assert [(a.pod, a.node, a.nominated) for a in result.assignments] == [("hi", "n0", True)]
+    assert [p.victims for p in result.preemptions] == [("low",)]
