@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import kube_scores_reference as ref
 from placer import check_placement
+from placer.exceptions import InvalidInputError
 from placer.model import (
     ClusterSnapshot,
     Node,
@@ -572,3 +573,62 @@ def test_a_pod_no_node_takes_preempts_as_under_any_policy():
     result = Cluster(snapshot).schedule(PlacementRequest(pods=(urgent,), policy="kube", preemption="greedy"))
     assert [(a.pod, a.node, a.nominated) for a in result.assignments] == [("hi", "n0", True)]
     assert [p.victims for p in result.preemptions] == [("low",)]
+
+
+# ---------------------------------------------------------------------- the request's scoringStrategy
+
+GPU_PACKING_DOC = {
+    "type": "RequestedToCapacityRatio",
+    "resources": [{"name": "nvidia.com/gpu", "weight": 5}, {"name": "cpu", "weight": 1}],
+    "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]},
+}
+
+
+def _request_doc(policy: str = "kube", scoring: dict[str, Any] | None = None, **pod: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "policy": policy,
+                           "pods": [{"name": "a", "gpus": 2, "cpuMilli": 1000, **pod}]}
+    if scoring is not None:
+        doc["scoringStrategy"] = scoring
+    return doc
+
+
+def test_the_scoring_strategy_of_a_request_replaces_the_policys():
+    """A request's ``scoringStrategy`` (kube's NodeResourcesFitArgs.scoringStrategy, pasted)
+    packs GPUs where ``kube`` alone spreads them."""
+    held = [running("h", 1000, 1000, gpus=(0, 1, 2, 3, 4, 5))]
+    nodes = (node("busy", 16000, 32000, gpus=8, pods=held), node("idle", 16000, 32000, gpus=8))
+    snapshot = ClusterSnapshot(nodes=nodes)
+    spread = Cluster(snapshot).schedule(PlacementRequest.from_dict(_request_doc()))
+    packed_request = PlacementRequest.from_dict(_request_doc(scoring=GPU_PACKING_DOC))
+    packed = Cluster(snapshot).schedule(packed_request)
+    assert [a.node for a in spread.assignments] == ["idle"]
+    assert [a.node for a in packed.assignments] == ["busy"]
+    strategy = kube_scores.fit_strategy(REGISTRY["kube"], packed_request.scoring_strategy)
+    assert strategy == FitStrategy("RequestedToCapacityRatio", (("nvidia.com/gpu", 5), ("cpu", 1)), ((0, 0), (100, 10)))
+    assert PlacementRequest.from_dict(packed_request.to_dict()) == packed_request
+
+
+@pytest.mark.parametrize("policy, scoring, where", [
+    ("best-fit", GPU_PACKING_DOC, "scoringStrategy"),
+    ("kube", {"type": "RequestedToCapacityRatio"}, "scoringStrategy.requestedToCapacityRatio.shape"),
+    ("kube", {"resources": [{"name": "cpu", "weight": 0}]}, "scoringStrategy.resources[0].weight"),
+    ("kube", {"resources": [{"name": "cpu", "weight": 101}]}, "scoringStrategy.resources[0].weight"),
+    ("kube", {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [
+        {"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]}}, "scoringStrategy.requestedToCapacityRatio.shape[1].utilization"),
+    ("kube", {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [
+        {"utilization": 0, "score": 11}]}}, "scoringStrategy.requestedToCapacityRatio.shape[0].score"),
+    ("kube", {"type": "MostAllocated", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 1}]}},
+     "scoringStrategy.requestedToCapacityRatio"),
+    ("kube", {"type": "BalancedAllocation"}, "scoringStrategy.type"),
+])
+def test_a_scoring_strategy_kube_refuses_is_refused_at_its_path(policy, scoring, where):
+    with pytest.raises(InvalidInputError) as err:
+        PlacementRequest.from_dict(_request_doc(policy, scoring))
+    assert err.value.where == where
+
+
+def test_a_policy_override_that_cannot_take_the_scoring_strategy_is_refused():
+    request = PlacementRequest.from_dict(_request_doc(scoring=GPU_PACKING_DOC))
+    cluster = Cluster(ClusterSnapshot(nodes=(node("n", 8000, 8000, gpus=4),)))
+    with pytest.raises(InvalidInputError, match="only the kube-scored policies"):
+        cluster.schedule(request, policy="best-fit")

@@ -35,7 +35,7 @@ import numpy as np
 
 from placer.exceptions import InvalidInputError
 from placer.kernel import KernelSession
-from placer.model import NodeType, PodRequest, Taint, Toleration
+from placer.model import NodeType, PodRequest, ScoringStrategy, Taint, Toleration
 from placer.model.affinity import Affinity, LabelSelector, LabelSelectorRequirement, NodeSelectorTerm, PodAffinityTerm
 from placer.placement.sharing import splitmix_pick
 from placer.placement.tally import Placed
@@ -54,6 +54,7 @@ __all__ = [
     "FitStrategy",
     "STRATEGIES",
     "namespace_of",
+    "fit_strategy",
     "feasible_nodes",
     "plugin_scores",
     "node_scores",
@@ -121,6 +122,20 @@ STRATEGIES: Mapping[str, FitStrategy] = {
     ),
 }
 """The strategy of each ``kube_scoring`` name a policy record gives."""
+
+
+def fit_strategy(policy: Policy, scoring: ScoringStrategy | None = None) -> FitStrategy:
+    """NodeResourcesFit's strategy for a kube-scored ``policy``: its own, or the request's
+    ``scoringStrategy`` (``type`` left out: the policy's; ``resources`` left out: cpu and
+    memory of weight 1)."""
+    own = STRATEGIES[policy.kube_scoring or "LeastAllocated"]
+    if scoring is None:
+        return own
+    kind = scoring.type or own.kind
+    resources = tuple((r.name, r.weight) for r in scoring.resources) or (("cpu", 1), ("memory", 1))
+    ratio = scoring.requested_to_capacity_ratio
+    shape = tuple((p.utilization, p.score) for p in ratio.shape) if ratio is not None else ()
+    return FitStrategy(kind, resources, shape or (own.shape if kind == own.kind else ()))
 
 
 def namespace_of(name: str) -> str:
@@ -766,7 +781,8 @@ def node_scores(
 
 
 def choose_node(
-    session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, placed: Sequence[Placed] = ()
+    session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, placed: Sequence[Placed] = (),
+    strategy: FitStrategy | None = None,
 ) -> int:
     """The node kube's scores choose for ``pod`` (-1 when none passes the filters).
 
@@ -777,7 +793,7 @@ def choose_node(
     feasible = feasible_nodes(session, pod, policy)
     if not feasible.any():
         return -1
-    total = node_scores(session, pod, policy, feasible, placed)
+    total = node_scores(session, pod, policy, feasible, placed, strategy)
     top = np.flatnonzero(total == total.max())
     if len(top) == 1:
         return int(top[0])

@@ -164,8 +164,9 @@ def _place_in_order(
         elif step.pods[0].gpu_slots:
             _place_slots(session, step.pods[0], policy, rng, tally)
         elif policy.kube_scoring is not None:
+            strategy = kube_scores.fit_strategy(policy, request.scoring_strategy)
             for pod in step.pods:
-                if not _place_by_kube_scores(session, pod, policy, rng, tally):
+                if not _place_by_kube_scores(session, pod, policy, rng, tally, strategy):
                     _place_run(state, request, policy, [pod], rng, tally, None, learn, preempt)
         else:
             _place_run(state, request, policy, step.pods, rng, tally, step.group_end or None, learn, preempt)
@@ -184,10 +185,14 @@ def _place_run(
         preempt_for(state, pods, policy, rng, failed_from, tally, request.preemption)
 
 
-def _place_by_kube_scores(session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, tally: Tally) -> bool:
-    """Place ``pod`` on the node kube's scores choose (:mod:`placer.placement.kube_scores`),
-    its GPUs chosen there by the policy's kernel code; False when no node takes it."""
-    node = kube_scores.choose_node(session, pod, policy, rng, tally.placed)
+def _place_by_kube_scores(
+    session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, tally: Tally,
+    strategy: kube_scores.FitStrategy | None = None,
+) -> bool:
+    """Place ``pod`` on the node kube's scores choose (:mod:`placer.placement.kube_scores`;
+    ``strategy``: NodeResourcesFit's, default the policy's), its GPUs chosen there by the
+    policy's kernel code; False when no node takes it."""
+    node = kube_scores.choose_node(session, pod, policy, rng, tally.placed, strategy)
     if node < 0:
         return False
     got = session.place_on([pod], [node], policy, rng)
