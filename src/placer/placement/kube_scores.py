@@ -166,6 +166,7 @@ class _Columns:
         snapshot = session.snapshot
         n = session.n_nodes
         nodes = snapshot.nodes
+        self.n = n
         self.names = session.node_names
         self.labels = [node.labels for node in nodes]
         self.taints = [node.taints for node in nodes]
@@ -197,7 +198,6 @@ class _Columns:
         self._group_arrays: dict[tuple[str, frozenset[tuple[str, str]], bool], np.ndarray] = {}
         self._with_terms: dict[tuple[str, frozenset[tuple[str, str]], bytes], tuple[_Seen, list[int]]] = {}
         self._label_codes: dict[str, tuple[dict[str, int], np.ndarray]] = {}
-        self.pods: list[list[_Seen]] = [[] for _ in range(n)]
         for where, record in session.running():
             self.add(
                 where, _Seen(record.name, record.labels, record.affinity, record.terminating),
@@ -209,7 +209,6 @@ class _Columns:
         other = copy.copy(self)
         other.requested = {k: v.copy() for k, v in self.requested.items()}
         other.nonzero = {k: v.copy() for k, v in self.nonzero.items()}
-        other.pods = [list(p) for p in self.pods]
         other._groups = {k: (labels, list(at)) for k, (labels, at) in self._groups.items()}
         other._group_arrays = {}
         other._with_terms = {k: (seen, list(at)) for k, (seen, at) in self._with_terms.items()}
@@ -218,7 +217,6 @@ class _Columns:
     def add(self, node: int, seen: _Seen, cpu: int, memory: int, gpus: int, resources: Mapping[str, int]) -> None:
         """Count a pod as held on ``node``: its requests of CPU, memory, whole GPUs and
         extended resources."""
-        self.pods[node].append(seen)
         group = (namespace_of(seen.name), frozenset(seen.labels.items()), seen.terminating)
         self._groups.setdefault(group, (seen.labels, []))[1].append(node)
         self._group_arrays.pop(group, None)
@@ -274,13 +272,13 @@ class _Columns:
             return self.mem_alloc
         if resource == GPU_RESOURCE:
             return self.gpu_alloc
-        return self.extended.get(resource, np.zeros(len(self.pods), dtype=np.int64))
+        return self.extended.get(resource, np.zeros(self.n, dtype=np.int64))
 
     def held(self, resource: str, nonzero: bool) -> np.ndarray:
         """What the node's pods request of ``resource`` (``nonzero``: with kube's defaults)."""
         if nonzero and resource in self.nonzero:
             return self.nonzero[resource]
-        return self.requested.get(resource, np.zeros(len(self.pods), dtype=np.int64))
+        return self.requested.get(resource, np.zeros(self.n, dtype=np.int64))
 
 
 @dataclass
@@ -346,7 +344,7 @@ def _resource_table(
 
 def _fit(columns: _Columns, pod: PodRequest, strategy: FitStrategy) -> np.ndarray:
     """NodeResourcesFit's Score (no NormalizeScore)."""
-    n = len(columns.pods)
+    n = columns.n
     total = np.zeros(n, dtype=np.int64)
     weights = np.zeros(n, dtype=np.int64)
     for weight, alloc, _, requested in _resource_table(columns, pod, strategy.resources, nonzero=True):
@@ -435,7 +433,7 @@ def _node_affinity(columns: _Columns, session: KernelSession, pod: PodRequest) -
     affinity = pod.affinity.node_affinity if pod.affinity is not None else None
     if affinity is None or not affinity.preferred:
         return None
-    score = np.zeros(len(columns.pods), dtype=np.int64)
+    score = np.zeros(columns.n, dtype=np.int64)
     for term in affinity.preferred:
         if not term.preference.empty:
             score += term.weight * _term_matches(session, columns, term.preference)
@@ -459,7 +457,7 @@ def _taint_toleration(columns: _Columns, pod: PodRequest) -> np.ndarray:
     """TaintToleration's Score: per node, its ``PreferNoSchedule`` taints that none of the
     pod's tolerations of that effect (or of every effect) tolerates."""
     tolerations = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
-    score = np.zeros(len(columns.pods), dtype=np.int64)
+    score = np.zeros(columns.n, dtype=np.int64)
     for taint, at in columns.prefer_taints.items():
         if not any(t.tolerates(taint) for t in tolerations):
             np.add.at(score, at, 1)  # a node listing the taint twice counts it twice, as kube
@@ -559,7 +557,7 @@ def _inter_pod(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
                     add(term, nodes, sign)
     if not per_key:
         return None
-    score = np.zeros(len(columns.pods), dtype=np.int64)
+    score = np.zeros(columns.n, dtype=np.int64)
     for key, weights in per_key.items():
         score += weights[columns.label_codes(key)[1]]
     return score
@@ -570,13 +568,13 @@ def _inter_pod(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
 
 def _required_node_mask(session: KernelSession, columns: _Columns, pod: PodRequest) -> np.ndarray:
     """Whether each node satisfies the pod's nodeSelector and required node affinity."""
-    mask = np.ones(len(columns.pods), dtype=bool)
+    mask = np.ones(columns.n, dtype=bool)
     for key, value in pod.node_selector.items():
         numbers, codes = columns.label_codes(key)
         mask &= codes == numbers.get(value, -1)
     required = pod.affinity.node_affinity.required if pod.affinity and pod.affinity.node_affinity else None
     if required is not None:
-        anyone = np.zeros(len(columns.pods), dtype=bool)
+        anyone = np.zeros(columns.n, dtype=bool)
         for term in required.node_selector_terms:
             anyone |= _term_matches(session, columns, term)
         mask &= anyone
@@ -585,7 +583,7 @@ def _required_node_mask(session: KernelSession, columns: _Columns, pod: PodReque
 
 def _tolerated_mask(columns: _Columns, tolerations: Sequence[Toleration]) -> np.ndarray:
     """Whether each node's ``NoSchedule``/``NoExecute`` taints are all tolerated."""
-    mask = np.ones(len(columns.pods), dtype=bool)
+    mask = np.ones(columns.n, dtype=bool)
     for taint, at in columns.hard_taints.items():
         if not any(t.tolerates(taint) for t in tolerations):
             mask[at] = False
@@ -603,7 +601,7 @@ def _spread_selector(selector: LabelSelector | None, keys: Sequence[str], labels
 def _matching_per_node(columns: _Columns, selector: LabelSelector | None, namespace: str) -> np.ndarray:
     """``countPodsMatchSelector`` on every node: its pods of ``namespace``, not
     terminating, that the selector (not empty, not absent) matches."""
-    count = np.zeros(len(columns.pods), dtype=np.int64)
+    count = np.zeros(columns.n, dtype=np.int64)
     if selector is None or selector.empty:
         return count
     for pod_namespace, labels, terminating, nodes in columns.groups():
@@ -620,7 +618,7 @@ def _topology_spread(
     constraints = [c for c in pod.topology_spread_constraints if c.when_unsatisfiable == "ScheduleAnyway"]
     if not constraints:
         return None  # the system default constraints select by Services and controllers: none in placer
-    n = len(columns.pods)
+    n = columns.n
     namespace = namespace_of(pod.name)
     codes = [columns.label_codes(c.topology_key) for c in constraints]
     has_all = np.logical_and.reduce([numbered[1] > 0 for numbered in codes])
