@@ -47,7 +47,7 @@ MASK64 = (1 << 64) - 1
 # The policies to run: the registry's list. What each one does is the reference's own reading
 # of docs/placement-rules.md (IMPLEMENTED_POLICIES, below); tests/test_registry.py fails when
 # the registry has a policy the reference does not implement.
-GREEDY_POLICIES = policies.names()
+GREEDY_POLICIES = policies.kernel_names()  # the kube policies have their own oracle: kube_scores_reference.py
 RANKED_POLICIES = ("fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack")  # ties: node order
 
 UNSCHEDULABLE = "node(s) were unschedulable"

@@ -71,7 +71,7 @@ def _mixed_gang(mode: str) -> PlacementRequest:
 
 
 @pytest.mark.parametrize("mode", ["required", "preferred"])
-@pytest.mark.parametrize("name", list(policies.REGISTRY))
+@pytest.mark.parametrize("name", policies.kernel_names())
 def test_topology_gangs_match_the_reference_under_every_policy(name, mode):
     snap = _mixed_cluster()
     placements = set()

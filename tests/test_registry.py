@@ -22,9 +22,10 @@ def test_names_in_registry_order():
     assert policies.names() == tuple(REGISTRY)
     assert policies.names() == (
         "best-fit", "first-fit", "spread", "random", "fgd", "dot-product", "gpu-packing",
-        "gpu-clustering", "fgd-pack",
+        "gpu-clustering", "fgd-pack", "kube", "kube-most-allocated", "kube-requested-to-capacity-ratio",
     )
     assert POLICIES == policies.names()
+    assert policies.kernel_names() == policies.names()[:9]
 
 
 def test_records_are_frozen_and_named_by_their_key():
@@ -38,9 +39,11 @@ def test_records_are_frozen_and_named_by_their_key():
 
 
 def test_codes_are_distinct():
-    codes = [p.code for p in REGISTRY.values()]
+    codes = [p.code for p in REGISTRY.values() if p.kernel]
     assert len(set(codes)) == len(codes)
     assert sorted(codes) == list(range(len(codes)))
+    # a kube-scored policy borrows best-fit's kernel code for GPUs inside the chosen node
+    assert {p.code for p in REGISTRY.values() if not p.kernel} == {REGISTRY["best-fit"].code}
 
 
 def test_flags_of_the_known_policies():
@@ -52,6 +55,7 @@ def test_flags_of_the_known_policies():
     assert having("ranked") == {"fgd", "dot-product", "gpu-packing", "gpu-clustering", "fgd-pack"}
     assert having("cached") == {"fgd", "fgd-pack"}
     assert having("study") == {"fgd", "best-fit", "gpu-packing", "gpu-clustering", "dot-product", "random"}
+    assert having("kube_scoring") == {"kube", "kube-most-allocated", "kube-requested-to-capacity-ratio"}
 
 
 def test_flags_are_consistent():
@@ -87,7 +91,7 @@ def test_get_message_by_hand():
         policies.get("x")
     assert str(err.value) == (
         "policy: expected one of best-fit, first-fit, spread, random, fgd, dot-product, gpu-packing, "
-        "gpu-clustering, fgd-pack, got 'x' (a string)"
+        "gpu-clustering, fgd-pack, kube, kube-most-allocated, kube-requested-to-capacity-ratio, got 'x' (a string)"
     )
 
 
@@ -119,7 +123,7 @@ def test_registry_codes_are_the_kernel_enum():
 
     # each policy's code is the kernel's POLICY_<NAME>, and no enum value is left without a policy
     kernel = {code.name: int(code) for code in PolicyCode}
-    mine = {"POLICY_" + p.name.upper().replace("-", "_"): p.code for p in REGISTRY.values()}
+    mine = {"POLICY_" + p.name.upper().replace("-", "_"): p.code for p in REGISTRY.values() if p.kernel}
     assert sorted(set(kernel) - set(mine)) == [], "kernel enum values missing from the registry"
     assert sorted(set(mine) - set(kernel)) == [], "registry policies missing from the kernel enum"
     assert mine == kernel
@@ -139,7 +143,7 @@ def test_simulate_lists_come_from_the_registry_in_table_order():
 def test_testing_draws_every_policy():
     from placer import testing
 
-    assert testing.GREEDY_POLICIES == policies.names()
+    assert testing.GREEDY_POLICIES == policies.kernel_names()
 
 
 def test_cli_policy_options_list_every_policy():
@@ -194,15 +198,15 @@ def test_entry_points_take_a_name_or_a_record():
 def test_the_reference_implements_every_registry_policy():
     import reference
 
-    assert reference.GREEDY_POLICIES == policies.names()
-    missing = [p for p in policies.names() if p not in reference.IMPLEMENTED_POLICIES]
+    assert reference.GREEDY_POLICIES == policies.kernel_names()
+    missing = [p for p in policies.kernel_names() if p not in reference.IMPLEMENTED_POLICIES]
     assert missing == [], f"tests/reference.py has no implementation of {missing}"
-    assert sorted(reference.IMPLEMENTED_POLICIES) == sorted(policies.names())
+    assert sorted(reference.IMPLEMENTED_POLICIES) == sorted(policies.kernel_names())
     ranked = {p.name for p in REGISTRY.values() if p.ranked}
     assert set(reference.RANKED_POLICIES) == ranked
 
 
-@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("name", policies.kernel_names())
 def test_the_reference_and_the_cluster_run_every_policy(name):
     from reference import ReferenceCluster
 

@@ -19,7 +19,7 @@ from typing import Any
 from placer.exceptions import InvalidInputError
 from placer.text.messages import describe
 
-__all__ = ["DEFAULT", "Policy", "REGISTRY", "names", "get"]
+__all__ = ["DEFAULT", "Policy", "REGISTRY", "names", "kernel_names", "get"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +59,12 @@ class Policy:
         (:data:`placer.kernel.mig.MIG_CHOICES`): ``first-fit``, ``best-fit`` (fewest free
         slices left), ``spread`` (most free slices left) or ``aware`` (least placeable
         capacity of the MIG demand destroyed).
+    kube_scoring : str or None
+        The policy scores nodes as kube-scheduler's default score plugins do
+        (:mod:`placer.placement.kube_scores`), with this NodeResourcesFit strategy
+        (``LeastAllocated``, ``MostAllocated``, ``RequestedToCapacityRatio``); ``code``
+        is then the kernel policy that chooses the GPUs inside the chosen node and places
+        what the kube scores do not (gangs, MIG and GPU-slot pods).
     """
 
     name: str
@@ -71,11 +77,17 @@ class Policy:
     study_name: str | None = None
     simulate_rank: int | None = None
     mig_choice: str = "aware"
+    kube_scoring: str | None = None
 
     @property
     def study(self) -> bool:
         """One of the FGD study's six policies (it has a ``study_name``)."""
         return self.study_name is not None
+
+    @property
+    def kernel(self) -> bool:
+        """The kernel chooses the node itself (``code`` is this policy's own enum value)."""
+        return self.kube_scoring is None
 
 
 _POLICIES = (
@@ -145,6 +157,27 @@ _POLICIES = (
         cached=True,
         simulate_rank=0,
     ),
+    Policy(
+        name="kube",
+        code=1,
+        summary="kube-scheduler's default scores: NodeResourcesFit LeastAllocated, BalancedAllocation, affinity, taints, spread",
+        mig_choice="best-fit",
+        kube_scoring="LeastAllocated",
+    ),
+    Policy(
+        name="kube-most-allocated",
+        code=1,
+        summary="kube-scheduler's default scores with NodeResourcesFit MostAllocated",
+        mig_choice="best-fit",
+        kube_scoring="MostAllocated",
+    ),
+    Policy(
+        name="kube-requested-to-capacity-ratio",
+        code=1,
+        summary="kube-scheduler's default scores with NodeResourcesFit RequestedToCapacityRatio (bin packing)",
+        mig_choice="best-fit",
+        kube_scoring="RequestedToCapacityRatio",
+    ),
 )
 
 REGISTRY: Mapping[str, Policy] = MappingProxyType({p.name: p for p in _POLICIES})
@@ -162,6 +195,17 @@ def names() -> tuple[str, ...]:
     tuple of str
     """
     return tuple(REGISTRY)
+
+
+def kernel_names() -> tuple[str, ...]:
+    """The names of the policies whose node choice is the kernel's own, in :data:`REGISTRY`
+    order (every policy but the ``kube_scoring`` ones).
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(p.name for p in _POLICIES if p.kernel)
 
 
 def get(name: Any, where: str = "policy") -> Policy:

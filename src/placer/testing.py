@@ -61,7 +61,7 @@ __all__ = [
 DEFAULT_MODELS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
 DEFAULT_LABEL_KEYS = ("pool", "zone")
 DEFAULT_TAINT_KEYS = ("nvidia.com/gpu", "dedicated")
-GREEDY_POLICIES = policies.names()  # every policy of the registry: all are greedy, one pod at a time
+GREEDY_POLICIES = policies.kernel_names()  # the kernel's node choices, the reference oracle's (kube policies: tests/kube_scores_reference.py)
 _LABEL_VALUES = ("a", "b")
 
 

@@ -341,15 +341,18 @@ def _slot_record(pod: PodRequest, slots: Sequence[int]) -> RunningPod:
         memory_mib=pod.memory_mib,
         priority=pod.priority,
         resources=pod.resources,
+        labels=pod.labels,
+        affinity=pod.affinity,
     )
 
 
 def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> RunningPod:
-    """What a bound pod holds, as a snapshot's running pod."""
+    """What a bound pod holds, as a snapshot's running pod (with the labels and affinity
+    the inter-pod rules read)."""
     if mig:
         return RunningPod(
             name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
-            resources=pod.resources, mig=mig,
+            resources=pod.resources, mig=mig, labels=pod.labels, affinity=pod.affinity,
         )
     gpus = mask_to_indices(mask)
     if pod.shared:
@@ -362,8 +365,12 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
             memory_mib=pod.memory_mib,
             priority=pod.priority,
             resources=pod.resources,
+            labels=pod.labels,
+            affinity=pod.affinity,
         )
     return RunningPod(
         name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
         resources=pod.resources,
+        labels=pod.labels,
+        affinity=pod.affinity,
     )

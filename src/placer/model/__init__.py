@@ -77,6 +77,10 @@ __all__ = [
     "SliceSpec",
     "GangSpec",
     "PlacementRequest",
+    "ResourceSpec",
+    "UtilizationShapePoint",
+    "RequestedToCapacityRatioParam",
+    "ScoringStrategy",
     "Assignment",
     "Unschedulable",
     "GangResult",
@@ -907,6 +911,48 @@ declare(
 )
 
 
+class ResourceSpec(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """A resource NodeResourcesFit scores and its weight (kube's ``config.ResourceSpec``)."""
+
+    name: Name
+    weight: Annotated[int, Meta(ge=1, le=100)] = 1
+
+
+class UtilizationShapePoint(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """A point of ``RequestedToCapacityRatio``'s shape (kube's ``config.UtilizationShapePoint``)."""
+
+    utilization: Annotated[int, Meta(ge=0, le=100)]
+    score: Annotated[int, Meta(ge=0, le=10)]
+
+
+class RequestedToCapacityRatioParam(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """``RequestedToCapacityRatio``'s shape, utilization strictly increasing."""
+
+    shape: tuple[UtilizationShapePoint, ...]
+
+
+class ScoringStrategy(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rename="camel"):
+    """NodeResourcesFit's scoring strategy as kube-scheduler's configuration writes it
+    (``NodeResourcesFitArgs.scoringStrategy``), for the kube-scored policies.
+
+    ``type`` left out is the policy's own strategy; ``resources`` left out are cpu and
+    memory of weight 1 (kube's default).
+    """
+
+    type: Optional[Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]] = None
+    resources: tuple[ResourceSpec, ...] = ()
+    requested_to_capacity_ratio: Optional[RequestedToCapacityRatioParam] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.json.decode(msgspec.json.encode(self))  # type: ignore[no-any-return]
+
+
+declare(ResourceSpec, name=Role.ORDER, weight=Role.ORDER)
+declare(UtilizationShapePoint, utilization=Role.ORDER, score=Role.ORDER)
+declare(RequestedToCapacityRatioParam, shape=Role.ORDER)
+declare(ScoringStrategy, type=Role.ORDER, resources=Role.ORDER, requested_to_capacity_ratio=Role.ORDER)
+
+
 class PlacementRequest(Struct, frozen=True):
     """Pods to place, in order, with the gangs they form and the policy to use."""
 
@@ -919,6 +965,7 @@ class PlacementRequest(Struct, frozen=True):
     time_budget_s: float = 60.0
     joint: bool = False
     preemption: str = "none"
+    scoring_strategy: Optional[ScoringStrategy] = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PlacementRequest":
@@ -947,6 +994,8 @@ class PlacementRequest(Struct, frozen=True):
             d["joint"] = True
         if self.preemption != "none":
             d["preemption"] = self.preemption
+        if self.scoring_strategy is not None:
+            d["scoringStrategy"] = self.scoring_strategy.to_dict()
         d["pods"] = [p.to_dict() for p in self.pods]
         if self.gangs:
             d["gangs"] = {k: g.to_dict() for k, g in self.gangs.items()}
@@ -964,6 +1013,7 @@ declare(
     time_budget_s=Role.SPECIAL,
     joint=Role.SPECIAL,
     preemption=Role.SPECIAL,
+    scoring_strategy=Role.ORDER,
 )
 
 

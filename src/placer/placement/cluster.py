@@ -158,6 +158,7 @@ class Cluster:
             record = look_up(request.policy)
         if seed is not None:
             changes["seed"] = schema.check_seed(seed, "seed")
+        schema.check_scoring(request.scoring_strategy, record.name)  # also after a policy override
         return (replace(request, **changes) if changes else request), record
 
     def preempt(

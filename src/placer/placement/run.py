@@ -20,7 +20,7 @@ from placer.kernel import KernelSession
 from placer.kernel.pack import any_placed_apart
 from placer.model import GangSpec, PlacementRequest, PlacementResult, PodRequest, Unschedulable, replace
 from placer.model.reasons import kube_reason
-from placer.placement import gangs, order, sharing
+from placer.placement import gangs, kube_scores, order, sharing
 from placer.placement.preempting import preempt_for, preempt_gang
 from placer.placement.state import ClusterState
 from placer.placement.tally import Placed, Tally
@@ -163,13 +163,43 @@ def _place_in_order(
                 tally.add(session, pod, found[0], 0)
         elif step.pods[0].gpu_slots:
             _place_slots(session, step.pods[0], policy, rng, tally)
+        elif policy.kube_scoring is not None:
+            strategy = kube_scores.fit_strategy(policy, request.scoring_strategy)
+            for pod in step.pods:
+                if not _place_by_kube_scores(session, pod, policy, rng, tally, strategy):
+                    _place_run(state, request, policy, [pod], rng, tally, None, learn, preempt)
         else:
-            run = session.place(step.pods, policy, rng, step.group_end or None, learn=learn)
-            failed_from = len(tally.unschedulable)
-            tally.add_run(session, step.pods, run)
-            if preempt and len(tally.unschedulable) > failed_from:
-                preempt_for(state, step.pods, policy, rng, failed_from, tally, request.preemption)
+            _place_run(state, request, policy, step.pods, rng, tally, step.group_end or None, learn, preempt)
     return tally
+
+
+def _place_run(
+    state: ClusterState, request: PlacementRequest, policy: Policy, pods: list[PodRequest], rng: np.ndarray,
+    tally: Tally, groups: list[int] | None, learn: bool, preempt: bool,
+) -> None:
+    """Place a run of pods in one kernel call; those that do not fit preempt when asked to."""
+    run = state.session.place(pods, policy, rng, groups, learn=learn)
+    failed_from = len(tally.unschedulable)
+    tally.add_run(state.session, pods, run)
+    if preempt and len(tally.unschedulable) > failed_from:
+        preempt_for(state, pods, policy, rng, failed_from, tally, request.preemption)
+
+
+def _place_by_kube_scores(
+    session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, tally: Tally,
+    strategy: kube_scores.FitStrategy | None = None,
+) -> bool:
+    """Place ``pod`` on the node kube's scores choose (:mod:`placer.placement.kube_scores`;
+    ``strategy``: NodeResourcesFit's, default the policy's), its GPUs chosen there by the
+    policy's kernel code; False when no node takes it."""
+    node = kube_scores.choose_node(session, pod, policy, rng, tally.placed, strategy)
+    if node < 0:
+        return False
+    got = session.place_on([pod], [node], policy, rng)
+    if got is None:
+        return False
+    tally.add(session, pod, node, got[0][0], got[1][0])
+    return True
 
 
 def _place_slots(session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, tally: Tally) -> None:
@@ -201,9 +231,15 @@ def replay_pods(
         session.fragmentation(target_workload(pods), told=False)
     session.prepare(policy, pods, seed)
     trace = np.zeros(len(pods), dtype=np.float64)
-    run = session.place(pods, policy, np.array([seed], dtype=np.uint64), trace=trace, learn=True)
+    rng = np.array([seed], dtype=np.uint64)
     tally = Tally()
-    tally.add_run(session, pods, run)
+    if policy.kube_scoring is not None:
+        for k, pod in enumerate(pods):
+            if not _place_by_kube_scores(session, pod, policy, rng, tally):
+                tally.add_run(session, [pod], session.place([pod], policy, rng))
+            trace[k] = session.fragmentation(session.workload, told=False).total  # type: ignore[arg-type]
+    else:
+        tally.add_run(session, pods, session.place(pods, policy, rng, trace=trace, learn=True))
     state.book.remember(tally.placed, tally.assignments)
     session.hold_all(tally.placed)
     return tally.result(), trace

@@ -12,6 +12,7 @@ import numpy as np
 from placer.exceptions import InvalidInputError
 from placer.model import PlacementRequest, PlacementResult, PodRequest, Unschedulable
 from placer.model.reasons import kube_reason
+from placer.placement import kube_scores
 from placer.placement.run import give_back
 from placer.placement.state import ClusterState
 from placer.placement.tally import Tally
@@ -37,6 +38,8 @@ def node_scores(state: ClusterState, request: PlacementRequest, policy: Policy) 
     """Every node's score under ``policy`` for the one pod of ``request``, now."""
     pod = single_pod(request)
     state.session.prepare(policy, request.pods, request.seed)
+    if policy.kube_scoring is not None:
+        return kube_scores.node_scores(state.session, pod, policy)
     return state.session.node_scores(pod, policy)
 
 

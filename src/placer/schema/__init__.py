@@ -38,6 +38,7 @@ from placer.schema.files import decode_object, decode_source, gc_paused, load_do
 from placer.schema.request import (
     SnapshotFacts,
     check_request_against_snapshot,
+    check_scoring,
     refuse_bound,
     snapshot_facts,
     plain_pods,
@@ -71,6 +72,7 @@ __all__ = [
     "refuse_bound",
     "snapshot_gpu_models",
     "check_request_against_snapshot",
+    "check_scoring",
     "check_policy",
     "check_solver",
     "check_seed",

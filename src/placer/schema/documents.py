@@ -29,6 +29,7 @@ from placer.model import (
     PodRequest,
     Preemption,
     RoomMade,
+    ScoringStrategy,
     SliceSpec,
     Unschedulable,
     GANG_MODES,
@@ -178,6 +179,7 @@ class RequestDoc(_Doc):
     joint: bool = False
     preemption: Literal["none", "greedy", "exact", "auto"] = "none"
     gangs: dict[Name, GangDoc] = {}
+    scoring_strategy: Optional[ScoringStrategy] = None
 
 
 declare(RequestDoc, like=PlacementRequest,

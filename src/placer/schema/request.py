@@ -17,7 +17,9 @@ from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, 
 from placer.text.messages import quoted
 from placer.model.mig_profiles import parse_profile_name
 from placer.model.roles import Role, counterparts, defaults, fields_with, roles_of
-from placer.model import EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, SliceSpec, gang_shapes
+from placer.model import (
+    EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, ScoringStrategy, SliceSpec, gang_shapes,
+)
 from placer.schema.affinity import check_node_affinity, check_toleration
 from placer.schema._quick import common_pods, dict_pods
 from placer.schema.checks import check_policy, check_seed
@@ -28,6 +30,7 @@ __all__ = [
     "SnapshotFacts",
     "snapshot_facts",
     "refuse_bound",
+    "check_scoring",
     "request_from_doc",
     "request_from_plain_pods",
     "plain_pods",
@@ -319,6 +322,40 @@ def _request_fields(doc: RequestDoc) -> tuple[str, dict[str, GangSpec]]:
     return policy, gangs
 
 
+def check_scoring(strategy: ScoringStrategy | None, policy: str) -> ScoringStrategy | None:
+    """A request's ``scoringStrategy``, checked as kube-scheduler checks its configuration
+    (``ValidateNodeResourcesFitArgs``: weights 1..100, a shape of at least one point,
+    utilization increasing) and against the policy (a kube-scored one).
+
+    Raises
+    ------
+    InvalidInputError
+        At ``scoringStrategy...``: the policy is not kube-scored, a shape is missing, out
+        of order or given for another type.
+    """
+    if strategy is None:
+        return None
+    where = "scoringStrategy"
+    record = policies.get(policy)
+    if record.kube_scoring is None:
+        kube = [p.name for p in policies.REGISTRY.values() if p.kube_scoring is not None]
+        raise InvalidInputError(where, f"only the kube-scored policies ({', '.join(kube)}) take it, got policy {policy!r}")
+    kind = strategy.type or record.kube_scoring
+    ratio = strategy.requested_to_capacity_ratio
+    if kind != "RequestedToCapacityRatio":
+        if ratio is not None:
+            raise InvalidInputError(f"{where}.requestedToCapacityRatio", f"only for type RequestedToCapacityRatio, got {kind}")
+    elif ratio is None or not ratio.shape:
+        raise InvalidInputError(f"{where}.requestedToCapacityRatio.shape", "at least one point must be specified")
+    else:
+        for i in range(1, len(ratio.shape)):
+            if ratio.shape[i - 1].utilization >= ratio.shape[i].utilization:
+                raise InvalidInputError(
+                    f"{where}.requestedToCapacityRatio.shape[{i}].utilization", "values must be sorted in increasing order"
+                )
+    return strategy
+
+
 def _request(
     doc: RequestDoc,
     policy: str,
@@ -358,6 +395,7 @@ def _request(
         time_budget_s=float(doc.time_budget_s),
         joint=doc.joint,
         preemption=doc.preemption,
+        scoring_strategy=check_scoring(doc.scoring_strategy, policy),
     )
     if against is not None and common is None:  # plain pods have no gang to check
         check_request_against_snapshot(request, against, origin)
