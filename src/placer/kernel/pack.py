@@ -43,7 +43,7 @@ _STATIC_DEFAULTS = tuple(defaults(PodRequest)[name] for name in _STATIC_FIELDS)
 _PLAIN_KEYS = [(kind, *map(canonical, _STATIC_DEFAULTS)) for kind in range(4)]
 _RESOURCES_AT = 1 + _STATIC_FIELDS.index("resources")  # classes that test free extended resources
 
-KERNEL_ABI = 16  # compiled into _core by setup.py; an import against an older build fails
+KERNEL_ABI = 17  # compiled into _core by setup.py; an import against an older build fails
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -134,6 +134,7 @@ class PackedCluster:
     kinds: list[NodeKind] = field(default_factory=list)
     extended_free: dict[str, np.ndarray] = field(default_factory=dict)  # per resource: free per node
     _label_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    topology_domains: dict[str, Any] = field(default_factory=dict)  # per topology key (placer.kernel.relations)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None

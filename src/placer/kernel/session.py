@@ -30,6 +30,7 @@ from placer.kernel.holdings import Evicted, Holdings, slot_counts
 from placer.kernel.mig import MigState
 from placer.kernel.mig_placing import MigPlacing
 from placer.kernel.pack import PackedCluster, mask_to_indices
+from placer.kernel.relations import Occupants
 from placer.kernel.runs import BatchPlacer, Run
 from placer.model import ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod
 from placer.policies import Policy
@@ -70,9 +71,10 @@ class KernelSession:
         self.mig = MigState(snapshot, p.mig_nodes)
         self.free = free_state(p)
         self.views: dict[str, tuple[int, Any]] = {}  # name -> (held_version, view) of derived views
-        self._holdings = Holdings(snapshot, p, kernel, self.mig, self.free)
+        occupants = Occupants.of(p.holdings)
+        self._holdings = Holdings(snapshot, p, kernel, self.mig, self.free, occupants)
         self._guides = Guides(p, kernel, self.free, self._holdings)
-        self._runs = BatchPlacer(p, kernel, self.free, self._guides)
+        self._runs = BatchPlacer(p, kernel, self.free, self._guides, occupants)
         self._mig_placing = MigPlacing(p, self.mig, self._holdings)
 
     # ------------------------------------------------------------------ the cluster

@@ -9,6 +9,12 @@ from typing import Mapping, Sequence
 
 __all__ = [
     "RESOURCE_REASONS",
+    "RELATIONAL_REASONS",
+    "SPREAD_MISSING_LABEL",
+    "SPREAD",
+    "POD_AFFINITY",
+    "POD_ANTI_AFFINITY",
+    "EXISTING_ANTI_AFFINITY",
     "UNSCHEDULABLE",
     "SELECTOR",
     "GPU_MODEL",
@@ -40,6 +46,15 @@ RESOURCE_REASONS = (
     "Insufficient GPU memory",
 )
 """The resources a node may lack, in the order of the kernel's shortfall counters (``R_*``)."""
+
+SPREAD_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+SPREAD = "node(s) didn't match pod topology spread constraints"
+POD_AFFINITY = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+RELATIONAL_REASONS = (SPREAD_MISSING_LABEL, SPREAD, POD_AFFINITY, POD_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY)
+"""kube-scheduler's PodTopologySpread and InterPodAffinity reasons, in the order of the
+kernel's counters after :data:`RESOURCE_REASONS` (``R_SPREAD_LABEL`` ..)."""
 
 
 UNSCHEDULABLE = "node(s) were unschedulable"

@@ -13,6 +13,7 @@ import msgspec
 
 from placer import policies
 from placer.exceptions import InvalidInputError
+from placer.schema.interpod import check_namespace_selectors
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
 from placer.text.messages import quoted
 from placer.model.mig_profiles import parse_profile_name
@@ -151,6 +152,7 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
             raise nest(e, f"tolerations[{j}]") from None
     if d.mig is not None:
         _mig_request(d)
+    check_namespace_selectors(d.affinity)
     if d.gang is not None and d.gang not in gangs:
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
     fields = {model: getattr(d, name) for name, model in _CARRIED}

@@ -1,0 +1,414 @@
+"""The inter-pod rules of a batch compiled for the kernel (kube-scheduler's PodTopologySpread
+and InterPodAffinity filters).
+
+:func:`compile_relations` turns the rules of a batch's pods and the pods already on the
+nodes (:class:`Occupants`) into a :class:`placer.kernel._core.Relations`: per topology key
+the domain of each node; per *constraint* (one spread rule, one required affinity term,
+one anti-affinity term of the pod, one anti-affinity term of a pod already placed that the
+pod matches) a count per domain; per pod the constraints it must pass, in kube's filter
+order, and the constraints whose counts it adds to once placed. The kernel keeps the
+counts and the nodes each constraint lets through current as it places pods.
+
+The rules are kube-scheduler v1.36's (``docs/placement-rules.md``, "Inter-pod rules"):
+
+* affinity: every term's topology key on the node and a pod matching *all* the terms in
+  the node's domain of each, or, while no pod matches, the pod matching its own terms;
+* anti-affinity: no pod matching a term in the node's domain of the term's key;
+* existing pods' anti-affinity: no pod already placed whose term matches the pod in the
+  node's domain of that term's key (terminating pods count in all three);
+* spread: the node has the key, and the count of its domain + 1 (when the pod matches its
+  own selector) - the least count over the domains (0 below ``minDomains`` domains) is at
+  most ``maxSkew``; only nodes that have every key of the pod's constraints and pass its
+  node inclusion policies count (and make domains), only pods of its namespace that are
+  not terminating.
+
+A node without the ``kubernetes.io/hostname`` label has it as its name (the kubelet sets it
+on every node).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from placer.kernel._core import Relations
+from placer.model import Node, PodRequest, RunningPod
+from placer.model.affinity import InterPodTerm, SpreadRule, namespace_of, required_terms, spread_rules
+from placer.model.roles import canonical
+
+__all__ = [
+    "HOSTNAME",
+    "REASON_CODES",
+    "Occupants",
+    "has_relations",
+    "compile_relations",
+    "node_topology_value",
+    "node_included",
+]
+
+HOSTNAME = "kubernetes.io/hostname"
+
+# the kernel's counters (_core.pxd R_SPREAD_LABEL ..): model.reasons.RELATIONAL_REASONS in order
+_R_SPREAD, _R_AFFINITY, _R_ANTI, _R_EXISTING = 6, 7, 8, 9
+REASON_CODES = range(5, 10)
+_ZERO, _AFFINITY, _SPREAD = 0, 1, 2  # REL_* of _core.pxd
+
+INT = np.int32
+MASK = np.uint64
+
+
+def node_topology_value(node: Node, key: str) -> Optional[str]:
+    """The node's value of topology key ``key``; None when it has no such label."""
+    value = node.labels.get(key)
+    if value is None and key == HOSTNAME:
+        return node.name
+    return value
+
+
+def node_included(node: Node, pod: PodRequest, rule: SpreadRule) -> bool:
+    """Whether ``node`` passes the node inclusion policies of the pod's spread ``rule``:
+    ``Honor`` node affinity (the pod's nodeSelector and required node affinity match),
+    ``Honor`` taints (no ``NoSchedule``/``NoExecute`` taint the pod does not tolerate)."""
+    if rule.honor_affinity:
+        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+            return False
+        na = pod.affinity.node_affinity if pod.affinity is not None else None
+        if na is not None and na.required is not None and not na.required.matches(node.labels, node.name):
+            return False
+    if rule.honor_taints:
+        for taint in node.taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in pod.tolerations):
+                return False
+    return True
+
+
+def has_relations(pod: PodRequest) -> bool:
+    """Whether the pod has a rule the kernel's relations check (required pod affinity or
+    anti-affinity, a ``DoNotSchedule`` spread constraint)."""
+    a = pod.affinity
+    if a is not None and (
+        (a.pod_affinity is not None and a.pod_affinity.required)
+        or (a.pod_anti_affinity is not None and a.pod_anti_affinity.required)
+    ):
+        return True
+    return any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.topology_spread_constraints)
+
+
+def _anti_terms(pod: Any) -> tuple[InterPodTerm, ...]:
+    return required_terms(pod.affinity, pod.name, pod.labels)[1]
+
+
+@dataclass
+class Occupants:
+    """The pods on the nodes now, for the inter-pod rules: name -> (node, pod), the pod a
+    :class:`~placer.model.RunningPod` or a :class:`~placer.model.PodRequest` placed here.
+
+    ``anti_holders`` counts those with required anti-affinity (their rules apply to every
+    pod placed after them).
+    """
+
+    pods: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    anti_holders: int = 0
+
+    @classmethod
+    def of(cls, holdings: Mapping[str, tuple[int, RunningPod]]) -> "Occupants":
+        """The running pods of a snapshot (``PackedCluster.holdings``)."""
+        out = cls()
+        for node, pod in holdings.values():
+            out.add(node, pod)
+        return out
+
+    def add(self, node: int, pod: Any) -> None:
+        """``pod`` is on ``node`` from now on."""
+        if pod.name in self.pods:
+            self.remove(pod.name)
+        self.pods[pod.name] = (node, pod)
+        if _has_anti(pod):
+            self.anti_holders += 1
+
+    def remove(self, name: str) -> None:
+        """The pod of this name is no longer on any node."""
+        found = self.pods.pop(name, None)
+        if found is not None and _has_anti(found[1]):
+            self.anti_holders -= 1
+
+
+def _has_anti(pod: Any) -> bool:
+    a = pod.affinity
+    return a is not None and a.pod_anti_affinity is not None and bool(a.pod_anti_affinity.required)
+
+
+class _Domains:
+    """Per topology key: each node's domain (-1: no label), the nodes of each domain."""
+
+    def __init__(self, nodes: Sequence[Node], cache: dict[str, Any]) -> None:
+        self._nodes = nodes
+        self._cache = cache
+        self.keys: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def key(self, key: str) -> int:
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def of(self, key: str) -> tuple[np.ndarray, int]:
+        """(domain per node, number of domains) of ``key``, cached per cluster."""
+        got = self._cache.get(key)
+        if got is None:
+            values = [node_topology_value(n, key) for n in self._nodes]
+            ids: dict[str, int] = {}
+            dom = np.fromiter(
+                (-1 if v is None else ids.setdefault(v, len(ids)) for v in values), dtype=INT, count=len(values)
+            )
+            got = self._cache[key] = (dom, len(ids))
+        return got
+
+
+def _bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
+    padded = np.zeros(n_words * 64, dtype=bool)
+    padded[: mask.shape[0]] = mask
+    return np.packbits(padded.reshape(-1, 8), axis=1, bitorder="little").reshape(-1).view(MASK)
+
+
+@dataclass
+class _Constraint:
+    kind: int
+    key: int
+    reason: int
+    counted: np.ndarray  # bool per node
+    group: int = -1
+    max_skew: int = 0
+    min_domains: int = 1
+    self_match: int = 0
+    adds: Any = None  # (namespace, labels, pod) -> bool: whether a pod counts
+
+
+class _Compiler:
+    def __init__(self, nodes: Sequence[Node], cache: dict[str, Any]) -> None:
+        self.nodes = nodes
+        self.domains = _Domains(nodes, cache)
+        self.constraints: list[_Constraint] = []
+        self.ids: dict[Any, int] = {}
+        self.groups = 0
+
+    def constraint(self, ident: Any, make: Any) -> int:
+        found = self.ids.get(ident)
+        if found is None:
+            found = self.ids[ident] = len(self.constraints)
+            self.constraints.append(make())
+        return found
+
+    def has_key(self, key: str) -> np.ndarray:
+        return self.domains.of(key)[0] >= 0
+
+    def term_constraint(self, kind: str, term: InterPodTerm, adds: Any) -> int:
+        reason = _R_ANTI if kind == "anti" else _R_EXISTING
+        return self.constraint(
+            (kind, _term_key(term)),
+            lambda: _Constraint(_ZERO, self.domains.key(term.topology_key), reason, self.has_key(term.topology_key),
+                                adds=adds),
+        )
+
+
+def _term_key(term: InterPodTerm) -> tuple:
+    spaces = None if term.namespaces is None else tuple(sorted(term.namespaces))
+    return term.topology_key, canonical(term.selector), spaces
+
+
+def compile_relations(
+    nodes: Sequence[Node], n_words: int, pods: Sequence[PodRequest], occupants: Occupants,
+    cache: dict[str, Any],
+) -> Relations | None:
+    """The kernel's relations of ``pods`` placed in this order after ``occupants``; None when
+    no pod of the batch has a rule and no pod placed has required anti-affinity.
+
+    ``cache`` keeps each topology key's domains per cluster (the nodes never change).
+    """
+    relational = [has_relations(p) for p in pods]
+    batch_anti = [_anti_terms(p) if r else () for p, r in zip(pods, relational)]
+    if not any(relational) and not occupants.anti_holders:
+        return None
+    c = _Compiler(nodes, cache)
+    # the anti-affinity terms of every pod placed before or in the batch, which repel the pods they match
+    carried: dict[tuple, InterPodTerm] = {}
+    for _, pod in occupants.pods.values():
+        if _has_anti(pod):
+            for term in _anti_terms(pod):
+                carried.setdefault(_term_key(term), term)
+    for terms in batch_anti:
+        for term in terms:
+            carried.setdefault(_term_key(term), term)
+
+    need_start = [0]
+    need_con: list[int] = []
+    need_self: list[int] = []
+    needs_of: dict[tuple, tuple[list[int], list[int]]] = {}
+    for j, pod in enumerate(pods):
+        namespace = namespace_of(pod.name)
+        sig = (namespace, canonical(pod.labels), canonical(pod.affinity), canonical(pod.topology_spread_constraints),
+               canonical(pod.node_selector), canonical(pod.tolerations)) if relational[j] else (
+               namespace, canonical(pod.labels))
+        found = needs_of.get(sig)
+        if found is None:
+            found = needs_of[sig] = _needs(c, pod, namespace, carried if carried else {}, relational[j])
+        need_con.extend(found[0])
+        need_self.extend(found[1])
+        need_start.append(len(need_con))
+    if not need_con:
+        return None
+
+    # what each pod adds to: the constraints that count it
+    add_start = [0]
+    add_con: list[int] = []
+    adds_of: dict[tuple, list[int]] = {}
+
+    def adds(pod: Any) -> list[int]:
+        namespace = namespace_of(pod.name)
+        terminating = bool(getattr(pod, "terminating", False))
+        sig = (namespace, canonical(pod.labels), canonical(pod.affinity), terminating)
+        got = adds_of.get(sig)
+        if got is None:
+            carries = {_term_key(t) for t in _anti_terms(pod)}
+            got = adds_of[sig] = [
+                k for k, con in enumerate(c.constraints) if con.adds(namespace, pod.labels, terminating, carries)
+            ]
+        return got
+
+    for pod in pods:
+        add_con.extend(adds(pod))
+        add_start.append(len(add_con))
+
+    n_nodes = len(nodes)
+    keys = c.domains.keys
+    doms = [c.domains.of(k) for k in keys]
+    key_dom_base = np.zeros(len(keys) + 1, dtype=INT)
+    key_dom_base[1:] = np.cumsum([d[1] for d in doms])
+    dom_of = np.concatenate([d[0] for d in doms]).astype(INT) if keys else np.zeros(0, dtype=INT)
+    starts, members = [np.zeros(1, dtype=INT)], []
+    for d, count in doms:
+        on = np.flatnonzero(d >= 0)
+        order = on[np.argsort(d[on], kind="stable")].astype(INT)
+        members.append(order)
+        starts.append((np.cumsum(np.bincount(d[on], minlength=count)) + (starts[-1][-1] if starts else 0))
+                      .astype(INT))
+    dom_node_start = np.concatenate(starts).astype(INT)
+    dom_nodes = np.concatenate(members).astype(INT) if members else np.zeros(0, dtype=INT)
+    has_key = np.concatenate([_bitset(d[0] >= 0, n_words) for d in doms]) if keys else np.zeros(0, dtype=MASK)
+
+    n_cons = len(c.constraints)
+    sizes = [doms[con.key][1] for con in c.constraints]
+    con_off = np.zeros(n_cons, dtype=INT)
+    if n_cons:
+        con_off[1:] = np.cumsum(sizes[:-1])
+    cells = int(sum(sizes))
+    count = np.zeros(cells, dtype=INT)
+    in_map = np.zeros(cells, dtype=np.uint8)
+    con_domains = np.zeros(n_cons, dtype=INT)
+    for k, con in enumerate(c.constraints):
+        d = doms[con.key][0]
+        hit = d[con.counted & (d >= 0)]
+        if con.kind == _SPREAD:
+            in_map[con_off[k] + np.unique(hit)] = 1
+            con_domains[k] = len(np.unique(hit))
+        else:
+            in_map[con_off[k]: con_off[k] + sizes[k]] = 1
+    group_total = np.zeros(max(c.groups, 1), dtype=np.int64)
+    for node, pod in occupants.pods.values():
+        for k in adds(pod):
+            con = c.constraints[k]
+            dom = doms[con.key][0][node]
+            if con.counted[node] and dom >= 0:
+                count[con_off[k] + dom] += 1
+                if con.group >= 0:
+                    group_total[con.group] += 1
+
+    def column(values: Iterable[int], dtype: Any = INT) -> np.ndarray:
+        return np.fromiter(values, dtype=dtype)
+
+    cons = c.constraints
+    arrays = {
+        "dom_of": dom_of,
+        "key_dom_base": key_dom_base,
+        "dom_node_start": dom_node_start,
+        "dom_nodes": dom_nodes,
+        "has_key": has_key,
+        "con_key": column(x.key for x in cons),
+        "con_kind": column(x.kind for x in cons),
+        "con_reason": column(x.reason for x in cons),
+        "con_off": con_off,
+        "con_group": column(x.group for x in cons),
+        "con_max_skew": column(x.max_skew for x in cons),
+        "con_min_domains": column(x.min_domains for x in cons),
+        "con_self": column(x.self_match for x in cons),
+        "con_counted": np.concatenate([_bitset(x.counted, n_words) for x in cons]) if cons else np.zeros(0, dtype=MASK),
+        "in_map": in_map,
+        "count": count,
+        "con_pass": np.zeros(n_cons * n_words, dtype=MASK),
+        "con_min": np.zeros(n_cons, dtype=INT),
+        "con_domains": con_domains,
+        "group_total": group_total,
+        "need_start": np.array(need_start, dtype=INT),
+        "need_con": np.array(need_con, dtype=INT),
+        "need_self": np.array(need_self, dtype=np.uint8),
+        "add_start": np.array(add_start, dtype=INT),
+        "add_con": np.array(add_con, dtype=INT),
+        "scratch": np.zeros(n_words, dtype=MASK),
+    }
+    return Relations(arrays, n_nodes, n_words)
+
+
+def _needs(
+    c: _Compiler, pod: PodRequest, namespace: str, carried: Mapping[tuple, InterPodTerm], relational: bool
+) -> tuple[list[int], list[int]]:
+    """The constraints one pod must pass, in kube's order (spread, affinity, anti-affinity,
+    existing pods' anti-affinity), and per entry whether the first-pod rule applies."""
+    con: list[int] = []
+    self_rule: list[int] = []
+    labels = pod.labels
+    if relational:
+        rules = spread_rules(pod.topology_spread_constraints, labels)
+        all_keys = [r.topology_key for r in rules]
+        for rule in rules:
+            counted = np.ones(len(c.nodes), dtype=bool)
+            for key in all_keys:
+                counted &= c.has_key(key)
+            counted &= np.fromiter((node_included(n, pod, rule) for n in c.nodes), dtype=bool, count=len(c.nodes))
+            ident = ("spread", namespace, canonical(rule), counted.tobytes())
+            con.append(c.constraint(ident, lambda rule=rule, counted=counted: _Constraint(
+                _SPREAD, c.domains.key(rule.topology_key), _R_SPREAD, counted, max_skew=rule.max_skew,
+                min_domains=rule.min_domains, self_match=int(rule.self_match),
+                adds=lambda ns, lab, term, carries, rule=rule: rule.counts(ns, namespace, lab, term),
+            )))
+            self_rule.append(0)
+        affinity, anti = required_terms(pod.affinity, pod.name, labels)
+        if affinity:
+            ident_terms = tuple(_term_key(t) for t in affinity)
+            group = c.ids.get(("group", ident_terms))
+            if group is None:
+                group = c.ids[("group", ident_terms)] = c.groups
+                c.groups += 1
+            matches_own = all(t.matches(namespace, labels) for t in affinity)
+
+            def all_match(ns: str, lab: Mapping[str, str], terminating: bool, carries: Any, terms: Any = affinity) -> bool:
+                return all(t.matches(ns, lab) for t in terms)
+
+            for i, term in enumerate(affinity):
+                con.append(c.constraint(("affinity", ident_terms, i), lambda term=term: _Constraint(
+                    _AFFINITY, c.domains.key(term.topology_key), _R_AFFINITY, c.has_key(term.topology_key),
+                    group=group, adds=all_match,
+                )))
+                self_rule.append(int(matches_own))
+        for term in anti:
+            con.append(c.term_constraint(
+                "anti", term, lambda ns, lab, terminating, carries, term=term: term.matches(ns, lab)
+            ))
+            self_rule.append(0)
+    for key, term in carried.items():
+        if term.matches(namespace, labels):
+            con.append(c.term_constraint("existing", term, lambda ns, lab, terminating, carries, key=key: key in carries))
+            self_rule.append(0)
+    return con, self_rule
