@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from placer.diagnostics.interpod import InterPodReplay
+from placer.model.interpod import has_relations
 from placer.model.mig_profiles import table_for
 from placer.model import (
     Assignment,
@@ -102,7 +104,27 @@ class _Checker:
         for node_name, items in on_node.items():
             self._check_node(self.nodes[node_name], items)
         self._check_gangs(pods)
+        self._check_inter_pod(pods)
         return self.out
+
+    # -- inter-pod rules (placer.diagnostics.interpod) ---------------------------------
+
+    def _check_inter_pod(self, pods: dict[str, PodRequest]) -> None:
+        """Each assigned pod, in the result's order, passes its inter-pod rules and the
+        running and earlier pods' anti-affinity among the pods before it."""
+        if not any(map(has_relations, pods.values())) and not any(
+            p.affinity is not None for n in self.nodes.values() for p in n.pods
+        ):
+            return
+        replay = InterPodReplay(self.nodes.values())
+        for a in self.result.assignments:
+            pod, node = pods.get(a.pod), self.nodes.get(a.node)
+            if pod is None or node is None or self.assigned.get(a.pod) is not a:
+                continue
+            why = replay.reason(pod, node)
+            if why is not None:
+                self.out.append(f"pod {a.pod} on node {a.node}: {why}")
+            replay.add(node, pod)
 
     # -- every pod once -------------------------------------------------------------
 

@@ -22,32 +22,23 @@ The rules are kube-scheduler v1.36's (``docs/placement-rules.md``, "Inter-pod ru
   node inclusion policies count (and make domains), only pods of its namespace that are
   not terminating.
 
-A node without the ``kubernetes.io/hostname`` label has it as its name (the kubelet sets it
-on every node).
+A node without the ``kubernetes.io/hostname`` label has it as its name
+(:func:`placer.model.interpod.topology_value`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from placer.kernel._core import Relations
 from placer.model import Node, PodRequest, RunningPod
-from placer.model.affinity import InterPodTerm, SpreadRule, namespace_of, required_terms, spread_rules
+from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
+from placer.model.interpod import has_relations, has_required_anti_affinity, node_included, topology_value
 from placer.model.roles import canonical
 
-__all__ = [
-    "HOSTNAME",
-    "REASON_CODES",
-    "Occupants",
-    "has_relations",
-    "compile_relations",
-    "node_topology_value",
-    "node_included",
-]
-
-HOSTNAME = "kubernetes.io/hostname"
+__all__ = ["REASON_CODES", "Occupants", "compile_relations"]
 
 # the kernel's counters (_core.pxd R_SPREAD_LABEL ..): model.reasons.RELATIONAL_REASONS in order
 _R_SPREAD, _R_AFFINITY, _R_ANTI, _R_EXISTING = 6, 7, 8, 9
@@ -56,43 +47,6 @@ _ZERO, _AFFINITY, _SPREAD = 0, 1, 2  # REL_* of _core.pxd
 
 INT = np.int32
 MASK = np.uint64
-
-
-def node_topology_value(node: Node, key: str) -> Optional[str]:
-    """The node's value of topology key ``key``; None when it has no such label."""
-    value = node.labels.get(key)
-    if value is None and key == HOSTNAME:
-        return node.name
-    return value
-
-
-def node_included(node: Node, pod: PodRequest, rule: SpreadRule) -> bool:
-    """Whether ``node`` passes the node inclusion policies of the pod's spread ``rule``:
-    ``Honor`` node affinity (the pod's nodeSelector and required node affinity match),
-    ``Honor`` taints (no ``NoSchedule``/``NoExecute`` taint the pod does not tolerate)."""
-    if rule.honor_affinity:
-        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-            return False
-        na = pod.affinity.node_affinity if pod.affinity is not None else None
-        if na is not None and na.required is not None and not na.required.matches(node.labels, node.name):
-            return False
-    if rule.honor_taints:
-        for taint in node.taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in pod.tolerations):
-                return False
-    return True
-
-
-def has_relations(pod: PodRequest) -> bool:
-    """Whether the pod has a rule the kernel's relations check (required pod affinity or
-    anti-affinity, a ``DoNotSchedule`` spread constraint)."""
-    a = pod.affinity
-    if a is not None and (
-        (a.pod_affinity is not None and a.pod_affinity.required)
-        or (a.pod_anti_affinity is not None and a.pod_anti_affinity.required)
-    ):
-        return True
-    return any(c.when_unsatisfiable == "DoNotSchedule" for c in pod.topology_spread_constraints)
 
 
 def _anti_terms(pod: Any) -> tuple[InterPodTerm, ...]:
@@ -124,19 +78,14 @@ class Occupants:
         if pod.name in self.pods:
             self.remove(pod.name)
         self.pods[pod.name] = (node, pod)
-        if _has_anti(pod):
+        if has_required_anti_affinity(pod):
             self.anti_holders += 1
 
     def remove(self, name: str) -> None:
         """The pod of this name is no longer on any node."""
         found = self.pods.pop(name, None)
-        if found is not None and _has_anti(found[1]):
+        if found is not None and has_required_anti_affinity(found[1]):
             self.anti_holders -= 1
-
-
-def _has_anti(pod: Any) -> bool:
-    a = pod.affinity
-    return a is not None and a.pod_anti_affinity is not None and bool(a.pod_anti_affinity.required)
 
 
 class _Domains:
@@ -159,7 +108,7 @@ class _Domains:
         """(domain per node, number of domains) of ``key``, cached per cluster."""
         got = self._cache.get(key)
         if got is None:
-            values = [node_topology_value(n, key) for n in self._nodes]
+            values = [topology_value(n, key) for n in self._nodes]
             ids: dict[str, int] = {}
             dom = np.fromiter(
                 (-1 if v is None else ids.setdefault(v, len(ids)) for v in values), dtype=INT, count=len(values)
@@ -236,7 +185,7 @@ def compile_relations(
     # the anti-affinity terms of every pod placed before or in the batch, which repel the pods they match
     carried: dict[tuple, InterPodTerm] = {}
     for _, pod in occupants.pods.values():
-        if _has_anti(pod):
+        if has_required_anti_affinity(pod):
             for term in _anti_terms(pod):
                 carried.setdefault(_term_key(term), term)
     for terms in batch_anti:
