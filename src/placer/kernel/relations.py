@@ -237,13 +237,12 @@ def compile_relations(
     key_dom_base = np.zeros(len(keys) + 1, dtype=INT)
     key_dom_base[1:] = np.cumsum([d[1] for d in doms])
     dom_of = np.concatenate([d[0] for d in doms]).astype(INT) if keys else np.zeros(0, dtype=INT)
-    starts, members = [np.zeros(1, dtype=INT)], []
+    starts, members, total = [np.zeros(1, dtype=INT)], [], 0
     for d, count in doms:
         on = np.flatnonzero(d >= 0)
-        order = on[np.argsort(d[on], kind="stable")].astype(INT)
-        members.append(order)
-        starts.append((np.cumsum(np.bincount(d[on], minlength=count)) + (starts[-1][-1] if starts else 0))
-                      .astype(INT))
+        members.append(on[np.argsort(d[on], kind="stable")].astype(INT))
+        starts.append((np.cumsum(np.bincount(d[on], minlength=count)) + total).astype(INT))
+        total += len(on)
     dom_node_start = np.concatenate(starts).astype(INT)
     dom_nodes = np.concatenate(members).astype(INT) if members else np.zeros(0, dtype=INT)
     has_key = np.concatenate([_bitset(d[0] >= 0, n_words) for d in doms]) if keys else np.zeros(0, dtype=MASK)

@@ -152,7 +152,6 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
             raise nest(e, f"tolerations[{j}]") from None
     if d.mig is not None:
         _mig_request(d)
-    check_namespace_selectors(d.affinity)
     if d.gang is not None and d.gang not in gangs:
         raise InvalidInputError("gang", f"unknown gang {d.gang!r}; gangs has: {listing(gangs)}")
     fields = {model: getattr(d, name) for name, model in _CARRIED}
@@ -341,6 +340,12 @@ def _request(
     else:
         pods, origin = _expand(entries, gangs, gang_size)
         _names(entries, pods, origin)
+    for i, pod in enumerate(pods):
+        if pod.affinity is not None:
+            try:
+                check_namespace_selectors(pod.affinity)
+            except InvalidInputError as e:
+                raise nest(e, f"pods[{origin[i]}]") from None
 
     members: dict[str, list[PodRequest]] = {}
     if any(spec.slices for spec in gangs.values()):
