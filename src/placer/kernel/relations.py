@@ -325,7 +325,8 @@ def _needs(
             for key in all_keys:
                 counted &= c.has_key(key)
             counted &= np.fromiter((node_included(n, pod, rule) for n in c.nodes), dtype=bool, count=len(c.nodes))
-            ident = ("spread", namespace, canonical(rule), counted.tobytes())
+            ident = ("spread", namespace, rule.topology_key, rule.max_skew, rule.min_domains, canonical(rule.selector),
+                     rule.self_match, counted.tobytes())
             con.append(c.constraint(ident, lambda rule=rule, counted=counted: _Constraint(
                 _SPREAD, c.domains.key(rule.topology_key), _R_SPREAD, counted, max_skew=rule.max_skew,
                 min_domains=rule.min_domains, self_match=int(rule.self_match),

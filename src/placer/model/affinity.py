@@ -20,6 +20,7 @@ The shapes kube's API validation refuses (``In`` without values, ``Gt`` with two
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping, Optional
 
@@ -348,7 +349,8 @@ def _with_label_keys(
     return LabelSelector(selector.match_labels, selector.match_expressions + extra)
 
 
-class InterPodTerm(Struct, frozen=True):
+@dataclass(frozen=True)
+class InterPodTerm:
     """A required (anti-)affinity term of a pod, resolved as kube-scheduler resolves it.
 
     ``namespaces`` None: every namespace (an empty ``namespaceSelector``); ``selector``
@@ -397,7 +399,8 @@ def required_terms(
     return terms[0], terms[1]
 
 
-class SpreadRule(Struct, frozen=True):
+@dataclass(frozen=True)
+class SpreadRule:
     """A ``DoNotSchedule`` topology spread constraint of a pod, resolved as
     kube-scheduler's PodTopologySpread resolves it.
 
