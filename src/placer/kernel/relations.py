@@ -35,7 +35,7 @@ import numpy as np
 from placer.kernel._core import Relations
 from placer.model import Node, PodRequest, RunningPod
 from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
-from placer.model.interpod import has_relations, has_required_anti_affinity, node_included, topology_value
+from placer.model.interpod import HOSTNAME, has_relations, has_required_anti_affinity, node_included
 from placer.model.roles import canonical
 
 __all__ = ["REASON_CODES", "Occupants", "compile_relations"]
@@ -108,12 +108,15 @@ class _Domains:
         """(domain per node, number of domains) of ``key``, cached per cluster."""
         got = self._cache.get(key)
         if got is None:
-            values = [topology_value(n, key) for n in self._nodes]
-            ids: dict[str, int] = {}
-            dom = np.fromiter(
-                (-1 if v is None else ids.setdefault(v, len(ids)) for v in values), dtype=INT, count=len(values)
-            )
-            got = self._cache[key] = (dom, len(ids))
+            found = [n.labels.get(key) for n in self._nodes]
+            if key == HOSTNAME:  # topology_value: a node without the label is its name
+                found = [n.name if v is None else v for n, v in zip(self._nodes, found)]
+            values = np.array(found, dtype=object)
+            present = values != None  # noqa: E711 - elementwise
+            names, inverse = np.unique(values[present].astype(str), return_inverse=True)
+            dom = np.full(len(values), -1, dtype=INT)
+            dom[present] = inverse
+            got = self._cache[key] = (dom, len(names))
         return got
 
 
@@ -163,6 +166,22 @@ class _Compiler:
         )
 
 
+def _by_identity(pods: Sequence[PodRequest], relational: Sequence[bool]) -> list[tuple[InterPodTerm, ...]]:
+    """Each relational pod's resolved anti-affinity terms (by the identity of its fields)."""
+    seen: dict[tuple, tuple[InterPodTerm, ...]] = {}
+    out = []
+    for pod, rules in zip(pods, relational):
+        if not rules:
+            out.append(())
+            continue
+        sig = (namespace_of(pod.name), id(pod.labels), id(pod.affinity))
+        found = seen.get(sig)
+        if found is None:
+            found = seen[sig] = _anti_terms(pod)
+        out.append(found)
+    return out
+
+
 def _term_key(term: InterPodTerm) -> tuple:
     spaces = None if term.namespaces is None else tuple(sorted(term.namespaces))
     return term.topology_key, canonical(term.selector), spaces
@@ -178,9 +197,11 @@ def compile_relations(
     ``cache`` keeps each topology key's domains per cluster (the nodes never change).
     """
     relational = [has_relations(p) for p in pods]
-    batch_anti = [_anti_terms(p) if r else () for p, r in zip(pods, relational)]
     if not any(relational) and not occupants.anti_holders:
         return None
+    # pods of one entry's replicas share their field objects: signatures by identity (equal
+    # rules of distinct objects still share their constraints, whose keys are by value)
+    batch_anti = _by_identity(pods, relational)
     c = _Compiler(nodes, cache)
     # the anti-affinity terms of every pod placed before or in the batch, which repel the pods they match
     carried: dict[tuple, InterPodTerm] = {}
@@ -188,7 +209,7 @@ def compile_relations(
         if has_required_anti_affinity(pod):
             for term in _anti_terms(pod):
                 carried.setdefault(_term_key(term), term)
-    for terms in batch_anti:
+    for terms in {id(t): t for t in batch_anti}.values():
         for term in terms:
             carried.setdefault(_term_key(term), term)
 
@@ -198,9 +219,8 @@ def compile_relations(
     needs_of: dict[tuple, tuple[list[int], list[int]]] = {}
     for j, pod in enumerate(pods):
         namespace = namespace_of(pod.name)
-        sig = (namespace, canonical(pod.labels), canonical(pod.affinity), canonical(pod.topology_spread_constraints),
-               canonical(pod.node_selector), canonical(pod.tolerations)) if relational[j] else (
-               namespace, canonical(pod.labels))
+        sig = (namespace, id(pod.labels), id(pod.affinity), id(pod.topology_spread_constraints),
+               id(pod.node_selector), id(pod.tolerations), relational[j])
         found = needs_of.get(sig)
         if found is None:
             found = needs_of[sig] = _needs(c, pod, namespace, carried if carried else {}, relational[j])
@@ -218,7 +238,7 @@ def compile_relations(
     def adds(pod: Any) -> list[int]:
         namespace = namespace_of(pod.name)
         terminating = bool(getattr(pod, "terminating", False))
-        sig = (namespace, canonical(pod.labels), canonical(pod.affinity), terminating)
+        sig = (namespace, id(pod.labels), id(pod.affinity), terminating)
         got = adds_of.get(sig)
         if got is None:
             carries = {_term_key(t) for t in _anti_terms(pod)}

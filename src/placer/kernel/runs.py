@@ -94,6 +94,15 @@ class BatchPlacer:
         p = self._packed
         return compile_relations(p.nodes, p.n_words, pods, self._occupants, p.topology_domains)
 
+    def inter_pod_failures(self, pod: PodRequest) -> dict[int, str]:
+        """Node -> the inter-pod reason that turns ``pod`` away now, for the nodes that do."""
+        relations = self.relations([pod])
+        if relations is None:
+            return {}
+        words = dict(zip(REASON_CODES, reasons.RELATIONAL_REASONS))
+        failing = ((n, relations.passes(0, n)) for n in range(self._packed.n_nodes))
+        return {n: words[code] for n, code in failing if code >= 0}
+
     def _occupy(self, pods: Sequence[PodRequest], nodes: Sequence[int]) -> None:
         """The pods placed join the occupants (later pods' rules count them)."""
         for pod, node in zip(pods, nodes):

@@ -260,6 +260,12 @@ class KernelSession:
         :data:`placer.model.reasons.NICS`)."""
         return self._runs.node_reasons(pod, nodes)
 
+    def inter_pod_failures(self, pod: PodRequest) -> dict[int, str]:
+        """Node -> kube's inter-pod reason (spread, affinity, anti-affinity, existing pods'
+        anti-affinity) that turns ``pod`` away now, for the nodes that do (the paths of MIG
+        and ``gpuSlots`` pods, which the kernel's batches do not place, read it)."""
+        return self._runs.inter_pod_failures(pod)
+
     # ------------------------------------------------------------------ MIG (mig_placing.py)
 
     def set_mig_demand(self, pods: Sequence[PodRequest]) -> None:

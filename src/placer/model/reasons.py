@@ -35,6 +35,7 @@ __all__ = [
     "gang_level_short",
     "gang_no_common_model",
     "gang_solver_gave_up",
+    "no_preemption_for_inter_pod_rules",
 ]
 
 
@@ -140,6 +141,12 @@ def gang_model_out_of_time(reason: str, time_limit_s: float) -> str:
 def gang_budget_spent(reason: str) -> str:
     """The greedy's ``reason``, when the request's time budget left nothing for CP-SAT."""
     return reason + "; the request's time budget (timeBudgetS) was spent before CP-SAT could run"
+
+
+def no_preemption_for_inter_pod_rules(reason: str) -> str:
+    """A pod with inter-pod rules that preemption does not try for (placer's victim search
+    does not re-check affinity, anti-affinity or spread with the victims gone)."""
+    return f"{reason} (preemption not attempted: the pod has inter-pod affinity or topology spread rules)"
 
 
 def gang_solver_gave_up(reason: str, status: str, time_limit_s: float) -> str:
