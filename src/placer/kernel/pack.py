@@ -472,8 +472,12 @@ def pack_pods(
     unfiltered_kinds = [np.flatnonzero(~filtered & ~with_gpus), np.flatnonzero(~filtered & with_gpus)]
     firsts = [(int(members[0]), members) for members in unfiltered_kinds if len(members)]
     firsts += [(int(j), None) for j in np.flatnonzero(filtered).tolist()]
+    by_identity: dict[tuple[int, ...], EligibilityClass] = {}  # replicas share their field objects
     for j, members in sorted(firsts, key=itemgetter(0)):
-        ec = packed.eligibility(pods[j])
+        same = (pods[j].gpus > 0, pods[j].gpu_slots, *map(id, _static_values(pods[j])))
+        ec = by_identity.get(same)
+        if ec is None:
+            ec = by_identity[same] = packed.eligibility(pods[j])
         row = class_row.get(id(ec))
         if row is None:
             row = class_row[id(ec)] = len(classes)

@@ -111,6 +111,9 @@ class _Domains:
             found = [n.labels.get(key) for n in self._nodes]
             if key == HOSTNAME:  # topology_value: a node without the label is its name
                 found = [n.name if v is None else v for n, v in zip(self._nodes, found)]
+            if None not in found and len(set(found)) == len(found):  # one node per domain (hostnames)
+                got = self._cache[key] = (np.arange(len(found), dtype=INT), len(found))
+                return got
             values = np.array(found, dtype=object)
             present = values != None  # noqa: E711 - elementwise
             names, inverse = np.unique(values[present].astype(str), return_inverse=True)
@@ -166,6 +169,37 @@ class _Compiler:
         )
 
 
+def _runs_of_alike(pods: Sequence[PodRequest]) -> tuple[list[PodRequest], list[int]]:
+    """The first pod of each run of consecutive pods alike for the rules (one namespace, the
+    same label and rule objects), and the length of each run."""
+    firsts: list[PodRequest] = []
+    lengths: list[int] = []
+    prev: PodRequest | None = None
+    for pod in pods:
+        if (prev is not None and pod.labels is prev.labels and pod.affinity is prev.affinity
+                and pod.topology_spread_constraints is prev.topology_spread_constraints
+                and pod.node_selector is prev.node_selector and pod.tolerations is prev.tolerations
+                and namespace_of(pod.name) == namespace_of(prev.name)):
+            lengths[-1] += 1
+            continue
+        firsts.append(pod)
+        lengths.append(1)
+        prev = pod
+    return firsts, lengths
+
+
+def _extend(start: list[int], times: int, con: list[int], into: list[int], flags: list[int] = (),  # type: ignore[assignment]
+            flags_into: list[int] | None = None) -> None:
+    """Append ``times`` pods' entries ``con`` (and their ``flags``) to a CSR list."""
+    if not con:
+        start.extend([start[-1]] * times)
+        return
+    into.extend(con * times)
+    if flags_into is not None:
+        flags_into.extend(list(flags) * times)
+    start.extend(range(start[-1] + len(con), start[-1] + len(con) * times + 1, len(con)))
+
+
 def _by_identity(pods: Sequence[PodRequest], relational: Sequence[bool]) -> list[tuple[InterPodTerm, ...]]:
     """Each relational pod's resolved anti-affinity terms (by the identity of its fields)."""
     seen: dict[tuple, tuple[InterPodTerm, ...]] = {}
@@ -196,12 +230,14 @@ def compile_relations(
 
     ``cache`` keeps each topology key's domains per cluster (the nodes never change).
     """
-    relational = [has_relations(p) for p in pods]
+    # pods of one entry's replicas share their field objects: one pod stands for each run of
+    # such pods, and signatures go by identity (equal rules of distinct objects still share
+    # their constraints, whose keys are by value)
+    firsts, lengths = _runs_of_alike(pods)
+    relational = [has_relations(p) for p in firsts]
     if not any(relational) and not occupants.anti_holders:
         return None
-    # pods of one entry's replicas share their field objects: signatures by identity (equal
-    # rules of distinct objects still share their constraints, whose keys are by value)
-    batch_anti = _by_identity(pods, relational)
+    batch_anti = _by_identity(firsts, relational)
     c = _Compiler(nodes, cache)
     # the anti-affinity terms of every pod placed before or in the batch, which repel the pods they match
     carried: dict[tuple, InterPodTerm] = {}
@@ -217,16 +253,14 @@ def compile_relations(
     need_con: list[int] = []
     need_self: list[int] = []
     needs_of: dict[tuple, tuple[list[int], list[int]]] = {}
-    for j, pod in enumerate(pods):
+    for j, pod in enumerate(firsts):
         namespace = namespace_of(pod.name)
         sig = (namespace, id(pod.labels), id(pod.affinity), id(pod.topology_spread_constraints),
                id(pod.node_selector), id(pod.tolerations), relational[j])
         found = needs_of.get(sig)
         if found is None:
             found = needs_of[sig] = _needs(c, pod, namespace, carried if carried else {}, relational[j])
-        need_con.extend(found[0])
-        need_self.extend(found[1])
-        need_start.append(len(need_con))
+        _extend(need_start, lengths[j], found[0], need_con, found[1], need_self)
     if not need_con:
         return None
 
@@ -247,9 +281,8 @@ def compile_relations(
             ]
         return got
 
-    for pod in pods:
-        add_con.extend(adds(pod))
-        add_start.append(len(add_con))
+    for pod, length in zip(firsts, lengths):
+        _extend(add_start, length, adds(pod), add_con)
 
     n_nodes = len(nodes)
     keys = c.domains.keys
