@@ -415,3 +415,20 @@ def test_pod_request_carries_rules() -> None:
                        "topologySpreadConstraints": [spread(1, "zone", FOO)]}).pods[0]
     assert isinstance(pod, PodRequest)
     assert pod.labels == {"app": "web"} and pod.topology_spread_constraints[0].max_skew == 1
+
+
+def test_explain_names_the_rule_class_and_its_nodes() -> None:
+    from placer.diagnostics.explain import explain
+
+    snap = snapshot([{"zone": "a"}, {"zone": "a"}, {"zone": "b"}])
+    web = {"name": "web", "replicas": 3, "cpuMilli": 100, "labels": {"app": "web"},
+           "affinity": affinity(anti=[term("app", "In", ["web"], "zone")])}
+    request = PlacementRequest.from_dict({"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": [web]})
+    (pending,) = explain(snap, request).pending
+    assert pending.cause == "anti-affinity"
+    assert f"{ANTI} on node0, node1" in pending.detail or f"{EXIST} on node0, node1" in pending.detail
+    assert sum(pending.node_reasons.values()) == 3
+    spread_pod = {"name": "s", "cpuMilli": 100, "labels": {"foo": ""},
+                  "topologySpreadConstraints": [spread(1, "rack", FOO)]}
+    (pending,) = explain(snap, pod_request(spread_pod)).pending
+    assert pending.cause == "spread" and LABEL in pending.detail
