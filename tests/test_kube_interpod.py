@@ -432,3 +432,51 @@ def test_explain_names_the_rule_class_and_its_nodes() -> None:
                   "topologySpreadConstraints": [spread(1, "rack", FOO)]}
     (pending,) = explain(snap, pod_request(spread_pod)).pending
     assert pending.cause == "spread" and LABEL in pending.detail
+
+
+def _request_doc(pods: list[dict], **more: Any) -> dict[str, Any]:
+    return {"apiVersion": "placer/v1", "kind": "PlacementRequest", "pods": pods, **more}
+
+
+WEB_ANTI = {"labels": {"app": "web"}, "affinity": affinity(anti=[term("app", "In", ["web"], "zone")])}
+
+
+def test_a_gang_honours_the_rules_and_refuses_the_exact_solver() -> None:
+    snap = snapshot([{"zone": "a"}, {"zone": "a"}, {"zone": "b"}])
+    gang = [{"name": f"w{i}", "cpuMilli": 100, "gang": "g", **WEB_ANTI} for i in range(2)]
+    got = placer.place(snap, PlacementRequest.from_dict(_request_doc(gang, gangs={"g": {}})))
+    assert sorted(a.node for a in got.assignments) == ["node0", "node2"]
+    too_many = gang + [{"name": "w2", "cpuMilli": 100, "gang": "g", **WEB_ANTI}]
+    request = PlacementRequest.from_dict(_request_doc(too_many, gangs={"g": {}}))
+    got = placer.place(snap, request)  # auto: the greedy's answer, no CP-SAT retry
+    assert not got.assignments and check_placement(snap, request, got) == []
+    exact = PlacementRequest.from_dict(_request_doc(gang, gangs={"g": {"solver": "exact"}}))
+    with pytest.raises(InvalidInputError, match=r"gangs\.g\.solver"):
+        placer.place(snap, exact)
+
+
+def test_preemption_is_not_attempted_for_a_pod_with_rules() -> None:
+    snap = snapshot([{"zone": "a"}], [(0, {"name": "low", "cpuMilli": 64000, "priority": -1})])
+    pod = {"name": "p", "cpuMilli": 1000, "priority": 5, **WEB_ANTI}
+    got = placer.place(snap, PlacementRequest.from_dict(_request_doc([pod], preemption="greedy")))
+    assert not got.preemptions and "preemption not attempted" in got.unschedulable[0].reason
+    plain = {"name": "p", "cpuMilli": 1000, "priority": 5}
+    got = placer.place(snap, PlacementRequest.from_dict(_request_doc([plain], preemption="greedy")))
+    assert got.preemptions  # the same pod without rules preempts
+
+
+def test_a_running_pods_anti_affinity_survives_preemption() -> None:
+    """The victims' node is refused when a running pod's anti-affinity repels the preemptor."""
+    guard = {"name": "guard", "affinity": affinity(anti=[term("app", "In", ["web"], "zone")])}
+    snap = snapshot([{"zone": "a"}], [(0, guard), (0, {"name": "low", "cpuMilli": 64000, "priority": -1})])
+    pod = {"name": "p", "cpuMilli": 1000, "priority": 5, "labels": {"app": "web"}}
+    request = PlacementRequest.from_dict(_request_doc([pod], preemption="greedy"))
+    got = placer.place(snap, request)
+    assert not got.assignments and not got.preemptions
+    assert check_placement(snap, request, got) == []
+
+
+def test_gpu_slot_pods_with_rules_are_refused() -> None:
+    snap = snapshot([{"zone": "a"}])
+    with pytest.raises(InvalidInputError, match=r"pods\[0\].*gpuSlots"):
+        placer.place(snap, PlacementRequest.from_dict(_request_doc([{"name": "s", "gpuSlots": 1, **WEB_ANTI}])))
