@@ -394,7 +394,7 @@ def _scenario(draw) -> tuple[ClusterSnapshot, PlacementRequest]:
         pods.append(pod)
     snap = snapshot(nodes, running)
     request = PlacementRequest.from_dict({"apiVersion": "placer/v1", "kind": "PlacementRequest",
-                                          "policy": draw(st.sampled_from(["first-fit", "best-fit", "spread"])),
+                                          "policy": draw(st.sampled_from(["first-fit", "best-fit", "spread", "random", "fgd", "dot-product"])),
                                           "pods": pods})
     return snap, request
 

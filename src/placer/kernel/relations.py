@@ -108,10 +108,11 @@ class _Domains:
         """(domain per node, number of domains) of ``key``, cached per cluster."""
         got = self._cache.get(key)
         if got is None:
-            found = [n.labels.get(key) for n in self._nodes]
             if key == HOSTNAME:  # topology_value: a node without the label is its name
-                found = [n.name if v is None else v for n, v in zip(self._nodes, found)]
-            if None not in found and len(set(found)) == len(found):  # one node per domain (hostnames)
+                found = [n.labels.get(key, n.name) for n in self._nodes]
+            else:
+                found = [n.labels.get(key) for n in self._nodes]
+            if len(set(found)) == len(found) and None not in found:  # one node per domain (hostnames)
                 got = self._cache[key] = (np.arange(len(found), dtype=INT), len(found))
                 return got
             values = np.array(found, dtype=object)

@@ -12,7 +12,9 @@ module of ``placer.kernel``:
   are told (:func:`fgd_rank`);
 * :mod:`~placer.kernel.mig_placing` -- MIG pods (the slices: :mod:`~placer.kernel.mig`);
 * :mod:`~placer.kernel.holdings` -- who holds what: bind, release, evict, restore
-  (:class:`Evicted`).
+  (:class:`Evicted`);
+* :mod:`~placer.kernel.relations` -- the inter-pod rules of a batch, compiled for the
+  kernel, and the pods on the nodes they count (:class:`~placer.kernel.relations.Occupants`).
 """
 from __future__ import annotations
 
