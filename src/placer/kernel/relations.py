@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from placer.kernel._core import Relations
+from placer.kernel.pack import BIG, FLAG, INT, MASK, node_bitset
 from placer.model import Node, PodRequest, RunningPod
 from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
 from placer.model.interpod import HOSTNAME, has_relations, has_required_anti_affinity, node_included
@@ -44,9 +45,6 @@ __all__ = ["REASON_CODES", "Occupants", "compile_relations"]
 _R_SPREAD, _R_AFFINITY, _R_ANTI, _R_EXISTING = 6, 7, 8, 9
 REASON_CODES = range(5, 10)
 _ZERO, _AFFINITY, _SPREAD = 0, 1, 2  # REL_* of _core.pxd
-
-INT = np.int32
-MASK = np.uint64
 
 
 def _anti_terms(pod: Any) -> tuple[InterPodTerm, ...]:
@@ -122,12 +120,6 @@ class _Domains:
             dom[present] = inverse
             got = self._cache[key] = (dom, len(names))
         return got
-
-
-def _bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
-    padded = np.zeros(n_words * 64, dtype=bool)
-    padded[: mask.shape[0]] = mask
-    return np.packbits(padded.reshape(-1, 8), axis=1, bitorder="little").reshape(-1).view(MASK)
 
 
 @dataclass
@@ -299,7 +291,7 @@ def compile_relations(
         total += len(on)
     dom_node_start = np.concatenate(starts).astype(INT)
     dom_nodes = np.concatenate(members).astype(INT) if members else np.zeros(0, dtype=INT)
-    has_key = np.concatenate([_bitset(d[0] >= 0, n_words) for d in doms]) if keys else np.zeros(0, dtype=MASK)
+    has_key = np.concatenate([node_bitset(d[0] >= 0, n_words) for d in doms]) if keys else np.zeros(0, dtype=MASK)
 
     n_cons = len(c.constraints)
     sizes = [doms[con.key][1] for con in c.constraints]
@@ -308,7 +300,7 @@ def compile_relations(
         con_off[1:] = np.cumsum(sizes[:-1])
     cells = int(sum(sizes))
     count = np.zeros(cells, dtype=INT)
-    in_map = np.zeros(cells, dtype=np.uint8)
+    in_map = np.zeros(cells, dtype=FLAG)
     con_domains = np.zeros(n_cons, dtype=INT)
     for k, con in enumerate(c.constraints):
         d = doms[con.key][0]
@@ -318,7 +310,7 @@ def compile_relations(
             con_domains[k] = len(np.unique(hit))
         else:
             in_map[con_off[k]: con_off[k] + sizes[k]] = 1
-    group_total = np.zeros(max(c.groups, 1), dtype=np.int64)
+    group_total = np.zeros(max(c.groups, 1), dtype=BIG)
     for node, pod in occupants.pods.values():
         for k in adds(pod):
             con = c.constraints[k]
@@ -346,7 +338,7 @@ def compile_relations(
         "con_max_skew": column(x.max_skew for x in cons),
         "con_min_domains": column(x.min_domains for x in cons),
         "con_self": column(x.self_match for x in cons),
-        "con_counted": np.concatenate([_bitset(x.counted, n_words) for x in cons]) if cons else np.zeros(0, dtype=MASK),
+        "con_counted": np.concatenate([node_bitset(x.counted, n_words) for x in cons]) if cons else np.zeros(0, dtype=MASK),
         "in_map": in_map,
         "count": count,
         "con_pass": np.zeros(n_cons * n_words, dtype=MASK),
@@ -355,7 +347,7 @@ def compile_relations(
         "group_total": group_total,
         "need_start": np.array(need_start, dtype=INT),
         "need_con": np.array(need_con, dtype=INT),
-        "need_self": np.array(need_self, dtype=np.uint8),
+        "need_self": np.array(need_self, dtype=FLAG),
         "add_start": np.array(add_start, dtype=INT),
         "add_con": np.array(add_con, dtype=INT),
         "scratch": np.zeros(n_words, dtype=MASK),
