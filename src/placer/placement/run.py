@@ -118,7 +118,7 @@ def _refuse_unmodelled(request: PlacementRequest) -> None:
     for i, pod in enumerate(request.pods):
         if pod.gang is not None:
             members.setdefault(pod.gang, []).append(pod)
-        elif (pod.mig is not None or pod.gpu_slots) and has_relations(pod):
+        if (pod.mig is not None or pod.gpu_slots) and has_relations(pod):
             raise InvalidInputError(
                 f"pods[{i}]", f"pod {pod.name} asks for {'MIG instances' if pod.mig else 'gpuSlots'} and has inter-pod "
                 "affinity or topology spread rules: placer places such pods only with whole or shared GPUs",
