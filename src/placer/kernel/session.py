@@ -257,8 +257,10 @@ class KernelSession:
         """Why each of ``nodes`` cannot take ``pod`` (no MIG, no ``gpuSlots``) now, in
         kube-scheduler's words: the static filter that turns it away (unschedulable, taint,
         selector, GPU model), else the first resource it lacks (pod slots, CPU, memory, an
-        extended resource, GPU memory, GPUs). A node that lacks nothing of these turns the
-        pod away for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
+        extended resource, GPU memory, GPUs), else the first inter-pod rule it fails
+        (:data:`placer.model.reasons.RELATIONAL_REASONS`: spread, affinity, anti-affinity,
+        existing pods' anti-affinity). A node that fails nothing of these turns the pod away
+        for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
         :data:`placer.model.reasons.NICS`)."""
         return self._runs.node_reasons(pod, nodes)
 
