@@ -263,6 +263,14 @@ SPREAD_ROWS = [
                  {"name": "p", "labels": {"foo": ""}, "topologySpreadConstraints": [
                      spread(1, "zone", FOO), spread(1, "node", FOO)]},
                  [SPREAD, None, SPREAD, SPREAD], id="two constraints, both must hold"),
+    pytest.param(ZONES4, foo_pods((0, "a1"), (0, "a2"), (1, "b1"), (3, "y1"), (3, "y2"), (3, "y3")),
+                 {"name": "p", "labels": {"foo": ""}, "topologySpreadConstraints": [
+                     spread(1, "zone", FOO), spread(1, "node", FOO)]},
+                 [SPREAD, SPREAD, None, SPREAD], id="zone and node, spreads 3/3 and 2/1/0/3"),
+    pytest.param(ZONES4, foo_pods((0, "a1"), (0, "a2"), (1, "b1"), (3, "y1"), (3, "y2"), (3, "y3"), (3, "y4")),
+                 {"name": "p", "labels": {"foo": ""}, "topologySpreadConstraints": [
+                     spread(1, "zone", FOO), spread(1, "node", FOO)]},
+                 [SPREAD, SPREAD, SPREAD, SPREAD], id="zone and node, spreads 3/4 and 2/1/0/4: no node"),
 ]
 
 
