@@ -1036,6 +1036,18 @@ cdef class Relations:
             raise IndexError("pod or node out of range")
         return rel_first_failure(&self.view, pod, node)
 
+    def failures(self, int32_t pod):
+        """Per node, the R_* counter of the first rule of ``pod`` it fails now, -1: none (int32)."""
+        if pod < 0 or pod >= self.view.n_pods:
+            raise IndexError("pod out of range")
+        out_arr = np.full(self.view.n_nodes, -1, dtype=np.int32)
+        cdef int32_t[::1] out = out_arr
+        cdef int32_t n
+        with nogil:
+            for n in range(self.view.n_nodes):
+                out[n] = rel_first_failure(&self.view, pod, n)
+        return out_arr
+
     def add(self, int32_t pod, int32_t node, int32_t sign):
         """Count ``pod`` as placed on (``sign`` 1) or taken off (-1) ``node``."""
         if pod < 0 or pod >= self.view.n_pods or node < 0 or node >= self.view.n_nodes:

@@ -43,7 +43,7 @@ _STATIC_DEFAULTS = tuple(defaults(PodRequest)[name] for name in _STATIC_FIELDS)
 _PLAIN_KEYS = [(kind, *map(canonical, _STATIC_DEFAULTS)) for kind in range(4)]
 _RESOURCES_AT = 1 + _STATIC_FIELDS.index("resources")  # classes that test free extended resources
 
-KERNEL_ABI = 17  # compiled into _core by setup.py; an import against an older build fails
+KERNEL_ABI = 18  # compiled into _core by setup.py; an import against an older build fails
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node

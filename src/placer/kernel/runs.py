@@ -100,8 +100,8 @@ class BatchPlacer:
         if relations is None:
             return {}
         words = dict(zip(REASON_CODES, reasons.RELATIONAL_REASONS))
-        failing = ((n, relations.passes(0, n)) for n in range(self._packed.n_nodes))
-        return {n: words[code] for n, code in failing if code >= 0}
+        codes = relations.failures(0)
+        return {n: words[code] for n, code in zip(np.flatnonzero(codes >= 0).tolist(), codes[codes >= 0].tolist())}
 
     def _occupy(self, pods: Sequence[PodRequest], nodes: Sequence[int]) -> None:
         """The pods placed join the occupants (later pods' rules count them)."""
@@ -283,7 +283,7 @@ class BatchPlacer:
             first(True if pod.shared else free.whole_gpus[at] < pod.gpus, reasons.NO_GPU)
         relations = self.relations([pod])
         if relations is not None:
-            failing = np.array([relations.passes(0, int(n)) for n in at], dtype=np.int64)
+            failing = relations.failures(0)[at]
             for k, reason in zip(REASON_CODES, reasons.RELATIONAL_REASONS):
                 first(failing == k, reason)
         first(True, reasons.NICS if pod.nics else reasons.NO_GPU)

@@ -491,8 +491,16 @@ def run_failures(
     return out
 
 
-def refuse_exact_with_relations(pods: Sequence[PodRequest], spec: GangSpec, solver: str) -> None:
-    """Refuse ``solver: exact`` for a gang whose pods have inter-pod rules (CP-SAT does not
+def inter_pod_bound(session: KernelSession, pods: Sequence[PodRequest]) -> bool:
+    """Whether inter-pod rules bear on a gang: its pods have some, or a placed pod's
+    required anti-affinity turns one of them away from some node."""
+    return any(map(has_relations, pods)) or any(session.inter_pod_failures(p) for p in pods)
+
+
+def refuse_exact_with_relations(
+    session: KernelSession, pods: Sequence[PodRequest], spec: GangSpec, solver: str
+) -> None:
+    """Refuse ``solver: exact`` for a gang that inter-pod rules bear on (CP-SAT does not
     model affinity, anti-affinity or topology spread); ``solver`` is the request's.
 
     Raises
@@ -500,11 +508,12 @@ def refuse_exact_with_relations(pods: Sequence[PodRequest], spec: GangSpec, solv
     InvalidInputError
         At the gang's ``solver`` (or the request's when the gang names none).
     """
-    if (spec.solver or solver) == "exact" and any(map(has_relations, pods)):
+    if (spec.solver or solver) == "exact" and inter_pod_bound(session, pods):
         raise InvalidInputError(
             f"gangs.{spec.name}.solver" if spec.solver else "solver",
-            f"solver exact (CP-SAT) does not model inter-pod affinity, anti-affinity or topology spread, which "
-            f"pods of gang {spec.name} have: use greedy or auto (auto keeps the greedy's answer for such a gang)",
+            f"solver exact (CP-SAT) does not model inter-pod affinity, anti-affinity or topology spread, which bear "
+            f"on gang {spec.name} (its pods' rules, or a placed pod's anti-affinity): use greedy or auto (auto keeps "
+            "the greedy's answer for such a gang)",
         )
 
 
@@ -537,7 +546,6 @@ def place_gang_step(
         return place_mig_gang(session, domains, pods, spec, policy, rng)
     started = time.perf_counter()
     solver = spec.solver or solver
-    relational = any(map(has_relations, pods))  # CP-SAT does not model them: auto keeps the greedy's answer
     limit = spec.time_limit_s or time_limit_s
     spent_budget = budget_left_s is not None and budget_left_s <= 0
     if budget_left_s is not None:
@@ -553,7 +561,8 @@ def place_gang_step(
     if counted_out and solver != "exact":
         # no domain holds even the largest shape alone: no solver can place the gang
         return outcome, _gang_result(domains, spec, outcome, "greedy", "infeasible")
-    if solver == "greedy" or (solver == "auto" and (placed or relational)) or spent_budget:
+    if (solver == "greedy" or (solver == "auto" and (placed or inter_pod_bound(session, pods)))  # CP-SAT: no inter-pod rules
+            or spent_budget):
         if spent_budget and not placed and solver != "greedy":
             line = reasons.gang_budget_spent(outcome[0][3])
             outcome = [(pod, -1, 0, line, 0) for pod in pods]

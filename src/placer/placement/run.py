@@ -94,7 +94,7 @@ def run_request(state: ClusterState, request: PlacementRequest, policy: Policy, 
     :func:`placer.placement.binding.bind`.
     """
     session = state.session
-    _refuse_unmodelled(request)
+    _refuse_unmodelled(session, request)
     session.prepare(policy, request.pods, request.seed)
     budget_ends = time.perf_counter() + request.time_budget_s
     pods = order.by_priority(request.pods)
@@ -111,7 +111,7 @@ def run_request(state: ClusterState, request: PlacementRequest, policy: Policy, 
     return tally.result()
 
 
-def _refuse_unmodelled(request: PlacementRequest) -> None:
+def _refuse_unmodelled(session: KernelSession, request: PlacementRequest) -> None:
     """Refuse, before anything is placed, what no path models: a gang with inter-pod rules
     under ``solver: exact``, a MIG or ``gpuSlots`` pod with inter-pod rules of its own."""
     members: dict[str, list[PodRequest]] = {}
@@ -124,7 +124,7 @@ def _refuse_unmodelled(request: PlacementRequest) -> None:
                 "affinity or topology spread rules: placer places such pods only with whole or shared GPUs",
             )
     for name, pods in members.items():
-        gangs.refuse_exact_with_relations(pods, request.gangs.get(name) or GangSpec(name), request.solver)
+        gangs.refuse_exact_with_relations(session, pods, request.gangs.get(name) or GangSpec(name), request.solver)
 
 
 def _joint_order(
