@@ -15,7 +15,7 @@ session per way whose pods are given back after each call (as a long-lived ``pla
 serve`` session meets batch after batch). Prints the medians per way, the ratios to
 ``plain`` and the peak memory (tracemalloc) of one call.
 
-Run: ``python bench/bench_kube_filters.py --repeat 7``.
+Run: ``python bench/bench_kube_interpod.py --repeat 7``.
 """
 from __future__ import annotations
 
