@@ -31,6 +31,7 @@ from placer.model import (
     Unschedulable,
 )
 from placer.model import replace
+from placer.model.affinity import LabelSelector, LabelSelectorRequirement
 
 __all__ = [
     "MASK64",
@@ -134,6 +135,7 @@ class _Holding:
     cpu: int = 0
     mem: int = 0
     tags: tuple[int, ...] = ()  # gpu-clustering tags: 0 per GPU share, k for k whole GPUs
+    pod: object = None  # the RunningPod or PodRequest that holds it (the inter-pod rules read it)
 
 
 def _pod_tags(pod: PodRequest) -> tuple[int, ...]:
@@ -157,6 +159,7 @@ class _NodeState:
         self.mem_used = 0
         self.pods_used = 0
         self.tags: dict[int, int] = {}  # GPU tag -> pods holding it here (positive only)
+        self.holders: dict[int, _Holding] = {}  # id -> holding applied here now (inter-pod rules)
 
     def cpu_free(self) -> int | None:
         return None if self.hw.cpu_milli is None else self.hw.cpu_milli - self.cpu_used
@@ -246,9 +249,66 @@ class _NodeState:
             self.tags[t] = self.tags.get(t, 0) + sign
             if self.tags[t] == 0:
                 del self.tags[t]
+        if sign > 0:
+            self.holders[id(h)] = h
+        else:
+            self.holders.pop(id(h), None)
 
 
 _CORDON = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+SPREAD_SKEW = "node(s) didn't match pod topology spread constraints"
+AFFINITY = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+def _namespace(name: str) -> str:
+    return name.split("/", 1)[0] if "/" in name else "default"
+
+
+def _topo(node: Node, key: str) -> str | None:
+    if key == "kubernetes.io/hostname":
+        return node.labels.get(key, node.name)
+    return node.labels.get(key)
+
+
+def _inclusion(node: Node, pod: PodRequest, c) -> bool:
+    """kube's node inclusion policies of a spread constraint (nodeAffinity Honor, taints Ignore by default)."""
+    if (c.node_affinity_policy or "Honor") == "Honor":
+        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+            return False
+        na = pod.affinity.node_affinity if pod.affinity is not None else None
+        if na is not None and na.required is not None and not na.required.matches(node.labels, node.name):
+            return False
+    if (c.node_taints_policy or "Ignore") == "Honor" and _taint_reason(node, pod) is not None:
+        return False
+    return True
+
+
+def _term(raw, owner) -> tuple:
+    """(topologyKey, selector or None, namespaces or None for all) of a pod affinity term of ``owner``."""
+    selector = raw.label_selector
+    if selector is not None:
+        extra = [LabelSelectorRequirement(k, "In", (owner.labels[k],)) for k in raw.match_label_keys if k in owner.labels]
+        extra += [LabelSelectorRequirement(k, "NotIn", (owner.labels[k],))
+                  for k in raw.mismatch_label_keys if k in owner.labels]
+        selector = LabelSelector(dict(selector.match_labels), selector.match_expressions + tuple(extra))
+    if raw.namespace_selector is not None and raw.namespace_selector.empty:
+        spaces = None
+    elif raw.namespaces:
+        spaces = set(raw.namespaces)
+    else:
+        spaces = {_namespace(owner.name)}
+    return raw.topology_key, selector, spaces
+
+
+def _term_matches(term: tuple, other) -> bool:
+    _, selector, spaces = term
+    if spaces is not None and _namespace(other.name) not in spaces:
+        return False
+    return selector is not None and selector.matches(other.labels)
 
 
 def _tolerated(tol, taint: Taint) -> bool:
@@ -544,6 +604,7 @@ class ReferenceCluster:
                     cpu=rp.cpu_milli,
                     mem=rp.memory_mib,
                     tags=((len(rp.gpus),) if rp.gpus else ()) + (0,) * len(rp.gpu_shares),
+                    pod=rp,
                 )
                 self._nodes[i].apply(h, +1)
                 self._held[rp.name] = h
@@ -741,7 +802,7 @@ class ReferenceCluster:
         feasible: list[int] = []
         counts: Counter = Counter()
         for i in candidates:
-            reasons = _filter(self._nodes[i], pod)
+            reasons = _filter(self._nodes[i], pod) or self._inter_pod(pod, i)
             if reasons:
                 counts.update(reasons)
             else:
@@ -786,7 +847,7 @@ class ReferenceCluster:
         """Place and apply one pod on ``node`` (chosen by the caller: no node draw), or None
         when the node does not take it; its GPUs are chosen as ``policy`` chooses them."""
         st = self._nodes[node]
-        if _filter(st, pod):
+        if _filter(st, pod) or self._inter_pod(pod, node):
             return None
         fgd_gpu = self._fgd(st, pod, policy == "fgd-pack")[1] if policy in ("fgd", "fgd-pack") else None
         return self._take(pod, node, policy, rng, fgd_gpu)
@@ -797,7 +858,7 @@ class ReferenceCluster:
         """Choose the pod's GPUs (and NICs) on node ``chosen``, which fits it, and apply it
         (rules: "GPUs inside the chosen node"); ``fgd_gpu``: the GPU fgd's score chose."""
         st = self._nodes[chosen]
-        h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))
+        h = _Holding(node=chosen, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod), pod=pod)
         gpu_milli: int | None = None
         if pod.gpus == 0:
             gpus: tuple[int, ...] = ()
@@ -828,6 +889,68 @@ class ReferenceCluster:
             pod=pod.name, node=st.node.name, gpus=gpus, gpu_milli=gpu_milli, gang=pod.gang, nics=nics
         )
         return a, h
+
+    # --- inter-pod rules (rules: "Inter-pod rules"), counted from scratch per node --------
+
+    def _pods_on(self) -> list[tuple[Node, object]]:
+        return [(st.node, h.pod) for st in self._nodes for h in st.holders.values() if h.pod is not None]
+
+    def _inter_pod(self, pod: PodRequest, i: int) -> list[str]:
+        """kube's PodTopologySpread then InterPodAffinity on node i: [reason] or []."""
+        node = self._nodes[i].node
+        ns = _namespace(pod.name)
+        on = self._pods_on()
+        rules = [c for c in pod.topology_spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
+        for c in rules:
+            value = _topo(node, c.topology_key)
+            if value is None:
+                return [SPREAD_LABEL]
+            selector = c.label_selector
+            if selector is not None:
+                merged = dict(selector.match_labels)
+                extra = [LabelSelectorRequirement(k, "In", (pod.labels[k],)) for k in c.match_label_keys if k in pod.labels]
+                selector = LabelSelector(merged, selector.match_expressions + tuple(extra))
+            counting = [n.node for n in self._nodes
+                        if all(_topo(n.node, r.topology_key) is not None for r in rules) and _inclusion(n.node, pod, c)]
+            domains = {_topo(n, c.topology_key): 0 for n in counting}
+            for n, other in on:
+                if n in counting and selector is not None and not selector.empty \
+                        and _namespace(other.name) == ns and not getattr(other, "terminating", False) \
+                        and selector.matches(other.labels):
+                    domains[_topo(n, c.topology_key)] += 1
+            low = min(domains.values()) if len(domains) >= (c.min_domains or 1) else 0
+            own = 1 if selector is not None and selector.matches(pod.labels) else 0
+            if domains.get(value, 0) + own - low > c.max_skew:
+                return [SPREAD_SKEW]
+        a = pod.affinity
+        required = list(a.pod_affinity.required) if a is not None and a.pod_affinity is not None else []
+        if required:
+            terms = [_term(t, pod) for t in required]
+
+            def all_terms(other: object) -> bool:
+                return all(_term_matches(t, other) for t in terms)
+
+            if any(_topo(node, t[0]) is None for t in terms):
+                return [AFFINITY]
+            ok = all(any(_topo(n, t[0]) == _topo(node, t[0]) and all_terms(o) for n, o in on) for t in terms)
+            if not ok:
+                anywhere = any(all_terms(o) and _topo(n, t[0]) is not None for n, o in on for t in terms)
+                if anywhere or not all_terms(pod):
+                    return [AFFINITY]
+        anti = list(a.pod_anti_affinity.required) if a is not None and a.pod_anti_affinity is not None else []
+        for raw in anti:
+            t = _term(raw, pod)
+            here = _topo(node, t[0])
+            if here is not None and any(_topo(n, t[0]) == here and _term_matches(t, o) for n, o in on):
+                return [ANTI_AFFINITY]
+        for n, o in on:
+            oa = o.affinity
+            for raw in (oa.pod_anti_affinity.required if oa is not None and oa.pod_anti_affinity is not None else ()):
+                t = _term(raw, o)
+                here = _topo(node, t[0])
+                if here is not None and _topo(n, t[0]) == here and _term_matches(t, pod):
+                    return [EXISTING_ANTI]
+        return []
 
     # --- FGD (rules: "fgd") ---------------------------------------------------------------
 
@@ -1237,7 +1360,7 @@ class ReferenceCluster:
         for g in a.gpus:
             if not (0 <= g < st.hw.gpus) or not st.healthy[g]:
                 raise bad(f"GPU {g} is not a healthy GPU of the node")
-        h = _Holding(node=i, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod))
+        h = _Holding(node=i, cpu=pod.cpu_milli, mem=pod.memory_mib, tags=_pod_tags(pod), pod=pod)
         if pod.shared:
             g = a.gpus[0]
             if a.gpu_milli is not None and a.gpu_milli != pod.gpu_milli:

@@ -190,6 +190,22 @@ CASES = [
                 placer.model.affinity.NodeSelectorRequirement("zone", "In", ("h", "z")),)),))),),
          check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
 ]
+# the inter-pod rules (tests/test_kube_interpod.py has kube's rows): a pod placed before keeps
+# pods of label app=x out of its zone, or counts in the zone spread of the pod
+_REPELS_X = {"name": "c", "gpus": 1, "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "x"}}}]}}}
+_ZONE_SPREAD = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "x"}}}
+CASES += [
+    Case("labels", {"app": "x"}, MappingProxyType({"app": "x"}), before=[_REPELS_X],
+         check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
+    Case("topologySpreadConstraints", [_ZONE_SPREAD],
+         (placer.model.TopologySpreadConstraint(
+             max_skew=1, topology_key="zone", when_unsatisfiable="DoNotSchedule",
+             label_selector=placer.model.affinity.LabelSelector(match_labels={"app": "x"})),),
+         base={"gpus": 1, "labels": {"app": "x"}}, before=[{"name": "c", "gpus": 1, "labels": {"app": "x"}}],
+         check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
+]
 CASE_FIELDS = {case.field for case in CASES}
 
 

@@ -61,6 +61,7 @@ from placer.mig.plans import (
 )
 from placer.model.mig_profiles import MigProfile, table_for
 from placer.model.reasons import UNTOLERATED_TAINT, kube_reason
+from placer.model import reasons as wording
 from placer.model import (
     ClusterSnapshot,
     GangSpec,
@@ -79,12 +80,21 @@ CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "
 """The causes an explanation names, in the order they are tested."""
 
 CAUSE_COLORS = {"registration": "red", "too large": "red", "filters": "yellow", "topology": "yellow",
+                "affinity": "yellow", "anti-affinity": "yellow", "spread": "yellow",
                 "fragmentation": "cyan", "capacity": "cyan"}
 """The colour of each cause on a terminal: red for what no wait fixes, yellow for rules,
 cyan for what frees up as pods end."""
 
 NEAREST = 3
 """Nodes listed as nearest to fitting, per pending pod or gang."""
+
+INTER_POD_CAUSES = {
+    wording.SPREAD_MISSING_LABEL: "spread", wording.SPREAD: "spread", wording.POD_AFFINITY: "affinity",
+    wording.POD_ANTI_AFFINITY: "anti-affinity", wording.EXISTING_ANTI_AFFINITY: "anti-affinity",
+}
+"""The cause class of each inter-pod reason (``docs/placement-rules.md``, "Inter-pod rules")."""
+NAMED_NODES = 5
+"""Nodes named per inter-pod rule in a detail."""
 
 NO_NODES = "the snapshot has no nodes: 0/0 nodes are available"
 """The detail of every pending pod or gang of a snapshot without nodes."""
@@ -393,6 +403,7 @@ def _explain_group(
         hold_empty |= fits_empty & shape.eligible
     nearest = _nearest(cluster, main, caps[0], fits_empty_per_shape[0])
     registration = _registration_gap(cluster, main.pod)
+    inter_pod = _inter_pod(cluster, main, caps[0] > 0, node_reasons)
     if registration:
         cause, detail = "registration", registration
     elif too_large:
@@ -404,6 +415,8 @@ def _explain_group(
             f"{could} node(s) could hold {_pod_text(main.pod)} when empty, and every one is ruled out "
             f"before resources: {_listing(session.static_reasons(main.pod))}"
         )
+    elif inter_pod is not None:
+        cause, detail = inter_pod
     elif fits_total and levels and all(lv.fits < lv.needed for lv in levels[-1:]):
         cause = "topology"
         lv = levels[-1]
@@ -458,6 +471,32 @@ def _filtered(cluster: Cluster, pod: PodRequest) -> tuple[str, ...]:
                 f"{taint.key}:{taint.effect}" if taint is not None else "")
             per_reason[reason].append(f"{nodes[i].name} ({shown})" if shown else nodes[i].name)
     return tuple(f"{reason}: {some_of(names, 8)}" for reason, names in per_reason.items())
+
+
+def _inter_pod(
+    cluster: Cluster, shape: gangs.Shape, fits_now: np.ndarray, node_reasons: dict[str, int]
+) -> tuple[str, str] | None:
+    """The cause class and detail when every node that has room for the pod now fails one
+    of its inter-pod rules (the rule of most nodes names the class), counting those nodes in
+    ``node_reasons``; None when some such node passes them, or none has room."""
+    session = cluster.session
+    room = np.flatnonzero(fits_now & shape.eligible).tolist()
+    failing = session.inter_pod_failures(shape.pod)
+    if not room or not failing or any(n not in failing for n in room):
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for n in room:
+        by_reason.setdefault(failing[n], []).append(session.node_names[n])
+    for reason, names in by_reason.items():
+        node_reasons[reason] = node_reasons.get(reason, 0) + len(names)
+    ranked = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    parts = [
+        f"{reason} on {', '.join(names[:NAMED_NODES])}" + (f" and {len(names) - NAMED_NODES} more" if len(names) > NAMED_NODES else "")
+        for reason, names in ranked
+    ]
+    return INTER_POD_CAUSES[ranked[0][0]], (
+        f"{len(room)} node(s) have room for {_pod_text(shape.pod)}, and each fails an inter-pod rule: " + "; ".join(parts)
+    )
 
 
 def _fits_empty(snapshot: ClusterSnapshot, pod: PodRequest) -> np.ndarray:

@@ -26,7 +26,19 @@ cdef enum:
     R_PODS = 2
     R_GPU = 3
     R_GPU_MEM = 4
-    N_REASONS = 5
+    # then the inter-pod rules' counters (pack.RELATIONAL_REASONS order), kube's filter order
+    R_SPREAD_LABEL = 5
+    R_SPREAD = 6
+    R_AFFINITY = 7
+    R_ANTI = 8
+    R_EXISTING_ANTI = 9
+    N_REASONS = 10
+
+# Kinds of an inter-pod constraint (placer.kernel.relations builds them)
+cdef enum:
+    REL_ZERO = 0       # passes where the node has no such label or its domain counts no pod
+    REL_AFFINITY = 1   # passes where the node's domain counts some pod
+    REL_SPREAD = 2     # passes where the domain's count + self - the minimum <= maxSkew
 
 cdef enum:
     MAX_K = 16         # largest set size with tables (nodes of at most 16 GPUs)
@@ -115,6 +127,47 @@ cdef struct Pod:
     const uint64_t* eligible
 
 
+cdef struct RelView:
+    # The inter-pod rules of one batch (placer.kernel.relations.Relations): constraints whose
+    # counts per topology domain change as pods are placed, and which constraints each pod
+    # must pass and adds to. Domains are numbered per topology key.
+    int32_t n_cons
+    int32_t n_nodes
+    int32_t n_words
+    int32_t n_pods
+    const int32_t* dom_of           # [key * n_nodes + node]: the node's domain of the key, -1: no label
+    const int32_t* dom_node_start   # [key_dom_base[key] + domain]: first entry in dom_nodes (one more at the end)
+    const int32_t* dom_nodes        # the nodes of each domain
+    const int32_t* key_dom_base     # per key: its first domain among all keys' (key count + 1 entries)
+    const uint64_t* has_key         # [key * n_words + word]: nodes with the key's label
+    const int32_t* con_key          # per constraint: its topology key
+    const int32_t* con_kind         # REL_ZERO, REL_AFFINITY, REL_SPREAD
+    const int32_t* con_reason       # its R_* counter
+    const int32_t* con_off          # offset of its domains in count and in_map
+    const int32_t* con_group        # affinity: the group of the terms of one pod (-1: none)
+    const int32_t* con_max_skew
+    const int32_t* con_min_domains
+    const int32_t* con_self         # spread: 1 when its pods match their own selector
+    const uint64_t* con_counted     # [c * n_words + word]: nodes whose pods count
+    const uint8_t* in_map           # spread: the domain has a counted node (kube's TpValueToMatchNum key)
+    int32_t* count                  # [con_off[c] + domain]: pods counted
+    uint64_t* con_pass              # [c * n_words + word]: nodes that pass now
+    int32_t* con_min                # spread: the minimum count over its domains in the map
+    int32_t* con_domains            # spread: domains in the map
+    int64_t* group_total            # per group: pods counted by its terms, over all domains
+    const int32_t* need_start       # [pod]: first entry in need_con (one more at the end)
+    const int32_t* need_con         # constraints the pod must pass, in kube's filter order
+    const uint8_t* need_self        # affinity: the pod matches its own terms (kube's first-pod rule)
+    const int32_t* add_start        # [pod]: first entry in add_con
+    const int32_t* add_con          # constraints whose counts the pod adds to when placed
+    uint64_t* scratch               # one node bitset: a pod's eligible nodes under its rules
+
+
+cdef class Relations:
+    cdef RelView view
+    cdef readonly dict arrays
+
+
 cdef class Kernel:
     cdef NodeState st
     cdef object _arrays
@@ -128,7 +181,7 @@ cdef class Kernel:
     cdef void _place_all(self, const BatchView* b, int policy, const uint64_t[::1] allowed,
                          uint64_t[::1] rng_state, int32_t[::1] out_node, uint64_t[::1] out_gpus,
                          uint64_t[::1] out_nics, int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons,
-                         double* trace, const int32_t[::1] shape_of) noexcept
+                         double* trace, const int32_t[::1] shape_of, RelView* rel, int32_t rel_from) noexcept
 
 
 cdef struct BatchView:

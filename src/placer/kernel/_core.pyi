@@ -44,6 +44,16 @@ class PodBatch:
     def shape_columns(self) -> npt.NDArray[np.int64]: ...
 
 @disjoint_base
+class Relations:
+    arrays: dict[str, npt.NDArray[Any]]
+    def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_nodes: int, n_words: int) -> None: ...
+    @property
+    def n_pods(self) -> int: ...
+    def passes(self, pod: int, node: int) -> int: ...
+    def failures(self, pod: int) -> npt.NDArray[np.int32]: ...
+    def add(self, pod: int, node: int, sign: int) -> None: ...
+
+@disjoint_base
 class Kernel:
     def __init__(self, arrays: dict[str, npt.NDArray[Any]], n_models: int) -> None: ...
     def set_gpu_tables(
@@ -85,6 +95,8 @@ class Kernel:
         frag_trace: npt.NDArray[np.float64] | None = ...,
         shapes: npt.NDArray[np.int32] | None = ...,
         cache: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]] | None = ...,
+        relations: Relations | None = ...,
+        relations_from: int = ...,
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.uint64],
@@ -99,6 +111,7 @@ class Kernel:
         node_of_pod: npt.NDArray[np.int32],
         policy: int,
         rng: npt.NDArray[np.uint64] | None = ...,
+        relations: Relations | None = ...,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], int]: ...
     def bind(
         self,

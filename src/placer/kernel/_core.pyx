@@ -841,6 +841,226 @@ cdef void take(NodeState* st, int32_t n, const Pod* p, int32_t policy, uint64_t*
     apply(st, n, p, chosen[0], 1, 1, is_shared(p))
 
 
+# ---------------------------------------------------------------------------------------
+# Inter-pod rules (kube-scheduler's PodTopologySpread and InterPodAffinity filters): counts
+# per topology domain per constraint, the nodes each constraint lets through kept current.
+
+cdef inline bint rel_node_passes(const RelView* r, int32_t c, int32_t n) noexcept nogil:
+    """Whether node n passes constraint c under its counts now."""
+    cdef int32_t d = r.dom_of[<int64_t>r.con_key[c] * r.n_nodes + n]
+    cdef int32_t kind = r.con_kind[c], low
+    if kind == REL_ZERO:
+        return d < 0 or r.count[r.con_off[c] + d] == 0
+    if d < 0:
+        return False
+    if kind == REL_AFFINITY:
+        return r.count[r.con_off[c] + d] > 0
+    low = 0 if r.con_domains[c] < r.con_min_domains[c] else r.con_min[c]
+    return <int64_t>r.count[r.con_off[c] + d] + r.con_self[c] - low <= r.con_max_skew[c]
+
+
+cdef inline void rel_set_bit(RelView* r, int32_t c, int32_t n) noexcept nogil:
+    cdef uint64_t bit = (<uint64_t>1) << (n % 64)
+    cdef uint64_t* word = &r.con_pass[<int64_t>c * r.n_words + n // 64]
+    if rel_node_passes(r, c, n):
+        word[0] |= bit
+    else:
+        word[0] &= ~bit
+
+
+cdef int32_t rel_minimum(const RelView* r, int32_t c) noexcept nogil:
+    """The least count over the constraint's domains in the map (2^31 - 1: none)."""
+    cdef int32_t key = r.con_key[c], d, low = 2147483647
+    cdef int32_t doms = r.key_dom_base[key + 1] - r.key_dom_base[key]
+    for d in range(doms):
+        if r.in_map[r.con_off[c] + d] and r.count[r.con_off[c] + d] < low:
+            low = r.count[r.con_off[c] + d]
+    return low
+
+
+cdef void rel_refresh(RelView* r, int32_t c) noexcept nogil:
+    """Recompute the constraint's minimum and the pass bit of every node."""
+    cdef int32_t n
+    if r.con_kind[c] == REL_SPREAD:
+        r.con_min[c] = rel_minimum(r, c)
+    for n in range(r.n_nodes):
+        rel_set_bit(r, c, n)
+
+
+cdef void rel_add(RelView* r, int32_t c, int32_t n, int32_t sign) noexcept nogil:
+    """A pod that constraint c counts is placed on (sign 1) or taken off (-1) node n."""
+    cdef int32_t key = r.con_key[c], d, g, i, old_min
+    if not ((r.con_counted[<int64_t>c * r.n_words + n // 64] >> (n % 64)) & 1):
+        return
+    d = r.dom_of[<int64_t>key * r.n_nodes + n]
+    if d < 0:
+        return
+    r.count[r.con_off[c] + d] += sign
+    if r.con_group[c] >= 0:
+        r.group_total[r.con_group[c]] += sign
+    if r.con_kind[c] == REL_SPREAD:
+        old_min = r.con_min[c]
+        r.con_min[c] = rel_minimum(r, c)
+        if r.con_min[c] != old_min:
+            for i in range(r.n_nodes):
+                rel_set_bit(r, c, i)
+            return
+    g = r.key_dom_base[key] + d
+    for i in range(r.dom_node_start[g], r.dom_node_start[g + 1]):
+        rel_set_bit(r, c, r.dom_nodes[i])
+
+
+cdef void rel_add_pod(RelView* r, int32_t pod, int32_t n, int32_t sign) noexcept nogil:
+    cdef int32_t i
+    for i in range(r.add_start[pod], r.add_start[pod + 1]):
+        rel_add(r, r.add_con[i], n, sign)
+
+
+cdef inline const uint64_t* rel_need_bits(const RelView* r, int32_t i) noexcept nogil:
+    """The nodes need entry i lets through: an affinity term of a pod that matches its own
+    terms passes every node with the key while no pod matches yet (kube's first-pod rule)."""
+    cdef int32_t c = r.need_con[i]
+    if r.need_self[i] and r.con_group[c] >= 0 and r.group_total[r.con_group[c]] == 0:
+        return r.has_key + <int64_t>r.con_key[c] * r.n_words
+    return r.con_pass + <int64_t>c * r.n_words
+
+
+cdef const uint64_t* rel_filter(RelView* r, int32_t pod, const uint64_t* eligible) noexcept nogil:
+    """The pod's eligible nodes under its rules (``r.scratch``), or ``eligible`` without rules."""
+    cdef int32_t i, w
+    cdef const uint64_t* bits
+    if r.need_start[pod] == r.need_start[pod + 1]:
+        return eligible
+    for w in range(r.n_words):
+        r.scratch[w] = eligible[w]
+    for i in range(r.need_start[pod], r.need_start[pod + 1]):
+        bits = rel_need_bits(r, i)
+        for w in range(r.n_words):
+            r.scratch[w] &= bits[w]
+    return r.scratch
+
+
+cdef int32_t rel_first_failure(const RelView* r, int32_t pod, int32_t n) noexcept nogil:
+    """The R_* counter of the first of the pod's constraints node n fails; -1: none."""
+    cdef int32_t i, c
+    cdef const uint64_t* bits
+    for i in range(r.need_start[pod], r.need_start[pod + 1]):
+        c = r.need_con[i]
+        bits = rel_need_bits(r, i)
+        if not ((bits[n // 64] >> (n % 64)) & 1):
+            if r.con_kind[c] == REL_SPREAD and r.dom_of[<int64_t>r.con_key[c] * r.n_nodes + n] < 0:
+                return R_SPREAD_LABEL
+            return r.con_reason[c]
+    return -1
+
+
+cdef void rel_count_reasons(const NodeState* st, const RelView* r, int32_t pod, const Pod* p,
+                            const uint64_t* only, int32_t* out) noexcept nogil:
+    """Per inter-pod reason, the statically eligible nodes that fit the pod's resources but
+    fail one of its rules (kube runs these filters after NodeResourcesFit)."""
+    cdef int32_t w, n, why
+    cdef uint64_t word
+    for w in range(st.n_words):
+        word = p.eligible[w] & only[w]
+        while word:
+            n = w * 64 + placer_ctz(word)
+            word &= word - 1
+            if node_fits(st, n, p):
+                why = rel_first_failure(r, pod, n)
+                if why >= 0:
+                    out[why] += 1
+
+
+cdef class Relations:
+    """The inter-pod rules of one batch as typed arrays (built by
+    :func:`placer.kernel.relations.compile_relations`; the names are the fields of
+    ``RelView`` in ``_core.pxd``). The counts and pass bitsets change as the kernel places
+    and takes back pods; every constraint's pass bits are computed here from its counts."""
+
+    def __init__(self, dict arrays, int32_t n_nodes, int32_t n_words):
+        cdef int32_t n_cons = arrays["con_kind"].shape[0], n_keys = arrays["key_dom_base"].shape[0] - 1
+        cdef int32_t n_pods = arrays["need_start"].shape[0] - 1, c
+        cdef int64_t cells = arrays["count"].shape[0]
+        cdef int32_t n_groups = arrays["group_total"].shape[0]
+        self.arrays = arrays
+        r = &self.view
+        r.n_cons = n_cons
+        r.n_nodes = n_nodes
+        r.n_words = n_words
+        r.n_pods = n_pods
+        r.dom_of = _data(arrays["dom_of"], <int64_t>n_keys * n_nodes, <int32_t*>NULL)
+        r.key_dom_base = _data(arrays["key_dom_base"], n_keys + 1, <int32_t*>NULL)
+        r.dom_node_start = _data(arrays["dom_node_start"], r.key_dom_base[n_keys] + 1, <int32_t*>NULL)
+        r.dom_nodes = _data(arrays["dom_nodes"], r.dom_node_start[r.key_dom_base[n_keys]], <int32_t*>NULL)
+        r.has_key = _data(arrays["has_key"], <int64_t>n_keys * n_words, <uint64_t*>NULL)
+        r.con_key = _data(arrays["con_key"], n_cons, <int32_t*>NULL)
+        r.con_kind = _data(arrays["con_kind"], n_cons, <int32_t*>NULL)
+        r.con_reason = _data(arrays["con_reason"], n_cons, <int32_t*>NULL)
+        r.con_off = _data(arrays["con_off"], n_cons, <int32_t*>NULL)
+        r.con_group = _data(arrays["con_group"], n_cons, <int32_t*>NULL)
+        r.con_max_skew = _data(arrays["con_max_skew"], n_cons, <int32_t*>NULL)
+        r.con_min_domains = _data(arrays["con_min_domains"], n_cons, <int32_t*>NULL)
+        r.con_self = _data(arrays["con_self"], n_cons, <int32_t*>NULL)
+        r.con_counted = _data(arrays["con_counted"], <int64_t>n_cons * n_words, <uint64_t*>NULL)
+        r.in_map = _data(arrays["in_map"], cells, <uint8_t*>NULL)
+        r.count = _data(arrays["count"], cells, <int32_t*>NULL)
+        r.con_pass = _data(arrays["con_pass"], <int64_t>n_cons * n_words, <uint64_t*>NULL)
+        r.con_min = _data(arrays["con_min"], n_cons, <int32_t*>NULL)
+        r.con_domains = _data(arrays["con_domains"], n_cons, <int32_t*>NULL)
+        r.group_total = _data(arrays["group_total"], n_groups, <int64_t*>NULL)
+        r.need_start = _data(arrays["need_start"], n_pods + 1, <int32_t*>NULL)
+        r.need_con = _data(arrays["need_con"], r.need_start[n_pods], <int32_t*>NULL)
+        r.need_self = _data(arrays["need_self"], r.need_start[n_pods], <uint8_t*>NULL)
+        r.add_start = _data(arrays["add_start"], n_pods + 1, <int32_t*>NULL)
+        r.add_con = _data(arrays["add_con"], r.add_start[n_pods], <int32_t*>NULL)
+        r.scratch = _data(arrays["scratch"], n_words, <uint64_t*>NULL)
+        for c in range(n_cons):
+            if (r.con_key[c] < 0 or r.con_key[c] >= n_keys or r.con_kind[c] < REL_ZERO or r.con_kind[c] > REL_SPREAD
+                    or r.con_off[c] < 0 or r.con_off[c] + r.key_dom_base[r.con_key[c] + 1]
+                    - r.key_dom_base[r.con_key[c]] > cells
+                    or r.con_reason[c] < R_SPREAD_LABEL or r.con_reason[c] >= N_REASONS
+                    or r.con_group[c] >= n_groups):
+                raise ValueError(f"relations constraint {c} is out of range")
+        for c in range(r.need_start[n_pods]):
+            if r.need_con[c] < 0 or r.need_con[c] >= n_cons:
+                raise ValueError("relations need entry out of range")
+        for c in range(r.add_start[n_pods]):
+            if r.add_con[c] < 0 or r.add_con[c] >= n_cons:
+                raise ValueError("relations add entry out of range")
+        with nogil:
+            for c in range(n_cons):
+                rel_refresh(r, c)
+
+    @property
+    def n_pods(self):
+        """Pods of the batch the relations were compiled for."""
+        return self.view.n_pods
+
+    def passes(self, int32_t pod, int32_t node):
+        """The R_* counter of the first rule of ``pod`` that ``node`` fails now, -1: none."""
+        if pod < 0 or pod >= self.view.n_pods or node < 0 or node >= self.view.n_nodes:
+            raise IndexError("pod or node out of range")
+        return rel_first_failure(&self.view, pod, node)
+
+    def failures(self, int32_t pod):
+        """Per node, the R_* counter of the first rule of ``pod`` it fails now, -1: none (int32)."""
+        if pod < 0 or pod >= self.view.n_pods:
+            raise IndexError("pod out of range")
+        out_arr = np.full(self.view.n_nodes, -1, dtype=np.int32)
+        cdef int32_t[::1] out = out_arr
+        cdef int32_t n
+        with nogil:
+            for n in range(self.view.n_nodes):
+                out[n] = rel_first_failure(&self.view, pod, n)
+        return out_arr
+
+    def add(self, int32_t pod, int32_t node, int32_t sign):
+        """Count ``pod`` as placed on (``sign`` 1) or taken off (-1) ``node``."""
+        if pod < 0 or pod >= self.view.n_pods or node < 0 or node >= self.view.n_nodes:
+            raise IndexError("pod or node out of range")
+        rel_add_pod(&self.view, pod, node, 1 if sign > 0 else -1)
+
+
 cdef class PodBatch:
     """The pods of one kernel call as typed columns, checked once when built.
 
@@ -1044,7 +1264,8 @@ cdef class Kernel:
         self.st.kind_nic_class[kind] = _data(classes, self.st.kind_nics[kind] * NIC_CLASSES, <uint64_t*>NULL)
 
     def place_batch(self, PodBatch pods, int policy, cnp.ndarray rng, restrict=None,
-                    bint reasons=True, rank=None, frag_trace=None, shapes=None, cache=None):
+                    bint reasons=True, rank=None, frag_trace=None, shapes=None, cache=None,
+                    Relations relations=None, int32_t relations_from=0):
         """Place a batch of pods in order, binding each; groups are all or nothing.
 
         Parameters
@@ -1074,6 +1295,11 @@ cdef class Kernel:
             (max shape + 1) × nodes cells, to keep scores across calls with the same shape
             indices (default: a fresh cache for this call). The caller zeroes the stamps
             whenever a score could change without its node changing (a new packing guide).
+        relations : Relations, optional
+            The batch's inter-pod rules: each pod goes only where its rules pass now, and
+            counts in the rules it matches once placed (taken back with a failed group).
+        relations_from : int
+            The relations' index of the batch's first pod (a batch placed in parts).
 
         Returns
         -------
@@ -1083,8 +1309,10 @@ cdef class Kernel:
             GPU mask per placed pod.
         failed_at : ndarray of int32
             For a pod of a failed group, the index of the pod that found no node; -1 else.
-        reason_counts : ndarray of int32, shape (pods, 5)
-            Resource shortfall counts (``_typedefs.RESOURCE_REASONS``) for the pod that failed.
+        reason_counts : ndarray of int32, shape (pods, 10)
+            For the pod that failed, the resource shortfall counts
+            (``reasons.RESOURCE_REASONS``), then the nodes that fit its resources but fail
+            an inter-pod rule (``reasons.RELATIONAL_REASONS``).
         nics : ndarray of uint64
             NIC mask per placed pod (bit j = NIC j of the node's kind).
         """
@@ -1127,10 +1355,16 @@ cdef class Kernel:
         if rank is not None:
             self._rank = rank
             self.st.rank = _data(rank, self.st.n_nodes, <int32_t*>NULL)
+        cdef RelView* rel = NULL
+        if relations is not None:
+            if (relations.view.n_nodes != self.st.n_nodes or relations_from < 0
+                    or relations_from + n_pods > relations.view.n_pods):
+                raise ValueError("the relations are not of this cluster and batch")
+            rel = &relations.view
         self.st.n_shapes = n_shapes
         try:
             self._place_all(&pods.view, policy, allowed, rng_state, out_node, out_gpus, out_nics, failed,
-                            counts, reasons, trace, shape_of)
+                            counts, reasons, trace, shape_of, rel, relations_from)
         finally:
             self.st.n_shapes = 0
             self.st.cache_stamp = NULL
@@ -1140,9 +1374,10 @@ cdef class Kernel:
     cdef void _place_all(self, const BatchView* b, int policy, const uint64_t[::1] allowed,
                          uint64_t[::1] rng_state, int32_t[::1] out_node, uint64_t[::1] out_gpus,
                          uint64_t[::1] out_nics, int32_t[::1] failed, int32_t[:, ::1] counts, bint reasons,
-                         double* trace, const int32_t[::1] shape_of) noexcept:
+                         double* trace, const int32_t[::1] shape_of, RelView* rel, int32_t rel_from) noexcept:
         cdef int32_t i, j, k, end, n
         cdef Pod p
+        cdef const uint64_t* static_eligible
         with nogil:
             i = 0
             while i < b.size:
@@ -1151,12 +1386,23 @@ cdef class Kernel:
                     load_pod(&p, b, j)
                     if self.st.n_shapes:
                         p.shape = shape_of[j]
+                    static_eligible = p.eligible
+                    if rel != NULL:
+                        p.eligible = rel_filter(rel, j + rel_from, p.eligible)
                     n = place_one(&self.st, &p, policy, &allowed[0], &rng_state[0], &out_gpus[j],
                                   &out_nics[j])
                     out_node[j] = n
+                    if n >= 0 and rel != NULL:
+                        rel_add_pod(rel, j + rel_from, n, 1)
                     if n < 0:
+                        p.eligible = static_eligible
                         if reasons:
                             count_reasons(&self.st, &p, &allowed[0], &counts[j, 0])
+                            if rel != NULL:
+                                rel_count_reasons(&self.st, rel, j + rel_from, &p, &allowed[0], &counts[j, 0])
+                        if rel != NULL:
+                            for k in range(j - 1, i - 1, -1):
+                                rel_add_pod(rel, k + rel_from, out_node[k], -1)
                         undo_group(&self.st, b, i, j, out_node, out_gpus, failed, end)
                         for k in range(i, end):
                             out_nics[k] = 0
@@ -1203,16 +1449,17 @@ cdef class Kernel:
                 out[n] = 0
         return out_arr
 
-    def place_on(self, PodBatch pods, cnp.ndarray node_of_pod, int policy, rng=None):
+    def place_on(self, PodBatch pods, cnp.ndarray node_of_pod, int policy, rng=None, Relations relations=None):
         """Place pod j on node ``node_of_pod[j]`` (GPUs and NICs chosen there); all or nothing.
 
         ``pods`` is as in :meth:`place_batch` (``models``, ``klass`` and ``group_end`` are
         not used: the caller chose the nodes). ``policy`` chooses the GPUs on the node as
         it does in :meth:`place_batch` (a shared pod's GPU differs under ``random``,
         ``fgd`` and ``fgd-pack``); ``rng`` is the SplitMix64 state ``random`` draws from,
-        advanced in place (omitted: a stream started at 0). Returns ``(gpus, nics,
-        failed)``: the GPU and NIC masks per pod, and the index of the first pod that did
-        not fit (-1: all placed; then nothing is bound).
+        advanced in place (omitted: a stream started at 0). ``relations``: the pods' inter-pod
+        rules (compiled for exactly these pods), which each node must pass in turn. Returns
+        ``(gpus, nics, failed)``: the GPU and NIC masks per pod, and the index of the first
+        pod that did not fit (-1: all placed; then nothing is bound).
         """
         cdef int32_t n_pods = pods.size
         cdef const BatchView* b = &pods.view
@@ -1224,6 +1471,11 @@ cdef class Kernel:
         cdef uint64_t[::1] rng_state = np.zeros(1, dtype=np.uint64) if rng is None else rng
         cdef int32_t j, k, n, failed = -1
         cdef Pod p
+        cdef RelView* rel = NULL
+        if relations is not None:
+            if relations.view.n_nodes != self.st.n_nodes or relations.view.n_pods != n_pods:
+                raise ValueError("the relations are not of this cluster and these pods")
+            rel = &relations.view
         if where.shape[0] != n_pods:
             raise ValueError("one node per pod")
         if rng_state.shape[0] != 1:
@@ -1236,12 +1488,16 @@ cdef class Kernel:
             for j in range(n_pods):
                 load_resources(&p, b, j)
                 n = where[j]
-                if not node_fits(&self.st, n, &p):
+                if not node_fits(&self.st, n, &p) or (rel != NULL and rel_first_failure(rel, j, n) >= 0):
                     failed = j
                     break
                 take(&self.st, n, &p, policy, &rng_state[0], &out_gpus[j], &out_nics[j])
+                if rel != NULL:
+                    rel_add_pod(rel, j, n, 1)
             if failed >= 0:
                 for k in range(failed - 1, -1, -1):
+                    if rel != NULL:
+                        rel_add_pod(rel, k, where[k], -1)
                     load_resources(&p, b, k)
                     apply(&self.st, where[k], &p, out_gpus[k], -1, 1, is_shared(&p))
                     out_gpus[k] = 0

@@ -16,6 +16,7 @@ from placer.kernel._core import Kernel
 from placer.kernel.free import FreeState, extended_free, node_free
 from placer.kernel.mig import MigState
 from placer.kernel.pack import PackedCluster, indices_to_mask, mask_to_indices
+from placer.kernel.relations import Occupants
 from placer.model import EMPTY, ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod, reasons
 from placer.model.fit import short_of
 
@@ -48,6 +49,8 @@ class Holdings:
         The cluster's MIG instances.
     free : FreeState
         Read-only views of ``packed``'s free arrays.
+    occupants : Occupants
+        The pods on the nodes for the inter-pod rules, kept current here.
 
     Attributes
     ----------
@@ -56,13 +59,15 @@ class Holdings:
     """
 
     def __init__(
-        self, snapshot: ClusterSnapshot, packed: PackedCluster, kernel: Kernel, mig: MigState, free: FreeState
+        self, snapshot: ClusterSnapshot, packed: PackedCluster, kernel: Kernel, mig: MigState, free: FreeState,
+        occupants: Occupants,
     ) -> None:
         self._snapshot = snapshot
         self._packed = packed
         self._kernel = kernel
         self._mig = mig
         self._free = free
+        self.occupants = occupants
         # pod name -> (node, what it holds): a running pod's record, or (request, GPU mask);
         # read through held(), which files the batches of hold_all() first
         self._held: dict[str, tuple[int, Any]] = packed.holdings
@@ -110,6 +115,10 @@ class Holdings:
         return self._slot_lists[name]
 
     def _apply(self, pod: PodRequest, node: int, mask: int, sign: int) -> None:
+        if sign > 0:
+            self.occupants.add(node, pod)
+        else:
+            self.occupants.remove(pod.name)
         if sign < 0 and pod.mig is not None:
             self._mig.give_back(pod.name)
         if pod.resources:
@@ -132,6 +141,10 @@ class Holdings:
         """Take (``sign`` 1) or give back (-1) what a running pod's record holds, MIG aside;
         a GPU that turned unhealthy under it stays without anything free either way."""
         unhealthy = self._snapshot.nodes[node].unhealthy_gpus
+        if sign > 0:
+            self.occupants.add(node, what)
+        else:
+            self.occupants.remove(what.name)
         self._packed.use_resources(node, what.resources, sign)
         healthy = [gpu for gpu in what.gpus if gpu not in unhealthy]
         self._kernel.bind(node, 1000, 0, what.cpu_milli, what.memory_mib, indices_to_mask(healthy), sign, 1, False)

@@ -59,7 +59,7 @@ _STATIC_DEFAULTS = tuple(defaults(PodRequest)[name] for name in _STATIC_FIELDS)
 _PLAIN_KEYS = [(kind, *map(canonical, _STATIC_DEFAULTS)) for kind in range(4)]
 _RESOURCES_AT = 1 + _STATIC_FIELDS.index("resources")  # classes that test free extended resources
 
-KERNEL_ABI = 16  # compiled into _core by setup.py; an import against an older build fails
+KERNEL_ABI = 18  # compiled into _core by setup.py; an import against an older build fails
 
 MASK = np.uint64  # GPU bitmask of one node (bit i = GPU i), bucket bitsets
 COUNT = np.uint8  # GPUs per node
@@ -151,6 +151,7 @@ class PackedCluster:
     extended_free: dict[str, np.ndarray] = field(default_factory=dict)  # per resource: free per node
     # per label key: each node's value as a code into the key's distinct values (-1: absent)
     _label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = field(default_factory=dict)
+    topology_domains: dict[str, Any] = field(default_factory=dict)  # per topology key (placer.kernel.relations)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _taint_set_of: np.ndarray | None = None
@@ -542,8 +543,12 @@ def pack_pods(
     unfiltered_kinds = [np.flatnonzero(~filtered & ~with_gpus), np.flatnonzero(~filtered & with_gpus)]
     firsts = [(int(members[0]), members) for members in unfiltered_kinds if len(members)]
     firsts += [(int(j), None) for j in np.flatnonzero(filtered).tolist()]
+    by_identity: dict[tuple[int, ...], EligibilityClass] = {}  # replicas share their field objects
     for j, members in sorted(firsts, key=itemgetter(0)):
-        ec = packed.eligibility(pods[j])
+        same = (pods[j].gpus > 0, pods[j].gpu_slots, *map(id, _static_values(pods[j])))
+        ec = by_identity.get(same)
+        if ec is None:
+            ec = by_identity[same] = packed.eligibility(pods[j])
         row = class_row.get(id(ec))
         if row is None:
             row = class_row[id(ec)] = len(classes)

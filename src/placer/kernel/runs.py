@@ -13,10 +13,11 @@ from typing import Sequence
 import numpy as np
 
 from placer.kernel import pack
-from placer.kernel._core import Kernel, PodBatch
+from placer.kernel._core import Kernel, PodBatch, Relations
 from placer.kernel.free import FreeState, extended_free
 from placer.kernel.guides import Guides
 from placer.kernel.pack import EligibilityClass, PackedCluster
+from placer.kernel.relations import REASON_CODES, Occupants, compile_relations
 from placer.kernel.tables import MAX_TABLE_GPUS, tables_for
 from placer.model import PodRequest, reasons
 from placer.model.fit import short_of
@@ -26,6 +27,7 @@ from placer.workload.packing import Demand
 __all__ = ["BatchPlacer", "Run"]
 
 _SCORE_CACHE_CELLS = 1 << 24  # (shape, node) scores kept per batch, at most
+_COUNTED_REASONS = reasons.RESOURCE_REASONS + reasons.RELATIONAL_REASONS  # the kernel's counters in order
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Run:
         else:
             inside = np.unpackbits(self._only.view(np.uint8), bitorder="little")[: self._n_nodes].astype(bool)
             merged = ec.reasons_among(inside)
-        for name, count in zip(reasons.RESOURCE_REASONS, self._counts[k].tolist()):
+        for name, count in zip(_COUNTED_REASONS, self._counts[k].tolist()):
             if count:
                 merged[name] = merged.get(name, 0) + count
         return merged
@@ -75,13 +77,38 @@ class BatchPlacer:
     free : FreeState
     guides : Guides
         The node order and packing guide the policies are told.
+    occupants : Occupants
+        The pods on the nodes, which the inter-pod rules count; the pods placed here join.
     """
 
-    def __init__(self, packed: PackedCluster, kernel: Kernel, free: FreeState, guides: Guides) -> None:
+    def __init__(
+        self, packed: PackedCluster, kernel: Kernel, free: FreeState, guides: Guides, occupants: Occupants
+    ) -> None:
         self._packed = packed
         self._kernel = kernel
         self._free = free
         self._guides = guides
+        self._occupants = occupants
+
+    def relations(self, pods: Sequence[PodRequest]) -> Relations | None:
+        """The inter-pod rules of ``pods`` placed in this order now (None: there are none)."""
+        p = self._packed
+        return compile_relations(p.nodes, p.n_words, pods, self._occupants, p.topology_domains)
+
+    def inter_pod_failures(self, pod: PodRequest) -> dict[int, str]:
+        """Node -> the inter-pod reason that turns ``pod`` away now, for the nodes that do."""
+        relations = self.relations([pod])
+        if relations is None:
+            return {}
+        words = dict(zip(REASON_CODES, reasons.RELATIONAL_REASONS))
+        codes = relations.failures(0)
+        return {n: words[code] for n, code in zip(np.flatnonzero(codes >= 0).tolist(), codes[codes >= 0].tolist())}
+
+    def _occupy(self, pods: Sequence[PodRequest], nodes: Sequence[int]) -> None:
+        """The pods placed join the occupants (later pods' rules count them)."""
+        for pod, node in zip(pods, nodes):
+            if node >= 0:
+                self._occupants.add(node, pod)
 
     def _batch(
         self, pods: Sequence[PodRequest], groups: Sequence[int] | None
@@ -125,15 +152,17 @@ class BatchPlacer:
         """Place ``pods`` in order with ``policy``, binding each (see :meth:`KernelSession.place`)."""
         batch, classes, with_resources = self._batch(pods, groups)
         shapes = self._shapes(batch, policy)
+        relations = self.relations(pods)
         if learn and policy.needs_packing_guide and self._guides.learner is not None:
             nodes, masks, failed_at, counts, nics = self._place_learning(
-                pods, batch, policy, rng, only, trace, reasons, shapes
+                pods, batch, policy, rng, only, trace, reasons, shapes, relations
             )
         else:
             nodes, masks, failed_at, counts, nics = self._kernel.place_batch(
-                batch, policy.code, rng, only, reasons, self._guides.rank, trace, shapes
+                batch, policy.code, rng, only, reasons, self._guides.rank, trace, shapes, None, relations
             )
         placed_on = nodes.tolist()
+        self._occupy(pods, placed_on)
         for j in with_resources:
             if placed_on[j] >= 0:
                 self._packed.use_resources(placed_on[j], pods[j].resources, 1)
@@ -149,6 +178,7 @@ class BatchPlacer:
         trace: np.ndarray | None,
         reasons: bool,
         shapes: np.ndarray | None,
+        relations: Relations | None,
     ) -> tuple[np.ndarray, ...]:
         """:meth:`place` in parts, each ending where the learner falls due."""
         learner = self._guides.learner
@@ -186,7 +216,7 @@ class BatchPlacer:
             out = self._kernel.place_batch(
                 part, policy.code, rng, only, reasons, self._guides.rank,
                 None if trace is None else trace[start:stop],
-                None if shapes is None else shapes[start:stop], cache,
+                None if shapes is None else shapes[start:stop], cache, relations, start,
             )
             out[2][out[2] >= 0] += start
             parts.append(out)
@@ -200,7 +230,9 @@ class BatchPlacer:
             learner.observe(arrivals)
             start = stop
         if not parts:
-            return self._kernel.place_batch(batch, policy.code, rng, only, reasons, self._guides.rank, trace, shapes)
+            return self._kernel.place_batch(
+                batch, policy.code, rng, only, reasons, self._guides.rank, trace, shapes, None, relations
+            )
         return tuple(np.concatenate(col) for col in zip(*parts))
 
     def place_on(
@@ -209,9 +241,13 @@ class BatchPlacer:
         """Place pod j on node ``nodes[j]``, its GPUs (and NICs) chosen there by ``policy``;
         all or nothing. Returns the GPU and NIC masks, or ``None`` with nothing bound."""
         batch, _, with_resources = self._batch(pods, None)
-        gpus, nics, failed = self._kernel.place_on(batch, np.asarray(nodes, dtype=pack.INDEX), policy.code, rng)
+        relations = self.relations(pods)
+        gpus, nics, failed = self._kernel.place_on(
+            batch, np.asarray(nodes, dtype=pack.INDEX), policy.code, rng, relations
+        )
         if failed >= 0:
             return None
+        self._occupy(pods, nodes)
         for j in with_resources:
             self._packed.use_resources(int(nodes[j]), pods[j].resources, 1)
         return gpus.tolist(), nics.tolist()
@@ -246,6 +282,11 @@ class BatchPlacer:
         if pod.gpus:
             first(free.gpu_memory_capacity[at] < pod.gpu_memory_mib, reasons.RESOURCE_REASONS[4])
             first(True if pod.shared else free.whole_gpus[at] < pod.gpus, reasons.NO_GPU)
+        relations = self.relations([pod])
+        if relations is not None:
+            failing = relations.failures(0)[at]
+            for k, reason in zip(REASON_CODES, reasons.RELATIONAL_REASONS):
+                first(failing == k, reason)
         first(True, reasons.NICS if pod.nics else reasons.NO_GPU)
         return [words[c] for c in code.tolist()]
 

@@ -12,7 +12,9 @@ module of ``placer.kernel``:
   are told (:func:`fgd_rank`);
 * :mod:`~placer.kernel.mig_placing` -- MIG pods (the slices: :mod:`~placer.kernel.mig`);
 * :mod:`~placer.kernel.holdings` -- who holds what: bind, release, evict, restore
-  (:class:`Evicted`).
+  (:class:`Evicted`);
+* :mod:`~placer.kernel.relations` -- the inter-pod rules of a batch, compiled for the
+  kernel, and the pods on the nodes they count (:class:`~placer.kernel.relations.Occupants`).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from placer.kernel.holdings import Evicted, Holdings, slot_counts
 from placer.kernel.mig import MigState
 from placer.kernel.mig_placing import MigPlacing
 from placer.kernel.pack import PackedCluster, mask_to_indices
+from placer.kernel.relations import Occupants
 from placer.kernel.runs import BatchPlacer, Run
 from placer.model import ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod
 from placer.policies import Policy
@@ -70,9 +73,10 @@ class KernelSession:
         self.mig = MigState(snapshot, p.mig_nodes)
         self.free = free_state(p)
         self.views: dict[str, tuple[int, Any]] = {}  # name -> (held_version, view) of derived views
-        self._holdings = Holdings(snapshot, p, kernel, self.mig, self.free)
+        occupants = Occupants.of(p.holdings)
+        self._holdings = Holdings(snapshot, p, kernel, self.mig, self.free, occupants)
         self._guides = Guides(p, kernel, self.free, self._holdings)
-        self._runs = BatchPlacer(p, kernel, self.free, self._guides)
+        self._runs = BatchPlacer(p, kernel, self.free, self._guides, occupants)
         self._mig_placing = MigPlacing(p, self.mig, self._holdings)
 
     # ------------------------------------------------------------------ the cluster
@@ -253,11 +257,19 @@ class KernelSession:
         """Why each of ``nodes`` cannot take ``pod`` (no MIG, no ``gpuSlots``) now, in
         kube-scheduler's words: the first static filter that turns it away, in kube's order
         (NodeAffinity's PreFilter of node names, unschedulable, node name, taint, node
-        affinity/selector, then GPU model), else the first resource it lacks (pod slots, CPU, memory, an
-        extended resource, GPU memory, GPUs). A node that lacks nothing of these turns the
-        pod away for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
+        affinity/selector, then GPU model), else the first resource it lacks (pod slots, CPU,
+        memory, an extended resource, GPU memory, GPUs), else the first inter-pod rule it fails
+        (:data:`placer.model.reasons.RELATIONAL_REASONS`: spread, affinity, anti-affinity,
+        existing pods' anti-affinity). A node that fails nothing of these turns the pod away
+        for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
         :data:`placer.model.reasons.NICS`)."""
         return self._runs.node_reasons(pod, nodes)
+
+    def inter_pod_failures(self, pod: PodRequest) -> dict[int, str]:
+        """Node -> kube's inter-pod reason (spread, affinity, anti-affinity, existing pods'
+        anti-affinity) that turns ``pod`` away now, for the nodes that do (the paths of MIG
+        and ``gpuSlots`` pods, which the kernel's batches do not place, read it)."""
+        return self._runs.inter_pod_failures(pod)
 
     # ------------------------------------------------------------------ MIG (mig_placing.py)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping, Optional
 
@@ -52,6 +53,12 @@ __all__ = [
     "required_node_selector",
     "prefilter_node_names",
     "node_affinity_matches",
+    "DEFAULT_NAMESPACE",
+    "namespace_of",
+    "InterPodTerm",
+    "required_terms",
+    "SpreadRule",
+    "spread_rules",
 ]
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -408,3 +415,122 @@ def node_affinity_matches(
         return False
     required = required_node_selector(affinity)
     return required is None or required.matches(labels, node_name)
+# ---------------------------------------------------------------------------------------
+# Inter-pod rules resolved for one pod (kube-scheduler's ``framework.AffinityTerm`` and the
+# PodTopologySpread constraint): what they match, with matchLabelKeys merged in.
+
+DEFAULT_NAMESPACE = "default"
+"""The namespace of a pod whose name has no ``namespace/`` part."""
+
+
+def namespace_of(name: str) -> str:
+    """A pod's namespace: the part of its name before ``/``, else ``default``."""
+    head, sep, _ = name.partition("/")
+    return head if sep else DEFAULT_NAMESPACE
+
+
+def _with_label_keys(
+    selector: LabelSelector, labels: Mapping[str, str], keys: tuple[str, ...], operator: Literal["In", "NotIn"]
+) -> LabelSelector:
+    extra = tuple(LabelSelectorRequirement(k, operator, (labels[k],)) for k in keys if k in labels)
+    if not extra:
+        return selector
+    return LabelSelector(selector.match_labels, selector.match_expressions + extra)
+
+
+@dataclass(frozen=True)
+class InterPodTerm:
+    """A required (anti-)affinity term of a pod, resolved as kube-scheduler resolves it.
+
+    ``namespaces`` None: every namespace (an empty ``namespaceSelector``); ``selector``
+    None: no pod (no ``labelSelector``). ``matchLabelKeys`` and ``mismatchLabelKeys`` are
+    merged into the selector as ``In``/``NotIn`` the pod's own value (the API server does
+    so at admission since ``MatchLabelKeysInPodAffinity``, GA and locked on in v1.33).
+    """
+
+    topology_key: str
+    selector: Optional[LabelSelector]
+    namespaces: Optional[frozenset[str]]
+
+    @classmethod
+    def of(cls, term: PodAffinityTerm, name: str, labels: Mapping[str, str]) -> "InterPodTerm":
+        """The term of the pod ``name`` with ``labels``."""
+        selector = term.label_selector
+        if selector is not None:
+            selector = _with_label_keys(selector, labels, term.match_label_keys, "In")
+            selector = _with_label_keys(selector, labels, term.mismatch_label_keys, "NotIn")
+        selector_of_namespaces = term.namespace_selector
+        if selector_of_namespaces is not None and selector_of_namespaces.empty:
+            namespaces: Optional[frozenset[str]] = None  # {} matches every namespace
+        elif selector_of_namespaces is None and not term.namespaces:
+            namespaces = frozenset((namespace_of(name),))
+        else:  # a selector with requirements: the schema refuses it (placer has no namespace labels)
+            namespaces = frozenset(term.namespaces)
+        return cls(term.topology_key, selector, namespaces)
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether a pod of this namespace and these labels is one the term means."""
+        if self.namespaces is not None and namespace not in self.namespaces:
+            return False
+        return self.selector is not None and self.selector.matches(labels)
+
+
+def required_terms(
+    affinity: Optional[Affinity], name: str, labels: Mapping[str, str]
+) -> tuple[tuple[InterPodTerm, ...], tuple[InterPodTerm, ...]]:
+    """A pod's required pod-affinity terms and required anti-affinity terms, resolved."""
+    if affinity is None:
+        return (), ()
+    terms = []
+    for rule in (affinity.pod_affinity, affinity.pod_anti_affinity):
+        found = () if rule is None else rule.required
+        terms.append(tuple(InterPodTerm.of(t, name, labels) for t in found))
+    return terms[0], terms[1]
+
+
+@dataclass(frozen=True)
+class SpreadRule:
+    """A ``DoNotSchedule`` topology spread constraint of a pod, resolved as
+    kube-scheduler's PodTopologySpread resolves it.
+
+    ``selector`` None counts no pod: no ``labelSelector``, or one without requirements
+    (kube's ``countPodsMatchSelector`` counts nothing for an empty selector); ``self_match``
+    is whether the pod matches its own selector (an empty one matches it).
+    """
+
+    topology_key: str
+    max_skew: int
+    min_domains: int
+    selector: Optional[LabelSelector]
+    self_match: bool
+    honor_affinity: bool
+    honor_taints: bool
+
+    @classmethod
+    def of(cls, c: TopologySpreadConstraint, labels: Mapping[str, str]) -> "SpreadRule":
+        """The constraint of a pod with ``labels``."""
+        selector = c.label_selector
+        if selector is not None:
+            selector = _with_label_keys(selector, labels, c.match_label_keys, "In")
+        self_match = selector is not None and selector.matches(labels)
+        return cls(
+            c.topology_key,
+            c.max_skew,
+            c.min_domains or 1,
+            None if selector is None or selector.empty else selector,
+            self_match,
+            (c.node_affinity_policy or "Honor") == "Honor",
+            (c.node_taints_policy or "Ignore") == "Honor",
+        )
+
+    def counts(self, namespace: str, own_namespace: str, labels: Mapping[str, str], terminating: bool) -> bool:
+        """Whether a pod counts in this rule of a pod of ``own_namespace``."""
+        return (
+            not terminating and namespace == own_namespace and self.selector is not None
+            and self.selector.matches(labels)
+        )
+
+
+def spread_rules(constraints: tuple[TopologySpreadConstraint, ...], labels: Mapping[str, str]) -> tuple[SpreadRule, ...]:
+    """A pod's ``DoNotSchedule`` constraints, resolved (``ScheduleAnyway`` ones only score)."""
+    return tuple(SpreadRule.of(c, labels) for c in constraints if c.when_unsatisfiable == "DoNotSchedule")

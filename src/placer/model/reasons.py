@@ -9,6 +9,12 @@ from typing import Mapping, Sequence
 
 __all__ = [
     "RESOURCE_REASONS",
+    "RELATIONAL_REASONS",
+    "SPREAD_MISSING_LABEL",
+    "SPREAD",
+    "POD_AFFINITY",
+    "POD_ANTI_AFFINITY",
+    "EXISTING_ANTI_AFFINITY",
     "UNSCHEDULABLE",
     "NODE_NAME",
     "UNTOLERATED_TAINT",
@@ -34,6 +40,7 @@ __all__ = [
     "gang_level_short",
     "gang_no_common_model",
     "gang_solver_gave_up",
+    "no_preemption_for_inter_pod_rules",
 ]
 
 
@@ -45,6 +52,15 @@ RESOURCE_REASONS = (
     "Insufficient GPU memory",
 )
 """The resources a node may lack, in the order of the kernel's shortfall counters (``R_*``)."""
+
+SPREAD_MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+SPREAD = "node(s) didn't match pod topology spread constraints"
+POD_AFFINITY = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+RELATIONAL_REASONS = (SPREAD_MISSING_LABEL, SPREAD, POD_AFFINITY, POD_ANTI_AFFINITY, EXISTING_ANTI_AFFINITY)
+"""kube-scheduler's PodTopologySpread and InterPodAffinity reasons, in the order of the
+kernel's counters after :data:`RESOURCE_REASONS` (``R_SPREAD_LABEL`` ..)."""
 
 
 UNSCHEDULABLE = "node(s) were unschedulable"
@@ -146,6 +162,12 @@ def gang_model_out_of_time(reason: str, time_limit_s: float) -> str:
 def gang_budget_spent(reason: str) -> str:
     """The greedy's ``reason``, when the request's time budget left nothing for CP-SAT."""
     return reason + "; the request's time budget (timeBudgetS) was spent before CP-SAT could run"
+
+
+def no_preemption_for_inter_pod_rules(reason: str) -> str:
+    """A pod with inter-pod rules that preemption does not try for (placer's victim search
+    does not re-check affinity, anti-affinity or spread with the victims gone)."""
+    return f"{reason} (preemption not attempted: the pod has inter-pod affinity or topology spread rules)"
 
 
 def gang_solver_gave_up(reason: str, status: str, time_limit_s: float) -> str:

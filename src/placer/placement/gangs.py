@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from placer.exceptions import InvalidInputError
 from placer.model import reasons
+from placer.model.interpod import has_relations
 from placer.model.domains import Domains, Hierarchy
 from placer.model.fit import short_of
 from placer.kernel import KernelSession, Run
@@ -490,6 +492,32 @@ def run_failures(
     return out
 
 
+def inter_pod_bound(session: KernelSession, pods: Sequence[PodRequest]) -> bool:
+    """Whether inter-pod rules bear on a gang: its pods have some, or a placed pod's
+    required anti-affinity turns one of them away from some node."""
+    return any(map(has_relations, pods)) or any(session.inter_pod_failures(p) for p in pods)
+
+
+def refuse_exact_with_relations(
+    session: KernelSession, pods: Sequence[PodRequest], spec: GangSpec, solver: str
+) -> None:
+    """Refuse ``solver: exact`` for a gang that inter-pod rules bear on (CP-SAT does not
+    model affinity, anti-affinity or topology spread); ``solver`` is the request's.
+
+    Raises
+    ------
+    InvalidInputError
+        At the gang's ``solver`` (or the request's when the gang names none).
+    """
+    if (spec.solver or solver) == "exact" and inter_pod_bound(session, pods):
+        raise InvalidInputError(
+            f"gangs.{spec.name}.solver" if spec.solver else "solver",
+            f"solver exact (CP-SAT) does not model inter-pod affinity, anti-affinity or topology spread, which bear "
+            f"on gang {spec.name} (its pods' rules, or a placed pod's anti-affinity): use greedy or auto (auto keeps "
+            "the greedy's answer for such a gang)",
+        )
+
+
 def place_gang_step(
     session: KernelSession,
     domains: Domains,
@@ -534,7 +562,8 @@ def place_gang_step(
     if counted_out and solver != "exact":
         # no domain holds even the largest shape alone: no solver can place the gang
         return outcome, _gang_result(domains, spec, outcome, "greedy", "infeasible")
-    if solver == "greedy" or (solver == "auto" and placed) or spent_budget:
+    if (solver == "greedy" or (solver == "auto" and (placed or inter_pod_bound(session, pods)))  # CP-SAT: no inter-pod rules
+            or spent_budget):
         if spent_budget and not placed and solver != "greedy":
             line = reasons.gang_budget_spent(outcome[0][3])
             outcome = [(pod, -1, 0, line, 0) for pod in pods]

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from placer.model import GangResult, GangSpec, PlacementRequest, PodRequest, Preemption, Unschedulable, replace
+from placer.model import GangResult, GangSpec, PlacementRequest, PodRequest, Preemption, Unschedulable, reasons, replace
+from placer.model.interpod import has_relations
 from placer.placement import gangs
 from placer.placement.gangs import Outcome
 from placer.placement.state import ClusterState
@@ -91,6 +92,9 @@ def preempt_for(
     still: list[Unschedulable] = []
     for u in tally.unschedulable[failed_from:]:
         pod = by_name[u.pod]
+        if has_relations(pod):
+            still.append(replace(u, reason=reasons.no_preemption_for_inter_pod_rules(u.reason)))
+            continue
         solver, status = "greedy", "feasible"
         best, _ = preemption.choose(session, state.snapshot, pod)
         if best is not None and mode == "exact":
@@ -102,7 +106,7 @@ def preempt_for(
             continue
         gone = preemption.evict(session, best.victims)
         fitted = session.place_on([pod], [best.node], policy, rng)
-        if fitted is None:  # pragma: no cover - the candidate check mirrors the kernel's fit
+        if fitted is None:  # the victims' node fails a running pod's anti-affinity (the victim search reads resources)
             for g in reversed(gone):
                 session.restore(g)
             still.append(u)

@@ -10,6 +10,7 @@ when the request says so (:mod:`placer.placement.preempting`). The rules are in
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -19,6 +20,7 @@ from placer.exceptions import InvalidInputError
 from placer.kernel import KernelSession
 from placer.kernel.pack import any_placed_apart
 from placer.model import GangSpec, PlacementRequest, PlacementResult, PodRequest, Unschedulable, replace
+from placer.model.interpod import has_relations
 from placer.model.reasons import kube_reason
 from placer.placement import gangs, kube_scores, order, sharing
 from placer.placement.preempting import preempt_for, preempt_gang
@@ -92,6 +94,7 @@ def run_request(state: ClusterState, request: PlacementRequest, policy: Policy, 
     :func:`placer.placement.binding.bind`.
     """
     session = state.session
+    _refuse_unmodelled(session, request)
     session.prepare(policy, request.pods, request.seed)
     budget_ends = time.perf_counter() + request.time_budget_s
     pods = order.by_priority(request.pods)
@@ -106,6 +109,22 @@ def run_request(state: ClusterState, request: PlacementRequest, policy: Policy, 
         for gone in reversed(tally.evicted):
             session.restore(gone)
     return tally.result()
+
+
+def _refuse_unmodelled(session: KernelSession, request: PlacementRequest) -> None:
+    """Refuse, before anything is placed, what no path models: a gang with inter-pod rules
+    under ``solver: exact``, a MIG or ``gpuSlots`` pod with inter-pod rules of its own."""
+    members: dict[str, list[PodRequest]] = {}
+    for i, pod in enumerate(request.pods):
+        if pod.gang is not None:
+            members.setdefault(pod.gang, []).append(pod)
+        if (pod.mig is not None or pod.gpu_slots) and has_relations(pod):
+            raise InvalidInputError(
+                f"pods[{i}]", f"pod {pod.name} asks for {'MIG instances' if pod.mig else 'gpuSlots'} and has inter-pod "
+                "affinity or topology spread rules: placer places such pods only with whole or shared GPUs",
+            )
+    for name, pods in members.items():
+        gangs.refuse_exact_with_relations(session, pods, request.gangs.get(name) or GangSpec(name), request.solver)
 
 
 def _joint_order(
@@ -156,7 +175,10 @@ def _place_in_order(
                 tally.assignments[first:] = [replace(a, nominated=True) for a in tally.assignments[first:]]
         elif step.pods[0].mig is not None:
             pod = step.pods[0]
-            found = session.place_mig(pod, policy)
+            turned_away = session.inter_pod_failures(pod)
+            found = session.place_mig(pod, policy, _outside(session.n_nodes, turned_away))
+            if isinstance(found, dict) and turned_away:
+                found = {**found, **Counter(turned_away.values())}
             if isinstance(found, dict):
                 tally.unschedulable.append(Unschedulable(pod.name, kube_reason(session.n_nodes, found)))
             else:
@@ -200,6 +222,15 @@ def _place_by_kube_scores(
         return False
     tally.add(session, pod, node, got[0][0], got[1][0])
     return True
+
+
+def _outside(n_nodes: int, nodes: Mapping[int, str]) -> np.ndarray | None:
+    """A bool mask of every node but ``nodes`` (None: all nodes)."""
+    if not nodes:
+        return None
+    mask = np.ones(n_nodes, dtype=bool)
+    mask[list(nodes)] = False
+    return mask
 
 
 def _place_slots(session: KernelSession, pod: PodRequest, policy: Policy, rng: np.ndarray, tally: Tally) -> None:

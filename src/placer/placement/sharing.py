@@ -186,6 +186,14 @@ def place_slot_pod(
         Where it went, or the pod's unschedulable line (kube-scheduler's wording).
     """
     fits, counts = slot_candidates(session, pod)
+    turned_away = session.inter_pod_failures(pod)
+    if turned_away:
+        counts = dict(counts)
+        for f in fits:
+            why = turned_away.get(f.node)
+            if why is not None:
+                counts[why] = counts.get(why, 0) + 1
+        fits = [f for f in fits if f.node not in turned_away]
     if not fits:
         return reasons.kube_reason(session.n_nodes, counts)
     spread = [f for f in fits if not f.stacked]

@@ -13,6 +13,7 @@ import msgspec
 
 from placer import policies
 from placer.exceptions import InvalidInputError
+from placer.schema.interpod import check_namespace_selectors
 from placer.limits import MAX_NICS, MAX_REPLICAS, MAX_REQUEST_PODS, MAX_SLICES, MILLI, SEED_MAX
 from placer.text.messages import quoted
 from placer.model.mig_profiles import parse_profile_name
@@ -374,6 +375,12 @@ def _request(
     else:
         pods, origin = _expand(entries, gangs, gang_size)
         _names(entries, pods, origin)
+    for i, pod in enumerate(pods):
+        if pod.affinity is not None:
+            try:
+                check_namespace_selectors(pod.affinity)
+            except InvalidInputError as e:
+                raise nest(e, f"pods[{origin[i]}]") from None
 
     members: dict[str, list[PodRequest]] = {}
     if any(spec.slices for spec in gangs.values()):

@@ -20,6 +20,7 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
+from placer.schema.interpod import check_namespace_selectors
 from placer.limits import MILLI
 from placer.model.mig_profiles import MigTable, table_for, tables
 from placer.model import (
@@ -403,6 +404,7 @@ def _pod_meta(p: RunningPod) -> None:
             raise control_error("labels", key if has_control(key) else value)
     if p.gang is not None and has_control(p.gang):
         raise control_error("gang", p.gang)
+    check_namespace_selectors(p.affinity)
 
 
 def parse_time(text: str, where: str) -> float:

@@ -1,0 +1,409 @@
+"""The inter-pod rules of a batch compiled for the kernel (kube-scheduler's PodTopologySpread
+and InterPodAffinity filters).
+
+:func:`compile_relations` turns the rules of a batch's pods and the pods already on the
+nodes (:class:`Occupants`) into a :class:`placer.kernel._core.Relations`: per topology key
+the domain of each node; per *constraint* (one spread rule, one required affinity term,
+one anti-affinity term of the pod, one anti-affinity term of a pod already placed that the
+pod matches) a count per domain; per pod the constraints it must pass, in kube's filter
+order, and the constraints whose counts it adds to once placed. The kernel keeps the
+counts and the nodes each constraint lets through current as it places pods.
+
+The rules are kube-scheduler v1.36's (``docs/placement-rules.md``, "Inter-pod rules"):
+
+* affinity: every term's topology key on the node and a pod matching *all* the terms in
+  the node's domain of each, or, while no pod matches, the pod matching its own terms;
+* anti-affinity: no pod matching a term in the node's domain of the term's key;
+* existing pods' anti-affinity: no pod already placed whose term matches the pod in the
+  node's domain of that term's key (terminating pods count in all three);
+* spread: the node has the key, and the count of its domain + 1 (when the pod matches its
+  own selector) - the least count over the domains (0 below ``minDomains`` domains) is at
+  most ``maxSkew``; only nodes that have every key of the pod's constraints and pass its
+  node inclusion policies count (and make domains), only pods of its namespace that are
+  not terminating.
+
+A node without the ``kubernetes.io/hostname`` label has it as its name
+(:func:`placer.model.interpod.topology_value`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from placer.kernel._core import Relations
+from placer.kernel.pack import BIG, FLAG, INT, MASK, node_bitset
+from placer.model import Node, PodRequest, RunningPod
+from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
+from placer.model.interpod import HOSTNAME, has_relations, has_required_anti_affinity, node_included
+from placer.model.roles import canonical
+
+__all__ = ["REASON_CODES", "Occupants", "compile_relations"]
+
+# the kernel's counters (_core.pxd R_SPREAD_LABEL ..): model.reasons.RELATIONAL_REASONS in order
+_R_SPREAD, _R_AFFINITY, _R_ANTI, _R_EXISTING = 6, 7, 8, 9
+REASON_CODES = range(5, 10)
+_ZERO, _AFFINITY, _SPREAD = 0, 1, 2  # REL_* of _core.pxd
+
+
+def _anti_terms(pod: Any) -> tuple[InterPodTerm, ...]:
+    return required_terms(pod.affinity, pod.name, pod.labels)[1]
+
+
+@dataclass
+class Occupants:
+    """The pods on the nodes now, for the inter-pod rules: name -> (node, pod), the pod a
+    :class:`~placer.model.RunningPod` or a :class:`~placer.model.PodRequest` placed here.
+
+    ``anti_holders`` counts those with required anti-affinity (their rules apply to every
+    pod placed after them).
+    """
+
+    pods: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    anti_holders: int = 0
+
+    @classmethod
+    def of(cls, holdings: Mapping[str, tuple[int, RunningPod]]) -> "Occupants":
+        """The running pods of a snapshot (``PackedCluster.holdings``)."""
+        out = cls()
+        for node, pod in holdings.values():
+            out.add(node, pod)
+        return out
+
+    def add(self, node: int, pod: Any) -> None:
+        """``pod`` is on ``node`` from now on."""
+        if pod.name in self.pods:
+            self.remove(pod.name)
+        self.pods[pod.name] = (node, pod)
+        if has_required_anti_affinity(pod):
+            self.anti_holders += 1
+
+    def remove(self, name: str) -> None:
+        """The pod of this name is no longer on any node."""
+        found = self.pods.pop(name, None)
+        if found is not None and has_required_anti_affinity(found[1]):
+            self.anti_holders -= 1
+
+
+class _Domains:
+    """Per topology key: each node's domain (-1: no label), the nodes of each domain."""
+
+    def __init__(self, nodes: Sequence[Node], cache: dict[str, Any]) -> None:
+        self._nodes = nodes
+        self._cache = cache
+        self.keys: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def key(self, key: str) -> int:
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def of(self, key: str) -> tuple[np.ndarray, int]:
+        """(domain per node, number of domains) of ``key``, cached per cluster."""
+        got = self._cache.get(key)
+        if got is None:
+            if key == HOSTNAME:  # topology_value: a node without the label is its name
+                found = [n.labels.get(key, n.name) for n in self._nodes]
+            else:
+                found = [n.labels.get(key) for n in self._nodes]
+            if len(set(found)) == len(found) and None not in found:  # one node per domain (hostnames)
+                got = self._cache[key] = (np.arange(len(found), dtype=INT), len(found))
+                return got
+            values = np.array(found, dtype=object)
+            present = values != None  # noqa: E711 - elementwise
+            names, inverse = np.unique(values[present].astype(str), return_inverse=True)
+            dom = np.full(len(values), -1, dtype=INT)
+            dom[present] = inverse
+            got = self._cache[key] = (dom, len(names))
+        return got
+
+
+@dataclass
+class _Constraint:
+    kind: int
+    key: int
+    reason: int
+    counted: np.ndarray  # bool per node
+    group: int = -1
+    max_skew: int = 0
+    min_domains: int = 1
+    self_match: int = 0
+    adds: Any = None  # (namespace, labels, pod) -> bool: whether a pod counts
+
+
+class _Compiler:
+    def __init__(self, nodes: Sequence[Node], cache: dict[str, Any]) -> None:
+        self.nodes = nodes
+        self.domains = _Domains(nodes, cache)
+        self.constraints: list[_Constraint] = []
+        self.ids: dict[Any, int] = {}
+        self.groups = 0
+
+    def constraint(self, ident: Any, make: Any) -> int:
+        found = self.ids.get(ident)
+        if found is None:
+            found = self.ids[ident] = len(self.constraints)
+            self.constraints.append(make())
+        return found
+
+    def has_key(self, key: str) -> np.ndarray:
+        return self.domains.of(key)[0] >= 0
+
+    def term_constraint(self, kind: str, term: InterPodTerm, adds: Any) -> int:
+        reason = _R_ANTI if kind == "anti" else _R_EXISTING
+        return self.constraint(
+            (kind, _term_key(term)),
+            lambda: _Constraint(_ZERO, self.domains.key(term.topology_key), reason, self.has_key(term.topology_key),
+                                adds=adds),
+        )
+
+
+def _runs_of_alike(pods: Sequence[PodRequest]) -> tuple[list[PodRequest], list[int]]:
+    """The first pod of each run of consecutive pods alike for the rules (one namespace, the
+    same label and rule objects), and the length of each run."""
+    firsts: list[PodRequest] = []
+    lengths: list[int] = []
+    prev: PodRequest | None = None
+    for pod in pods:
+        if (prev is not None and pod.labels is prev.labels and pod.affinity is prev.affinity
+                and pod.topology_spread_constraints is prev.topology_spread_constraints
+                and pod.node_selector is prev.node_selector and pod.tolerations is prev.tolerations
+                and namespace_of(pod.name) == namespace_of(prev.name)):
+            lengths[-1] += 1
+            continue
+        firsts.append(pod)
+        lengths.append(1)
+        prev = pod
+    return firsts, lengths
+
+
+def _extend(start: list[int], times: int, con: list[int], into: list[int], flags: list[int] = (),  # type: ignore[assignment]
+            flags_into: list[int] | None = None) -> None:
+    """Append ``times`` pods' entries ``con`` (and their ``flags``) to a CSR list."""
+    if not con:
+        start.extend([start[-1]] * times)
+        return
+    into.extend(con * times)
+    if flags_into is not None:
+        flags_into.extend(list(flags) * times)
+    start.extend(range(start[-1] + len(con), start[-1] + len(con) * times + 1, len(con)))
+
+
+def _by_identity(pods: Sequence[PodRequest], relational: Sequence[bool]) -> list[tuple[InterPodTerm, ...]]:
+    """Each relational pod's resolved anti-affinity terms (by the identity of its fields)."""
+    seen: dict[tuple, tuple[InterPodTerm, ...]] = {}
+    out = []
+    for pod, rules in zip(pods, relational):
+        if not rules:
+            out.append(())
+            continue
+        sig = (namespace_of(pod.name), id(pod.labels), id(pod.affinity))
+        found = seen.get(sig)
+        if found is None:
+            found = seen[sig] = _anti_terms(pod)
+        out.append(found)
+    return out
+
+
+def _term_key(term: InterPodTerm) -> tuple:
+    spaces = None if term.namespaces is None else tuple(sorted(term.namespaces))
+    return term.topology_key, canonical(term.selector), spaces
+
+
+def compile_relations(
+    nodes: Sequence[Node], n_words: int, pods: Sequence[PodRequest], occupants: Occupants,
+    cache: dict[str, Any],
+) -> Relations | None:
+    """The kernel's relations of ``pods`` placed in this order after ``occupants``; None when
+    no pod of the batch has a rule and no pod placed has required anti-affinity.
+
+    ``cache`` keeps each topology key's domains per cluster (the nodes never change).
+    """
+    # pods of one entry's replicas share their field objects: one pod stands for each run of
+    # such pods, and signatures go by identity (equal rules of distinct objects still share
+    # their constraints, whose keys are by value)
+    firsts, lengths = _runs_of_alike(pods)
+    relational = [has_relations(p) for p in firsts]
+    if not any(relational) and not occupants.anti_holders:
+        return None
+    batch_anti = _by_identity(firsts, relational)
+    c = _Compiler(nodes, cache)
+    # the anti-affinity terms of every pod placed before or in the batch, which repel the pods they match
+    carried: dict[tuple, InterPodTerm] = {}
+    for _, pod in occupants.pods.values():
+        if has_required_anti_affinity(pod):
+            for term in _anti_terms(pod):
+                carried.setdefault(_term_key(term), term)
+    for terms in {id(t): t for t in batch_anti}.values():
+        for term in terms:
+            carried.setdefault(_term_key(term), term)
+
+    need_start = [0]
+    need_con: list[int] = []
+    need_self: list[int] = []
+    needs_of: dict[tuple, tuple[list[int], list[int]]] = {}
+    for j, pod in enumerate(firsts):
+        namespace = namespace_of(pod.name)
+        sig = (namespace, id(pod.labels), id(pod.affinity), id(pod.topology_spread_constraints),
+               id(pod.node_selector), id(pod.tolerations), relational[j])
+        found = needs_of.get(sig)
+        if found is None:
+            found = needs_of[sig] = _needs(c, pod, namespace, carried if carried else {}, relational[j])
+        _extend(need_start, lengths[j], found[0], need_con, found[1], need_self)
+    if not need_con:
+        return None
+
+    # what each pod adds to: the constraints that count it
+    add_start = [0]
+    add_con: list[int] = []
+    adds_of: dict[tuple, list[int]] = {}
+
+    def adds(pod: Any) -> list[int]:
+        namespace = namespace_of(pod.name)
+        terminating = bool(getattr(pod, "terminating", False))
+        sig = (namespace, id(pod.labels), id(pod.affinity), terminating)
+        got = adds_of.get(sig)
+        if got is None:
+            carries = {_term_key(t) for t in _anti_terms(pod)}
+            got = adds_of[sig] = [
+                k for k, con in enumerate(c.constraints) if con.adds(namespace, pod.labels, terminating, carries)
+            ]
+        return got
+
+    for pod, length in zip(firsts, lengths):
+        _extend(add_start, length, adds(pod), add_con)
+
+    n_nodes = len(nodes)
+    keys = c.domains.keys
+    doms = [c.domains.of(k) for k in keys]
+    key_dom_base = np.zeros(len(keys) + 1, dtype=INT)
+    key_dom_base[1:] = np.cumsum([d[1] for d in doms])
+    dom_of = np.concatenate([d[0] for d in doms]).astype(INT) if keys else np.zeros(0, dtype=INT)
+    starts, members, total = [np.zeros(1, dtype=INT)], [], 0
+    for d, count in doms:
+        on = np.flatnonzero(d >= 0)
+        members.append(on[np.argsort(d[on], kind="stable")].astype(INT))
+        starts.append((np.cumsum(np.bincount(d[on], minlength=count)) + total).astype(INT))
+        total += len(on)
+    dom_node_start = np.concatenate(starts).astype(INT)
+    dom_nodes = np.concatenate(members).astype(INT) if members else np.zeros(0, dtype=INT)
+    has_key = np.concatenate([node_bitset(d[0] >= 0, n_words) for d in doms]) if keys else np.zeros(0, dtype=MASK)
+
+    n_cons = len(c.constraints)
+    sizes = [doms[con.key][1] for con in c.constraints]
+    con_off = np.zeros(n_cons, dtype=INT)
+    if n_cons:
+        con_off[1:] = np.cumsum(sizes[:-1])
+    cells = int(sum(sizes))
+    count = np.zeros(cells, dtype=INT)
+    in_map = np.zeros(cells, dtype=FLAG)
+    con_domains = np.zeros(n_cons, dtype=INT)
+    for k, con in enumerate(c.constraints):
+        d = doms[con.key][0]
+        hit = d[con.counted & (d >= 0)]
+        if con.kind == _SPREAD:
+            in_map[con_off[k] + np.unique(hit)] = 1
+            con_domains[k] = len(np.unique(hit))
+        else:
+            in_map[con_off[k]: con_off[k] + sizes[k]] = 1
+    group_total = np.zeros(max(c.groups, 1), dtype=BIG)
+    for node, pod in occupants.pods.values():
+        for k in adds(pod):
+            con = c.constraints[k]
+            dom = doms[con.key][0][node]
+            if con.counted[node] and dom >= 0:
+                count[con_off[k] + dom] += 1
+                if con.group >= 0:
+                    group_total[con.group] += 1
+
+    def column(values: Iterable[int], dtype: Any = INT) -> np.ndarray:
+        return np.fromiter(values, dtype=dtype)
+
+    cons = c.constraints
+    arrays = {
+        "dom_of": dom_of,
+        "key_dom_base": key_dom_base,
+        "dom_node_start": dom_node_start,
+        "dom_nodes": dom_nodes,
+        "has_key": has_key,
+        "con_key": column(x.key for x in cons),
+        "con_kind": column(x.kind for x in cons),
+        "con_reason": column(x.reason for x in cons),
+        "con_off": con_off,
+        "con_group": column(x.group for x in cons),
+        "con_max_skew": column(x.max_skew for x in cons),
+        "con_min_domains": column(x.min_domains for x in cons),
+        "con_self": column(x.self_match for x in cons),
+        "con_counted": np.concatenate([node_bitset(x.counted, n_words) for x in cons]) if cons else np.zeros(0, dtype=MASK),
+        "in_map": in_map,
+        "count": count,
+        "con_pass": np.zeros(n_cons * n_words, dtype=MASK),
+        "con_min": np.zeros(n_cons, dtype=INT),
+        "con_domains": con_domains,
+        "group_total": group_total,
+        "need_start": np.array(need_start, dtype=INT),
+        "need_con": np.array(need_con, dtype=INT),
+        "need_self": np.array(need_self, dtype=FLAG),
+        "add_start": np.array(add_start, dtype=INT),
+        "add_con": np.array(add_con, dtype=INT),
+        "scratch": np.zeros(n_words, dtype=MASK),
+    }
+    return Relations(arrays, n_nodes, n_words)
+
+
+def _needs(
+    c: _Compiler, pod: PodRequest, namespace: str, carried: Mapping[tuple, InterPodTerm], relational: bool
+) -> tuple[list[int], list[int]]:
+    """The constraints one pod must pass, in kube's order (spread, affinity, anti-affinity,
+    existing pods' anti-affinity), and per entry whether the first-pod rule applies."""
+    con: list[int] = []
+    self_rule: list[int] = []
+    labels = pod.labels
+    if relational:
+        rules = spread_rules(pod.topology_spread_constraints, labels)
+        all_keys = [r.topology_key for r in rules]
+        for rule in rules:
+            counted = np.ones(len(c.nodes), dtype=bool)
+            for key in all_keys:
+                counted &= c.has_key(key)
+            counted &= np.fromiter((node_included(n, pod, rule) for n in c.nodes), dtype=bool, count=len(c.nodes))
+            ident = ("spread", namespace, rule.topology_key, rule.max_skew, rule.min_domains, canonical(rule.selector),
+                     rule.self_match, counted.tobytes())
+            con.append(c.constraint(ident, lambda rule=rule, counted=counted: _Constraint(
+                _SPREAD, c.domains.key(rule.topology_key), _R_SPREAD, counted, max_skew=rule.max_skew,
+                min_domains=rule.min_domains, self_match=int(rule.self_match),
+                adds=lambda ns, lab, term, carries, rule=rule: rule.counts(ns, namespace, lab, term),
+            )))
+            self_rule.append(0)
+        affinity, anti = required_terms(pod.affinity, pod.name, labels)
+        if affinity:
+            ident_terms = tuple(_term_key(t) for t in affinity)
+            group = c.ids.get(("group", ident_terms))
+            if group is None:
+                group = c.ids[("group", ident_terms)] = c.groups
+                c.groups += 1
+            matches_own = all(t.matches(namespace, labels) for t in affinity)
+
+            def all_match(ns: str, lab: Mapping[str, str], terminating: bool, carries: Any, terms: Any = affinity) -> bool:
+                return all(t.matches(ns, lab) for t in terms)
+
+            for i, term in enumerate(affinity):
+                con.append(c.constraint(("affinity", ident_terms, i), lambda term=term: _Constraint(
+                    _AFFINITY, c.domains.key(term.topology_key), _R_AFFINITY, c.has_key(term.topology_key),
+                    group=group, adds=all_match,
+                )))
+                self_rule.append(int(matches_own))
+        for term in anti:
+            con.append(c.term_constraint(
+                "anti", term, lambda ns, lab, terminating, carries, term=term: term.matches(ns, lab)
+            ))
+            self_rule.append(0)
+    for key, term in carried.items():
+        if term.matches(namespace, labels):
+            con.append(c.term_constraint("existing", term, lambda ns, lab, terminating, carries, key=key: key in carries))
+            self_rule.append(0)
+    return con, self_rule
