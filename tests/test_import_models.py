@@ -168,7 +168,7 @@ def test_kubernetes_errors_are_the_same_line(tmp_path, capsys):
         snapshot_from_kubernetes(nodes, path)
     assert (err.value.where, err.value.what) == (
         f"{path}: items[2]",
-        "5 GPU(s) held, but only 4 healthy GPU(s) of the node are not held by its other pods "
+        "5 GPU(s) held, but only 4 GPU(s) of the node are not held by its other pods "
         "(placer/v1 nodes[0].pods[2].unknownGpus)",
     )
     line = cli_error(capsys, "import", "kubernetes", "--nodes", str(nodes), "--pods", str(path))
