@@ -49,7 +49,6 @@ def kubernetes_request(tmp: Path) -> tuple[list[str], list[str]]:
         _pod("gated", {"schedulingGates": [{"name": "example.com/quota"}]}),
         _pod("elsewhere", {"schedulerName": "my-scheduler"}),
         _pod("kata", {"runtimeClassName": "kata"}),
-        _pod("pod-level", {"resources": {"requests": {"cpu": "2"}}}),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}},
     ]
     path = _write_yaml(tmp / "workloads.yaml", objects)
@@ -61,7 +60,6 @@ def kubernetes_request(tmp: Path) -> tuple[list[str], list[str]]:
         "spec.schedulingGates: gated by example.com/quota: kube-scheduler does not place the pod",
         "spec.schedulerName: 'my-scheduler' places this pod, not kube-scheduler",
         "spec.runtimeClassName: RuntimeClass 'kata': its overhead and node selector are added when",
-        "spec.resources: pod-level resources are not read",
         "spec.minResources: PodGroup default/pg's minResources are not checked",
         "PodGroup default/pg needs minMember 3 but has 1 pod(s)",
         "left out 1 object(s) of kinds placer does not read: 1 ConfigMap",

@@ -5,7 +5,7 @@ The decision per field is docs/placement-rules.md's "Importer notes" table: a fi
 changes nothing kube-scheduler decides (``image``, ``env``, ``command``, ``dnsPolicy``,
 ``securityContext``, ...) is read by nobody and noted by nobody; a field kube's filters
 read and placer does not (host ports, volumes bound to storage, scheduling gates, another
-scheduler, a RuntimeClass not yet admitted, pod-level resources) is one note here.
+scheduler, a RuntimeClass not yet admitted) is one note here.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def unmodelled_pod_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[st
     -------
     list of str
         In spec order: host ports, volumes, ``schedulingGates``, ``schedulerName``,
-        ``runtimeClassName``, pod-level ``resources``.
+        ``runtimeClassName`` (pod-level ``resources`` are read: kube's PodLevelResources).
     """
     notes = [*_host_port_notes(doc, spath, spec), *_volume_notes(doc, spath, spec)]
     gpath = (*spath, "schedulingGates")
@@ -68,10 +68,6 @@ def unmodelled_pod_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[st
         notes.append(doc.note((*spath, "runtimeClassName"), (
             f"RuntimeClass {runtime!r}: its overhead and node selector are added when the pod is "
             "admitted; placer reads them from an admitted pod's spec only (give spec.overhead)")))
-    if spec.get("resources"):
-        notes.append(doc.note((*spath, "resources"), (
-            "pod-level resources are not read: the requests are the containers' (with init "
-            "containers and overhead)")))
     return notes
 
 
