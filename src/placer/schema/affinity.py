@@ -7,14 +7,16 @@ field as written (``nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from placer.exceptions import InvalidInputError
 from placer.model import Toleration
 from placer.model.affinity import NODE_NAME_FIELD, Affinity, NodeSelectorRequirement, NodeSelectorTerm
 from placer.schema.errors import nest
+from placer.schema.files import decode_object
+from placer.schema.interpod import check_namespace_selectors
 
-__all__ = ["check_node_affinity", "check_toleration"]
+__all__ = ["affinity_from_dict", "check_affinity", "check_node_affinity", "check_toleration"]
 
 _REQUIRED = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
@@ -48,6 +50,39 @@ def check_node_affinity(affinity: Optional[Affinity]) -> None:
             _term(term, f"{_REQUIRED}.nodeSelectorTerms[{i}]")
     for i, preferred in enumerate(affinity.node_affinity.preferred):
         _term(preferred.preference, f"{_PREFERRED}[{i}].preference")
+
+
+def check_affinity(affinity: Optional[Affinity]) -> None:
+    """Every check of a pod's ``affinity`` (:func:`check_node_affinity`, then
+    :func:`placer.schema.interpod.check_namespace_selectors`), paths relative to the pod.
+
+    Raises
+    ------
+    InvalidInputError
+        At the field below ``affinity``.
+    """
+    try:
+        check_node_affinity(affinity)
+    except InvalidInputError as e:
+        raise nest(e, "affinity") from None
+    check_namespace_selectors(affinity)
+
+
+def affinity_from_dict(data: Any) -> Affinity:
+    """A pod's ``affinity`` as Kubernetes writes it (plain data), checked by
+    :func:`check_affinity`.
+
+    Raises
+    ------
+    InvalidInputError
+        At the first fault, its path relative to the pod (``affinity.nodeAffinity…``).
+    """
+    try:
+        affinity = decode_object(data, Affinity, {})
+    except InvalidInputError as e:
+        raise nest(e, "affinity") from None
+    check_affinity(affinity)
+    return affinity
 
 
 def _term(term: NodeSelectorTerm, where: str) -> None:

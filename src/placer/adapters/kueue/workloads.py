@@ -34,7 +34,9 @@ from placer.adapters.kubernetes.documents import (
 )
 from placer.adapters.kubernetes.mig import take_mig_request
 from placer.adapters.kubernetes.scheduling import PRIORITY_RANGE, SYSTEM_PRIORITY_CLASSES, PriorityClasses
-from placer.adapters.kubernetes.templates import MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets
+from placer.adapters.kubernetes.templates import (
+    MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets, scheduling_rules,
+)
 from placer.adapters.kubernetes.unmodelled import unmodelled_pod_notes
 from placer.adapters.kubernetes.workloads import KUEUE_PREFERRED, KUEUE_REQUIRED, KUEUE_SLICE_SIZE, KUEUE_SLICE_TOPOLOGY
 from placer.adapters.kueue.fields import (
@@ -50,7 +52,10 @@ from placer.adapters.kueue.fields import (
     namespace_of,
     tolerations,
 )
+from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_QUANTITY
+from placer.model.affinity import Affinity
+from placer.schema.affinity import affinity_from_dict
 from placer.queues.model import Admission, PodSet, Workload, pod_for_requests
 
 __all__ = ["MAX_POD_SETS", "KUEUE_POD_GROUP_TOTAL", "WorkloadReader"]
@@ -445,14 +450,25 @@ class WorkloadReader:
                 doc.fail(spath, f"{r}: {units} units in one pod, over placer's limit of {MAX_QUANTITY}")
         selector = field_str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         tols = tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
-        if spec.get("affinity"):
-            self.notes.append(doc.note((*spath, "affinity"), "spec.affinity is not read: flavors are matched by "
-                                                             "nodeSelector only"))
+        affinity = self._affinity(doc, spath, spec)
         self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
         required, preferred = self._topology(doc, (*mpath, "annotations"), annotations, topology_request)
-        pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority)
+        pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority,
+                               affinity=affinity)
         return PodSet(name=name, count=count, requests=requests, pod=pod, required_level=required,
                       preferred_level=preferred)
+
+    @staticmethod
+    def _affinity(doc: Document, spath: Path, spec: Mapping[str, Any]) -> Affinity | None:
+        """The template's ``affinity``, checked as a placer/v1 pod's (flavors are matched on
+        its required node affinity; admitted pods are placed by all of it)."""
+        given = scheduling_rules(doc, spath, spec, ("affinity",)).get("affinity")
+        if given is None:
+            return None
+        try:
+            return affinity_from_dict(given)
+        except InvalidInputError as e:
+            doc.fail(spath, f"{e.where}: {e.what}")
 
     def _check_resource_names(self, doc: Document, spath: Path, spec: Mapping[str, Any]) -> None:
         """Refuse the resource ``pods`` (Kueue reserves it); note resources placer does not
