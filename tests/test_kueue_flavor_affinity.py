@@ -116,9 +116,16 @@ AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
     {"matchExpressions": [{"key": "type", "operator": "In", "values": ["two"]}]}]}}}
 
 
-def test_the_importer_reads_the_templates_affinity() -> None:
-    (wl,) = load_workloads(kueue_workload({"affinity": AFFINITY}))
-    assert wl.pod_sets[0].pod.affinity == required((expression("type", "In", "two"),))
+SPREAD = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+           "labelSelector": {"matchLabels": {"app": "a"}}}]
+
+
+def test_the_importer_reads_the_templates_affinity_and_spread() -> None:
+    (wl,) = load_workloads(kueue_workload({"affinity": AFFINITY, "topologySpreadConstraints": SPREAD}))
+    pod = wl.pod_sets[0].pod
+    assert pod.affinity == required((expression("type", "In", "two"),))
+    ((spread),) = pod.topology_spread_constraints
+    assert (spread.max_skew, spread.topology_key, spread.when_unsatisfiable) == (1, "zone", "DoNotSchedule")
 
 
 @pytest.mark.parametrize("affinity, where", [
@@ -136,3 +143,10 @@ def test_the_importer_refuses_an_affinity_a_pod_could_not_have(affinity: dict[st
         load_workloads(kueue_workload({"affinity": affinity}))
     assert info.value.where == "objects[0]: spec.podSets[0].template.spec"
     assert info.value.what.startswith(where), info.value
+
+
+def test_the_importer_refuses_a_spread_a_pod_could_not_have() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        load_workloads(kueue_workload({"topologySpreadConstraints": [{**SPREAD[0], "maxSkew": 0}]}))
+    assert info.value.where == "objects[0]: spec.podSets[0].template.spec"
+    assert info.value.what.startswith("topologySpreadConstraints[0].maxSkew: "), info.value

@@ -7,16 +7,20 @@ field as written (``nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
+
+from msgspec import Struct
 
 from placer.exceptions import InvalidInputError
 from placer.model import Toleration
-from placer.model.affinity import NODE_NAME_FIELD, Affinity, NodeSelectorRequirement, NodeSelectorTerm
+from placer.model.affinity import (
+    NODE_NAME_FIELD, Affinity, NodeSelectorRequirement, NodeSelectorTerm, TopologySpreadConstraint,
+)
 from placer.schema.errors import nest
 from placer.schema.files import decode_object
 from placer.schema.interpod import check_namespace_selectors
 
-__all__ = ["affinity_from_dict", "check_affinity", "check_node_affinity", "check_toleration"]
+__all__ = ["PodRules", "pod_rules_from_dict", "check_affinity", "check_node_affinity", "check_toleration"]
 
 _REQUIRED = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
@@ -68,21 +72,28 @@ def check_affinity(affinity: Optional[Affinity]) -> None:
     check_namespace_selectors(affinity)
 
 
-def affinity_from_dict(data: Any) -> Affinity:
-    """A pod's ``affinity`` as Kubernetes writes it (plain data), checked by
-    :func:`check_affinity`.
+class PodRules(Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    """A pod spec's scheduling rules as Kubernetes writes them: ``affinity`` and
+    ``topologySpreadConstraints`` (the :class:`~placer.model.PodRequest` fields of the same
+    names)."""
+
+    affinity: Optional[Affinity] = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+
+
+def pod_rules_from_dict(data: Mapping[str, Any]) -> PodRules:
+    """A pod spec's ``affinity`` and ``topologySpreadConstraints`` (plain data, either
+    absent), decoded and checked as a placer/v1 pod's (:func:`check_affinity`).
 
     Raises
     ------
     InvalidInputError
-        At the first fault, its path relative to the pod (``affinity.nodeAffinity…``).
+        At the first fault, its path relative to the pod spec (``affinity.nodeAffinity…``,
+        ``topologySpreadConstraints[0].maxSkew``).
     """
-    try:
-        affinity = decode_object(data, Affinity, {})
-    except InvalidInputError as e:
-        raise nest(e, "affinity") from None
-    check_affinity(affinity)
-    return affinity
+    rules = decode_object(data, PodRules, {})
+    check_affinity(rules.affinity)
+    return rules
 
 
 def _term(term: NodeSelectorTerm, where: str) -> None:

@@ -54,8 +54,7 @@ from placer.adapters.kueue.fields import (
 )
 from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_QUANTITY
-from placer.model.affinity import Affinity
-from placer.schema.affinity import affinity_from_dict
+from placer.schema.affinity import PodRules, pod_rules_from_dict
 from placer.queues.model import Admission, PodSet, Workload, pod_for_requests
 
 __all__ = ["MAX_POD_SETS", "KUEUE_POD_GROUP_TOTAL", "WorkloadReader"]
@@ -423,8 +422,9 @@ class WorkloadReader:
     def pod_set(self, doc: Document, tpath: Path, template: Any, name: str, count: int, key: str, priority: int,
                 topology_request: tuple[Path, Mapping[str, Any]] | None = None) -> PodSet:
         """One pod set from its pod template: per-pod requests in accounting units, the pod
-        placer places (nodeSelector, tolerations, the workload's priority), the required
-        or preferred topology level (``topologyRequest`` or the template's Kueue annotations).
+        placer places (nodeSelector, tolerations, affinity, topologySpreadConstraints, the
+        workload's priority), the required or preferred topology level (``topologyRequest``
+        or the template's Kueue annotations).
 
         Raises
         ------
@@ -450,23 +450,21 @@ class WorkloadReader:
                 doc.fail(spath, f"{r}: {units} units in one pod, over placer's limit of {MAX_QUANTITY}")
         selector = field_str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         tols = tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
-        affinity = self._affinity(doc, spath, spec)
+        rules = self._rules(doc, spath, spec)
         self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
         required, preferred = self._topology(doc, (*mpath, "annotations"), annotations, topology_request)
         pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority,
-                               affinity=affinity)
+                               affinity=rules.affinity, topology_spread_constraints=rules.topology_spread_constraints)
         return PodSet(name=name, count=count, requests=requests, pod=pod, required_level=required,
                       preferred_level=preferred)
 
     @staticmethod
-    def _affinity(doc: Document, spath: Path, spec: Mapping[str, Any]) -> Affinity | None:
-        """The template's ``affinity``, checked as a placer/v1 pod's (flavors are matched on
-        its required node affinity; admitted pods are placed by all of it)."""
-        given = scheduling_rules(doc, spath, spec, ("affinity",)).get("affinity")
-        if given is None:
-            return None
+    def _rules(doc: Document, spath: Path, spec: Mapping[str, Any]) -> PodRules:
+        """The template's ``affinity`` and ``topologySpreadConstraints``, checked as a
+        placer/v1 pod's: the required node affinity matches flavors, all of them place the
+        admitted pods."""
         try:
-            return affinity_from_dict(given)
+            return pod_rules_from_dict(scheduling_rules(doc, spath, spec))
         except InvalidInputError as e:
             doc.fail(spath, f"{e.where}: {e.what}")
 
