@@ -591,3 +591,17 @@ def test_watched_nodes_and_running_pods_log_their_notes_once_per_change(caplog):
     assert watched_notes(caplog, ex, [WatchEvent("MODIFIED", relabelled, "watch Pod")]) == []
     assert watched_notes(caplog, ex, [WatchEvent("DELETED", relabelled, "watch Pod")]) == []
     assert watched_notes(caplog, ex, [WatchEvent("ADDED", running, "watch Pod")]) == logged  # a new pod of the name
+
+
+def test_a_node_whose_allocatable_no_longer_lists_gpus_has_none():
+    ex = Extender(cluster_document())
+    node = {"kind": "Node", "metadata": {"name": "gpu-2", "labels": {RACK: "r1"}}, "spec": {},
+            "status": {"allocatable": {"nvidia.com/gpu": "0", "cpu": "64", "memory": "500Gi"}}}
+    ex.queue([WatchEvent("MODIFIED", node)])
+    result, _ = verbs(ex, pod("a", 8))
+    assert result["NodeNames"] == ["gpu-1"] and result["FailedAndUnresolvableNodes"]["gpu-2"] == "Insufficient nvidia.com/gpu"
+    assert verbs(ex, pod("c", cpu="1"))[0]["NodeNames"] == ["gpu-0", "gpu-1", "gpu-2"]  # CPU pods still fit there
+    # a Node object without status.allocatable (a partial object) keeps what the node had
+    ex.queue([WatchEvent("MODIFIED", {**node, "status": {}}), WatchEvent("MODIFIED", {
+        **node, "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}})])
+    assert verbs(ex, pod("b", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]

@@ -445,9 +445,11 @@ class Extender:
         effects.append(lambda: self._log_notes(f"Node {name}", event.where, notes))
         old = nodes.pop(name, None)
         if old is not None:
-            # what a Node object cannot tell: the pods, GPU topology and NICs, MIG layout
+            # what a Node object cannot tell: the pods, GPU topology and NICs, MIG layout; the
+            # amounts its status.allocatable tells follow it (one it no longer lists is none)
+            told = _TOLD_BY_NODE + (_TOLD_BY_ALLOCATABLE if _allocatable(event.object) else ())
             for key, value in old.items():
-                if key not in entry and key not in ("unschedulable", "taints", "labels"):
+                if key not in entry and key not in told:
                     entry[key] = value
         nodes[name] = entry
 
@@ -929,6 +931,18 @@ def _named_object(kind: str, key: str) -> dict[str, Any]:
         return {"kind": kind, "metadata": {"name": key}}
     namespace, _, name = key.partition("/")
     return {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
+
+
+_TOLD_BY_NODE = ("unschedulable", "taints", "labels")
+"""The fields of a node entry that a Node object always tells, given or not."""
+_TOLD_BY_ALLOCATABLE = ("gpus", "gpuSharing", "cpuMilli", "memoryMiB", "maxPods", "resources")
+"""The fields a Node object's ``status.allocatable`` tells: absent from it, absent."""
+
+
+def _allocatable(obj: Mapping[str, Any]) -> bool:
+    """Whether a Node object reports ``status.allocatable``."""
+    status = obj.get("status")
+    return isinstance(status, Mapping) and isinstance(status.get("allocatable"), Mapping)
 
 
 def _named(obj: Any) -> bool:
