@@ -549,10 +549,16 @@ def test_late_watch_events_of_a_replaced_pod_leave_its_successor_held():
     assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]
 
 
+def node_object(name: str, gpus: str = "8", ready: str | None = None, **labels: str) -> dict:
+    """A watched Node object in rack r1 (``ready``: its Ready condition, if any)."""
+    status: dict = {"allocatable": {"nvidia.com/gpu": gpus, "cpu": "64", "memory": "500Gi"}}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": ready}]
+    return {"kind": "Node", "metadata": {"name": name, "labels": {RACK: "r1", **labels}}, "spec": {}, "status": status}
+
+
 def not_ready_node(name: str, ready: str = "False", **labels: str) -> dict:
-    return {"kind": "Node", "metadata": {"name": name, "labels": {RACK: "r1", **labels}}, "spec": {},
-            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"},
-                       "conditions": [{"type": "Ready", "status": ready}]}}
+    return node_object(name, ready=ready, **labels)
 
 
 def watched_notes(caplog: pytest.LogCaptureFixture, ex: Extender, events: list[WatchEvent]) -> list[str]:
@@ -595,13 +601,11 @@ def test_watched_nodes_and_running_pods_log_their_notes_once_per_change(caplog):
 
 def test_a_node_whose_allocatable_no_longer_lists_gpus_has_none():
     ex = Extender(cluster_document())
-    node = {"kind": "Node", "metadata": {"name": "gpu-2", "labels": {RACK: "r1"}}, "spec": {},
-            "status": {"allocatable": {"nvidia.com/gpu": "0", "cpu": "64", "memory": "500Gi"}}}
+    node = node_object("gpu-2", gpus="0")
     ex.queue([WatchEvent("MODIFIED", node)])
     result, _ = verbs(ex, pod("a", 8))
     assert result["NodeNames"] == ["gpu-1"] and result["FailedAndUnresolvableNodes"]["gpu-2"] == "Insufficient nvidia.com/gpu"
     assert verbs(ex, pod("c", cpu="1"))[0]["NodeNames"] == ["gpu-0", "gpu-1", "gpu-2"]  # CPU pods still fit there
     # a Node object without status.allocatable (a partial object) keeps what the node had
-    ex.queue([WatchEvent("MODIFIED", {**node, "status": {}}), WatchEvent("MODIFIED", {
-        **node, "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}})])
+    ex.queue([WatchEvent("MODIFIED", node_object("gpu-2")), WatchEvent("MODIFIED", {**node, "status": {}})])
     assert verbs(ex, pod("b", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]
