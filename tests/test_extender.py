@@ -547,3 +547,65 @@ def test_late_watch_events_of_a_replaced_pod_leave_its_successor_held():
     ex.queue([WatchEvent("DELETED", {**running_pod_object("a", "gpu-1", 8), "metadata": {
         "name": "a", "namespace": "ml", "uid": "uid-2"}})])  # the new pod's own deletion does release
     assert verbs(ex, pod("x", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]
+
+
+def node_object(name: str, gpus: str = "8", ready: str | None = None, **labels: str) -> dict:
+    """A watched Node object in rack r1 (``ready``: its Ready condition, if any)."""
+    status: dict = {"allocatable": {"nvidia.com/gpu": gpus, "cpu": "64", "memory": "500Gi"}}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": ready}]
+    return {"kind": "Node", "metadata": {"name": name, "labels": {RACK: "r1", **labels}}, "spec": {}, "status": status}
+
+
+def not_ready_node(name: str, ready: str = "False", **labels: str) -> dict:
+    return node_object(name, ready=ready, **labels)
+
+
+def watched_notes(caplog: pytest.LogCaptureFixture, ex: Extender, events: list[WatchEvent]) -> list[str]:
+    """The notes the extender logs applying ``events`` (one sync)."""
+    caplog.clear()
+    ex.queue(events)
+    ex.sync(now=True)
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
+
+
+def test_watched_nodes_and_running_pods_log_their_notes_once_per_change(caplog):
+    caplog.set_level(logging.WARNING, "placer.serve.app")
+    ex = Extender(cluster_document())
+    taint_note = ("note: watch Node: status.conditions: node 'gpu-3': Ready is False; added the node lifecycle "
+                  "controller's taint(s) node.kubernetes.io/not-ready:NoSchedule, node.kubernetes.io/not-ready:NoExecute")
+    assert watched_notes(caplog, ex, [WatchEvent("MODIFIED", not_ready_node("gpu-3"), "watch Node")]) == [taint_note]
+    # the same notes again (a heartbeat, another label, a relist): nothing more is logged
+    again = [WatchEvent("MODIFIED", not_ready_node("gpu-3", extra="x"), "watch Node"),
+             WatchEvent("ADDED", not_ready_node("gpu-3"), "list Node")]
+    assert watched_notes(caplog, ex, again) == []
+    result, _ = verbs(ex, pod("a", 8))  # verbs log nothing of the node either
+    assert "gpu-3" in result["FailedAndUnresolvableNodes"]
+    assert [r for r in caplog.records if r.getMessage().startswith("note: ")] == []
+    # unreachable is another change: its note; Ready, then NotReady again: logged anew
+    unreachable = watched_notes(caplog, ex, [WatchEvent("MODIFIED", not_ready_node("gpu-3", "Unknown"), "watch Node")])
+    assert len(unreachable) == 1 and "Ready is Unknown" in unreachable[0]
+    assert watched_notes(caplog, ex, [WatchEvent("MODIFIED", not_ready_node("gpu-3", "True"), "watch Node")]) == []
+    assert watched_notes(caplog, ex, [WatchEvent("MODIFIED", not_ready_node("gpu-3"), "watch Node")]) == [taint_note]
+
+    running = running_pod_object("r", "gpu-2", 2)
+    running["spec"]["priorityClassName"] = "batch-high"
+    logged = watched_notes(caplog, ex, [WatchEvent("ADDED", running, "watch Pod")])
+    assert len(logged) == 1 and logged[0].startswith("note: watch Pod: spec.priorityClassName: ") \
+        and "batch-high" in logged[0], logged
+    relabelled = {**running, "metadata": {**running["metadata"], "labels": {"app": "x"}}}
+    assert watched_notes(caplog, ex, [WatchEvent("MODIFIED", relabelled, "watch Pod")]) == []
+    assert watched_notes(caplog, ex, [WatchEvent("DELETED", relabelled, "watch Pod")]) == []
+    assert watched_notes(caplog, ex, [WatchEvent("ADDED", running, "watch Pod")]) == logged  # a new pod of the name
+
+
+def test_a_node_whose_allocatable_no_longer_lists_gpus_has_none():
+    ex = Extender(cluster_document())
+    node = node_object("gpu-2", gpus="0")
+    ex.queue([WatchEvent("MODIFIED", node)])
+    result, _ = verbs(ex, pod("a", 8))
+    assert result["NodeNames"] == ["gpu-1"] and result["FailedAndUnresolvableNodes"]["gpu-2"] == "Insufficient nvidia.com/gpu"
+    assert verbs(ex, pod("c", cpu="1"))[0]["NodeNames"] == ["gpu-0", "gpu-1", "gpu-2"]  # CPU pods still fit there
+    # a Node object without status.allocatable (a partial object) keeps what the node had
+    ex.queue([WatchEvent("MODIFIED", node_object("gpu-2")), WatchEvent("MODIFIED", {**node, "status": {}})])
+    assert verbs(ex, pod("b", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]

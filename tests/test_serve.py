@@ -559,6 +559,57 @@ def test_readyz_fails_while_the_api_server_fails_and_passes_once_it_recovers(tmp
     assert re.fullmatch(rf"watch of Pods: recovered after {health.errors()['Pod']} failed attempts in \d+ s", lines[1])
 
 
+def test_the_watch_logs_the_notes_of_nodes_and_running_pods_once_per_change(tmp_path, caplog):
+    pytest.importorskip("kubernetes")
+    import logging
+    import queue
+    import threading
+
+    from kube_api_stub import KubeApiStub
+    from placer.serve.extender import Extender
+    from placer.adapters.kubernetes.live import api_client, watch_cluster
+    from test_extender import not_ready_node, running_pod_object, verbs
+
+    caplog.set_level(logging.WARNING, "placer.serve.app")
+    api = KubeApiStub()
+    ex, feed, stop = Extender(cluster_document()), queue.Queue(), threading.Event()
+    threads = watch_cluster(api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))), feed.put, stop)
+
+    def applied(events: int) -> bool:
+        while not feed.empty():
+            ex.queue([feed.get()])
+        ex.sync(now=True)
+        return ex.state()["events_applied"] >= events
+
+    def notes() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
+
+    running = running_pod_object("r", "gpu-2", 2)
+    running["spec"]["priorityClassName"] = "batch-high"
+    try:
+        api.push("MODIFIED", not_ready_node("gpu-3"))
+        api.push("ADDED", running)
+        wait_for(lambda: applied(2) and len(notes()) == 2, "the node's and the pod's events")
+        api.push("MODIFIED", not_ready_node("gpu-3", extra="x"))  # the same notes
+        api.push("MODIFIED", {**running, "metadata": {**running["metadata"], "labels": {"app": "x"}}})
+        wait_for(lambda: applied(4), "the second events")
+        for name in ("a", "b", "c"):
+            result, _ = verbs(ex, pod(name, 8))
+            assert "gpu-3" in result["FailedAndUnresolvableNodes"]
+    finally:
+        stop.set()
+        api.stop()
+        for t in threads:
+            t.join(timeout=10)
+    logged = sorted(notes(), key=lambda note: " Pod: " in note)
+    assert len(logged) == 2, logged  # once each: not per event, not per verb
+    # the list or the watch brings each first, in either order, as the threads go
+    assert re.match(r"note: (list|watch) Node: status.conditions: node 'gpu-3': Ready is False; added the node "
+                    r"lifecycle controller's taint\(s\) node.kubernetes.io/not-ready:NoSchedule", logged[0]), logged
+    assert re.match(r"note: (list|watch) Pod: spec.priorityClassName: priority class 'batch-high' is not among",
+                    logged[1]), logged
+
+
 def test_a_list_the_api_server_answers_too_slowly_fails_after_the_api_timeout_and_is_retried(tmp_path):
     pytest.importorskip("kubernetes")
     import queue

@@ -23,7 +23,7 @@ import re
 from functools import lru_cache
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, Mapping, Optional
+from typing import Annotated, Any, Container, Literal, Mapping, Optional
 
 import msgspec
 from msgspec import Meta, Struct
@@ -53,6 +53,7 @@ __all__ = [
     "required_node_selector",
     "prefilter_node_names",
     "node_affinity_matches",
+    "required_on_keys",
     "DEFAULT_NAMESPACE",
     "namespace_of",
     "InterPodTerm",
@@ -415,6 +416,30 @@ def node_affinity_matches(
         return False
     required = required_node_selector(affinity)
     return required is None or required.matches(labels, node_name)
+def required_on_keys(
+    node_selector: Mapping[str, str], affinity: Optional[Affinity], keys: Container[str]
+) -> tuple[Mapping[str, str], Optional[Affinity]]:
+    """A pod's ``nodeSelector`` and required node affinity read on the label ``keys`` alone
+    (Kueue's ``flavorSelector``: a ResourceFlavor's ``nodeLabels`` decide only what they name).
+
+    Selector entries and term expressions on other keys are dropped, and so is every
+    ``matchFields`` entry; when a term is left without an expression the required affinity
+    is dropped whole (that term, ORed, matches any flavor). The pair goes to
+    :func:`node_affinity_matches` as before.
+    """
+    kept_selector = {k: v for k, v in node_selector.items() if k in keys}
+    required = required_node_selector(affinity)
+    terms: list[NodeSelectorTerm] = []
+    for term in required.node_selector_terms if required is not None else ():
+        expressions = tuple(e for e in term.match_expressions if e.key in keys)
+        if not expressions:
+            terms = []
+            break
+        terms.append(NodeSelectorTerm(match_expressions=expressions))
+    kept = Affinity(node_affinity=NodeAffinity(NodeSelector(tuple(terms)))) if terms else None
+    return kept_selector, kept
+
+
 # ---------------------------------------------------------------------------------------
 # Inter-pod rules resolved for one pod (kube-scheduler's ``framework.AffinityTerm`` and the
 # PodTopologySpread constraint): what they match, with matchLabelKeys merged in.

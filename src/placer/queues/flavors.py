@@ -3,8 +3,8 @@ take, and whether they fit there, need preemption, or fit nowhere (Kueue's flavo
 assigner with flavor fungibility).
 
 For every pod set and resource group, flavors are tried in the ClusterQueue's order. A
-flavor is skipped when its ``nodeTaints`` are not tolerated or the pod's node selector
-contradicts its labels. In a flavor, each resource is *fit* (free quota, at a borrowing
+flavor is skipped when its ``nodeTaints`` are not tolerated or the pod's node selector or
+required node affinity contradicts its labels. In a flavor, each resource is *fit* (free quota, at a borrowing
 level: 0 within nominal quota, else the height of the lowest cohort subtree where it
 fits), *preempt* or *reclaim* (victims would make room), *no candidates* or *no fit*.
 ``whenCanBorrow`` / ``whenCanPreempt`` decide whether a flavor that needs borrowing or
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
 from placer.model import PodRequest, first_untolerated_taint
+from placer.model.affinity import node_affinity_matches, required_on_keys
 from placer.queues.entries import QueuedWorkload
 from placer.queues.model import ClusterQueue, FlavorFungibility, QueueConfig, ResourceFlavor, ResourceGroup
 from placer.queues.quota import FlavorResource, QuotaTree, available, potential_available
@@ -81,15 +82,23 @@ class FlavorAssignment:
 
 
 def flavor_matches(pod: Optional[PodRequest], flavor: ResourceFlavor) -> Optional[str]:
-    """Why a pod set cannot take ``flavor`` (None: it can)."""
+    """Why a pod set cannot take ``flavor`` (None: it can), in Kueue's words.
+
+    Kueue's ``checkFlavorForPodSets``: a ``NoSchedule`` or ``NoExecute`` taint of the
+    flavor's ``nodeTaints`` that neither the pod nor the flavor tolerates, then the pod's
+    ``nodeSelector`` and required node affinity on the flavor's ``nodeLabels``, read on
+    the keys those labels name only (:func:`placer.model.affinity.required_on_keys`).
+    """
     tolerations = (pod.tolerations if pod is not None else ()) + flavor.tolerations
     taint = first_untolerated_taint(flavor.node_taints, tolerations)
     if taint is not None:
-        return f"untolerated taint {taint.key}={taint.value}:{taint.effect} in flavor {flavor.name}"
+        # Kueue prints the v1.Taint struct: {key value effect timeAdded}
+        added = "<nil>" if taint.time_added is None else taint.time_added
+        return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} {added}}} in flavor {flavor.name}"
     if pod is not None:
-        for key, value in pod.node_selector.items():
-            if key in flavor.node_labels and flavor.node_labels[key] != value:
-                return f"flavor {flavor.name} doesn't match node affinity"
+        selector, affinity = required_on_keys(pod.node_selector, pod.affinity, flavor.node_labels)
+        if not node_affinity_matches(selector, affinity, flavor.node_labels, ""):
+            return f"flavor {flavor.name} doesn't match node affinity"
     return None
 
 

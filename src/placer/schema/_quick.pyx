@@ -84,9 +84,12 @@ cdef Py_ssize_t P_LABELS = slot_offset(RunningPod, "labels")
 cdef Py_ssize_t P_GANG = slot_offset(RunningPod, "gang")
 cdef Py_ssize_t P_START = slot_offset(RunningPod, "start_time")
 # what makes a pod other than one of whole GPUs, CPU and memory (the pass sums these): every
-# other field of the resource roles must be empty
+# other field of the resource roles must be empty, and so must the relational ones (an
+# affinity takes the exact checks, which validate it)
 SUMMED_POD_FIELDS = ("gpus", "cpu_milli", "memory_mib")  # also what dict_nodes reads of a pod, after its name
-_SPECIAL = tuple(name for name in fields_with(RunningPod, Role.RESOURCE, Role.GATED) if name not in SUMMED_POD_FIELDS)
+_SPECIAL = tuple(
+    name for name in fields_with(RunningPod, Role.RESOURCE, Role.GATED, Role.RELATIONAL) if name not in SUMMED_POD_FIELDS
+)
 cdef Py_ssize_t P_SPECIAL_COUNT = len(_SPECIAL)
 cdef Py_ssize_t P_SPECIAL[MAX_FIELDS]
 cdef PyObject* P_SPECIAL_NAME[MAX_FIELDS]

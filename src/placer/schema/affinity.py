@@ -7,14 +7,20 @@ field as written (``nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
+
+from msgspec import Struct
 
 from placer.exceptions import InvalidInputError
 from placer.model import Toleration
-from placer.model.affinity import NODE_NAME_FIELD, Affinity, NodeSelectorRequirement, NodeSelectorTerm
+from placer.model.affinity import (
+    NODE_NAME_FIELD, Affinity, NodeSelectorRequirement, NodeSelectorTerm, TopologySpreadConstraint,
+)
 from placer.schema.errors import nest
+from placer.schema.files import decode_object
+from placer.schema.interpod import check_namespace_selectors
 
-__all__ = ["check_node_affinity", "check_toleration"]
+__all__ = ["PodRules", "pod_rules_from_dict", "check_affinity", "check_node_affinity", "check_toleration"]
 
 _REQUIRED = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
@@ -48,6 +54,46 @@ def check_node_affinity(affinity: Optional[Affinity]) -> None:
             _term(term, f"{_REQUIRED}.nodeSelectorTerms[{i}]")
     for i, preferred in enumerate(affinity.node_affinity.preferred):
         _term(preferred.preference, f"{_PREFERRED}[{i}].preference")
+
+
+def check_affinity(affinity: Optional[Affinity]) -> None:
+    """Every check of a pod's ``affinity`` (:func:`check_node_affinity`, then
+    :func:`placer.schema.interpod.check_namespace_selectors`), paths relative to the pod.
+
+    Raises
+    ------
+    InvalidInputError
+        At the field below ``affinity``.
+    """
+    try:
+        check_node_affinity(affinity)
+    except InvalidInputError as e:
+        raise nest(e, "affinity") from None
+    check_namespace_selectors(affinity)
+
+
+class PodRules(Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    """A pod spec's scheduling rules as Kubernetes writes them: ``affinity`` and
+    ``topologySpreadConstraints`` (the :class:`~placer.model.PodRequest` fields of the same
+    names)."""
+
+    affinity: Optional[Affinity] = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+
+
+def pod_rules_from_dict(data: Mapping[str, Any]) -> PodRules:
+    """A pod spec's ``affinity`` and ``topologySpreadConstraints`` (plain data, either
+    absent), decoded and checked as a placer/v1 pod's (:func:`check_affinity`).
+
+    Raises
+    ------
+    InvalidInputError
+        At the first fault, its path relative to the pod spec (``affinity.nodeAffinity…``,
+        ``topologySpreadConstraints[0].maxSkew``).
+    """
+    rules = decode_object(data, PodRules, {})
+    check_affinity(rules.affinity)
+    return rules
 
 
 def _term(term: NodeSelectorTerm, where: str) -> None:

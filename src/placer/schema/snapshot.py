@@ -20,7 +20,7 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
-from placer.schema.interpod import check_namespace_selectors
+from placer.schema.affinity import check_affinity
 from placer.limits import MILLI
 from placer.model.mig_profiles import MigTable, table_for, tables
 from placer.model import (
@@ -396,7 +396,8 @@ class _Exact:
 
 
 def _pod_meta(p: RunningPod) -> None:
-    """A running pod's start time (an RFC 3339 text becomes epoch seconds), labels and gang."""
+    """A running pod's start time (an RFC 3339 text becomes epoch seconds), labels, gang and
+    affinity (checked as a pending pod's)."""
     if type(p.start_time) is str:
         force_setattr(p, "start_time", parse_time(p.start_time, "startTime"))
     for key, value in p.labels.items():
@@ -404,7 +405,7 @@ def _pod_meta(p: RunningPod) -> None:
             raise control_error("labels", key if has_control(key) else value)
     if p.gang is not None and has_control(p.gang):
         raise control_error("gang", p.gang)
-    check_namespace_selectors(p.affinity)
+    check_affinity(p.affinity)
 
 
 def parse_time(text: str, where: str) -> float:

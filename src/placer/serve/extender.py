@@ -244,6 +244,7 @@ class Extender:
         self._filtered_at: dict[str, float] = {}  # pending pods no watch reports, oldest filter first
         self._replaced: dict[str, None] = {}  # UIDs of pods replaced under their name, oldest first
         self._from_api: dict[str, set[str]] = {kind: set() for kind in ("Node", "Pod", "PodGroup")}
+        self._noted: dict[str, frozenset[str]] = {}  # "Node n" / "Pod ns/p" -> the notes last logged of it
         self.not_current: Callable[[], str] = not_current if not_current is not None else lambda: ""
         self.pending_ttl_s = pending_ttl_s
         self.max_pending = max_pending
@@ -348,8 +349,9 @@ class Extender:
         if kind != "Pod" or not _named(obj):
             return False
         key = pod_key(obj)
+        notes: list[str] = []
         try:
-            entry = None if event.type == "DELETED" else running_pod_from_object(obj, event.where, None)
+            entry = None if event.type == "DELETED" else running_pod_from_object(obj, event.where, None, notes)
         except InvalidInputError:
             return False  # the rebuild refuses it, naming the fault
         spec = obj.get("spec")
@@ -380,6 +382,7 @@ class Extender:
             self._forget(key, gang)
         elif held is None:
             self._note_pending(key, obj, gang)
+        self._log_notes(f"Pod {key}", event.where, notes)
         self.applied_events += 1
         return True
 
@@ -414,7 +417,7 @@ class Extender:
             obj = event.object
             kind = obj.get("kind") if isinstance(obj, Mapping) else None
             if kind == "Node":
-                self._edit_node(nodes, where_pod, event)
+                self._edit_node(nodes, where_pod, event, effects)
             elif kind == "Pod":
                 self._edit_pod(nodes, where_pod, event, effects)
             elif kind == "PodGroup":
@@ -426,18 +429,27 @@ class Extender:
         document["nodes"] = list(nodes.values())
         return document
 
-    def _edit_node(self, nodes: dict[str, dict[str, Any]], where_pod: dict[str, str], event: WatchEvent) -> None:
+    def _edit_node(
+        self, nodes: dict[str, dict[str, Any]], where_pod: dict[str, str], event: WatchEvent,
+        effects: list[Callable[[], None]],
+    ) -> None:
         if event.type == "DELETED" and _named(event.object):  # its name is all that counts
-            for pod in (nodes.pop(event.object["metadata"]["name"], None) or {}).get("pods", ()):
+            name = event.object["metadata"]["name"]
+            for pod in (nodes.pop(name, None) or {}).get("pods", ()):
                 where_pod.pop(pod["name"], None)
+            effects.append(lambda: self._log_notes(f"Node {name}", event.where, []))
             return
-        entry = node_from_object(event.object, event.where, self.levels)
+        notes: list[str] = []
+        entry = node_from_object(event.object, event.where, self.levels, notes)
         name = entry["name"]
+        effects.append(lambda: self._log_notes(f"Node {name}", event.where, notes))
         old = nodes.pop(name, None)
         if old is not None:
-            # what a Node object cannot tell: the pods, GPU topology and NICs, MIG layout
+            # what a Node object cannot tell: the pods, GPU topology and NICs, MIG layout; the
+            # amounts its status.allocatable tells follow it (one it no longer lists is none)
+            told = _TOLD_BY_NODE + (_TOLD_BY_ALLOCATABLE if _allocatable(event.object) else ())
             for key, value in old.items():
-                if key not in entry and key not in ("unschedulable", "taints", "labels"):
+                if key not in entry and key not in told:
                     entry[key] = value
         nodes[name] = entry
 
@@ -456,6 +468,8 @@ class Extender:
             old_entry = next((p for p in pods if p["name"] == key), None)
             nodes[old_node]["pods"] = [p for p in pods if p["name"] != key]
         gang = self._gang_of(obj)
+        notes: list[str] = []
+        effects.append(lambda: self._log_notes(f"Pod {key}", event.where, notes))  # none: gone, pending or finished
         if event.type == "DELETED":
             effects.append(lambda: self._gone(key, gang))
             return
@@ -463,7 +477,7 @@ class Extender:
         node = nodes.get(node_name) if isinstance(node_name, str) else None
         if node_name and node is None:
             raise InvalidInputError(event.where, f"pod {key} runs on node {node_name!r}, which placer does not know")
-        entry = running_pod_from_object(obj, event.where, node)
+        entry = running_pod_from_object(obj, event.where, node, notes)
         if entry is None:
             effects.append(lambda: self._gone(key, gang) if node_name else self._note_pending(key, obj, gang))
             return
@@ -485,6 +499,18 @@ class Extender:
         self._filtered_at.pop(key, None)  # the API reports it: its deletion will come
         if gang is not None:
             gang.pending[key] = obj
+
+    def _log_notes(self, what: str, source: str, notes: Sequence[str]) -> None:
+        """Log as warnings the notes of a watched node or running pod (each starting with
+        ``source``, the event's origin) that were not logged for its previous state: once
+        per change of the object, not once per event, list or verb."""
+        said = {note.removeprefix(source): note for note in notes}
+        before = self._noted.pop(what, frozenset())
+        for text, note in said.items():
+            if text not in before:
+                _log.warning("note: %s", note)
+        if said:
+            self._noted[what] = frozenset(said)
 
     def _gone(self, key: str, gang: _Gang | None) -> None:
         """The pod finished or was deleted."""
@@ -905,6 +931,18 @@ def _named_object(kind: str, key: str) -> dict[str, Any]:
         return {"kind": kind, "metadata": {"name": key}}
     namespace, _, name = key.partition("/")
     return {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
+
+
+_TOLD_BY_NODE = ("unschedulable", "taints", "labels")
+"""The fields of a node entry that a Node object always tells, given or not."""
+_TOLD_BY_ALLOCATABLE = ("gpus", "gpuSharing", "cpuMilli", "memoryMiB", "maxPods", "resources")
+"""The fields a Node object's ``status.allocatable`` tells: absent from it, absent."""
+
+
+def _allocatable(obj: Mapping[str, Any]) -> bool:
+    """Whether a Node object reports ``status.allocatable``."""
+    status = obj.get("status")
+    return isinstance(status, Mapping) and isinstance(status.get("allocatable"), Mapping)
 
 
 def _named(obj: Any) -> bool:

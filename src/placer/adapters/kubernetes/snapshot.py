@@ -593,7 +593,9 @@ def snapshot_from_kubernetes(
     return import_kubernetes(nodes, pods, levels, priority_classes=priority_classes, pdbs=pdbs).snapshot
 
 
-def node_from_object(obj: Any, source: str, levels: Iterable[LevelSpec] = ()) -> dict[str, Any]:
+def node_from_object(
+    obj: Any, source: str, levels: Iterable[LevelSpec] = (), notes: list[str] | None = None
+) -> dict[str, Any]:
     """The placer/v1 node entry of one Node object (as :func:`snapshot_from_kubernetes`
     reads it, without pods), for objects that come one at a time: a watch's events.
 
@@ -605,17 +607,21 @@ def node_from_object(obj: Any, source: str, levels: Iterable[LevelSpec] = ()) ->
         What errors name in place of a file.
     levels : iterable of (name, label) or "name=label"
         Topology levels, outermost first.
+    notes : list of str, optional
+        Takes the node's notes (:attr:`KubernetesImport.notes`: a not-ready taint added, …).
 
     Raises
     ------
     InvalidInputError
         As :func:`snapshot_from_kubernetes` for a node.
     """
-    entry, _ = _node_entry(Document(source, obj, None, 1), (), obj, parse_levels(levels), [])
+    entry, _ = _node_entry(Document(source, obj, None, 1), (), obj, parse_levels(levels), [] if notes is None else notes)
     return entry
 
 
-def running_pod_from_object(obj: Any, source: str, node: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def running_pod_from_object(
+    obj: Any, source: str, node: dict[str, Any] | None = None, notes: list[str] | None = None
+) -> dict[str, Any] | None:
     """The placer/v1 entry of one Pod object when it runs on a node (bound, not finished),
     else None: what :func:`snapshot_from_kubernetes` makes of it, for a watch's events.
 
@@ -628,6 +634,9 @@ def running_pod_from_object(obj: Any, source: str, node: dict[str, Any] | None =
     node : dict, optional
         The placer/v1 entry of the pod's node: a pod of MIG devices takes its instances
         there (the entry changes).
+    notes : list of str, optional
+        Takes the running pod's notes (:attr:`KubernetesImport.notes`: an unknown priority
+        class, …); a pod that does not run adds none.
 
     Raises
     ------
@@ -637,7 +646,7 @@ def running_pod_from_object(obj: Any, source: str, node: dict[str, Any] | None =
     doc = Document(source, obj, None, 1)
     if _bound_node(doc, (), obj) is None:
         return None
-    pod, mig = _running_pod(doc, (), obj, None, PriorityClasses(), [])
+    pod, mig = _running_pod(doc, (), obj, None, PriorityClasses(), [] if notes is None else notes)
     if mig is not None and node is not None:
         hold_instances(doc, (), node, pod, mig)
     if node is not None and "gpuSharing" in node:

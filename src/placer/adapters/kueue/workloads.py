@@ -34,7 +34,9 @@ from placer.adapters.kubernetes.documents import (
 )
 from placer.adapters.kubernetes.mig import take_mig_request
 from placer.adapters.kubernetes.scheduling import PRIORITY_RANGE, SYSTEM_PRIORITY_CLASSES, PriorityClasses
-from placer.adapters.kubernetes.templates import MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets
+from placer.adapters.kubernetes.templates import (
+    MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets, scheduling_rules,
+)
 from placer.adapters.kubernetes.unmodelled import unmodelled_pod_notes
 from placer.adapters.kubernetes.workloads import KUEUE_PREFERRED, KUEUE_REQUIRED, KUEUE_SLICE_SIZE, KUEUE_SLICE_TOPOLOGY
 from placer.adapters.kueue.fields import (
@@ -50,7 +52,9 @@ from placer.adapters.kueue.fields import (
     namespace_of,
     tolerations,
 )
+from placer.exceptions import InvalidInputError
 from placer.limits import MAX_GPUS, MAX_QUANTITY
+from placer.schema.affinity import PodRules, pod_rules_from_dict
 from placer.queues.model import Admission, PodSet, Workload, pod_for_requests
 
 __all__ = ["MAX_POD_SETS", "KUEUE_POD_GROUP_TOTAL", "WorkloadReader"]
@@ -418,8 +422,9 @@ class WorkloadReader:
     def pod_set(self, doc: Document, tpath: Path, template: Any, name: str, count: int, key: str, priority: int,
                 topology_request: tuple[Path, Mapping[str, Any]] | None = None) -> PodSet:
         """One pod set from its pod template: per-pod requests in accounting units, the pod
-        placer places (nodeSelector, tolerations, the workload's priority), the required
-        or preferred topology level (``topologyRequest`` or the template's Kueue annotations).
+        placer places (nodeSelector, tolerations, affinity, topologySpreadConstraints, the
+        workload's priority), the required or preferred topology level (``topologyRequest``
+        or the template's Kueue annotations).
 
         Raises
         ------
@@ -445,14 +450,23 @@ class WorkloadReader:
                 doc.fail(spath, f"{r}: {units} units in one pod, over placer's limit of {MAX_QUANTITY}")
         selector = field_str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         tols = tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
-        if spec.get("affinity"):
-            self.notes.append(doc.note((*spath, "affinity"), "spec.affinity is not read: flavors are matched by "
-                                                             "nodeSelector only"))
+        rules = self._rules(doc, spath, spec)
         self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
         required, preferred = self._topology(doc, (*mpath, "annotations"), annotations, topology_request)
-        pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority)
+        pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority,
+                               affinity=rules.affinity, topology_spread_constraints=rules.topology_spread_constraints)
         return PodSet(name=name, count=count, requests=requests, pod=pod, required_level=required,
                       preferred_level=preferred)
+
+    @staticmethod
+    def _rules(doc: Document, spath: Path, spec: Mapping[str, Any]) -> PodRules:
+        """The template's ``affinity`` and ``topologySpreadConstraints``, checked as a
+        placer/v1 pod's: the required node affinity matches flavors, all of them place the
+        admitted pods."""
+        try:
+            return pod_rules_from_dict(scheduling_rules(doc, spath, spec))
+        except InvalidInputError as e:
+            doc.fail(spath, f"{e.where}: {e.what}")
 
     def _check_resource_names(self, doc: Document, spath: Path, spec: Mapping[str, Any]) -> None:
         """Refuse the resource ``pods`` (Kueue reserves it); note resources placer does not
