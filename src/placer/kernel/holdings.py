@@ -355,7 +355,7 @@ def _slot_record(pod: PodRequest, slots: Sequence[int]) -> RunningPod:
         priority=pod.priority,
         resources=pod.resources,
         labels=pod.labels,
-        affinity=pod.affinity,
+        affinity=pod.affinity, host_ports=pod.host_ports,
     )
 
 
@@ -365,7 +365,7 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
     if mig:
         return RunningPod(
             name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
-            resources=pod.resources, mig=mig, labels=pod.labels, affinity=pod.affinity,
+            resources=pod.resources, mig=mig, labels=pod.labels, affinity=pod.affinity, host_ports=pod.host_ports,
         )
     gpus = mask_to_indices(mask)
     if pod.shared:
@@ -379,11 +379,11 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
             priority=pod.priority,
             resources=pod.resources,
             labels=pod.labels,
-            affinity=pod.affinity,
+            affinity=pod.affinity, host_ports=pod.host_ports,
         )
     return RunningPod(
         name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
         resources=pod.resources,
         labels=pod.labels,
-        affinity=pod.affinity,
+        affinity=pod.affinity, host_ports=pod.host_ports,
     )

@@ -37,6 +37,7 @@ from placer.kernel.pack import BIG, FLAG, INT, MASK, node_bitset
 from placer.model import Node, PodRequest, RunningPod
 from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
 from placer.model.interpod import HOSTNAME, has_relations, has_required_anti_affinity, node_included
+from placer.model.ports import HostPort, any_conflict, conflicting_nodes
 from placer.model.roles import canonical
 
 __all__ = ["REASON_CODES", "Occupants", "compile_relations"]
@@ -57,11 +58,13 @@ class Occupants:
     :class:`~placer.model.RunningPod` or a :class:`~placer.model.PodRequest` placed here.
 
     ``anti_holders`` counts those with required anti-affinity (their rules apply to every
-    pod placed after them).
+    pod placed after them); ``port_holders`` maps the name of each that holds host ports
+    to (node, its ports), for the NodePorts filter (:meth:`ports_blocked`).
     """
 
     pods: dict[str, tuple[int, Any]] = field(default_factory=dict)
     anti_holders: int = 0
+    port_holders: dict[str, tuple[int, tuple[HostPort, ...]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, holdings: Mapping[str, tuple[int, RunningPod]]) -> "Occupants":
@@ -78,12 +81,25 @@ class Occupants:
         self.pods[pod.name] = (node, pod)
         if has_required_anti_affinity(pod):
             self.anti_holders += 1
+        if pod.host_ports:
+            self.port_holders[pod.name] = (node, pod.host_ports)
 
     def remove(self, name: str) -> None:
         """The pod of this name is no longer on any node."""
         found = self.pods.pop(name, None)
         if found is not None and has_required_anti_affinity(found[1]):
             self.anti_holders -= 1
+        self.port_holders.pop(name, None)
+
+    def ports_blocked(self, ports: Sequence[HostPort], n_nodes: int) -> np.ndarray:
+        """The nodes (bool per node) where a pod of host ports ``ports`` fails NodePorts now."""
+        blocked = np.zeros(n_nodes, dtype=bool)
+        blocked[list(conflicting_nodes(ports, self.port_holders.values()))] = True
+        return blocked
+
+    def port_holders_on(self, node: int, ports: Sequence[HostPort]) -> list[str]:
+        """The pods on ``node`` holding a port that one of ``ports`` conflicts with."""
+        return [name for name, (at, held) in self.port_holders.items() if at == node and any_conflict(ports, held)]
 
 
 class _Domains:

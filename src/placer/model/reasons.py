@@ -25,6 +25,7 @@ __all__ = [
     "GPU_MODEL",
     "NO_GPU",
     "NICS",
+    "PORTS",
     "ONLY_GPU_SLOTS",
     "NO_GPU_SLOTS",
     "MPS_ONE_SLOT",
@@ -41,6 +42,7 @@ __all__ = [
     "gang_no_common_model",
     "gang_solver_gave_up",
     "no_preemption_for_inter_pod_rules",
+    "no_preemption_for_host_ports",
 ]
 
 
@@ -78,6 +80,8 @@ without a count."""
 GPU_MODEL = "node(s) didn't match Pod's GPU model"
 NO_GPU = RESOURCE_REASONS[3]
 NICS = "Insufficient NICs"
+PORTS = "node(s) didn't have free ports for the requested pod ports"
+"""kube-scheduler's NodePorts reason: a pod on the node holds a host port the pod needs."""
 ONLY_GPU_SLOTS = "node(s) share their GPUs (time-slicing or MPS): they offer gpuSlots only"
 NO_GPU_SLOTS = "node(s) didn't share their GPUs (no gpuSharing): they offer no gpuSlots"
 MPS_ONE_SLOT = "node(s) share their GPUs by MPS: one slot per pod"
@@ -168,6 +172,12 @@ def no_preemption_for_inter_pod_rules(reason: str) -> str:
     """A pod with inter-pod rules that preemption does not try for (placer's victim search
     does not re-check affinity, anti-affinity or spread with the victims gone)."""
     return f"{reason} (preemption not attempted: the pod has inter-pod affinity or topology spread rules)"
+
+
+def no_preemption_for_host_ports(reason: str) -> str:
+    """A pod with host ports that preemption does not try for (placer's victim search does
+    not free the victims' ports)."""
+    return f"{reason} (preemption not attempted: the pod has host ports)"
 
 
 def gang_solver_gave_up(reason: str, status: str, time_limit_s: float) -> str:

@@ -95,6 +95,9 @@ def preempt_for(
         if has_relations(pod):
             still.append(replace(u, reason=reasons.no_preemption_for_inter_pod_rules(u.reason)))
             continue
+        if pod.host_ports:
+            still.append(replace(u, reason=reasons.no_preemption_for_host_ports(u.reason)))
+            continue
         solver, status = "greedy", "feasible"
         best, _ = preemption.choose(session, state.snapshot, pod)
         if best is not None and mode == "exact":

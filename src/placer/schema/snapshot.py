@@ -21,6 +21,7 @@ from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
 from placer.schema.interpod import check_namespace_selectors
+from placer.schema.ports import check_host_ports
 from placer.limits import MILLI
 from placer.model.mig_profiles import MigTable, table_for, tables
 from placer.model import (
@@ -405,6 +406,7 @@ def _pod_meta(p: RunningPod) -> None:
     if p.gang is not None and has_control(p.gang):
         raise control_error("gang", p.gang)
     check_namespace_selectors(p.affinity)
+    check_host_ports(p.host_ports)
 
 
 def parse_time(text: str, where: str) -> float:
