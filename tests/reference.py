@@ -64,6 +64,7 @@ INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_MEMORY = "Insufficient memory"
 TOO_MANY_PODS = "Too many pods"
 INSUFFICIENT_NICS = "Insufficient NICs"
+NO_FREE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 
 
 def splitmix64_stream(seed: int) -> Iterator[int]:
@@ -420,6 +421,14 @@ def _node_affinity_ok(node: Node, pod: PodRequest) -> bool:
     return False
 
 
+def _ports_clash(a, b) -> bool:
+    """kube's HostPortInfo.CheckConflict: one protocol and port, and one host IP or either
+    the wildcard (an empty hostIP is 0.0.0.0)."""
+    ip_a, ip_b = a.host_ip or "0.0.0.0", b.host_ip or "0.0.0.0"
+    return (a.protocol, a.host_port) == (b.protocol, b.host_port) and (
+        ip_a == ip_b or "0.0.0.0" in (ip_a, ip_b))
+
+
 def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     """Every reason ``st`` cannot take ``pod`` (empty: feasible)."""
     node = st.node
@@ -445,6 +454,10 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
             return [GPU_MODEL]
     if pod.nics > len(st.hw.nic_list):
         return [INSUFFICIENT_NICS]
+    # kube's NodePorts (rules: "Host ports"), between NodeAffinity and NodeResourcesFit
+    held = [port for h in st.holders.values() if h.pod is not None for port in getattr(h.pod, "host_ports", ())]
+    if any(_ports_clash(want, have) for want in pod.host_ports for have in held):
+        return [NO_FREE_PORTS]
     out = []
     # kube's NodeResourcesFit: a resource the pod asks none of fits an over-committed node
     cpu_free = st.cpu_free()

@@ -35,7 +35,7 @@ from placer.adapters.kubernetes.documents import (
 from placer.adapters.kubernetes.mig import take_mig_request
 from placer.adapters.kubernetes.scheduling import PRIORITY_RANGE, SYSTEM_PRIORITY_CLASSES, PriorityClasses
 from placer.adapters.kubernetes.templates import MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets
-from placer.adapters.kubernetes.unmodelled import unmodelled_pod_notes
+from placer.adapters.kubernetes.unmodelled import host_port_notes, unmodelled_pod_notes
 from placer.adapters.kubernetes.workloads import KUEUE_PREFERRED, KUEUE_REQUIRED, KUEUE_SLICE_SIZE, KUEUE_SLICE_TOPOLOGY
 from placer.adapters.kueue.fields import (
     KUEUE_GROUP,
@@ -448,6 +448,7 @@ class WorkloadReader:
         if spec.get("affinity"):
             self.notes.append(doc.note((*spath, "affinity"), "spec.affinity is not read: flavors are matched by "
                                                              "nodeSelector only"))
+        self.notes += host_port_notes(doc, spath, spec)
         self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
         required, preferred = self._topology(doc, (*mpath, "annotations"), annotations, topology_request)
         pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority)
