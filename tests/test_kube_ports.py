@@ -300,3 +300,25 @@ def test_kernel_matches_reference(scenario) -> None:
     got = placer.place(snap, req)
     assert got.to_dict() == ReferenceCluster(snap).schedule(req).to_dict()
     assert check_placement(snap, req, got) == []
+
+
+def test_binding_two_decisions_that_share_a_port_refuses_the_second() -> None:
+    """Two place() calls each put a pod of port 80 on the one node; binding both would
+    hold the port twice: the second bind is refused, and later pods see the bound one's port."""
+    cluster = placer.Cluster(snapshot(nodes=1))
+    first = cluster.place(request({"name": "a", "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}).pods)
+    second = cluster.place(request({"name": "b", "cpuMilli": 100, "hostPorts": [{"hostPort": 80, "hostIP": "10.0.0.1"}]}).pods)
+    assert [a.node for a in second.assignments] == ["node0"]
+    cluster.bind(first)
+    with pytest.raises(InvalidInputError, match="didn't have free ports"):
+        cluster.bind(second)
+    again = cluster.place(request({"name": "c", "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}).pods)
+    assert [u.reason for u in again.unschedulable] == [f"0/1 nodes are available: 1 {PORTS}."]
+
+
+def test_a_moved_pod_takes_its_ports_along() -> None:
+    from placer.preemption.moves import mover_request
+
+    snap = snapshot(ports("UDP//53"))
+    node = snap.nodes[0]
+    assert mover_request(node.pods[0], node).host_ports == node.pods[0].host_ports

@@ -208,6 +208,9 @@ class Holdings:
         for name, count in pod.resources.items():
             if extended_free(self._packed, name, node) < count:
                 return reasons.insufficient(name)
+        holders = [name for name in self.occupants.port_holders_on(node, pod.host_ports) if name != pod.name]
+        if holders:
+            return f"{reasons.PORTS} (held by {', '.join(holders)})"
         problem = self._mig.misfit(node, mig, pod.mig)
         if problem:
             return problem

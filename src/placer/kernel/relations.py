@@ -99,6 +99,8 @@ class Occupants:
 
     def port_holders_on(self, node: int, ports: Sequence[HostPort]) -> list[str]:
         """The pods on ``node`` holding a port that one of ``ports`` conflicts with."""
+        if not ports:
+            return []
         return [name for name, (at, held) in self.port_holders.items() if at == node and any_conflict(ports, held)]
 
 
