@@ -358,7 +358,8 @@ def _slot_record(pod: PodRequest, slots: Sequence[int]) -> RunningPod:
         priority=pod.priority,
         resources=pod.resources,
         labels=pod.labels,
-        affinity=pod.affinity, host_ports=pod.host_ports,
+        affinity=pod.affinity,
+        host_ports=pod.host_ports,
     )
 
 
@@ -368,7 +369,8 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
     if mig:
         return RunningPod(
             name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
-            resources=pod.resources, mig=mig, labels=pod.labels, affinity=pod.affinity, host_ports=pod.host_ports,
+            resources=pod.resources, mig=mig, labels=pod.labels, affinity=pod.affinity,
+            host_ports=pod.host_ports,
         )
     gpus = mask_to_indices(mask)
     if pod.shared:
@@ -382,11 +384,13 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
             priority=pod.priority,
             resources=pod.resources,
             labels=pod.labels,
-            affinity=pod.affinity, host_ports=pod.host_ports,
+            affinity=pod.affinity,
+            host_ports=pod.host_ports,
         )
     return RunningPod(
         name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
         resources=pod.resources,
         labels=pod.labels,
-        affinity=pod.affinity, host_ports=pod.host_ports,
+        affinity=pod.affinity,
+        host_ports=pod.host_ports,
     )
