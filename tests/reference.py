@@ -447,17 +447,17 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
         return [taint]
     if not _node_affinity_ok(node, pod):
         return [SELECTOR]
-    if pod.gpus >= 1:
-        if st.hw.gpus == 0:
-            return [INSUFFICIENT_GPU]
-        if pod.gpu_models and st.hw.gpu_model not in pod.gpu_models:
-            return [GPU_MODEL]
-    if pod.nics > len(st.hw.nic_list):
-        return [INSUFFICIENT_NICS]
-    # kube's NodePorts (rules: "Host ports"), between NodeAffinity and NodeResourcesFit
+    gpuless = pod.gpus >= 1 and st.hw.gpus == 0
+    if pod.gpus >= 1 and not gpuless and pod.gpu_models and st.hw.gpu_model not in pod.gpu_models:
+        return [GPU_MODEL]
+    # kube's NodePorts (rules: filter 4b), after NodeAffinity, before every "Insufficient ..."
     held = [port for h in st.holders.values() if h.pod is not None for port in getattr(h.pod, "host_ports", ())]
     if any(_ports_clash(want, have) for want in pod.host_ports for have in held):
         return [NO_FREE_PORTS]
+    if gpuless:
+        return [INSUFFICIENT_GPU]
+    if pod.nics > len(st.hw.nic_list):
+        return [INSUFFICIENT_NICS]
     out = []
     # kube's NodeResourcesFit: a resource the pod asks none of fits an over-committed node
     cpu_free = st.cpu_free()

@@ -133,6 +133,23 @@ def test_the_filter_runs_after_node_affinity_and_before_resources() -> None:
     assert KernelSession(snap).node_reasons(req.pods[0], [0, 1, 2]) == [wording.SELECTOR, PORTS, "Insufficient cpu"]
 
 
+def test_a_node_that_lacks_a_resource_and_holds_the_port_counts_under_node_ports() -> None:
+    """kube's NodeResourcesFit runs after NodePorts: a CPU node holding the port of a GPU pod
+    is a NodePorts node, even though placer finds a node without GPUs before any filter."""
+    snap = ClusterSnapshot.from_dict({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": "cpu-a", "cpuMilli": 1000, "pods": [{"name": "h", "hostPorts": [{"hostPort": 80}]}]},
+        {"name": "cpu-b", "cpuMilli": 1000},
+        {"name": "gpu", "gpus": 1, "gpuModel": "A100", "cpuMilli": 1000, "labels": {"kind": "gpu"},
+         "pods": [{"name": "g", "gpus": [0], "hostPorts": [{"hostPort": 80, "protocol": "UDP"}]}]},
+    ]})
+    req = request({"name": "p", "gpus": 1, "hostPorts": [{"hostPort": 80}]})
+    got = placed_everywhere(snap, req)
+    assert [u.reason for u in got.unschedulable] == [
+        f"0/3 nodes are available: 1 {PORTS}, 2 Insufficient nvidia.com/gpu."]
+    assert KernelSession(snap).node_reasons(req.pods[0], [0, 1, 2]) == [
+        PORTS, "Insufficient nvidia.com/gpu", "Insufficient nvidia.com/gpu"]
+
+
 def test_kube_scores_and_replay_honour_the_ports() -> None:
     snap = snapshot(ports("TCP//80"), nodes=2)
     req = request({"name": "p", "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}, policy="kube")
@@ -273,13 +290,16 @@ def _scenario(draw) -> tuple[ClusterSnapshot, PlacementRequest]:
     n = draw(st.integers(1, 5))
     docs = [{"name": f"n{i}", "cpuMilli": 1000 * draw(st.integers(1, 4)), "memoryMiB": 4096,
              "labels": {"zone": draw(st.sampled_from(["a", "b"]))}, "pods": []} for i in range(n)]
+    for doc in docs:  # some GPU nodes: a GPU pod is turned away by the rest for its GPUs, after NodePorts
+        if draw(st.booleans()):
+            doc.update(gpus=draw(st.integers(1, 2)), gpuModel="A100", gpuMemoryMiB=40960)
     for k in range(draw(st.integers(0, 5))):
         docs[draw(st.integers(0, n - 1))]["pods"].append(
             {"name": f"run{k}", "cpuMilli": 100, "hostPorts": _unique(draw(st.lists(_PORT, max_size=2)))})
     pods = []
     for k in range(draw(st.integers(1, 7))):
         pod: dict[str, Any] = {"name": f"p{k}", "cpuMilli": 100 * draw(st.integers(1, 20)),
-                               "priority": draw(st.integers(0, 2))}
+                               "priority": draw(st.integers(0, 2)), "gpus": draw(st.sampled_from([0, 0, 1]))}
         wanted = _unique(draw(st.lists(_PORT, max_size=2)))
         if wanted:
             pod["hostPorts"] = wanted

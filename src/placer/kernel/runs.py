@@ -61,14 +61,37 @@ class Run:
         else:
             inside = np.unpackbits(self._only.view(np.uint8), bitorder="little")[: self._n_nodes].astype(bool)
             merged = ec.reasons_among(inside)
-        if self._ports_blocked is not None:  # NodePorts runs after the static filters, before the kernel's
-            blocked = int(np.count_nonzero(self._ports_blocked & (ec.reason_of < 0)))
-            if blocked:
-                merged[reasons.PORTS] = blocked
+        if self._ports_blocked is not None:
+            _count_ports(ec, self._ports_blocked, merged)
         for name, count in zip(_COUNTED_REASONS, self._counts[k].tolist()):
             if count:
                 merged[name] = merged.get(name, 0) + count
         return merged
+
+
+def _ports_first(ec: EligibilityClass, blocked: np.ndarray) -> np.ndarray:
+    """The nodes of ``blocked`` that NodePorts turns away: those the static filters pass,
+    and those they turn away for a resource (kube's NodeResourcesFit comes after NodePorts)."""
+    passing = ec.reason_of < 0
+    for code, name in enumerate(ec.reason_names):
+        if reasons.is_resource_reason(name):
+            passing |= ec.reason_of == code
+    return blocked & passing
+
+
+def _count_ports(ec: EligibilityClass, blocked: np.ndarray, merged: dict[str, int]) -> None:
+    """Count NodePorts' nodes in ``merged`` (static reasons of the nodes ``blocked`` is among),
+    taking them out of the resource reasons they were counted under."""
+    turned = _ports_first(ec, blocked)
+    if not turned.any():
+        return
+    merged[reasons.PORTS] = int(np.count_nonzero(turned))
+    codes = ec.reason_of[turned]
+    for code, count in zip(*np.unique(codes[codes >= 0], return_counts=True)):
+        name = ec.reason_names[int(code)]
+        merged[name] -= int(count)
+        if not merged[name]:
+            del merged[name]
 
 
 class BatchPlacer:
@@ -309,7 +332,9 @@ class BatchPlacer:
                 code[todo] = len(words) - 1
 
         if pod.host_ports:
-            first(self.ports_blocked(pod)[at], reasons.PORTS)
+            turned = _ports_first(ec, self.ports_blocked(pod))[at]
+            code[turned] = -1
+            first(turned, reasons.PORTS)
         first(free.pod_slots[at] < 1, reasons.RESOURCE_REASONS[2])
         first(short_of(free.cpu_milli[at], pod.cpu_milli), reasons.RESOURCE_REASONS[0])
         first(short_of(free.memory_mib[at], pod.memory_mib), reasons.RESOURCE_REASONS[1])
