@@ -160,18 +160,32 @@ def test_kube_scores_and_replay_honour_the_ports() -> None:
     assert sorted(a.node for a in result.assignments) == ["node0", "node1"]
 
 
-def test_gangs_mig_pods_and_preemption() -> None:
-    """A gang member or a MIG pod with host ports is refused; preemption is not attempted
-    for a pod the ports keep out, and its reason says so."""
+def test_gang_members_with_ports_are_refused() -> None:
     snap = snapshot(ports("TCP//80"))
     with pytest.raises(InvalidInputError, match=r"pods\[0\].hostPorts: pod g-0 has host ports and is a member of gang g"):
         placer.place(snap, request({"name": "g", "replicas": 2, "gang": "g", "hostPorts": [{"hostPort": 80}]},
                                    gangs={"g": {}}))
-    low = ClusterSnapshot.from_dict({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
-        {"name": "n", "cpuMilli": 1000, "pods": [{"name": "low", "priority": -5, "hostPorts": [{"hostPort": 80}]}]}]})
-    req = request({"name": "p", "priority": 10, "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}, preemption="greedy")
-    (u,) = placer.place(low, req).unschedulable
-    assert u.reason == f"0/1 nodes are available: 1 {PORTS}. (preemption not attempted: the pod has host ports)"
+
+
+def test_preemption_frees_the_ports_of_its_victims() -> None:
+    """kube's preemption: a pod kept out only by ports evicts the lower-priority pod holding
+    them (and only it: the other low pod is reprieved); a holder of higher priority stays."""
+    snap = ClusterSnapshot.from_dict({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": "n", "cpuMilli": 1000, "pods": [
+            {"name": "low", "priority": -5, "cpuMilli": 100, "hostPorts": [{"hostPort": 80, "hostIP": "10.0.0.1"}]},
+            {"name": "other", "priority": -5, "cpuMilli": 100}]},
+        {"name": "m", "cpuMilli": 1000, "pods": [{"name": "high", "priority": 50, "hostPorts": [{"hostPort": 80}]}]},
+    ]})
+    for mode in ("greedy", "exact"):
+        req = request({"name": "p", "priority": 10, "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}, preemption=mode)
+        got = placer.place(snap, req)
+        assert [(a.node, a.nominated) for a in got.assignments] == [("n", True)]
+        assert [(x.for_, x.victims) for x in got.preemptions] == [("p", ("low",))]
+        assert check_placement(snap, req, got) == []
+    req = request({"name": "q", "priority": 10, "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}, preemption="greedy")
+    kept_out = ClusterSnapshot.from_dict({**snap.to_dict(), "nodes": [snap.to_dict()["nodes"][1]]})
+    (u,) = placer.place(kept_out, req).unschedulable
+    assert u.reason == f"0/1 nodes are available: 1 {PORTS}."
 
 
 def test_the_schema_refuses_what_kube_refuses() -> None:

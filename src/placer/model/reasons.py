@@ -43,7 +43,6 @@ __all__ = [
     "gang_no_common_model",
     "gang_solver_gave_up",
     "no_preemption_for_inter_pod_rules",
-    "no_preemption_for_host_ports",
 ]
 
 
@@ -181,12 +180,6 @@ def no_preemption_for_inter_pod_rules(reason: str) -> str:
     """A pod with inter-pod rules that preemption does not try for (placer's victim search
     does not re-check affinity, anti-affinity or spread with the victims gone)."""
     return f"{reason} (preemption not attempted: the pod has inter-pod affinity or topology spread rules)"
-
-
-def no_preemption_for_host_ports(reason: str) -> str:
-    """A pod with host ports that preemption does not try for (placer's victim search does
-    not free the victims' ports)."""
-    return f"{reason} (preemption not attempted: the pod has host ports)"
 
 
 def gang_solver_gave_up(reason: str, status: str, time_limit_s: float) -> str:

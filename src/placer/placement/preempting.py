@@ -95,12 +95,9 @@ def preempt_for(
         if has_relations(pod):
             still.append(replace(u, reason=reasons.no_preemption_for_inter_pod_rules(u.reason)))
             continue
-        if pod.host_ports:
-            still.append(replace(u, reason=reasons.no_preemption_for_host_ports(u.reason)))
-            continue
         solver, status = "greedy", "feasible"
         best, _ = preemption.choose(session, state.snapshot, pod)
-        if best is not None and mode == "exact":
+        if best is not None and mode == "exact" and not pod.host_ports:  # CP-SAT's victims free no ports
             exact = _exact_for_pod(state, pod)
             if exact is not None:
                 best, status, solver = exact[0], exact[1], "cp-sat"
