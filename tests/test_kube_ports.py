@@ -13,12 +13,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import placer
+from placer import policies
 from placer.adapters.kubernetes import snapshot_from_kubernetes
 from placer.adapters.kubernetes.workloads import request_from_kubernetes
 from placer.cli import main
@@ -104,6 +106,10 @@ def test_node_ports_rows(wanted, held, fits) -> None:
         assert [u.reason for u in got.unschedulable] == [f"0/1 nodes are available: 1 {PORTS}."]
         session = KernelSession(snap)
         assert session.node_reasons(request(pod).pods[0], [0]) == [PORTS]
+        # the kernel's run, with the caller's own node set beside NodePorts'
+        run = session.place(list(request(pod).pods), policies.get("first-fit"), np.zeros(1, dtype=np.uint64),
+                            only=session.nodes_bitset(np.ones(1, dtype=bool)))
+        assert run.nodes == [-1] and run.reasons(0) == {PORTS: 1}
 
 
 def test_pods_of_one_request_see_the_ports_placed_before_them() -> None:
