@@ -18,7 +18,7 @@ from msgspec import Meta, Struct, field
 
 from placer.model.roles import Role, declare
 
-__all__ = ["WILDCARD_IP", "PROTOCOLS", "HostPort", "conflicts", "any_conflict", "conflicting_nodes", "port_key"]
+__all__ = ["WILDCARD_IP", "PROTOCOLS", "HostPort", "any_conflict", "port_key"]
 
 WILDCARD_IP = "0.0.0.0"
 """The host IP that binds every address (kube's ``DefaultBindAllHostIP``); an empty
@@ -66,22 +66,8 @@ def port_key(port: HostPort) -> str:
     return f"{port.protocol}/{port.host_ip}/{port.host_port}"
 
 
-def conflicts(wanted: Iterable[HostPort], held: Iterable[HostPort]) -> list[HostPort]:
-    """The ports of ``held`` that one of ``wanted`` conflicts with."""
-    wanted = tuple(wanted)
-    return [h for h in held if any(w.conflicts_with(h) for w in wanted)]
-
-
 def any_conflict(wanted: Iterable[HostPort], held: Iterable[HostPort]) -> bool:
     """Whether a pod of ports ``wanted`` fails NodePorts beside ports ``held`` (kube's ``fitsPorts``)."""
     wanted = tuple(wanted)
     return any(w.conflicts_with(h) for h in held for w in wanted)
 
-
-def conflicting_nodes(wanted: Iterable[HostPort], holders: Iterable[tuple[int, Iterable[HostPort]]]) -> set[int]:
-    """The nodes where a pod of ports ``wanted`` fails NodePorts, given (node, ports) of
-    every pod holding host ports."""
-    wanted = tuple(wanted)
-    if not wanted:
-        return set()
-    return {node for node, held in holders if any_conflict(wanted, held)}
