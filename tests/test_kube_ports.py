@@ -362,3 +362,19 @@ def test_a_moved_pod_takes_its_ports_along() -> None:
     snap = snapshot(ports("UDP//53"))
     node = snap.nodes[0]
     assert mover_request(node.pods[0], node).host_ports == node.pods[0].host_ports
+
+
+def test_a_released_pod_frees_its_ports() -> None:
+    """The ledger forgets what a pod gave back: released (bound), or a running pod released,
+    the port is free again; another pod's port on the same node stays held."""
+    cluster = placer.Cluster(snapshot(ports("TCP//80", "UDP/10.0.0.1/53")))
+    want_80 = request({"name": "a", "cpuMilli": 100, "hostPorts": [{"hostPort": 80, "hostIP": "10.0.0.9"}]}).pods
+    assert [u.reason for u in cluster.place(want_80).unschedulable] == [f"0/1 nodes are available: 1 {PORTS}."]
+    cluster.release("holder0")
+    cluster.bind(cluster.place(want_80))
+    want_53 = request({"name": "b", "cpuMilli": 100, "hostPorts": [{"hostPort": 53, "protocol": "UDP"}]}).pods
+    assert [a.node for a in cluster.place(want_53).assignments] == ["node0"]  # holder0's UDP port went with it
+    again = request({"name": "c", "cpuMilli": 100, "hostPorts": [{"hostPort": 80}]}).pods
+    assert cluster.place(again).unschedulable  # a holds 80 on 10.0.0.9: the wildcard conflicts
+    cluster.release("a")
+    assert [a.node for a in cluster.place(again).assignments] == ["node0"]
