@@ -221,6 +221,7 @@ class BatchPlacer:
         if len(pods) > 1:
             raise ValueError(f"pod {with_ports[0].name} has host ports: it is placed in a batch of its own")
         return self.ports_blocked(with_ports[0])
+
     def _place_learning(
         self,
         pods: Sequence[PodRequest],
