@@ -171,6 +171,8 @@ def test_gang_members_with_ports_are_refused() -> None:
     with pytest.raises(InvalidInputError, match=r"pods\[0\].hostPorts: pod g-0 has host ports and is a member of gang g"):
         placer.place(snap, request({"name": "g", "replicas": 2, "gang": "g", "hostPorts": [{"hostPort": 80}]},
                                    gangs={"g": {}}))
+    with pytest.raises(InvalidInputError, match=r"pods\[0\].hostPorts: pod s has host ports and asks for gpuSlots"):
+        placer.place(snap, request({"name": "s", "gpuSlots": 1, "hostPorts": [{"hostPort": 80}]}))
 
 
 def test_preemption_frees_the_ports_of_its_victims() -> None:
