@@ -64,6 +64,7 @@ INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_MEMORY = "Insufficient memory"
 TOO_MANY_PODS = "Too many pods"
 INSUFFICIENT_NICS = "Insufficient NICs"
+NO_FREE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 
 
 def splitmix64_stream(seed: int) -> Iterator[int]:
@@ -420,6 +421,14 @@ def _node_affinity_ok(node: Node, pod: PodRequest) -> bool:
     return False
 
 
+def _ports_clash(a, b) -> bool:
+    """kube's HostPortInfo.CheckConflict: one protocol and port, and one host IP or either
+    the wildcard (an empty hostIP is 0.0.0.0)."""
+    ip_a, ip_b = a.host_ip or "0.0.0.0", b.host_ip or "0.0.0.0"
+    return (a.protocol, a.host_port) == (b.protocol, b.host_port) and (
+        ip_a == ip_b or "0.0.0.0" in (ip_a, ip_b))
+
+
 def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     """Every reason ``st`` cannot take ``pod`` (empty: feasible)."""
     node = st.node
@@ -438,11 +447,15 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
         return [taint]
     if not _node_affinity_ok(node, pod):
         return [SELECTOR]
-    if pod.gpus >= 1:
-        if st.hw.gpus == 0:
-            return [INSUFFICIENT_GPU]
-        if pod.gpu_models and st.hw.gpu_model not in pod.gpu_models:
-            return [GPU_MODEL]
+    gpuless = pod.gpus >= 1 and st.hw.gpus == 0
+    if pod.gpus >= 1 and not gpuless and pod.gpu_models and st.hw.gpu_model not in pod.gpu_models:
+        return [GPU_MODEL]
+    # kube's NodePorts (rules: filter 4b), after NodeAffinity, before every "Insufficient ..."
+    held = [port for h in st.holders.values() if h.pod is not None for port in getattr(h.pod, "host_ports", ())]
+    if any(_ports_clash(want, have) for want in pod.host_ports for have in held):
+        return [NO_FREE_PORTS]
+    if gpuless:
+        return [INSUFFICIENT_GPU]
     if pod.nics > len(st.hw.nic_list):
         return [INSUFFICIENT_NICS]
     out = []

@@ -206,6 +206,12 @@ CASES += [
          base={"gpus": 1, "labels": {"app": "x"}}, before=[{"name": "c", "gpus": 1, "labels": {"app": "x"}}],
          check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
 ]
+# kube's NodePorts (tests/test_kube_ports.py has kube's rows): a pod placed before holds the port
+CASES += [
+    Case("hostPorts", [{"hostPort": 80}], (placer.model.ports.HostPort(host_port=80),),
+         before=[{"name": "c", "gpus": 1, "hostPorts": [{"hostPort": 80, "hostIP": "10.0.0.1"}]}],
+         check=lambda got, base: (_node(got), _node(base)) == ("n-h", "n-a") or pytest.fail(got)),
+]
 CASE_FIELDS = {case.field for case in CASES}
 
 

@@ -36,14 +36,10 @@ def kubernetes_request(tmp: Path) -> tuple[list[str], list[str]]:
     group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
              "metadata": {"name": "pg", "namespace": "default"},
              "spec": {"minMember": 3, "minResources": {"cpu": "4"}}}
-    ported = [{"name": "web", "image": "x", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
     objects = [
         group,
         _pod("claims", {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]},
              labels={"scheduling.x-k8s.io/pod-group": "pg"}),
-        _pod("ports", {"containers": ported}),
-        _pod("host-network", {"hostNetwork": True, "containers": [
-            {"name": "c", "image": "x", "ports": [{"containerPort": 9000, "protocol": "UDP"}]}]}),
         _pod("volumes", {"volumes": [{"name": "cfg", "configMap": {"name": "x"}},
                                      {"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]}),
         _pod("gated", {"schedulingGates": [{"name": "example.com/quota"}]}),
@@ -54,8 +50,6 @@ def kubernetes_request(tmp: Path) -> tuple[list[str], list[str]]:
     path = _write_yaml(tmp / "workloads.yaml", objects)
     return ["import", "kubernetes-request", str(path)], [
         "spec.resourceClaims (DRA) are not imported",
-        "spec.containers[0].ports[0]: host port(s) TCP/8080: kube's NodePorts filter",
-        "host port(s) UDP/9000",
         "spec.volumes[1]: volume(s) data (persistentVolumeClaim): kube's VolumeBinding",
         "spec.schedulingGates: gated by example.com/quota: kube-scheduler does not place the pod",
         "spec.schedulerName: 'my-scheduler' places this pod, not kube-scheduler",
@@ -126,7 +120,7 @@ def admit(tmp: Path) -> tuple[list[str], list[str]]:
     return ["admit", str(snap), str(queues), str(jobs), "--format", "json"], [
         "ClusterQueue a has no namespaceSelector",
         "Namespace left out",
-        "spec.template.spec.containers[0].ports[0]: host port(s) TCP/80",
+        "spec.template.spec: host port(s) TCP/80: Kueue admits the workload without them",
     ]
 
 
@@ -189,11 +183,10 @@ def test_the_extender_logs_the_notes_of_a_pod_it_decodes(caplog: pytest.LogCaptu
     from placer.serve.extender import Extender
 
     snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [{"name": "n1", "cpuMilli": 8000}]}
-    pending = _pod("web", {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
-                   namespace="ml", uid="uid-web")
+    pending = _pod("web", {"schedulingGates": [{"name": "example.com/quota"}]}, namespace="ml", uid="uid-web")
     body = json.dumps({"Pod": {**pending, "status": {"phase": "Pending"}}, "NodeNames": ["n1"]}).encode()
     with caplog.at_level(logging.WARNING, logger="placer.serve.app"):
         assert Extender(snapshot).filter(decode_filter_args(body, "POST /filter"))["NodeNames"] == ["n1"]
     assert [r.getMessage() for r in caplog.records] == [
-        "note: POST /filter: Pod.spec.containers[0].ports[0]: host port(s) TCP/80: kube's NodePorts filter keeps "
-        "the pod off nodes where a running pod holds one; placer does not model host ports"]
+        "note: POST /filter: Pod.spec.schedulingGates: gated by example.com/quota: kube-scheduler does not place "
+        "the pod until every gate is removed (SchedulingGated); placer places it as if none were left"]

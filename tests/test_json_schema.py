@@ -34,7 +34,7 @@ SNAPSHOT_WITH_EVERY_FIELD: dict[str, Any] = {
                       "hugepages-2Mi": {"capacity": 1 << 30, "allocatable": 1 << 30}},
         "pods": [{
             "name": "team-b/db-0", "unknownGpus": 1, "labels": {"app": "db"},
-            "resources": {"ephemeral-storage": 1 << 30},
+            "resources": {"ephemeral-storage": 1 << 30}, "hostPorts": [{"hostPort": 5432}],
             "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}},
         }],
@@ -45,6 +45,7 @@ REQUEST_WITH_EVERY_FIELD: dict[str, Any] = {
     "pods": [{
         "name": "team-a/train", "replicas": 2, "gpus": 1, "labels": {"app": "trainer"}, "nodeName": "n0",
         "resources": {"ephemeral-storage": 10 << 30, "hugepages-2Mi": 4 << 20},
+        "hostPorts": [{"hostPort": 8080, "protocol": "UDP", "hostIP": "10.0.0.1"}],
         "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
                          "tolerationSeconds": 300}],
         "affinity": {
@@ -109,7 +110,8 @@ def test_the_cli_prints_the_schema(capsys, tmp_path):
 
 def test_the_new_fields_are_in_the_schema():
     request = document_schema("request")["$defs"]
-    assert {"labels", "nodeName", "affinity", "topologySpreadConstraints"} <= set(request["PodDoc"]["properties"])
+    assert {"labels", "nodeName", "affinity", "topologySpreadConstraints", "hostPorts"} <= set(
+        request["PodDoc"]["properties"])
     assert "tolerationSeconds" in request["Toleration"]["properties"]
     assert sorted(request["NodeSelectorRequirement"]["properties"]["operator"]["enum"]) == sorted(
         ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"])
@@ -124,6 +126,7 @@ def test_documents_using_every_new_field_validate_and_decode():
     assert snapshot.nodes[0].pods[0].affinity is not None
     request = request_from_dict(REQUEST_WITH_EVERY_FIELD)
     assert request.pods[0].topology_spread_constraints[0].min_domains == 2
+    assert request.pods[0].host_ports[0].protocol == "UDP" and snapshot.nodes[0].pods[0].host_ports[0].host_port == 5432
 
 
 @pytest.mark.parametrize(
@@ -134,6 +137,8 @@ def test_documents_using_every_new_field_validate_and_decode():
                                                0, "matchExpressions", 0, "operator"), "Near"),
         ("request", REQUEST_WITH_EVERY_FIELD, ("pods", 0, "topologySpreadConstraints", 0, "maxSkew"), 0),
         ("request", REQUEST_WITH_EVERY_FIELD, ("pods", 0, "labels"), ["app"]),
+        ("request", REQUEST_WITH_EVERY_FIELD, ("pods", 0, "hostPorts", 0, "protocol"), "HTTP"),
+        ("snapshot", SNAPSHOT_WITH_EVERY_FIELD, ("nodes", 0, "pods", 0, "hostPorts", 0, "hostPort"), 0),
         ("snapshot", SNAPSHOT_WITH_EVERY_FIELD, ("nodes", 0, "taints", 0, "effect"), "Sometimes"),
         ("snapshot", SNAPSHOT_WITH_EVERY_FIELD, ("nodes", 0, "pods", 0, "affinity", "podAntiAffinity", "extra"), 1),
     ],

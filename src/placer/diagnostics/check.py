@@ -13,6 +13,7 @@ from placer.model import reasons as wording
 from placer.model.affinity import namespace_of, required_terms, spread_rules
 from placer.model.interpod import has_relations, node_included, topology_value
 from placer.model.mig_profiles import table_for
+from placer.model.ports import HostPort, port_key
 from placer.model import (
     Assignment,
     ClusterSnapshot,
@@ -106,7 +107,34 @@ class _Checker:
             self._check_node(self.nodes[node_name], items)
         self._check_gangs(pods)
         self._check_inter_pod(pods)
+        self._check_host_ports(pods)
         return self.out
+
+    # -- host ports (kube's NodePorts) ----------------------------------------------------
+
+    def _check_host_ports(self, pods: dict[str, PodRequest]) -> None:
+        """Each assigned pod with host ports, in the result's order, conflicts with no port
+        held on its node by a running pod (not evicted) or a pod assigned before it."""
+        if not any(p.host_ports for p in pods.values()):
+            return
+        held: dict[str, list[tuple[str, HostPort]]] = defaultdict(list)
+        for n in self.nodes.values():
+            for p in n.pods:
+                held[n.name].extend((p.name, port) for port in p.host_ports)
+        for a in self.result.assignments:
+            pod = pods.get(a.pod)
+            if pod is None or a.node not in self.nodes or self.assigned.get(a.pod) is not a:
+                continue
+            here = held[a.node]
+            for port in pod.host_ports:
+                holder = next((name for name, h in here if port.conflicts_with(h)), None)
+                if holder is not None:
+                    self.out.append(
+                        f"pod {a.pod} on node {a.node}: {wording.PORTS} "
+                        f"({port_key(port)} conflicts with a port pod {holder} holds)"
+                    )
+                    break
+            here.extend((a.pod, port) for port in pod.host_ports)
 
     # -- inter-pod rules (InterPodReplay, below) ------------------------------------------
 

@@ -80,7 +80,7 @@ CAUSES = ("registration", "too large", "filters", "topology", "fragmentation", "
 """The causes an explanation names, in the order they are tested."""
 
 CAUSE_COLORS = {"registration": "red", "too large": "red", "filters": "yellow", "topology": "yellow",
-                "affinity": "yellow", "anti-affinity": "yellow", "spread": "yellow",
+                "affinity": "yellow", "anti-affinity": "yellow", "spread": "yellow", "ports": "yellow",
                 "fragmentation": "cyan", "capacity": "cyan"}
 """The colour of each cause on a terminal: red for what no wait fixes, yellow for rules,
 cyan for what frees up as pods end."""
@@ -403,6 +403,7 @@ def _explain_group(
         hold_empty |= fits_empty & shape.eligible
     nearest = _nearest(cluster, main, caps[0], fits_empty_per_shape[0])
     registration = _registration_gap(cluster, main.pod)
+    ports = _host_ports(cluster, main, caps[0] > 0, node_reasons)
     inter_pod = _inter_pod(cluster, main, caps[0] > 0, node_reasons)
     if registration:
         cause, detail = "registration", registration
@@ -415,6 +416,8 @@ def _explain_group(
             f"{could} node(s) could hold {_pod_text(main.pod)} when empty, and every one is ruled out "
             f"before resources: {_listing(session.static_reasons(main.pod))}"
         )
+    elif ports is not None:
+        cause, detail = "ports", ports
     elif inter_pod is not None:
         cause, detail = inter_pod
     elif fits_total and levels and all(lv.fits < lv.needed for lv in levels[-1:]):
@@ -471,6 +474,28 @@ def _filtered(cluster: Cluster, pod: PodRequest) -> tuple[str, ...]:
                 f"{taint.key}:{taint.effect}" if taint is not None else "")
             per_reason[reason].append(f"{nodes[i].name} ({shown})" if shown else nodes[i].name)
     return tuple(f"{reason}: {some_of(names, 8)}" for reason, names in per_reason.items())
+
+
+def _host_ports(
+    cluster: Cluster, shape: gangs.Shape, fits_now: np.ndarray, node_reasons: dict[str, int]
+) -> str | None:
+    """The detail when a pod on every node that has room for the pod now holds a host port
+    it needs (kube's NodePorts), naming the nodes and those pods; the eligible nodes it
+    turns away are counted in ``node_reasons``. None when some such node is free of
+    conflicts, or none has room."""
+    if not shape.pod.host_ports:
+        return None
+    session = cluster.session
+    blocked = session.ports_blocked(shape.pod) & shape.eligible
+    if blocked.any():
+        node_reasons[wording.PORTS] = node_reasons.get(wording.PORTS, 0) + int(blocked.sum())
+    room = np.flatnonzero(fits_now & shape.eligible).tolist()
+    if not room or not blocked[room].all():
+        return None
+    named = [f"{session.node_names[n]} ({', '.join(session.port_holders(shape.pod, n))})" for n in room[:NAMED_NODES]]
+    more = f" and {len(room) - NAMED_NODES} more" if len(room) > NAMED_NODES else ""
+    return (f"{len(room)} node(s) have room for {_pod_text(shape.pod)}, and on each a pod holds a host port it "
+            f"needs ({wording.PORTS}): " + ", ".join(named) + more)
 
 
 def _inter_pod(

@@ -208,6 +208,9 @@ class Holdings:
         for name, count in pod.resources.items():
             if extended_free(self._packed, name, node) < count:
                 return reasons.insufficient(name)
+        holders = [name for name in self.occupants.port_holders_on(node, pod.host_ports) if name != pod.name]
+        if holders:
+            return f"{reasons.PORTS} (held by {', '.join(holders)})"
         problem = self._mig.misfit(node, mig, pod.mig)
         if problem:
             return problem
@@ -356,6 +359,7 @@ def _slot_record(pod: PodRequest, slots: Sequence[int]) -> RunningPod:
         resources=pod.resources,
         labels=pod.labels,
         affinity=pod.affinity,
+        host_ports=pod.host_ports,
     )
 
 
@@ -366,6 +370,7 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
         return RunningPod(
             name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
             resources=pod.resources, mig=mig, labels=pod.labels, affinity=pod.affinity,
+            host_ports=pod.host_ports,
         )
     gpus = mask_to_indices(mask)
     if pod.shared:
@@ -380,10 +385,12 @@ def _record(pod: PodRequest, mask: int, mig: tuple[MigInstance, ...] = ()) -> Ru
             resources=pod.resources,
             labels=pod.labels,
             affinity=pod.affinity,
+            host_ports=pod.host_ports,
         )
     return RunningPod(
         name=pod.name, gpus=gpus, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
         resources=pod.resources,
         labels=pod.labels,
         affinity=pod.affinity,
+        host_ports=pod.host_ports,
     )

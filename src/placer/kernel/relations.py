@@ -27,6 +27,7 @@ A node without the ``kubernetes.io/hostname`` label has it as its name
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -37,6 +38,7 @@ from placer.kernel.pack import BIG, FLAG, INT, MASK, node_bitset
 from placer.model import Node, PodRequest, RunningPod
 from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
 from placer.model.interpod import HOSTNAME, has_relations, has_required_anti_affinity, node_included
+from placer.model.ports import WILDCARD_IP, HostPort, any_conflict
 from placer.model.roles import canonical
 
 __all__ = ["REASON_CODES", "Occupants", "compile_relations"]
@@ -57,11 +59,15 @@ class Occupants:
     :class:`~placer.model.RunningPod` or a :class:`~placer.model.PodRequest` placed here.
 
     ``anti_holders`` counts those with required anti-affinity (their rules apply to every
-    pod placed after them).
+    pod placed after them); ``port_holders`` maps the name of each that holds host ports
+    to (node, its ports), and ``held_ports`` counts per (protocol, port), per host IP, the
+    pods holding it on each node, for the NodePorts filter (:meth:`ports_blocked`).
     """
 
     pods: dict[str, tuple[int, Any]] = field(default_factory=dict)
     anti_holders: int = 0
+    port_holders: dict[str, tuple[int, tuple[HostPort, ...]]] = field(default_factory=dict)
+    held_ports: dict[tuple[str, int], dict[str, Counter[int]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, holdings: Mapping[str, tuple[int, RunningPod]]) -> "Occupants":
@@ -78,12 +84,53 @@ class Occupants:
         self.pods[pod.name] = (node, pod)
         if has_required_anti_affinity(pod):
             self.anti_holders += 1
+        if pod.host_ports:
+            self.port_holders[pod.name] = (node, pod.host_ports)
+            for port in pod.host_ports:
+                by_ip = self.held_ports.setdefault((port.protocol, port.host_port), {})
+                by_ip.setdefault(port.ip, Counter())[node] += 1
 
     def remove(self, name: str) -> None:
         """The pod of this name is no longer on any node."""
         found = self.pods.pop(name, None)
         if found is not None and has_required_anti_affinity(found[1]):
             self.anti_holders -= 1
+        held = self.port_holders.pop(name, None)
+        if held is None:
+            return
+        node, ports = held
+        for port in ports:
+            by_ip = self.held_ports[(port.protocol, port.host_port)]
+            on = by_ip[port.ip]
+            on[node] -= 1
+            if not on[node]:
+                del on[node]
+                if not on:
+                    del by_ip[port.ip]
+                    if not by_ip:
+                        del self.held_ports[(port.protocol, port.host_port)]
+
+    def ports_blocked(self, ports: Sequence[HostPort], n_nodes: int) -> np.ndarray:
+        """The nodes (bool per node) where a pod of host ports ``ports`` fails NodePorts now:
+        a pod there holds one of its (protocol, port) on the same host IP or the wildcard,
+        or on any IP when the pod's is the wildcard."""
+        blocked = np.zeros(n_nodes, dtype=bool)
+        for port in ports:
+            by_ip = self.held_ports.get((port.protocol, port.host_port))
+            if not by_ip:
+                continue
+            ip = port.ip
+            clashing = by_ip.values() if ip == WILDCARD_IP else (by_ip.get(ip, ()), by_ip.get(WILDCARD_IP, ()))
+            for nodes in clashing:
+                if nodes:
+                    blocked[np.fromiter(nodes, dtype=np.intp, count=len(nodes))] = True
+        return blocked
+
+    def port_holders_on(self, node: int, ports: Sequence[HostPort]) -> list[str]:
+        """The pods on ``node`` holding a port that one of ``ports`` conflicts with."""
+        if not ports:
+            return []
+        return [name for name, (at, held) in self.port_holders.items() if at == node and any_conflict(ports, held)]
 
 
 class _Domains:

@@ -47,6 +47,7 @@ class Run:
     _klass: np.ndarray
     _only: np.ndarray | None
     _n_nodes: int
+    _ports_blocked: np.ndarray | None = None  # bool per node: NodePorts turned the (one) pod away
 
     def reason_key(self, k: int) -> tuple[int, bytes]:
         """Equal for pods that :meth:`reasons` counts alike (same class, same counts)."""
@@ -60,10 +61,37 @@ class Run:
         else:
             inside = np.unpackbits(self._only.view(np.uint8), bitorder="little")[: self._n_nodes].astype(bool)
             merged = ec.reasons_among(inside)
+        if self._ports_blocked is not None:
+            _count_ports(ec, self._ports_blocked, merged)
         for name, count in zip(_COUNTED_REASONS, self._counts[k].tolist()):
             if count:
                 merged[name] = merged.get(name, 0) + count
         return merged
+
+
+def _ports_first(ec: EligibilityClass, blocked: np.ndarray) -> np.ndarray:
+    """The nodes of ``blocked`` that NodePorts turns away: those the static filters pass,
+    and those they turn away for a resource (kube's NodeResourcesFit comes after NodePorts)."""
+    passing = ec.reason_of < 0
+    for code, name in enumerate(ec.reason_names):
+        if reasons.is_resource_reason(name):
+            passing |= ec.reason_of == code
+    return blocked & passing
+
+
+def _count_ports(ec: EligibilityClass, blocked: np.ndarray, merged: dict[str, int]) -> None:
+    """Count NodePorts' nodes in ``merged`` (static reasons of the nodes ``blocked`` is among),
+    taking them out of the resource reasons they were counted under."""
+    turned = _ports_first(ec, blocked)
+    if not turned.any():
+        return
+    merged[reasons.PORTS] = int(np.count_nonzero(turned))
+    codes = ec.reason_of[turned]
+    for code, count in zip(*np.unique(codes[codes >= 0], return_counts=True)):
+        name = ec.reason_names[int(code)]
+        merged[name] -= int(count)
+        if not merged[name]:
+            del merged[name]
 
 
 class BatchPlacer:
@@ -153,6 +181,12 @@ class BatchPlacer:
         batch, classes, with_resources = self._batch(pods, groups)
         shapes = self._shapes(batch, policy)
         relations = self.relations(pods)
+        blocked = self._ports_blocked(pods)
+        given = only
+        if blocked is not None:  # the nodes free of conflicts are the kernel's ``only``
+            allowed = np.ones(len(blocked), dtype=bool) if given is None else pack.bitset_nodes(given, len(blocked))
+            blocked &= allowed
+            only = pack.node_bitset(allowed & ~blocked, self._packed.n_words)
         if learn and policy.needs_packing_guide and self._guides.learner is not None:
             nodes, masks, failed_at, counts, nics = self._place_learning(
                 pods, batch, policy, rng, only, trace, reasons, shapes, relations
@@ -167,7 +201,27 @@ class BatchPlacer:
             if placed_on[j] >= 0:
                 self._packed.use_resources(placed_on[j], pods[j].resources, 1)
         return Run(placed_on, masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
-                   batch.klass, only, self._packed.n_nodes)
+                   batch.klass, given, self._packed.n_nodes, blocked)
+
+    def ports_blocked(self, pod: PodRequest) -> np.ndarray:
+        """The nodes (bool per node) where ``pod``'s host ports conflict with a pod's there now."""
+        return self._occupants.ports_blocked(pod.host_ports, self._packed.n_nodes)
+
+    def port_holders(self, pod: PodRequest, node: int) -> list[str]:
+        """The pods on ``node`` holding a host port ``pod`` needs."""
+        return self._occupants.port_holders_on(node, pod.host_ports)
+
+    def _ports_blocked(self, pods: Sequence[PodRequest]) -> np.ndarray | None:
+        """NodePorts of a batch: the nodes its one pod with host ports may not use (None: no
+        pod has host ports). Such a pod is a batch of its own: what it may use depends on
+        the ports the pods before it took."""
+        with_ports = [pod for pod in pods if pod.host_ports]
+        if not with_ports:
+            return None
+        if len(pods) > 1:
+            raise ValueError(f"pod {with_ports[0].name} has host ports: it is placed in a batch of its own")
+        return self.ports_blocked(with_ports[0])
+
     def _place_learning(
         self,
         pods: Sequence[PodRequest],
@@ -240,6 +294,8 @@ class BatchPlacer:
     ) -> tuple[list[int], list[int]] | None:
         """Place pod j on node ``nodes[j]``, its GPUs (and NICs) chosen there by ``policy``;
         all or nothing. Returns the GPU and NIC masks, or ``None`` with nothing bound."""
+        if any(pod.host_ports and self.ports_blocked(pod)[node] for pod, node in zip(pods, nodes)):
+            return None
         batch, _, with_resources = self._batch(pods, None)
         relations = self.relations(pods)
         gpus, nics, failed = self._kernel.place_on(
@@ -256,7 +312,10 @@ class BatchPlacer:
         """Every node's score for ``pod`` under ``policy``, higher is better (nothing is
         bound; ``Kernel.node_scores``); the lowest int64 where the pod may not go."""
         batch, _, _ = self._batch([pod], None)
-        return self._kernel.node_scores(batch, policy.code)
+        scores = self._kernel.node_scores(batch, policy.code)
+        if pod.host_ports:
+            scores[self.ports_blocked(pod)] = np.iinfo(scores.dtype).min
+        return scores
 
     def node_reasons(self, pod: PodRequest, nodes: Sequence[int] | np.ndarray) -> list[str]:
         """Why each of ``nodes`` cannot take ``pod`` now, in kube-scheduler's words: the
@@ -273,6 +332,10 @@ class BatchPlacer:
                 words.append(reason)
                 code[todo] = len(words) - 1
 
+        if pod.host_ports:
+            turned = _ports_first(ec, self.ports_blocked(pod))[at]
+            code[turned] = -1
+            first(turned, reasons.PORTS)
         first(free.pod_slots[at] < 1, reasons.RESOURCE_REASONS[2])
         first(short_of(free.cpu_milli[at], pod.cpu_milli), reasons.RESOURCE_REASONS[0])
         first(short_of(free.memory_mib[at], pod.memory_mib), reasons.RESOURCE_REASONS[1])

@@ -257,13 +257,23 @@ class KernelSession:
         """Why each of ``nodes`` cannot take ``pod`` (no MIG, no ``gpuSlots``) now, in
         kube-scheduler's words: the first static filter that turns it away, in kube's order
         (NodeAffinity's PreFilter of node names, unschedulable, node name, taint, node
-        affinity/selector, then GPU model), else the first resource it lacks (pod slots, CPU,
+        affinity/selector, then GPU model), else a host port a pod there holds
+        (:data:`placer.model.reasons.PORTS`, kube's NodePorts), else the first resource it lacks (pod slots, CPU,
         memory, an extended resource, GPU memory, GPUs), else the first inter-pod rule it fails
         (:data:`placer.model.reasons.RELATIONAL_REASONS`: spread, affinity, anti-affinity,
         existing pods' anti-affinity). A node that fails nothing of these turns the pod away
         for its GPU sets or NICs (``Insufficient nvidia.com/gpu`` or
         :data:`placer.model.reasons.NICS`)."""
         return self._runs.node_reasons(pod, nodes)
+
+    def ports_blocked(self, pod: PodRequest) -> np.ndarray:
+        """The nodes (bool per node) where a pod on the node holds a host port ``pod``
+        needs now (kube's NodePorts filter; bound pods included)."""
+        return self._runs.ports_blocked(pod)
+
+    def port_holders(self, pod: PodRequest, node: int) -> list[str]:
+        """The pods on ``node`` now that hold a host port ``pod`` needs."""
+        return self._runs.port_holders(pod, node)
 
     def inter_pod_failures(self, pod: PodRequest) -> dict[int, str]:
         """Node -> kube's inter-pod reason (spread, affinity, anti-affinity, existing pods'

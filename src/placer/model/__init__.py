@@ -38,6 +38,7 @@ from placer.limits import (
 from placer import policies
 from placer.model.roles import Role, declare, fields_with, SHAPE_ROLES, canonical, written
 from placer.model.affinity import Affinity, TopologySpreadConstraint
+from placer.model.ports import HostPort
 from placer.model.topology import GpuTopology, Nic
 
 __all__ = [
@@ -461,6 +462,7 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
     terminating: bool = False
     disruption_target: Optional[Name] = None
     affinity: Optional[Affinity] = None
+    host_ports: tuple[HostPort, ...] = ()
 
     @property
     def gpu_indices_known(self) -> bool:
@@ -508,6 +510,8 @@ class RunningPod(Struct, frozen=True, gc=False, forbid_unknown_fields=True, rena
             d["disruptionTarget"] = self.disruption_target
         if self.affinity is not None:
             d["affinity"] = self.affinity.to_dict()
+        if self.host_ports:
+            d["hostPorts"] = [p.to_dict() for p in self.host_ports]
         return d
 
     @property
@@ -538,6 +542,7 @@ declare(
     terminating=Role.SPECIAL,
     disruption_target=Role.SPECIAL,
     affinity=Role.RELATIONAL,  # its required anti-affinity keeps matching pods away (kube's symmetry)
+    host_ports=Role.RELATIONAL,  # the ports it holds keep off the pods that need one of them
 )
 
 
@@ -784,6 +789,7 @@ class PodRequest(Struct, frozen=True, gc=False):
     node_name: Optional[str] = None
     affinity: Optional[Affinity] = None
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
 
     @property
     def shared(self) -> bool:
@@ -822,6 +828,7 @@ declare(
     node_name=Role.FILTER,
     affinity=Role.FILTER,
     topology_spread_constraints=Role.RELATIONAL,
+    host_ports=Role.RELATIONAL,  # the ports placed pods took decide where it fits
 )
 # every field not at its default, under its JSON name (camelCase but for these)
 _pod_request_dict = written(

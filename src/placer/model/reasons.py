@@ -25,6 +25,8 @@ __all__ = [
     "GPU_MODEL",
     "NO_GPU",
     "NICS",
+    "PORTS",
+    "is_resource_reason",
     "ONLY_GPU_SLOTS",
     "NO_GPU_SLOTS",
     "MPS_ONE_SLOT",
@@ -78,6 +80,16 @@ without a count."""
 GPU_MODEL = "node(s) didn't match Pod's GPU model"
 NO_GPU = RESOURCE_REASONS[3]
 NICS = "Insufficient NICs"
+PORTS = "node(s) didn't have free ports for the requested pod ports"
+"""kube-scheduler's NodePorts reason: a pod on the node holds a host port the pod needs."""
+
+
+def is_resource_reason(reason: str) -> bool:
+    """Whether ``reason`` is a resource the node lacks (``Insufficient <resource>``: kube's
+    NodeResourcesFit, and placer's NICs), which kube's NodePorts filter comes before even
+    where placer finds it among the static reasons (a node without GPUs, without an
+    extended resource)."""
+    return reason.startswith("Insufficient ")
 ONLY_GPU_SLOTS = "node(s) share their GPUs (time-slicing or MPS): they offer gpuSlots only"
 NO_GPU_SLOTS = "node(s) didn't share their GPUs (no gpuSharing): they offer no gpuSlots"
 MPS_ONE_SLOT = "node(s) share their GPUs by MPS: one slot per pod"

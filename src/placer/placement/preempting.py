@@ -97,7 +97,7 @@ def preempt_for(
             continue
         solver, status = "greedy", "feasible"
         best, _ = preemption.choose(session, state.snapshot, pod)
-        if best is not None and mode == "exact":
+        if best is not None and mode == "exact" and not pod.host_ports:  # CP-SAT's victims free no ports
             exact = _exact_for_pod(state, pod)
             if exact is not None:
                 best, status, solver = exact[0], exact[1], "cp-sat"

@@ -45,7 +45,7 @@ def steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> lis
     """A request's pods as steps, in order; a gang at the position of its first pod."""
     if not pods:
         return []
-    if not gang_specs and not any_placed_apart(pods):
+    if not gang_specs and not any_placed_apart(pods) and not any(pod.host_ports for pod in pods):
         return [Step(list(pods), [])]  # one run, every pod its own group
     members: dict[str, list[PodRequest]] = {}
     for pod in pods:
@@ -55,8 +55,8 @@ def steps(pods: Sequence[PodRequest], gang_specs: Mapping[str, GangSpec]) -> lis
     current = Step([])
     seen: set[str] = set()
     for pod in pods:
-        if pod.gang is None and (pod.resources or pod.mig or pod.gpu_slots):
-            # its filter depends on what the pods before it took (resources), or it is
+        if pod.gang is None and (pod.resources or pod.host_ports or pod.mig or pod.gpu_slots):
+            # its filter depends on what the pods before it took (resources, host ports), or it is
             # placed by MIG instances (placer.kernel.mig) or GPU slots (placer.placement.sharing):
             # a step of its own
             if current.pods:
@@ -118,6 +118,13 @@ def _refuse_unmodelled(session: KernelSession, request: PlacementRequest) -> Non
     for i, pod in enumerate(request.pods):
         if pod.gang is not None:
             members.setdefault(pod.gang, []).append(pod)
+        if pod.host_ports and (pod.gang is not None or pod.mig is not None or pod.gpu_slots):
+            what = f"is a member of gang {pod.gang}" if pod.gang is not None else (
+                f"asks for {'MIG instances' if pod.mig else 'gpuSlots'}")
+            raise InvalidInputError(
+                f"pods[{i}].hostPorts", f"pod {pod.name} has host ports and {what}: placer places pods with "
+                "host ports one at a time, with whole or shared GPUs or none",
+            )
         if (pod.mig is not None or pod.gpu_slots) and has_relations(pod):
             raise InvalidInputError(
                 f"pods[{i}]", f"pod {pod.name} asks for {'MIG instances' if pod.mig else 'gpuSlots'} and has inter-pod "
@@ -269,6 +276,11 @@ def replay_pods(
             if not _place_by_kube_scores(session, pod, policy, rng, tally):
                 tally.add_run(session, [pod], session.place([pod], policy, rng))
             trace[k] = session.fragmentation(session.workload, told=False).total  # type: ignore[arg-type]
+    elif any(pod.host_ports for pod in pods):  # NodePorts: each pod a batch of its own (steps)
+        for step in steps(pods, {}):
+            first = len(tally.placed) + len(tally.unschedulable)
+            part = trace[first: first + len(step.pods)]
+            tally.add_run(session, step.pods, session.place(step.pods, policy, rng, trace=part, learn=True))
     else:
         tally.add_run(session, pods, session.place(pods, policy, rng, trace=trace, learn=True))
     state.book.remember(tally.placed, tally.assignments)

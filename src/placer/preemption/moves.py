@@ -65,7 +65,7 @@ def mover_request(pod: RunningPod, node: Node) -> PodRequest:
     tolerations = tuple(Toleration(t.key, "Equal", t.value, t.effect) for t in node.taints)
     common: dict[str, Any] = dict(
         name=pod.name, cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, priority=pod.priority,
-        resources=pod.resources, tolerations=tolerations, affinity=pod.affinity,
+        resources=pod.resources, tolerations=tolerations, affinity=pod.affinity, host_ports=pod.host_ports,
     )
     models = (hw.gpu_model,) if hw.gpu_model is not None else ()
     if pod.gpu_shares:

@@ -27,6 +27,7 @@ from placer.kernel import KernelSession
 from placer.kernel.free import NodeFree
 from placer.kernel.holdings import Evicted
 from placer.model import ClusterSnapshot, PodDisruptionBudget, PodRequest, RunningPod
+from placer.model.ports import any_conflict
 
 __all__ = [
     "Unit", "Candidate", "GangCandidate", "Ranks", "units", "start_of", "room", "eligible", "candidates", "pick",
@@ -167,10 +168,12 @@ class _Budgets:
 
 class _Room:
     """What a node offers a pod while units are taken away and given back: free CPU,
-    memory, pod slots, extended resources and per-GPU milli, updated in place."""
+    memory, pod slots, extended resources and per-GPU milli, and the pods holding a host
+    port the pod needs (kube's NodePorts: a victim's ports are freed), updated in place."""
 
     def __init__(self, session: KernelSession, pod: PodRequest, node: int, free: NodeFree) -> None:
         self.pod = pod
+        self.port_clashes = len(session.port_holders(pod, node)) if pod.host_ports else 0
         self.cpu = free.cpu_milli
         self.mem = free.memory_mib
         self.slots = free.pods
@@ -181,6 +184,8 @@ class _Room:
     def change(self, gone: Sequence[RunningPod], sign: int) -> None:
         """Take ``gone`` away (``sign`` 1: what they hold is free) or give them back (-1)."""
         for p in gone:
+            if p.host_ports and self.pod.host_ports and any_conflict(self.pod.host_ports, p.host_ports):
+                self.port_clashes -= sign
             if self.cpu is not None:
                 self.cpu += sign * p.cpu_milli
             if self.mem is not None:
@@ -199,6 +204,8 @@ class _Room:
 
     def fits(self) -> bool:
         pod = self.pod
+        if self.port_clashes:
+            return False
         if self.slots is not None and self.slots < 1:
             return False
         if self.cpu is not None and self.cpu < pod.cpu_milli:

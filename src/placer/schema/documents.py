@@ -17,6 +17,7 @@ from placer.limits import MAX_GPU_REPLICAS, MAX_GPUS, MAX_QUANTITY
 from placer.schema.errors import choices_in_order
 from placer.model.roles import Role, declare
 from placer.model.affinity import Affinity, TopologySpreadConstraint
+from placer.model.ports import HostPort
 from placer.model import (
     EMPTY,
     Assignment,
@@ -129,6 +130,7 @@ class PodDoc(_Doc):
     node_name: Optional[Name] = None
     affinity: Optional[Affinity] = None
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
 
 
 # an entry carries each field into its PodRequest (replicas expand it into several)
@@ -362,6 +364,9 @@ LABELS: dict[tuple[Any, ...], str] = {
     (PodDisruptionBudget,): "a mapping with name, selector and a budget",
     (PodDisruptionBudget, "selector"): STRING_MAP,
     (RunningPod, "labels"): STRING_MAP,
+    (RunningPod, "hostPorts"): "a list of host ports",
+    (PodDoc, "hostPorts"): "a list of host ports",
+    (HostPort,): "a mapping with hostPort, protocol and hostIP",
     (RunningPod, "startTime"): "epoch seconds or an RFC 3339 time",
     (ResultDoc, "preemptions"): "a list of preemptions",
     (ResultDoc, "moves"): "a list of moves",

@@ -22,6 +22,7 @@ from placer.model import (
     EMPTY, ClusterSnapshot, GangSpec, PlacementRequest, PodRequest, ScoringStrategy, SliceSpec, gang_shapes,
 )
 from placer.schema.affinity import check_node_affinity, check_toleration
+from placer.schema.ports import check_host_ports
 from placer.schema._quick import common_pods, dict_pods
 from placer.schema.checks import check_policy, check_seed
 from placer.schema.documents import GangDoc, PodDoc, RequestDoc
@@ -151,6 +152,7 @@ def _pods(d: PodDoc, gangs: Mapping[str, GangSpec]) -> list[PodRequest] | PodReq
         check_node_affinity(d.affinity)
     except InvalidInputError as e:
         raise nest(e, "affinity") from None
+    check_host_ports(d.host_ports)
     if d.mig is not None:
         _mig_request(d)
     if d.gang is not None and d.gang not in gangs:

@@ -21,6 +21,7 @@ from msgspec.structs import force_setattr
 
 from placer.exceptions import InvalidInputError
 from placer.schema.affinity import check_affinity
+from placer.schema.ports import check_host_ports
 from placer.limits import MILLI
 from placer.model.mig_profiles import MigTable, table_for, tables
 from placer.model import (
@@ -406,6 +407,7 @@ def _pod_meta(p: RunningPod) -> None:
     if p.gang is not None and has_control(p.gang):
         raise control_error("gang", p.gang)
     check_affinity(p.affinity)
+    check_host_ports(p.host_ports)
 
 
 def parse_time(text: str, where: str) -> float:

@@ -42,7 +42,7 @@ from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters.kubernetes import sharing as kubernetes_sharing
 from placer.adapters.kubernetes.mig import apply_node_mig, hold_instances, take_mig_request
-from placer.adapters.kubernetes.templates import scheduling_rules
+from placer.adapters.kubernetes.templates import pod_host_ports, scheduling_rules
 from placer.adapters.kubernetes.scheduling import (
     PriorityClasses,
     disruption_budgets,
@@ -386,6 +386,9 @@ def _running_pod(
     if res:
         pod["resources"] = res
     pod.update(scheduling_rules(doc, spath, spec, ("affinity",)))
+    ports = pod_host_ports(doc, spath, spec)
+    if ports:
+        pod["hostPorts"] = ports
     pod.update(_disruption_facts(doc, path, obj, namespace, labels, annotations))
     if not classes.preemptible(doc, spath, spec, prio):
         pod["preemptible"] = False

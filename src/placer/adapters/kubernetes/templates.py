@@ -23,10 +23,12 @@ from placer.adapters.kubernetes.documents import (
     show,
 )
 from placer.model import TAINT_EFFECTS
+from placer.model.ports import PROTOCOLS
 
 __all__ = [
     "MAX_WORKLOAD_PODS", "POD_PHASES", "REPLICATED_KINDS", "has_pod_template", "object_name", "replica_count",
-    "job_pod_count", "pod_tolerations", "SCHEDULING_RULES", "scheduling_rules", "pod_skip_reason", "PodTemplateSet",
+    "job_pod_count", "pod_tolerations", "SCHEDULING_RULES", "scheduling_rules", "pod_host_ports", "pod_skip_reason",
+    "PodTemplateSet",
     "pod_template_sets",
 ]
 
@@ -166,6 +168,46 @@ def scheduling_rules(
         value = read(doc, (*spath, key), spec.get(key))
         if value:
             out[key] = value
+    return out
+
+
+def pod_host_ports(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A pod spec's host ports as placer/v1 ``hostPorts``: kube's ``GetHostPorts`` (the
+    ports with a ``hostPort`` of the sidecars, init containers of ``restartPolicy: Always``,
+    then of the containers), after the API server's defaulting (``protocol`` TCP; on a
+    ``hostNetwork`` pod a port without ``hostPort`` takes its ``containerPort``).
+
+    Raises
+    ------
+    InvalidInputError
+        At the port: a ``hostPort`` or ``containerPort`` that is no integer in 0..65535, a
+        protocol kube does not support, a ``hostIP`` that is no string.
+    """
+    host_network = spec.get("hostNetwork") is True
+    out: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers"):
+        for j, c in enumerate(field_list(doc, (*spath, key), spec.get(key))):
+            c = field_map(doc, (*spath, key, j), c)
+            if key == "initContainers" and c.get("restartPolicy") != "Always":
+                continue  # kube: only a sidecar runs the pod's whole life
+            ppath = (*spath, key, j, "ports")
+            for k, port in enumerate(field_list(doc, ppath, c.get("ports"))):
+                port = field_map(doc, (*ppath, k), port)
+                number = field_integer(doc, (*ppath, k, "hostPort"), port.get("hostPort"), 0, 65535)
+                if not number and host_network:
+                    number = field_integer(doc, (*ppath, k, "containerPort"), port.get("containerPort"), 0, 65535)
+                if not number:
+                    continue
+                protocol = field_string(doc, (*ppath, k, "protocol"), port.get("protocol")) or "TCP"
+                if protocol not in PROTOCOLS:
+                    doc.fail((*ppath, k, "protocol"), f"expected one of {', '.join(PROTOCOLS)}, got {show(protocol)}")
+                entry: dict[str, Any] = {"hostPort": number}
+                if protocol != "TCP":
+                    entry["protocol"] = protocol
+                ip = field_string(doc, (*ppath, k, "hostIP"), port.get("hostIP"), empty=True)
+                if ip:
+                    entry["hostIP"] = ip
+                out.append(entry)
     return out
 
 

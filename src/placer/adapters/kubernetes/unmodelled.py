@@ -4,16 +4,19 @@ each, so nothing the scheduler would decide on is dropped in silence.
 The decision per field is docs/placement-rules.md's "Importer notes" table: a field that
 changes nothing kube-scheduler decides (``image``, ``env``, ``command``, ``dnsPolicy``,
 ``securityContext``, ...) is read by nobody and noted by nobody; a field kube's filters
-read and placer does not (host ports, volumes bound to storage, scheduling gates, another
-scheduler, a RuntimeClass not yet admitted) is one note here.
+read and placer does not (volumes bound to storage, scheduling gates, another scheduler, a
+RuntimeClass not yet admitted) is one note here. Host ports are read
+(:func:`placer.adapters.kubernetes.templates.pod_host_ports`); Kueue's reader, whose pod
+sets do not carry them, notes them (:func:`host_port_notes`).
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from placer.adapters.kubernetes.documents import Document, field_list, field_map, field_string
+from placer.adapters.kubernetes.templates import pod_host_ports
 
-__all__ = ["PLACED_BY", "LOCAL_VOLUME_SOURCES", "unmodelled_pod_notes", "unmodelled_group_notes"]
+__all__ = ["PLACED_BY", "LOCAL_VOLUME_SOURCES", "unmodelled_pod_notes", "host_port_notes", "unmodelled_group_notes"]
 
 PLACED_BY = frozenset({"default-scheduler", "placer", "volcano", "scheduler-plugins-scheduler"})
 """``spec.schedulerName`` values placer answers for: kube-scheduler (which the extender
@@ -24,9 +27,6 @@ LOCAL_VOLUME_SOURCES = frozenset(
 )
 """Volume sources no scheduling plugin reads (VolumeBinding, VolumeZone, VolumeRestrictions
 and NodeVolumeLimits look at claims, CSI and in-tree disks only); any other is a note."""
-
-_CONTAINER_LISTS = ("initContainers", "containers")
-
 
 def unmodelled_pod_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any], admitted: bool) -> list[str]:
     """The notes of a pending pod's spec (or a template's): each field kube-scheduler's
@@ -45,10 +45,10 @@ def unmodelled_pod_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[st
     Returns
     -------
     list of str
-        In spec order: host ports, volumes, ``schedulingGates``, ``schedulerName``,
+        In spec order: volumes, ``schedulingGates``, ``schedulerName``,
         ``runtimeClassName`` (pod-level ``resources`` are read: kube's PodLevelResources).
     """
-    notes = [*_host_port_notes(doc, spath, spec), *_volume_notes(doc, spath, spec)]
+    notes = _volume_notes(doc, spath, spec)
     gpath = (*spath, "schedulingGates")
     gates = [
         field_string(doc, (*gpath, j, "name"), field_map(doc, (*gpath, j), g).get("name"))
@@ -71,26 +71,17 @@ def unmodelled_pod_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[st
     return notes
 
 
-def _host_port_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> list[str]:
-    """One note per pod whose containers take host ports (NodePorts); a ``hostNetwork``
-    pod takes each container port on the host."""
-    host_network = spec.get("hostNetwork") is True
-    taken: list[str] = []
-    first: tuple[Any, ...] | None = None
-    for key in _CONTAINER_LISTS:
-        for j, c in enumerate(field_list(doc, (*spath, key), spec.get(key))):
-            c = field_map(doc, (*spath, key, j), c)
-            for k, port in enumerate(field_list(doc, (*spath, key, j, "ports"), c.get("ports"))):
-                port = field_map(doc, (*spath, key, j, "ports", k), port)
-                number = port.get("hostPort") or (port.get("containerPort") if host_network else None)
-                if number:
-                    taken.append(f"{port.get('protocol', 'TCP')}/{number}")
-                    first = first or (*spath, key, j, "ports", k)
-    if first is None:
+def host_port_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> list[str]:
+    """One note for a pod set whose pods take host ports (kube's ``GetHostPorts``), for the
+    readers whose pods do not carry them (Kueue's admission: placer's request importers put
+    them in ``hostPorts``, which the NodePorts filter reads)."""
+    ports = pod_host_ports(doc, spath, spec)
+    if not ports:
         return []
-    return [doc.note(first, (
-        f"host port(s) {', '.join(taken)}: kube's NodePorts filter keeps the pod off nodes where a "
-        "running pod holds one; placer does not model host ports"))]
+    taken = ", ".join(f"{p.get('protocol', 'TCP')}/{p['hostPort']}" for p in ports)
+    return [doc.note(spath, (
+        f"host port(s) {taken}: Kueue admits the workload without them; kube's NodePorts filter "
+        "then keeps each pod off nodes where a pod holds one"))]
 
 
 def _volume_notes(doc: Document, spath: tuple[Any, ...], spec: Mapping[str, Any]) -> list[str]:

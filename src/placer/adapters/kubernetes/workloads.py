@@ -47,7 +47,8 @@ from placer.exceptions import InvalidInputError
 from placer.model import EMPTY, PlacementRequest
 from placer.adapters.kubernetes.templates import (
     MAX_WORKLOAD_PODS, POD_PHASES, REPLICATED_KINDS, PodTemplateSet, has_pod_template, job_pod_count, object_name,
-    SCHEDULING_RULES, pod_skip_reason, pod_template_sets, pod_tolerations, replica_count, scheduling_rules,
+    SCHEDULING_RULES, pod_host_ports, pod_skip_reason, pod_template_sets, pod_tolerations, replica_count,
+    scheduling_rules,
 )
 
 __all__ = [
@@ -504,6 +505,9 @@ class _Workloads:
         if res:
             entry["resources"] = res
         entry.update(scheduling_rules(doc, spath, spec))
+        ports = pod_host_ports(doc, spath, spec)
+        if ports:
+            entry["hostPorts"] = ports
         node_name = field_string(doc, (*spath, "nodeName"), spec.get("nodeName"), empty=True)
         if node_name:
             entry["nodeName"] = node_name

@@ -37,7 +37,7 @@ from placer.adapters.kubernetes.scheduling import PRIORITY_RANGE, SYSTEM_PRIORIT
 from placer.adapters.kubernetes.templates import (
     MAX_WORKLOAD_PODS, object_name, pod_skip_reason, pod_template_sets, scheduling_rules,
 )
-from placer.adapters.kubernetes.unmodelled import unmodelled_pod_notes
+from placer.adapters.kubernetes.unmodelled import host_port_notes, unmodelled_pod_notes
 from placer.adapters.kubernetes.workloads import KUEUE_PREFERRED, KUEUE_REQUIRED, KUEUE_SLICE_SIZE, KUEUE_SLICE_TOPOLOGY
 from placer.adapters.kueue.fields import (
     KUEUE_GROUP,
@@ -451,6 +451,7 @@ class WorkloadReader:
         selector = field_str_map(doc, (*spath, "nodeSelector"), spec.get("nodeSelector"), "nodeSelector")
         tols = tolerations(doc, (*spath, "tolerations"), spec.get("tolerations"))
         rules = self._rules(doc, spath, spec)
+        self.notes += host_port_notes(doc, spath, spec)
         self.notes += unmodelled_pod_notes(doc, spath, spec, admitted=template.get("status") is not None)
         required, preferred = self._topology(doc, (*mpath, "annotations"), annotations, topology_request)
         pod = pod_for_requests(f"{key}-{name}", requests, node_selector=selector, tolerations=tols, priority=priority,
