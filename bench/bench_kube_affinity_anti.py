@@ -21,7 +21,6 @@ Run: ``PYTHONPATH=src:bench python bench/bench_kube_affinity_anti.py --repeat 15
 """
 from __future__ import annotations
 
-import argparse
 import cProfile
 import os
 import pstats
@@ -34,7 +33,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(__file__))
 
 import placer  # noqa: E402
-from bench_kube_interpod import ANTI, snapshot  # noqa: E402
+from bench_kube_interpod import ANTI, arguments, snapshot  # noqa: E402
 
 BATCHES = ("plain", "pool", "plain10", "pool10")
 
@@ -76,11 +75,7 @@ def check(result: Any, name: str, n_pods: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=10_000)
-    parser.add_argument("--pods", type=int, default=1_000)
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--policy", default="best-fit")
+    parser = arguments(__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=BATCHES, help="print cProfile's top functions of this batch")
     args = parser.parse_args()
     snap = snapshot(args.nodes)

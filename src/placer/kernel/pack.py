@@ -332,8 +332,8 @@ class PackedCluster:
                 if reason not in reasons:
                     names.append(reason)
                 reasons[reason] = reasons.get(reason, 0) + count
-                reason_of[hit] = names.index(reason)
-                alive[hit] = False
+                reason_of[:] += hit * np.int16(names.index(reason) + 1)  # from -1: each node is hit once
+                alive[:] ^= hit
 
         # kube-scheduler's order: NodeAffinity's PreFilter, then NodeUnschedulable, NodeName,
         # TaintToleration, NodeAffinity
