@@ -94,9 +94,10 @@ _NO_GPU_MODEL = ""
 
 def node_bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
     """A boolean node mask as a uint64 bitset of ``n_words`` words (bit n = node n)."""
-    padded = np.zeros(n_words * 64, dtype=bool)
-    padded[: mask.shape[0]] = mask
-    return np.packbits(padded.reshape(-1, 8), axis=1, bitorder="little").reshape(-1).view(np.uint64).copy()
+    bits = np.zeros(n_words, dtype=np.uint64)
+    packed = np.packbits(mask, bitorder="little")  # byte k: nodes 8k..8k+7, lowest bit first
+    bits.view(np.uint8)[: packed.shape[0]] = packed
+    return bits
 
 
 def bitset_nodes(bits: np.ndarray, n_nodes: int) -> np.ndarray:

@@ -28,6 +28,7 @@ A node without the ``kubernetes.io/hostname`` label has it as its name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -49,6 +50,7 @@ _ZERO, _AFFINITY, _SPREAD = 0, 1, 2  # REL_* of _core.pxd
 
 
 _RULE_FIELDS = attrgetter("labels", "affinity", "topology_spread_constraints", "node_selector", "tolerations")
+_NAME = attrgetter("name")
 
 
 def _anti_terms(pod: Any) -> tuple[InterPodTerm, ...]:
@@ -180,7 +182,11 @@ class _Compiler:
 def _runs_of_alike(pods: Sequence[PodRequest]) -> tuple[list[PodRequest], list[int]]:
     """The first pod of each run of consecutive pods alike for the rules (one namespace, the
     same labels and rules), and the length of each run."""
-    runs = alike_runs([(namespace_of(p.name), _RULE_FIELDS(p)) for p in pods])
+    fields: list[Any] = list(map(_RULE_FIELDS, pods))
+    names = list(map(_NAME, pods))
+    if any(map(str.__contains__, names, repeat("/"))):  # else every pod is of the default namespace
+        fields = list(zip(map(namespace_of, names), fields))
+    runs = alike_runs(fields)
     return [pods[a] for a in runs[:-1]], [b - a for a, b in zip(runs, runs[1:])]
 
 
