@@ -210,12 +210,12 @@ class PackedCluster:
         with their codes (read only: may be :attr:`node_index`)."""
         if values == self.node_names:  # hostname labels, in most clusters
             return np.arange(self.n_nodes, dtype=np.int32), self.node_index
-        distinct = dict.fromkeys(values)
+        distinct: dict[Any, None] = dict.fromkeys(values)  # the values in order of first use
         if len(distinct) == len(values) and None not in distinct:
-            return np.arange(len(values), dtype=np.int32), dict(zip(values, range(len(values))))
+            return np.arange(len(values), dtype=np.int32), dict(zip(distinct, range(len(values))))
         distinct.pop(None, None)
-        index = dict(zip(distinct, range(len(distinct))))
-        code_of: dict[str | None, int] = {**index, None: -1}
+        index: dict[str, int] = dict(zip(distinct, range(len(distinct))))
+        code_of: dict[Any, int] = {**index, None: -1}
         return np.fromiter(map(code_of.__getitem__, values), dtype=np.int32, count=len(values)), index
 
     def topology_column(self, key: str) -> tuple[np.ndarray, int]:
