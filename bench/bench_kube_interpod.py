@@ -73,13 +73,18 @@ def place_warm(session: KernelSession, pods: list[Any], policy: str) -> float:
     return took
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options of the issue #32 batch benchmarks: ``--nodes``, ``--pods``, ``--repeat``, ``--policy``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pods", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--policy", default="best-fit")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0]).parse_args()
     snap = snapshot(args.nodes)
     ways = ("plain", "selector", "anti")
     pods = {way: batch(args.pods, way) for way in ways}

@@ -21,7 +21,8 @@ from placer.kernel import pack
 from placer.kernel._core import derive_free_state
 from placer.kernel._gather import node_columns, pod_columns, run_assignments
 from placer.limits import MILLI
-from placer.model import Assignment, ClusterSnapshot, Node, NodeType, PodRequest, RunningPod, replace
+from placer.model import Assignment, ClusterSnapshot, Node, NodeType, PodRequest, RunningPod, first_untolerated_taint, replace
+from placer.model.interpod import HOSTNAME, topology_value
 from placer.model.roles import eligibility_fields
 from placer.testing import pod_requests, snapshots
 
@@ -419,3 +420,62 @@ def test_nodes_read_as_written_take_only_plain_entries() -> None:
                 {"name": "c", "pods": [{"name": "q", "gpus": (0,)}]}, {"name": "c", "pods": [{"name": "q", "priority": 1}]}):
         assert plain_nodes([*plain, odd]) is None, odd
     assert plain_nodes([]) == []
+
+
+# ---------------------------------------------------------------------------------------
+# The node columns the filters and the inter-pod rules share (PackedCluster.topology_column,
+# tolerating_nodes) and the runs of alike pods, against per-node reads.
+
+def _same_partition(codes: list[int], values: list[Any]) -> bool:
+    """Whether ``codes`` number ``values`` (-1 exactly for None, equal codes for equal values)."""
+    return all((c < 0) == (v is None) for c, v in zip(codes, values)) and all(
+        (codes[i] == codes[j]) == (values[i] == values[j])
+        for i in range(len(codes)) for j in range(len(codes)) if values[i] is not None and values[j] is not None
+    )
+
+
+@given(snapshots(max_nodes=10, label_keys=("zone", HOSTNAME)), st.sampled_from(["zone", HOSTNAME, "rack"]))
+def test_a_topology_column_numbers_each_nodes_domain(snapshot: ClusterSnapshot, key: str) -> None:
+    packed = pack.pack_snapshot(snapshot)
+    codes, count = packed.topology_column(key)
+    values = [topology_value(n, key) for n in snapshot.nodes]
+    assert _same_partition(codes.tolist(), values)
+    assert count == len({v for v in values if v is not None})
+    assert sorted(set(codes.tolist()) - {-1}) == list(range(count))
+
+
+def test_hostname_domains_are_the_nodes_whether_labelled_or_not() -> None:
+    def packed(*nodes: tuple[str, dict[str, str]]) -> pack.PackedCluster:
+        return pack.pack_snapshot(ClusterSnapshot(nodes=tuple(Node(name, NodeType(gpus=1), labels=labels)
+                                                              for name, labels in nodes)))
+
+    labelled = packed(*((f"n{i}", {HOSTNAME: f"n{i}"}) for i in range(4)))
+    assert labelled.topology_column(HOSTNAME)[0].tolist() == [0, 1, 2, 3]
+    # n2 has no label (its domain is its name, which n1's label also names); n3 labels n0's
+    codes, count = packed(("n0", {HOSTNAME: "h0"}), ("n1", {HOSTNAME: "n2"}), ("n2", {}),
+                          ("n3", {HOSTNAME: "h0"})).topology_column(HOSTNAME)
+    assert count == 2 and codes[0] == codes[3] and codes[1] == codes[2] and codes[0] != codes[1]
+
+
+@given(snapshots(max_nodes=10), st.data())
+def test_tolerating_nodes_are_the_nodes_without_an_untolerated_taint(snapshot: ClusterSnapshot, data: st.DataObject) -> None:
+    pod = data.draw(pod_requests())
+    got = pack.pack_snapshot(snapshot).tolerating_nodes(pod.tolerations).tolist()
+    assert got == [first_untolerated_taint(n.taints, pod.tolerations) is None for n in snapshot.nodes]
+
+
+@given(st.lists(st.sampled_from(["a", "b", ("a",), None]), max_size=12))
+def test_alike_runs_start_where_a_key_differs_from_the_one_before(keys: list[Any]) -> None:
+    runs = pack.alike_runs(keys)
+    assert runs == [0] + [j for j in range(1, len(keys)) if keys[j] != keys[j - 1]] + [len(keys)] if keys else [0]
+
+
+def test_replicas_of_one_entry_share_their_eligibility_class() -> None:
+    snapshot = ClusterSnapshot(nodes=tuple(Node(f"n{i}", NodeType(gpus=1), labels={"pool": "ab"[i % 2]})
+                                           for i in range(4)))
+    packed = pack.pack_snapshot(snapshot)
+    a, b = PodRequest("a", node_selector={"pool": "a"}), PodRequest("b", node_selector={"pool": "b"})
+    pods = [replace(a, name=f"a{i}") for i in range(3)] + [replace(b, name="b0"), replace(a, name="a3")]
+    batch, classes, _ = pack.pack_pods(packed, pods)
+    assert batch.klass.tolist() == [0, 0, 0, 1, 0]
+    assert [classes[row] for row in batch.klass.tolist()] == [packed.eligibility(p) for p in pods]

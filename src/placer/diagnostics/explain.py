@@ -515,10 +515,7 @@ def _inter_pod(
     for reason, names in by_reason.items():
         node_reasons[reason] = node_reasons.get(reason, 0) + len(names)
     ranked = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    parts = [
-        f"{reason} on {', '.join(names[:NAMED_NODES])}" + (f" and {len(names) - NAMED_NODES} more" if len(names) > NAMED_NODES else "")
-        for reason, names in ranked
-    ]
+    parts = [f"{reason} on {some_of(names, NAMED_NODES)}" for reason, names in ranked]
     return INTER_POD_CAUSES[ranked[0][0]], (
         f"{len(room)} node(s) have room for {_pod_text(shape.pod)}, and each fails an inter-pod rule: " + "; ".join(parts)
     )

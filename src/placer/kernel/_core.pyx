@@ -50,6 +50,9 @@ cdef extern from *:
 _POLICY_CODES = frozenset(int(code) for code in PolicyCode)
 
 cdef int64_t NO_COST = 1 << 62
+# cpu_left_floor at or above this: the buckets have had no node since derive_free_state set
+# their floors to its ``untracked`` (pack.UNTRACKED_BIG, 2^60); a node's free CPU is far below
+cdef int64_t EMPTY_BUCKETS = 1 << 59
 
 cdef int32_t NIC_POINTS[NIC_CLASSES]
 NIC_POINTS[:] = [50, 40, 30, 20, 10]
@@ -326,7 +329,7 @@ cdef inline int64_t node_set_score(const NodeState* st, int32_t n, const Pod* p,
 cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* only) noexcept nogil:
     cdef int32_t w, f, n, last_word, best = -1
     cdef int32_t fmin = min_free_count(p), fmax = max_model_count(st, p)
-    cdef int64_t lower, cost, best_cost = NO_COST, need = <int64_t>p.gpus * p.milli
+    cdef int64_t lower, floor, cost, best_cost = NO_COST, need = <int64_t>p.gpus * p.milli
     cdef int64_t ceiling = score_ceiling(st, p), sc, best_sc = -1
     cdef uint64_t word
     cdef bint done
@@ -336,7 +339,10 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
             lower = 0
         if (lower + 2559) // 2560 > best_cost:
             break  # the GPU part alone only grows with f
-        lower = (lower + cpu_left_floor(st, p, f) + 2559) // 2560
+        floor = cpu_left_floor(st, p, f)
+        if floor >= EMPTY_BUCKETS:
+            continue  # no node has been in these buckets since derive_free_state
+        lower = (lower + floor + 2559) // 2560
         if lower > best_cost:
             continue
         last_word = st.n_words - 1

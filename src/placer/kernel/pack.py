@@ -38,6 +38,7 @@ from placer.model import (
     PodRequest,
     RunningPod,
     Taint,
+    Toleration,
     first_untolerated_taint,
     tolerates_unschedulable,
 )
@@ -49,6 +50,7 @@ from placer.model.affinity import (
     required_node_selector,
 )
 from placer.model import reasons as wording
+from placer.model.interpod import HOSTNAME, topology_value
 from placer.model.roles import canonical, defaults, eligibility_fields
 from placer.model.topology import GpuTopology, Nic
 
@@ -92,9 +94,10 @@ _NO_GPU_MODEL = ""
 
 def node_bitset(mask: np.ndarray, n_words: int) -> np.ndarray:
     """A boolean node mask as a uint64 bitset of ``n_words`` words (bit n = node n)."""
-    padded = np.zeros(n_words * 64, dtype=bool)
-    padded[: mask.shape[0]] = mask
-    return np.packbits(padded.reshape(-1, 8), axis=1, bitorder="little").reshape(-1).view(np.uint64).copy()
+    bits = np.zeros(n_words, dtype=np.uint64)
+    packed = np.packbits(mask, bitorder="little")  # byte k: nodes 8k..8k+7, lowest bit first
+    bits.view(np.uint8)[: packed.shape[0]] = packed
+    return bits
 
 
 def bitset_nodes(bits: np.ndarray, n_nodes: int) -> np.ndarray:
@@ -151,6 +154,7 @@ class PackedCluster:
     extended_free: dict[str, np.ndarray] = field(default_factory=dict)  # per resource: free per node
     # per label key: each node's value as a code into the key's distinct values (-1: absent)
     _label_columns: dict[str, tuple[np.ndarray, dict[str, int]]] = field(default_factory=dict)
+    _hostname_domains: tuple[np.ndarray, int] | None = None  # topology_column's, when a node lacks the label
     topology_domains: dict[str, Any] = field(default_factory=dict)  # per topology key (placer.kernel.relations)
     _class_cache: dict[tuple, EligibilityClass] = field(default_factory=dict)
     _taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
@@ -198,11 +202,34 @@ class PackedCluster:
         (-1: the node lacks the label), and those values with their indices."""
         found = self._label_columns.get(key)
         if found is None:
-            values = [node.labels.get(key) for node in self.nodes]
-            index = {v: i for i, v in enumerate(dict.fromkeys(v for v in values if v is not None))}
-            code_of: dict[str | None, int] = {**index, None: -1}
-            found = self._label_columns[key] = (np.array([code_of[v] for v in values], dtype=np.int32), index)
+            found = self._label_columns[key] = self._codes([node.labels.get(key) for node in self.nodes])
         return found
+
+    def _codes(self, values: list[str | None]) -> tuple[np.ndarray, dict[str, int]]:
+        """One value per node as codes into the distinct values (-1: None), and those values
+        with their codes (read only: may be :attr:`node_index`)."""
+        if values == self.node_names:  # hostname labels, in most clusters
+            return np.arange(self.n_nodes, dtype=np.int32), self.node_index
+        distinct: dict[Any, None] = dict.fromkeys(values)  # the values in order of first use
+        if len(distinct) == len(values) and None not in distinct:
+            return np.arange(len(values), dtype=np.int32), dict(zip(distinct, range(len(values))))
+        distinct.pop(None, None)
+        index: dict[str, int] = dict(zip(distinct, range(len(distinct))))
+        code_of: dict[Any, int] = {**index, None: -1}
+        return np.fromiter(map(code_of.__getitem__, values), dtype=np.int32, count=len(values)), index
+
+    def topology_column(self, key: str) -> tuple[np.ndarray, int]:
+        """Per node, its domain of topology key ``key``
+        (:func:`placer.model.interpod.topology_value`) as a code (-1: the node has none), and
+        the number of domains: the label column of ``key``, but for a node without the
+        hostname label, whose domain is its name."""
+        codes, index = self._label_column(key)
+        if key != HOSTNAME or not len(codes) or codes.min() >= 0:
+            return codes, len(index)
+        if self._hostname_domains is None:
+            codes, index = self._codes([topology_value(node, key) for node in self.nodes])
+            self._hostname_domains = (codes, len(index))
+        return self._hostname_domains
 
     def _expression_nodes(self, e: NodeSelectorRequirement) -> np.ndarray:
         """The nodes a ``matchExpressions`` entry matches: its answer for each distinct value
@@ -270,6 +297,13 @@ class PackedCluster:
             self._taint_set_of = of
         return self._taint_sets, self._taint_set_of
 
+    def tolerating_nodes(self, tolerations: Sequence[Toleration]) -> np.ndarray:
+        """The nodes whose ``NoSchedule``/``NoExecute`` taints ``tolerations`` all tolerate
+        (kube-scheduler's TaintToleration filter), as a boolean mask."""
+        sets, set_of = self._taint_sets_index()
+        refused = [i for i, taints in enumerate(sets) if first_untolerated_taint(taints, tolerations) is not None]
+        return ~np.isin(set_of, refused) if refused else np.ones(self.n_nodes, dtype=bool)
+
     def eligibility(self, pod: PodRequest) -> EligibilityClass:
         """The cached static filter result for the pod's kind and the values of its fields
         of the static roles (:func:`placer.model.roles.eligibility_fields`)."""
@@ -299,8 +333,8 @@ class PackedCluster:
                 if reason not in reasons:
                     names.append(reason)
                 reasons[reason] = reasons.get(reason, 0) + count
-                reason_of[hit] = names.index(reason)
-                alive[hit] = False
+                reason_of[:] += hit * np.int16(names.index(reason) + 1)  # from -1: each node is hit once
+                alive[:] ^= hit
 
         # kube-scheduler's order: NodeAffinity's PreFilter, then NodeUnschedulable, NodeName,
         # TaintToleration, NodeAffinity
@@ -311,10 +345,7 @@ class PackedCluster:
             reject(self.unschedulable, wording.UNSCHEDULABLE)
         if pod.node_name is not None:
             reject(~self.named((pod.node_name,)), wording.NODE_NAME)
-        sets, set_of = self._taint_sets_index()
-        for set_id, taints in enumerate(sets):
-            if first_untolerated_taint(taints, pod.tolerations) is not None:
-                reject(set_of == set_id, wording.UNTOLERATED_TAINT)
+        reject(~self.tolerating_nodes(pod.tolerations), wording.UNTOLERATED_TAINT)
         if pod.node_selector or required_node_selector(pod.affinity) is not None:
             reject(~self.node_affinity_nodes(pod), wording.SELECTOR)
         model_mask = self.model_mask(pod.gpu_models, pod.gpus or pod.gpu_slots)
@@ -542,7 +573,9 @@ def pack_pods(
     with_gpus = counts[0] > 0
     unfiltered_kinds = [np.flatnonzero(~filtered & ~with_gpus), np.flatnonzero(~filtered & with_gpus)]
     firsts = [(int(members[0]), members) for members in unfiltered_kinds if len(members)]
-    firsts += [(int(j), None) for j in np.flatnonzero(filtered).tolist()]
+    at = np.flatnonzero(filtered)
+    runs = alike_runs([(p.gpus > 0, p.gpu_slots, _static_values(p)) for p in map(pods.__getitem__, at.tolist())])
+    firsts += [(int(at[a]), at[a:b]) for a, b in zip(runs, runs[1:])]
     by_identity: dict[tuple[int, ...], EligibilityClass] = {}  # replicas share their field objects
     for j, members in sorted(firsts, key=itemgetter(0)):
         same = (pods[j].gpus > 0, pods[j].gpu_slots, *map(id, _static_values(pods[j])))
@@ -553,7 +586,7 @@ def pack_pods(
         if row is None:
             row = class_row[id(ec)] = len(classes)
             classes.append(ec)
-        klass[j if members is None else members] = row
+        klass[members] = row
     if classes:
         bitsets = np.stack([c.bits for c in classes])
         models = np.array([c.model_mask for c in classes], dtype=MASK)[klass]
@@ -573,6 +606,14 @@ def pack_pods(
         bitsets,
     )
     return batch, classes, with_resources
+
+
+def alike_runs(keys: Sequence[Any]) -> list[int]:
+    """Where each run of consecutive equal ``keys`` starts, then ``len(keys)`` (the replicas
+    of one entry share their field objects, so their keys compare equal at once)."""
+    if not keys:
+        return [0]
+    return [0, *[j for j, (a, b) in enumerate(zip(keys, keys[1:]), 1) if a != b], len(keys)]
 
 
 def indices_to_mask(indices: Sequence[int]) -> int:

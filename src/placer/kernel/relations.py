@@ -29,15 +29,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from placer.kernel._core import Relations
-from placer.kernel.pack import BIG, FLAG, INT, MASK, node_bitset
-from placer.model import Node, PodRequest, RunningPod
+from placer.kernel.pack import BIG, FLAG, INT, MASK, PackedCluster, alike_runs, node_bitset
+from placer.model import PodRequest, RunningPod
 from placer.model.affinity import InterPodTerm, namespace_of, required_terms, spread_rules
-from placer.model.interpod import HOSTNAME, has_relations, has_required_anti_affinity, node_included
+from placer.model.interpod import has_relations, has_required_anti_affinity
 from placer.model.ports import WILDCARD_IP, HostPort, any_conflict
 from placer.model.roles import canonical
 
@@ -47,6 +49,10 @@ __all__ = ["REASON_CODES", "Occupants", "compile_relations"]
 _R_SPREAD, _R_AFFINITY, _R_ANTI, _R_EXISTING = 6, 7, 8, 9
 REASON_CODES = range(5, 10)
 _ZERO, _AFFINITY, _SPREAD = 0, 1, 2  # REL_* of _core.pxd
+
+
+_RULE_FIELDS = attrgetter("labels", "affinity", "topology_spread_constraints", "node_selector", "tolerations")
+_NAME = attrgetter("name")
 
 
 def _anti_terms(pod: Any) -> tuple[InterPodTerm, ...]:
@@ -133,12 +139,39 @@ class Occupants:
         return [name for name, (at, held) in self.port_holders.items() if at == node and any_conflict(ports, held)]
 
 
-class _Domains:
-    """Per topology key: each node's domain (-1: no label), the nodes of each domain."""
+@dataclass(frozen=True)
+class _Layout:
+    """The domains of one topology key: each node's (-1: none), how many, the nodes of
+    each domain (``members[start[d]:start[d + 1]]``), the nodes with one as a bitset."""
 
-    def __init__(self, nodes: Sequence[Node], cache: dict[str, Any]) -> None:
-        self._nodes = nodes
-        self._cache = cache
+    domain_of: np.ndarray
+    count: int
+    members: np.ndarray
+    start: np.ndarray
+    has_key: np.ndarray
+
+    @classmethod
+    def of(cls, packed: PackedCluster, key: str) -> "_Layout":
+        """The layout of ``key`` on ``packed``'s nodes (:meth:`PackedCluster.topology_column`),
+        cached per cluster."""
+        found = packed.topology_domains.get(key)
+        if found is None:
+            domain_of, count = packed.topology_column(key)
+            on = np.flatnonzero(domain_of >= 0)
+            start = np.zeros(count + 1, dtype=INT)
+            start[1:] = np.cumsum(np.bincount(domain_of[on], minlength=count))
+            found = packed.topology_domains[key] = cls(
+                domain_of.astype(INT, copy=False), count, on[np.argsort(domain_of[on], kind="stable")].astype(INT),
+                start, node_bitset(domain_of >= 0, packed.n_words),
+            )
+        return found
+
+
+class _Domains:
+    """The topology keys of a batch's rules, numbered, and their layouts."""
+
+    def __init__(self, packed: PackedCluster) -> None:
+        self._packed = packed
         self.keys: list[str] = []
         self.index: dict[str, int] = {}
 
@@ -149,24 +182,8 @@ class _Domains:
             self.keys.append(key)
         return found
 
-    def of(self, key: str) -> tuple[np.ndarray, int]:
-        """(domain per node, number of domains) of ``key``, cached per cluster."""
-        got = self._cache.get(key)
-        if got is None:
-            if key == HOSTNAME:  # topology_value: a node without the label is its name
-                found = [n.labels.get(key, n.name) for n in self._nodes]
-            else:
-                found = [n.labels.get(key) for n in self._nodes]
-            if len(set(found)) == len(found) and None not in found:  # one node per domain (hostnames)
-                got = self._cache[key] = (np.arange(len(found), dtype=INT), len(found))
-                return got
-            values = np.array(found, dtype=object)
-            present = values != None  # noqa: E711 - elementwise
-            names, inverse = np.unique(values[present].astype(str), return_inverse=True)
-            dom = np.full(len(values), -1, dtype=INT)
-            dom[present] = inverse
-            got = self._cache[key] = (dom, len(names))
-        return got
+    def of(self, key: str) -> _Layout:
+        return _Layout.of(self._packed, key)
 
 
 @dataclass
@@ -183,9 +200,9 @@ class _Constraint:
 
 
 class _Compiler:
-    def __init__(self, nodes: Sequence[Node], cache: dict[str, Any]) -> None:
-        self.nodes = nodes
-        self.domains = _Domains(nodes, cache)
+    def __init__(self, packed: PackedCluster) -> None:
+        self.packed = packed
+        self.domains = _Domains(packed)
         self.constraints: list[_Constraint] = []
         self.ids: dict[Any, int] = {}
         self.groups = 0
@@ -198,7 +215,7 @@ class _Compiler:
         return found
 
     def has_key(self, key: str) -> np.ndarray:
-        return self.domains.of(key)[0] >= 0
+        return self.domains.of(key).domain_of >= 0
 
     def term_constraint(self, kind: str, term: InterPodTerm, adds: Any) -> int:
         reason = _R_ANTI if kind == "anti" else _R_EXISTING
@@ -211,21 +228,13 @@ class _Compiler:
 
 def _runs_of_alike(pods: Sequence[PodRequest]) -> tuple[list[PodRequest], list[int]]:
     """The first pod of each run of consecutive pods alike for the rules (one namespace, the
-    same label and rule objects), and the length of each run."""
-    firsts: list[PodRequest] = []
-    lengths: list[int] = []
-    prev: PodRequest | None = None
-    for pod in pods:
-        if (prev is not None and pod.labels is prev.labels and pod.affinity is prev.affinity
-                and pod.topology_spread_constraints is prev.topology_spread_constraints
-                and pod.node_selector is prev.node_selector and pod.tolerations is prev.tolerations
-                and namespace_of(pod.name) == namespace_of(prev.name)):
-            lengths[-1] += 1
-            continue
-        firsts.append(pod)
-        lengths.append(1)
-        prev = pod
-    return firsts, lengths
+    same labels and rules), and the length of each run."""
+    fields: list[Any] = list(map(_RULE_FIELDS, pods))
+    names = list(map(_NAME, pods))
+    if any(map(str.__contains__, names, repeat("/"))):  # else every pod is of the default namespace
+        fields = list(zip(map(namespace_of, names), fields))
+    runs = alike_runs(fields)
+    return [pods[a] for a in runs[:-1]], [b - a for a, b in zip(runs, runs[1:])]
 
 
 def _extend(start: list[int], times: int, con: list[int], into: list[int], flags: list[int] = (),  # type: ignore[assignment]
@@ -261,15 +270,10 @@ def _term_key(term: InterPodTerm) -> tuple:
     return term.topology_key, canonical(term.selector), spaces
 
 
-def compile_relations(
-    nodes: Sequence[Node], n_words: int, pods: Sequence[PodRequest], occupants: Occupants,
-    cache: dict[str, Any],
-) -> Relations | None:
-    """The kernel's relations of ``pods`` placed in this order after ``occupants``; None when
-    no pod of the batch has a rule and no pod placed has required anti-affinity.
-
-    ``cache`` keeps each topology key's domains per cluster (the nodes never change).
-    """
+def compile_relations(packed: PackedCluster, pods: Sequence[PodRequest], occupants: Occupants) -> Relations | None:
+    """The kernel's relations of ``pods`` placed in this order on ``packed`` after
+    ``occupants``; None when no pod of the batch has a rule and no pod placed has required
+    anti-affinity."""
     # pods of one entry's replicas share their field objects: one pod stands for each run of
     # such pods, and signatures go by identity (equal rules of distinct objects still share
     # their constraints, whose keys are by value)
@@ -278,7 +282,7 @@ def compile_relations(
     if not any(relational) and not occupants.anti_holders:
         return None
     batch_anti = _by_identity(firsts, relational)
-    c = _Compiler(nodes, cache)
+    c = _Compiler(packed)
     # the anti-affinity terms of every pod placed before or in the batch, which repel the pods they match
     carried: dict[tuple, InterPodTerm] = {}
     for _, pod in occupants.pods.values():
@@ -324,24 +328,22 @@ def compile_relations(
     for pod, length in zip(firsts, lengths):
         _extend(add_start, length, adds(pod), add_con)
 
-    n_nodes = len(nodes)
+    n_nodes, n_words = packed.n_nodes, packed.n_words
     keys = c.domains.keys
     doms = [c.domains.of(k) for k in keys]
     key_dom_base = np.zeros(len(keys) + 1, dtype=INT)
-    key_dom_base[1:] = np.cumsum([d[1] for d in doms])
-    dom_of = np.concatenate([d[0] for d in doms]).astype(INT) if keys else np.zeros(0, dtype=INT)
-    starts, members, total = [np.zeros(1, dtype=INT)], [], 0
-    for d, count in doms:
-        on = np.flatnonzero(d >= 0)
-        members.append(on[np.argsort(d[on], kind="stable")].astype(INT))
-        starts.append((np.cumsum(np.bincount(d[on], minlength=count)) + total).astype(INT))
-        total += len(on)
-    dom_node_start = np.concatenate(starts).astype(INT)
-    dom_nodes = np.concatenate(members).astype(INT) if members else np.zeros(0, dtype=INT)
-    has_key = np.concatenate([node_bitset(d[0] >= 0, n_words) for d in doms]) if keys else np.zeros(0, dtype=MASK)
+    key_dom_base[1:] = np.cumsum([d.count for d in doms])
+    members = [np.zeros(0, dtype=INT), *(d.members for d in doms)]
+    dom_nodes = np.concatenate(members).astype(INT, copy=False)
+    # each key's domain starts, shifted past the nodes of the keys before
+    shifts = np.cumsum([len(m) for m in members[:-1]])
+    starts = [np.zeros(1, dtype=INT), *(d.start[1:] + shift for d, shift in zip(doms, shifts))]
+    dom_node_start = np.concatenate(starts).astype(INT, copy=False)
+    dom_of = np.concatenate([d.domain_of for d in doms]) if keys else np.zeros(0, dtype=INT)
+    has_key = np.concatenate([d.has_key for d in doms]) if keys else np.zeros(0, dtype=MASK)
 
     n_cons = len(c.constraints)
-    sizes = [doms[con.key][1] for con in c.constraints]
+    sizes = [doms[con.key].count for con in c.constraints]
     con_off = np.zeros(n_cons, dtype=INT)
     if n_cons:
         con_off[1:] = np.cumsum(sizes[:-1])
@@ -350,18 +352,18 @@ def compile_relations(
     in_map = np.zeros(cells, dtype=FLAG)
     con_domains = np.zeros(n_cons, dtype=INT)
     for k, con in enumerate(c.constraints):
-        d = doms[con.key][0]
-        hit = d[con.counted & (d >= 0)]
         if con.kind == _SPREAD:
-            in_map[con_off[k] + np.unique(hit)] = 1
-            con_domains[k] = len(np.unique(hit))
+            d = doms[con.key].domain_of
+            hit = np.unique(d[con.counted & (d >= 0)])
+            in_map[con_off[k] + hit] = 1
+            con_domains[k] = len(hit)
         else:
             in_map[con_off[k]: con_off[k] + sizes[k]] = 1
     group_total = np.zeros(max(c.groups, 1), dtype=BIG)
     for node, pod in occupants.pods.values():
         for k in adds(pod):
             con = c.constraints[k]
-            dom = doms[con.key][0][node]
+            dom = doms[con.key].domain_of[node]
             if con.counted[node] and dom >= 0:
                 count[con_off[k] + dom] += 1
                 if con.group >= 0:
@@ -414,10 +416,13 @@ def _needs(
         rules = spread_rules(pod.topology_spread_constraints, labels)
         all_keys = [r.topology_key for r in rules]
         for rule in rules:
-            counted = np.ones(len(c.nodes), dtype=bool)
+            counted = np.ones(c.packed.n_nodes, dtype=bool)
             for key in all_keys:
                 counted &= c.has_key(key)
-            counted &= np.fromiter((node_included(n, pod, rule) for n in c.nodes), dtype=bool, count=len(c.nodes))
+            if rule.honor_affinity:
+                counted &= c.packed.node_affinity_nodes(pod)
+            if rule.honor_taints:
+                counted &= c.packed.tolerating_nodes(pod.tolerations)
             ident = ("spread", namespace, rule.topology_key, rule.max_skew, rule.min_domains, canonical(rule.selector),
                      rule.self_match, counted.tobytes())
             con.append(c.constraint(ident, lambda rule=rule, counted=counted: _Constraint(

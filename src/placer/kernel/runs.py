@@ -120,8 +120,7 @@ class BatchPlacer:
 
     def relations(self, pods: Sequence[PodRequest]) -> Relations | None:
         """The inter-pod rules of ``pods`` placed in this order now (None: there are none)."""
-        p = self._packed
-        return compile_relations(p.nodes, p.n_words, pods, self._occupants, p.topology_domains)
+        return compile_relations(self._packed, pods, self._occupants)
 
     def inter_pod_failures(self, pod: PodRequest) -> dict[int, str]:
         """Node -> the inter-pod reason that turns ``pod`` away now, for the nodes that do."""

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from placer.model import Node, PodRequest
-from placer.model.affinity import SpreadRule
+from placer.model import Node, PodRequest, first_untolerated_taint
+from placer.model.affinity import SpreadRule, node_affinity_matches
 
 __all__ = ["HOSTNAME", "topology_value", "node_included", "has_relations", "has_required_anti_affinity"]
 
 HOSTNAME = "kubernetes.io/hostname"
 """The topology key of one node; a node without the label has it as its name (the kubelet
 sets it on every node)."""
-
-_BLOCKING = ("NoSchedule", "NoExecute")
 
 
 def topology_value(node: Node, key: str) -> Optional[str]:
@@ -27,17 +25,11 @@ def topology_value(node: Node, key: str) -> Optional[str]:
 
 def node_included(node: Node, pod: PodRequest, rule: SpreadRule) -> bool:
     """Whether ``node`` passes the node inclusion policies of the pod's spread ``rule``:
-    ``Honor`` node affinity (the pod's nodeSelector and required node affinity match the
-    node), ``Honor`` taints (no ``NoSchedule``/``NoExecute`` taint the pod does not tolerate)."""
-    if rule.honor_affinity:
-        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-            return False
-        na = None if pod.affinity is None else pod.affinity.node_affinity
-        if na is not None and na.required is not None and not na.required.matches(node.labels, node.name):
-            return False
-    return not rule.honor_taints or all(
-        t.effect not in _BLOCKING or any(tol.tolerates(t) for tol in pod.tolerations) for t in node.taints
-    )
+    ``Honor`` node affinity (:func:`placer.model.affinity.node_affinity_matches`), ``Honor``
+    taints (no ``NoSchedule``/``NoExecute`` taint the pod does not tolerate)."""
+    if rule.honor_affinity and not node_affinity_matches(pod.node_selector, pod.affinity, node.labels, node.name):
+        return False
+    return not rule.honor_taints or first_untolerated_taint(node.taints, pod.tolerations) is None
 
 
 def has_relations(pod: PodRequest) -> bool:
