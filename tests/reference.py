@@ -1362,9 +1362,9 @@ class ReferenceCluster:
             return InvalidInputError(a.pod, f"does not fit on node {a.node}: {what}")
 
         cpu_free, mem_free, pods_free = st.cpu_free(), st.mem_free(), st.pods_free()
-        if cpu_free is not None and cpu_free < pod.cpu_milli:
+        if cpu_free is not None and pod.cpu_milli > 0 and cpu_free < pod.cpu_milli:
             raise bad("cpu")
-        if mem_free is not None and mem_free < pod.memory_mib:
+        if mem_free is not None and pod.memory_mib > 0 and mem_free < pod.memory_mib:
             raise bad("memory")
         if pods_free is not None and pods_free < 1:
             raise bad("pods")

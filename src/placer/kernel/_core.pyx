@@ -248,13 +248,21 @@ cdef inline bint node_fits(const NodeState* st, int32_t n, const Pod* p) noexcep
     return st.free_count[n] >= p.gpus and st.gpu_mem_cap[n] >= p.gpu_mem
 
 
+cdef inline int64_t ceil_div(int64_t a, int64_t b) noexcept nogil:
+    """ceil(a / b) for b > 0 and any sign of a (an over-committed node leaves negative CPU),
+    whatever cdivision is."""
+    if a >= 0:
+        return (a + b - 1) // b
+    return -((-a) // b)
+
+
 cdef inline int64_t fit_cost(const NodeState* st, int32_t n, const Pod* p) noexcept nogil:
     """The study's BestFit score turned into a cost: ceil((cpu_left + 16 gpu_left) / 2560)."""
     cdef int64_t cpu_left = 0
     cdef int64_t gpu_left = st.free_milli_sum[n] - <int64_t>p.gpus * p.milli
     if st.cpu_tracked[n]:
         cpu_left = st.cpu_free[n] - p.cpu
-    return (cpu_left + 16 * gpu_left + 2559) // 2560
+    return ceil_div(cpu_left + 16 * gpu_left, 2560)
 
 
 cdef inline uint64_t bucket_word(const NodeState* st, const Pod* p, int32_t f, int32_t w) noexcept nogil:
@@ -337,12 +345,12 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
         lower = 16 * (<int64_t>f * 1000 - need)
         if lower < 0:
             lower = 0
-        if (lower + 2559) // 2560 > best_cost:
+        if ceil_div(lower, 2560) > best_cost:
             break  # the GPU part alone only grows with f
         floor = cpu_left_floor(st, p, f)
         if floor >= EMPTY_BUCKETS:
             continue  # no node has been in these buckets since derive_free_state
-        lower = (lower + floor + 2559) // 2560
+        lower = ceil_div(lower + floor, 2560)
         if lower > best_cost:
             continue
         last_word = st.n_words - 1
@@ -374,7 +382,7 @@ cdef int32_t choose_best_fit(const NodeState* st, const Pod* p, const uint64_t* 
 
 cdef int32_t choose_spread(const NodeState* st, const Pod* p, const uint64_t* only) noexcept nogil:
     cdef int32_t w, n, best = -1
-    cdef int64_t cost, best_cost = -1, ceiling = score_ceiling(st, p), sc, best_sc = -1
+    cdef int64_t cost, best_cost = -NO_COST, ceiling = score_ceiling(st, p), sc, best_sc = -1
     cdef uint64_t word
     for w in range(st.n_words):
         word = p.eligible[w] & only[w]
