@@ -197,7 +197,7 @@ class PackedCluster:
                 mask |= 1 << self.model_names.index(name)
         return mask & ~1
 
-    def _label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+    def label_column(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
         """Per node, its value of label ``key`` as an index into the key's distinct values
         (-1: the node lacks the label), and those values with their indices."""
         found = self._label_columns.get(key)
@@ -223,7 +223,7 @@ class PackedCluster:
         (:func:`placer.model.interpod.topology_value`) as a code (-1: the node has none), and
         the number of domains: the label column of ``key``, but for a node without the
         hostname label, whose domain is its name."""
-        codes, index = self._label_column(key)
+        codes, index = self.label_column(key)
         if key != HOSTNAME or not len(codes) or codes.min() >= 0:
             return codes, len(index)
         if self._hostname_domains is None:
@@ -234,7 +234,7 @@ class PackedCluster:
     def _expression_nodes(self, e: NodeSelectorRequirement) -> np.ndarray:
         """The nodes a ``matchExpressions`` entry matches: its answer for each distinct value
         of its key (and for a node without the key), spread to the nodes by their codes."""
-        codes, index = self._label_column(e.key)
+        codes, index = self.label_column(e.key)
         answers = np.zeros(len(index) + 1, dtype=bool)  # the last one: the node lacks the key
         if e.parses:
             if e.operator in ("In", "NotIn"):
@@ -245,7 +245,7 @@ class PackedCluster:
                 answers[:] = [e.matches_value(v) for v in index] + [e.matches_value(None)]
         return answers[codes]
 
-    def _term_nodes(self, term: NodeSelectorTerm) -> np.ndarray:
+    def term_nodes(self, term: NodeSelectorTerm) -> np.ndarray:
         """The nodes a node selector term matches (an empty term: none)."""
         if term.empty:
             return np.zeros(self.n_nodes, dtype=bool)
@@ -276,13 +276,13 @@ class PackedCluster:
         (:func:`placer.model.affinity.node_affinity_matches`, over node columns)."""
         nodes = np.ones(self.n_nodes, dtype=bool)
         for k, v in pod.node_selector.items():
-            codes, index = self._label_column(k)
+            codes, index = self.label_column(k)
             nodes &= codes == index.get(v, -2)
         required = required_node_selector(pod.affinity)
         if required is not None:
             anywhere = np.zeros(self.n_nodes, dtype=bool)
             for term in required.node_selector_terms:
-                anywhere |= self._term_nodes(term)
+                anywhere |= self.term_nodes(term)
             nodes &= anywhere
         return nodes
 

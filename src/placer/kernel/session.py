@@ -35,6 +35,7 @@ from placer.kernel.pack import PackedCluster, mask_to_indices
 from placer.kernel.relations import Occupants
 from placer.kernel.runs import BatchPlacer, Run
 from placer.model import ClusterSnapshot, MigInstance, MigUse, PodRequest, RunningPod
+from placer.model.affinity import NodeSelectorTerm
 from placer.policies import Policy
 from placer.workload.fragmentation import Fragmentation, Workload
 from placer.workload.packing import PRESSURE_WEIGHT, REGRET_WEIGHT, PackingGuide, PackingLearner
@@ -110,6 +111,20 @@ class KernelSession:
         models as a bitmask of model ids."""
         ec = self._packed.eligibility(pod)
         return pack.bitset_nodes(ec.bits, self.n_nodes), ec.model_mask
+
+    def label_column(self, key: str) -> tuple[np.ndarray, Mapping[str, int]]:
+        """Per node, its value of label ``key`` as a code into the key's distinct values
+        (-1: the node lacks the label), and those values with their codes (cached per key)."""
+        return self._packed.label_column(key)
+
+    def term_nodes(self, term: NodeSelectorTerm) -> np.ndarray:
+        """The nodes (bool per node) a node selector term matches (an empty term: none)."""
+        return self._packed.term_nodes(term)
+
+    def node_affinity_nodes(self, pod: PodRequest) -> np.ndarray:
+        """The nodes (bool per node) kube-scheduler's NodeAffinity filter lets ``pod`` use:
+        its ``nodeSelector`` and its required node affinity."""
+        return self._packed.node_affinity_nodes(pod)
 
     def static_reasons(self, pod: PodRequest) -> dict[str, int]:
         """Nodes per reason that the pod's static filters turn away."""

@@ -36,7 +36,7 @@ import numpy as np
 from placer.exceptions import InvalidInputError
 from placer.kernel import KernelSession
 from placer.model import NodeType, PodRequest, ScoringStrategy, Taint, Toleration
-from placer.model.affinity import Affinity, LabelSelector, LabelSelectorRequirement, NodeSelectorTerm, PodAffinityTerm
+from placer.model.affinity import Affinity, LabelSelector, LabelSelectorRequirement, PodAffinityTerm
 from placer.placement.sharing import splitmix_pick
 from placer.placement.tally import Placed
 from placer.policies import REGISTRY, Policy
@@ -166,6 +166,7 @@ class _Columns:
         snapshot = session.snapshot
         n = session.n_nodes
         nodes = snapshot.nodes
+        self._session = session
         self.n = n
         self.names = session.node_names
         self.labels = [node.labels for node in nodes]
@@ -253,15 +254,12 @@ class _Columns:
             yield seen, np.array(at, dtype=np.intp)
 
     def label_codes(self, key: str) -> tuple[dict[str, int], np.ndarray]:
-        """The values of label ``key`` numbered 1.. and each node's number (0: no such label)."""
+        """The values of label ``key`` numbered 1.. and each node's number (0: no such label):
+        the session's label column shifted by one."""
         found = self._label_codes.get(key)
         if found is None:
-            numbers: dict[str, int] = {}
-            codes = np.array(
-                [numbers.setdefault(labels[key], len(numbers) + 1) if key in labels else 0 for labels in self.labels],
-                dtype=np.intp,
-            )
-            found = self._label_codes[key] = (numbers, codes)
+            codes, index = self._session.label_column(key)
+            found = self._label_codes[key] = ({v: i + 1 for v, i in index.items()}, codes.astype(np.intp) + 1)
         return found
 
     def allocatable(self, resource: str) -> np.ndarray:
@@ -436,21 +434,8 @@ def _node_affinity(columns: _Columns, session: KernelSession, pod: PodRequest) -
     score = np.zeros(columns.n, dtype=np.int64)
     for term in affinity.preferred:
         if not term.preference.empty:
-            score += term.weight * _term_matches(session, columns, term.preference)
+            score += term.weight * session.term_nodes(term.preference)
     return score
-
-
-def _term_matches(session: KernelSession, columns: _Columns, term: NodeSelectorTerm) -> np.ndarray:
-    """Whether each node matches a node selector term (nodes' labels do not change: cached)."""
-    cached = session.views.setdefault("kube_node_terms", (-1, {}))[1]
-    found = cached.get(term)
-    if found is None:
-        found = np.fromiter(
-            (term.matches(labels, name) for labels, name in zip(columns.labels, columns.names)),
-            dtype=bool, count=len(columns.names),
-        )
-        cached[term] = found
-    return found  # type: ignore[no-any-return]
 
 
 def _taint_toleration(columns: _Columns, pod: PodRequest) -> np.ndarray:
@@ -566,21 +551,6 @@ def _inter_pod(columns: _Columns, pod: PodRequest) -> np.ndarray | None:
 # ---------------------------------------------------------------------- topology spread
 
 
-def _required_node_mask(session: KernelSession, columns: _Columns, pod: PodRequest) -> np.ndarray:
-    """Whether each node satisfies the pod's nodeSelector and required node affinity."""
-    mask = np.ones(columns.n, dtype=bool)
-    for key, value in pod.node_selector.items():
-        numbers, codes = columns.label_codes(key)
-        mask &= codes == numbers.get(value, -1)
-    required = pod.affinity.node_affinity.required if pod.affinity and pod.affinity.node_affinity else None
-    if required is not None:
-        anyone = np.zeros(columns.n, dtype=bool)
-        for term in required.node_selector_terms:
-            anyone |= _term_matches(session, columns, term)
-        mask &= anyone
-    return mask
-
-
 def _tolerated_mask(columns: _Columns, tolerations: Sequence[Toleration]) -> np.ndarray:
     """Whether each node's ``NoSchedule``/``NoExecute`` taints are all tolerated."""
     mask = np.ones(columns.n, dtype=bool)
@@ -641,7 +611,7 @@ def _topology_spread(
             include = has_all & domains[code]
             if constraint.node_affinity_policy != "Ignore":
                 if affinity_ok is None:
-                    affinity_ok = _required_node_mask(session, columns, pod)
+                    affinity_ok = session.node_affinity_nodes(pod)
                 include &= affinity_ok
             if constraint.node_taints_policy == "Honor":
                 if taints_ok is None:
