@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import re
 import shutil
 import signal
@@ -25,70 +24,10 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 pytest.importorskip("prometheus_client")
 
+from serve_process import Server  # noqa: E402
 from test_extender import NAMES, TOLERATE, cluster_document, pod, podgroup  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "extender"
-
-
-class Server:
-    """A ``placer serve`` process on a free loopback port."""
-
-    def __init__(self, tmp: Path, *extra: str, document: dict | None = None) -> None:
-        snapshot = tmp / "cluster.json"
-        snapshot.write_text(json.dumps(document or cluster_document()))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "placer", "serve", "--snapshot", str(snapshot), "--port", "0", *extra],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp,
-        )
-        self.notes: list[str] = []  # the lines before the banner
-        while True:
-            line = self.proc.stderr.readline()
-            found = re.search(r"listening on (https?)://\S+:(\d+) ", line)
-            if found is not None or not line.startswith(("placer: serve: note: ", "placer: serve: warning: ")):
-                break
-            self.notes.append(line)
-        if found is None:
-            rest = self.proc.stderr.read() if self.proc.poll() is not None else ""
-            self.stop()
-            raise AssertionError(f"placer serve did not start: {''.join(self.notes)}{line}{rest}")
-        self.port = int(found.group(2))
-        self.banner = line
-        self.log = ""
-        self.tls_context: ssl.SSLContext | None = None  # set by a test serving HTTPS
-
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
-                ) -> tuple[int, Any, str]:
-        if self.tls_context is not None:
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                "127.0.0.1", self.port, timeout=30, context=self.tls_context
-            )
-        else:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            conn.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
-            response = conn.getresponse()
-            text = response.read().decode()
-        finally:
-            conn.close()
-        data = json.loads(text) if response.getheader("content-type", "").startswith("application/json") else text
-        return response.status, data, text
-
-    def post(self, verb: str, payload: Any) -> tuple[int, Any]:
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        status, data, _ = self.request("POST", f"/{verb}", body)
-        return status, data
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        if self.proc.stderr is not None and not self.proc.stderr.closed:
-            self.log = self.proc.stderr.read()  # what it wrote after the banner
-            self.proc.stderr.close()
 
 
 @pytest.fixture(scope="module")
