@@ -609,3 +609,26 @@ def test_a_node_whose_allocatable_no_longer_lists_gpus_has_none():
     # a Node object without status.allocatable (a partial object) keeps what the node had
     ex.queue([WatchEvent("MODIFIED", node_object("gpu-2")), WatchEvent("MODIFIED", {**node, "status": {}})])
     assert verbs(ex, pod("b", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]
+
+
+def test_a_pod_of_nvidia_gpu_takes_slots_of_a_sharing_node_when_no_node_has_whole_gpus_for_it():
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": "whole-0", "gpus": 2, "pods": [{"name": "ml/w", "gpus": [0]}]},
+        {"name": "shared-0", "gpus": 2, "gpuSharing": {"strategy": "time-slicing", "replicas": 4},
+         "pods": [{"name": "ml/s", "gpuSlots": {"0": 4, "1": 1}}]},
+        {"name": "mps-0", "gpus": 2, "gpuSharing": {"strategy": "mps", "replicas": 2}},
+    ]}
+    names = ["whole-0", "shared-0", "mps-0"]
+    ex = Extender(doc)
+    result, scores = verbs(ex, pod("one", 1), names)  # whole GPUs first
+    assert result["NodeNames"] == ["whole-0"]
+    assert result["FailedAndUnresolvableNodes"]["shared-0"].startswith("node(s) share their GPUs")
+    result, scores = verbs(ex, pod("three", 3), names)  # no node has 3 whole GPUs free: 3 slots, on GPU 1
+    assert result["NodeNames"] == ["shared-0"] and scores["shared-0"] == 10
+    assert result["FailedNodes"]["whole-0"] == "the node placer chose is shared-0"
+    assert bind(ex, "three", "shared-0") == {"Error": ""}
+    assert ex.binder.bindings[-1]["metadata"]["annotations"] == {"placer.io/gpus": "1,1,1"}
+    result, _ = verbs(ex, pod("four", 4), names)  # fits neither way: each node says why, slots on sharing ones
+    assert result["NodeNames"] == []
+    assert result["FailedNodes"] == {"whole-0": "Insufficient nvidia.com/gpu", "shared-0": "Insufficient nvidia.com/gpu"}
+    assert result["FailedAndUnresolvableNodes"] == {"mps-0": "node(s) share their GPUs by MPS: one slot per pod"}

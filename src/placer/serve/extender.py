@@ -52,11 +52,13 @@ import numpy as np
 
 from placer import policies
 from placer.adapters.kubernetes.live import Listing, WatchEvent
-from placer.adapters.kubernetes.snapshot import GPUS_ANNOTATION, node_from_object, running_pod_from_object
+from placer.adapters.kubernetes.sharing import as_slots
+from placer.adapters.kubernetes.snapshot import node_from_object, running_pod_from_object
 from placer.adapters.kubernetes.scheduling import named_group
 from placer.adapters.kubernetes.workloads import workloads_from_objects
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError, PlacerError
+from placer.formats import binding_annotations
 from placer.model import Assignment, ClusterSnapshot, PodRequest
 from placer.preemption import victims as preemption
 from placer.schema import snapshot_from_dict
@@ -116,9 +118,10 @@ class StateNotCurrent(PlacerError):
 
 
 class Binder(Protocol):
-    """Writes a decision to the cluster: the Binding, with the ``placer.io/gpus`` annotation."""
+    """Writes a decision to the cluster: the Binding, with placer's annotations
+    (:func:`placer.formats.binding_annotations`: ``placer.io/gpus``, ``placer.io/mig``, ...)."""
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         """Bind the pod; raise to refuse (the extender then answers ``Error``)."""
 
 
@@ -129,28 +132,28 @@ class RecordingBinder:
 
     bindings: list[dict[str, Any]] = field(default_factory=list)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
-        self.bindings.append(binding_object(namespace, name, uid, node, gpus))
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
+        self.bindings.append(binding_object(namespace, name, uid, node, annotations))
 
 
 class RefusingBinder:
     """The binder of a service with no API server to post to and no ``--dry-run``: every
     bind is refused (the extender answers ``Error``, so kube-scheduler sees it failed)."""
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         raise PlacerError(
             "no API server to post the Binding to: placer serve was started without --kubeconfig "
             "(give --kubeconfig FILE, or --dry-run to record binds in placer's state without posting them)"
         )
 
 
-def binding_object(namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> dict[str, Any]:
-    """The core/v1 Binding of a pod to a node, with placer's GPU indices as the annotation."""
+def binding_object(namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> dict[str, Any]:
+    """The core/v1 Binding of a pod to a node, with placer's annotations."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if uid:
         meta["uid"] = uid
-    if gpus:
-        meta["annotations"] = {GPUS_ANNOTATION: ",".join(str(g) for g in gpus)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
     return {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
 
 
@@ -664,8 +667,8 @@ class Extender:
                     raise InvalidInputError(
                         source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
                     )
-                gpus = reserved.gpus
-                self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node, gpus)
+                self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
+                                 binding_annotations(reserved))
                 del self._reserved[key]
             else:
                 obj = self._pending.get(key)
@@ -680,7 +683,7 @@ class Extender:
                 self.cluster.bind(assignment)
                 try:
                     self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
-                                     assignment.gpus)
+                                     binding_annotations(assignment))
                 except Exception:
                     self.cluster.release(assignment.pod)
                     raise
@@ -814,12 +817,30 @@ class Extender:
             return None
         the_pod: PodRequest = self._request(pod, source).pods[0]
         if the_pod.mig is None and not the_pod.gpu_slots:
-            return None
+            slots = self._slots_instead(the_pod)
+            if slots is None:
+                return None
+            result = self.cluster.place(slots, policy=self._policy, seed=self.seed)
+            if not result.assignments:
+                return None  # _judge gives the nodes that share their reasons for the slots
+            self._decided[key] = result.assignments[0]
+            return result.assignments[0]
         result = self.cluster.place(the_pod, policy=self._policy, seed=self.seed)
         if not result.assignments:
             return result.unschedulable[0].reason
         self._decided[key] = result.assignments[0]
         return result.assignments[0]
+
+    def _slots_instead(self, pod: PodRequest) -> PodRequest | None:
+        """The pod's ``nvidia.com/gpu`` as slots (:func:`~placer.adapters.kubernetes.sharing.as_slots`)
+        when some node shares its GPUs and no node has the whole GPUs it asks for: whole GPUs
+        come first, then slots of shared ones."""
+        slots = as_slots(pod)
+        if slots is None or not self.cluster.session.free.slot_replicas.any():
+            return None
+        if (self.cluster.node_scores(pod, policy=self._policy, seed=self.seed) != _NO_SCORE).any():
+            return None
+        return slots
 
     def _judge(
         self, key: str, pod: Mapping[str, Any], names: Sequence[str], source: str
@@ -846,10 +867,16 @@ class Extender:
         turned = np.flatnonzero(~fits & (at >= 0))
         if turned.size:
             session = self.cluster.session
-            static_ok = session.eligibility(the_pod)[0][at[turned]].tolist()
-            why = session.node_reasons(the_pod, at[turned])
-            for k, ok, reason in zip(turned.tolist(), static_ok, why):
-                (failed if ok else unresolvable)[names[k]] = reason
+            slots = self._slots_instead(the_pod)  # they fit no node either
+            sharing = session.free.slot_replicas[at[turned]] > 0 if slots is not None else np.zeros(turned.size, bool)
+            for asked, of in ((the_pod, ~sharing), (slots, sharing)):
+                if asked is None or not of.any():
+                    continue
+                nodes = at[turned[of]]
+                static_ok = session.eligibility(asked)[0][nodes].tolist()
+                why = session.node_reasons(asked, nodes)
+                for k, ok, reason in zip(turned[of].tolist(), static_ok, why):
+                    (failed if ok else unresolvable)[names[k]] = reason
         return passing, failed, unresolvable
 
     def _plan_gang(self, gang: _Gang, source: str) -> str:

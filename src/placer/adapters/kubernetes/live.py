@@ -20,7 +20,7 @@ Two sources give the same :class:`WatchEvent` objects, so the code that applies 
   failures in two lines: the first, then how it ended (recovered, or another error).
 
 :class:`KubeBinder` writes placer's decisions through the same client: the pod's Binding,
-with the ``placer.io/gpus`` annotation.
+with placer's annotations (``placer.io/gpus``, ``placer.io/mig``, ...).
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ from typing import Any, Callable, Iterator
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from placer.adapters.kubernetes.snapshot import GPUS_ANNOTATION
 from placer.exceptions import InvalidInputError
 
 __all__ = [
@@ -447,9 +446,10 @@ def _watch(
 
 
 class KubeBinder:
-    """Binds through the API server: one Binding per pod, carrying placer's GPU indices as
-    the ``placer.io/gpus`` annotation (the API server copies a Binding's annotations onto
-    the pod, in the same write as the node).
+    """Binds through the API server: one Binding per pod, carrying placer's annotations
+    (:func:`placer.formats.binding_annotations`: the GPU indices as ``placer.io/gpus``, MIG
+    instances as ``placer.io/mig``; the API server copies a Binding's annotations onto the
+    pod, in the same write as the node).
 
     Parameters
     ----------
@@ -466,11 +466,11 @@ class KubeBinder:
         self._core = kubernetes.client.CoreV1Api(client)
         self.timeout_s = timeout_s
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         m = self._models
-        annotations = {GPUS_ANNOTATION: ",".join(str(g) for g in gpus)} if gpus else None
         body = m.V1Binding(
-            metadata=m.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None, annotations=annotations),
+            metadata=m.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None,
+                                    annotations=dict(annotations) or None),
             target=m.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         with _timeout_named(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)"):

@@ -1,0 +1,230 @@
+"""``placer serve --kubeconfig`` as the extender of a real kube-scheduler, against a real
+kube-apiserver (``tests/kube_control_plane.py``): single pods of whole GPUs, MIG instances
+and shared GPUs bound through placer's ``bind`` verb, a PriorityClass preemption through its
+``preempt`` verb, a cordon and a deletion seen through the watch, and a restart of placer
+that recovers its holdings from the API.
+
+One control plane and one kube-scheduler serve the module; each test has nodes of its own
+(label ``placer-test``) and its pods select them."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+from kube_control_plane import ApiError, ControlPlane, missing, node, scheduled_condition, wait_until
+
+pytestmark = pytest.mark.kube
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "extender.md"
+GROUP = "placer-test"
+NAMESPACE = "default"
+MIG_RESOURCES = ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
+TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def documented_extender(url: str) -> dict[str, Any]:
+    """The extender entry of docs/extender.md's KubeSchedulerConfiguration, pointed at ``url``,
+    managing the MIG resources too."""
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", DOCS.read_text(), re.S).group(1))
+    (extender,) = config["extenders"]
+    managed = extender["managedResources"]
+    managed += [{"name": name, "ignoredByScheduler": False} for name in MIG_RESOURCES]
+    return {**extender, "urlPrefix": url}
+
+
+class Loop:
+    """The control plane, kube-scheduler with placer as its extender, and ``placer serve``."""
+
+    def __init__(self, folder: Path) -> None:
+        from serve_process import Server
+
+        self.folder = folder
+        self.plane = ControlPlane.start(folder)
+        self._server = Server
+        self.placer = self.start_placer()
+        self.plane.start_scheduler([documented_extender(f"http://127.0.0.1:{self.placer.port}")])
+
+    def start_placer(self) -> Any:
+        folder = self.folder / "placer"
+        folder.mkdir(exist_ok=True)
+        empty = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []}
+        placer = self._server(folder, "--kubeconfig", str(self.plane.kubeconfig), "--sync-interval", "0",
+                              document=empty)
+        wait_until(lambda: placer.request("GET", "/readyz")[0] == 200, "placer's first lists", 60)
+        return placer
+
+    def stop(self) -> None:
+        try:
+            self.placer.stop()
+        finally:
+            self.plane.stop()
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loop]:
+    reason = missing("etcd", "kube-apiserver", "kube-scheduler")
+    if reason is not None:
+        pytest.skip(f"no real control plane: {reason}")
+    pytest.importorskip("kubernetes")
+    pytest.importorskip("uvicorn")
+    running = Loop(tmp_path_factory.mktemp("kube-serve"))
+    yield running
+    running.stop()
+
+
+def gpu_pod(name: str, test: str, resources: dict[str, str], **spec: Any) -> dict[str, Any]:
+    """A pending Pod of ``resources`` (limits) for the nodes of ``test``; deleted at once
+    without a kubelet (``terminationGracePeriodSeconds: 0``)."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"limits": resources}}],
+                 "nodeSelector": {GROUP: test}, "tolerations": TOLERATE_GPU,
+                 "terminationGracePeriodSeconds": 0, **spec},
+    }
+
+
+def bound(loop: Loop, name: str, timeout_s: float = 60) -> dict[str, Any]:
+    """The pod once kube-scheduler has bound it."""
+    return wait_until(lambda: (p := loop.plane.api.pod(NAMESPACE, name))["spec"].get("nodeName") and p,
+                      f"pod {name} bound", timeout_s)
+
+
+def test_a_gpu_pod_is_bound_through_placer_with_its_gpus(loop):
+    api = loop.plane.api
+    api.create(node("whole-0", gpus=8, labels={GROUP: "whole"}))
+    api.create(gpu_pod("whole-a", "whole", {"nvidia.com/gpu": "3"}))
+    pod = bound(loop, "whole-a")
+    assert pod["spec"]["nodeName"] == "whole-0"
+    assert pod["metadata"]["annotations"]["placer.io/gpus"] == "0,1,2"
+
+
+
+H100 = "NVIDIA-H100-80GB-HBM3"
+
+
+def pending_reason(loop: Loop, name: str, timeout_s: float = 60) -> str:
+    """The message of the pod's ``PodScheduled`` condition once kube-scheduler gave up on it."""
+    def unschedulable() -> str:
+        pod = loop.plane.api.pod(NAMESPACE, name)
+        assert not pod["spec"].get("nodeName"), f"{name} was bound to {pod['spec']['nodeName']}"
+        condition = scheduled_condition(pod) or {}
+        return condition.get("reason") == "Unschedulable" and condition["message"]
+
+    return wait_until(unschedulable, f"pod {name} found unschedulable", timeout_s)
+
+
+def test_mig_pods_are_bound_to_distinct_instances_and_one_too_many_is_kept_pending(loop):
+    api = loop.plane.api
+    labels = {GROUP: "mig", "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": H100,
+              "nvidia.com/gpu.count": "2"}  # GPU 0: seven 1g.10gb; GPU 1: two 3g.40gb
+    api.create(node("mig-0", gpus=0, labels=labels,
+                    extended={"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-3g.40gb": "2"}))
+    asked = {f"mig-small-{i}": ("1g.10gb", 2) for i in range(3)} | {"mig-big": ("3g.40gb", 1)}
+    for name, (profile, count) in asked.items():
+        api.create(gpu_pod(name, "mig", {f"nvidia.com/mig-{profile}": str(count)}))
+    instances: list[str] = []
+    for name, (profile, count) in asked.items():
+        pod = bound(loop, name)
+        assert pod["spec"]["nodeName"] == "mig-0"
+        held = pod["metadata"]["annotations"]["placer.io/mig"].split(",")
+        assert len(held) == count and all(i.split("/")[1] == profile for i in held), (name, held)
+        instances += held
+    assert len(set(instances)) == len(instances) == 7, instances  # no instance bound twice
+    api.create(gpu_pod("mig-over", "mig", {"nvidia.com/mig-1g.10gb": "2"}))  # one 1g.10gb is left
+    message = pending_reason(loop, "mig-over")  # kube's own count turns it away before placer is asked
+    assert "1 Insufficient nvidia.com/mig-1g.10gb" in message, message
+
+
+def test_pods_of_shared_gpus_are_bound_to_slots_and_one_too_many_is_kept_pending(loop):
+    api = loop.plane.api
+    labels = {GROUP: "shared", "nvidia.com/gpu.product": H100 + "-SHARED", "nvidia.com/gpu.count": "2",
+              "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    api.create(node("shared-0", gpus=8, labels=labels))  # 2 GPUs x 4 slots: nvidia.com/gpu 8
+    asked = {"shared-a": 1, "shared-b": 3, "shared-c": 4}
+    for name, slots in asked.items():
+        api.create(gpu_pod(name, "shared", {"nvidia.com/gpu": str(slots)}))
+    per_gpu: dict[str, int] = {}
+    for name, slots in asked.items():
+        pod = bound(loop, name)
+        assert pod["spec"]["nodeName"] == "shared-0"
+        gpus = pod["metadata"]["annotations"]["placer.io/gpus"].split(",")
+        assert len(gpus) == slots and set(gpus) <= {"0", "1"}, (name, gpus)
+        for gpu in gpus:
+            per_gpu[gpu] = per_gpu.get(gpu, 0) + 1
+    assert per_gpu == {"0": 4, "1": 4}  # every slot held once
+    api.create(gpu_pod("shared-over", "shared", {"nvidia.com/gpu": "1"}))
+    message = pending_reason(loop, "shared-over")
+    assert "1 Insufficient nvidia.com/gpu" in message, message
+    # under MPS a pod takes one slot: kube counts 4 free nvidia.com/gpu, placer refuses 2
+    mps = {**labels, GROUP: "mps", "nvidia.com/gpu.replicas": "2", "nvidia.com/gpu.sharing-strategy": "mps"}
+    api.create(node("mps-0", gpus=4, labels=mps))
+    api.create(gpu_pod("mps-one", "mps", {"nvidia.com/gpu": "1"}))
+    assert bound(loop, "mps-one")["metadata"]["annotations"]["placer.io/gpus"] in ("0", "1")
+    api.create(gpu_pod("mps-two", "mps", {"nvidia.com/gpu": "2"}))
+    message = pending_reason(loop, "mps-two")
+    assert "1 node(s) share their GPUs by MPS: one slot per pod" in message, message
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def events_of(loop: Loop, name: str) -> list[dict[str, Any]]:
+    found = loop.plane.api.get(f"/api/v1/namespaces/{NAMESPACE}/events?fieldSelector=involvedObject.name%3D{name}")
+    return found["items"]
+
+
+def gone(loop: Loop, name: str) -> bool:
+    try:
+        loop.plane.api.pod(NAMESPACE, name)
+    except ApiError as error:
+        if error.status == 404:
+            return True
+        raise
+    return False
+
+
+def gpus_of(pod: dict[str, Any]) -> set[int]:
+    return {int(g) for g in pod["metadata"]["annotations"]["placer.io/gpus"].split(",")}
+
+
+def served(loop: Loop, verb: str) -> float:
+    """How many calls of ``verb`` placer answered 200 (its /metrics)."""
+    text = loop.placer.request("GET", "/metrics")[2]
+    counted = re.findall(r"^placer_extender_requests_total\{(.*)\} (\S+)$", text, re.M)
+    return sum(float(n) for labels, n in counted if f'verb="{verb}"' in labels and 'code="200"' in labels)
+
+
+def test_a_higher_priority_pod_preempts_through_placers_preempt_verb(loop):
+    api = loop.plane.api
+    for name, value in (("placer-low", 100), ("placer-mid", 500), ("placer-high", 1000)):
+        api.create(priority_class(name, value))
+    for i in range(2):
+        api.create(node(f"preempt-{i}", gpus=8, labels={GROUP: "preempt"}))
+    # preempt-0: a low and a mid pod; preempt-1: two mid pods. Every GPU is held.
+    held = {"low-0": ("placer-low", "preempt-0"), "mid-0": ("placer-mid", "preempt-0"),
+            "mid-1": ("placer-mid", "preempt-1"), "mid-2": ("placer-mid", "preempt-1")}
+    for name, (klass, where) in held.items():
+        api.create(gpu_pod(name, "preempt", {"nvidia.com/gpu": "4"}, priorityClassName=klass,
+                           nodeSelector={GROUP: "preempt", "kubernetes.io/hostname": where}))
+    before = {name: bound(loop, name) for name in held}
+    assert before["low-0"]["spec"]["priority"] == 100  # the Priority admission plugin read the class
+    calls = served(loop, "preempt")
+    api.create(gpu_pod("vip", "preempt", {"nvidia.com/gpu": "4"}, priorityClassName="placer-high"))
+    wait_until(lambda: gone(loop, "low-0"), "the victim deleted")
+    vip = bound(loop, "vip")
+    assert served(loop, "preempt") > calls  # kube-scheduler asked placer for the victims
+    assert vip["spec"]["nodeName"] == "preempt-0"  # the node of the lowest victim
+    assert gpus_of(vip) == gpus_of(before["low-0"])  # the victim's GPUs, not the mid pod's
+    assert not gpus_of(vip) & gpus_of(api.pod(NAMESPACE, "mid-0"))
+    for name in ("mid-0", "mid-1", "mid-2"):  # placer's victims were the low pod only
+        assert api.pod(NAMESPACE, name)["metadata"]["uid"] == before[name]["metadata"]["uid"]
+    (preempted,) = [e for e in events_of(loop, "low-0") if e["reason"] == "Preempted"]
+    assert vip["metadata"]["uid"] in preempted["message"] and "preempt-0" in preempted["message"]
