@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.kubernetes.live import WatchEvent, WatchHealth, read_watch_stream, watch_failure
+from placer.adapters.kubernetes.live import Listing, WatchEvent, WatchHealth, read_watch_stream, watch_failure
 from placer import policies
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError
@@ -273,8 +273,10 @@ def test_watch_events_change_what_fits_and_a_bad_event_is_refused_alone():
     running["spec"]["nodeName"] = "gpu-1"
     running["status"]["phase"] = "Running"
     running["kind"] = "Pod"
-    stray = dict(running, metadata={"name": "stray", "namespace": "ml"}, spec={**running["spec"], "nodeName": "gpu-9"})
-    stream = json.dumps(running, indent=4) + "\n" + json.dumps({"type": "ADDED", "object": stray})
+    greedy = dict(running, metadata={"name": "greedy", "namespace": "ml", "annotations": {"placer.io/gpus": "0,1,9"}},
+                  spec={**running["spec"], "nodeName": "gpu-2"})
+    greedy["spec"]["containers"] = [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]
+    stream = json.dumps(running, indent=4) + "\n" + json.dumps({"type": "ADDED", "object": greedy})
     ex.queue(read_watch_stream(stream, "pods.watch"))
     result, _ = verbs(ex, pod("a", 8))
     assert result["NodeNames"] == ["gpu-2"]
@@ -632,3 +634,27 @@ def test_a_pod_of_nvidia_gpu_takes_slots_of_a_sharing_node_when_no_node_has_whol
     assert result["NodeNames"] == []
     assert result["FailedNodes"] == {"whole-0": "Insufficient nvidia.com/gpu", "shared-0": "Insufficient nvidia.com/gpu"}
     assert result["FailedAndUnresolvableNodes"] == {"mps-0": "node(s) share their GPUs by MPS: one slot per pod"}
+
+
+def test_a_pod_bound_to_a_node_not_known_yet_waits_for_the_node_and_then_holds_its_gpus():
+    # the Pods' list may come before the Nodes' (one watch thread per kind): a restart with nodes only from the API
+    ex = Extender({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []})
+    held = running_pod_object("held", "gpu-9", 3, annotation="0,1,2")
+    ex.queue([Listing("Pod", [held])])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 1 and ex.state()["events_refused"] == 0
+    node = {"kind": "Node", "metadata": {"name": "gpu-9"}, "spec": {},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}}
+    ex.queue([Listing("Node", [node])])
+    result, _ = verbs(ex, pod("next", 5), ["gpu-9"])
+    assert result["NodeNames"] == ["gpu-9"] and ex.state()["awaiting_node"] == 0
+    assert ex.cluster.session.holding("ml/held")[1].gpus == (0, 1, 2)
+    assert bind(ex, "next", "gpu-9") == {"Error": ""}
+    assert ex.binder.bindings[-1]["metadata"]["annotations"] == {"placer.io/gpus": "3,4,5,6,7"}
+    # a pod that waits and is then deleted waits no more
+    ex.queue([Listing("Pod", [running_pod_object("late", "gpu-10", 1)])])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 1
+    ex.queue([WatchEvent("DELETED", running_pod_object("late", "gpu-10", 1))])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 0

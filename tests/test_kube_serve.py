@@ -49,11 +49,12 @@ class Loop:
         self.placer = self.start_placer()
         self.plane.start_scheduler([documented_extender(f"http://127.0.0.1:{self.placer.port}")])
 
-    def start_placer(self) -> Any:
+    def start_placer(self, *extra: str) -> Any:
+        """A ``placer serve --kubeconfig`` of this control plane, once it has listed everything."""
         folder = self.folder / "placer"
         folder.mkdir(exist_ok=True)
         empty = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []}
-        placer = self._server(folder, "--kubeconfig", str(self.plane.kubeconfig), "--sync-interval", "0",
+        placer = self._server(folder, "--kubeconfig", str(self.plane.kubeconfig), "--sync-interval", "0", *extra,
                               document=empty)
         wait_until(lambda: placer.request("GET", "/readyz")[0] == 200, "placer's first lists", 60)
         return placer
@@ -140,6 +141,14 @@ def test_mig_pods_are_bound_to_distinct_instances_and_one_too_many_is_kept_pendi
     api.create(gpu_pod("mig-over", "mig", {"nvidia.com/mig-1g.10gb": "2"}))  # one 1g.10gb is left
     message = pending_reason(loop, "mig-over")  # kube's own count turns it away before placer is asked
     assert "1 Insufficient nvidia.com/mig-1g.10gb" in message, message
+    # the first pod's instances go back; the pending one takes instances no bound pod's annotation names
+    freed = set(bound(loop, "mig-small-0")["metadata"]["annotations"]["placer.io/mig"].split(","))
+    api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/mig-small-0")
+    again = set(bound(loop, "mig-over")["metadata"]["annotations"]["placer.io/mig"].split(","))
+    assert len(again) == 2 and again <= freed | (set(f"0/1g.10gb/{s}" for s in range(7)) - set(instances))
+    still = {i for name in asked if name != "mig-small-0"
+             for i in api.pod(NAMESPACE, name)["metadata"]["annotations"]["placer.io/mig"].split(",")}
+    assert not again & still
 
 
 def test_pods_of_shared_gpus_are_bound_to_slots_and_one_too_many_is_kept_pending(loop):
@@ -228,3 +237,76 @@ def test_a_higher_priority_pod_preempts_through_placers_preempt_verb(loop):
         assert api.pod(NAMESPACE, name)["metadata"]["uid"] == before[name]["metadata"]["uid"]
     (preempted,) = [e for e in events_of(loop, "low-0") if e["reason"] == "Preempted"]
     assert vip["metadata"]["uid"] in preempted["message"] and "preempt-0" in preempted["message"]
+
+
+def filtered_by(placer: Any, pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``placer``'s own answer to ``filter`` for ``pod`` (as kube-scheduler would send it)."""
+    status, result = placer.post("filter", {"Pod": pod, "NodeNames": names})
+    assert status == 200, result
+    return result
+
+
+def filtered(loop: Loop, pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    return filtered_by(loop.placer, pod, names)
+
+
+def test_a_cordon_and_a_deletion_reach_placer_through_the_watch(loop):
+    api = loop.plane.api
+    names = ["watch-0", "watch-1"]
+    for name in names:
+        api.create(node(name, gpus=8, labels={GROUP: "watch"}))
+    api.create(gpu_pod("watch-a", "watch", {"nvidia.com/gpu": "8"}))
+    first = bound(loop, "watch-a")["spec"]["nodeName"]
+    other = next(n for n in names if n != first)
+    api.patch(f"/api/v1/nodes/{other}", {"spec": {"unschedulable": True}})
+    probe = {**gpu_pod("watch-probe", "watch", {"nvidia.com/gpu": "1"}), "status": {"phase": "Pending"}}
+    probe["metadata"]["uid"] = "uid-watch-probe"
+
+    def cordon_seen() -> bool:
+        result = filtered(loop, probe, names)
+        return result["FailedAndUnresolvableNodes"].get(other) == "node(s) were unschedulable" and result
+
+    result = wait_until(cordon_seen, f"placer to see {other} cordoned")
+    assert result["NodeNames"] == [] and result["FailedNodes"] == {first: "Insufficient nvidia.com/gpu"}
+    api.create(gpu_pod("watch-b", "watch", {"nvidia.com/gpu": "8"}))
+    assert "1 node(s) were unschedulable" in pending_reason(loop, "watch-b")
+    # the first pod's deletion gives its GPUs back in placer's state: placer binds watch-b there
+    api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/watch-a")
+    again = bound(loop, "watch-b")
+    assert again["spec"]["nodeName"] == first and gpus_of(again) == set(range(8))
+    api.patch(f"/api/v1/nodes/{other}", {"spec": {"unschedulable": None}})
+    wait_until(lambda: filtered(loop, probe, names)["NodeNames"] == [other], f"placer to see {other} uncordoned")
+
+
+def test_a_dry_run_watches_the_api_and_posts_no_binding(loop):
+    api = loop.plane.api
+    api.create(node("dry-0", gpus=8, labels={GROUP: "dry"}))
+    api.create(gpu_pod("dry-a", "dry", {"nvidia.com/gpu": "2"}, schedulerName="nobody"))  # no scheduler takes it
+    dry = loop.start_placer("--dry-run")
+    try:
+        pod = api.pod(NAMESPACE, "dry-a")
+        assert filtered_by(dry, pod, ["dry-0"])["NodeNames"] == ["dry-0"]
+        binding = {"PodName": "dry-a", "PodNamespace": NAMESPACE, "PodUID": pod["metadata"]["uid"], "Node": "dry-0"}
+        assert dry.post("bind", binding) == (200, {"Error": ""})
+        assert dry.request("GET", "/healthz")[1]["binds"] == "dry-run"
+    finally:
+        dry.stop()
+    assert not api.pod(NAMESPACE, "dry-a")["spec"].get("nodeName")  # nothing was posted
+
+
+def test_a_restarted_placer_recovers_its_binds_from_the_api_and_holds_no_gpu_twice(loop):
+    api = loop.plane.api
+    api.create(node("restart-0", gpus=8, labels={GROUP: "restart"}))
+    api.create(gpu_pod("restart-a", "restart", {"nvidia.com/gpu": "3"}))
+    first = gpus_of(bound(loop, "restart-a"))
+    port = loop.placer.port
+    loop.placer.stop()
+    api.create(gpu_pod("restart-b", "restart", {"nvidia.com/gpu": "5"}))  # kube-scheduler cannot call placer now
+    loop.placer = loop.start_placer("--port", str(port))
+    status, ready, _ = loop.placer.request("GET", "/readyz?verbose")
+    assert status == 200 and "watch-podgroups" not in ready  # no PodGroup API here: not waited for
+    second = bound(loop, "restart-b", timeout_s=90)
+    assert second["spec"]["nodeName"] == "restart-0"
+    assert first | gpus_of(second) == set(range(8)) and not first & gpus_of(second)
+    api.create(gpu_pod("restart-c", "restart", {"nvidia.com/gpu": "1"}))
+    assert "Insufficient nvidia.com/gpu" in pending_reason(loop, "restart-c")

@@ -258,6 +258,7 @@ class Extender:
         self._requests: dict[str, tuple[Mapping[str, Any], bytes, Any]] = {}
         self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
         self._queued: list[WatchEvent | Listing] = []
+        self._awaiting_node: dict[str, WatchEvent] = {}  # pod key -> its event, bound to a node not known yet
         self._listing_queued = False
         self.sync_interval_s = sync_interval_s
         self._synced_at = -math.inf
@@ -317,6 +318,9 @@ class Extender:
         of a pod placer knows was replaced under its name (its UID) are late news of a pod
         that is gone: they change nothing."""
         kept = []
+        nodes_added = {_api_key(e.object) for e in events
+                       if e.type != "DELETED" and isinstance(e.object, Mapping) and e.object.get("kind") == "Node"
+                       and _named(e.object)}
         for event in events:
             obj = event.object
             kind = obj.get("kind") if isinstance(obj, Mapping) else None
@@ -326,8 +330,24 @@ class Extender:
             if kind in self._from_api and _named(obj):
                 keys = self._from_api[kind]
                 (keys.discard if event.type == "DELETED" else keys.add)(_api_key(obj))
+            if kind == "Pod" and _named(obj):
+                self._awaiting_node.pop(pod_key(obj), None)  # this event is newer news of the pod
+                waits_for = _unknown_node(obj, event.type, self.cluster.session.node_index, nodes_added)
+                if waits_for:
+                    _log.info("%s: pod %s is bound to node %s, not known yet: applied once it is", event.where,
+                              pod_key(obj), waits_for)
+                    self._awaiting_node[pod_key(obj)] = event
+                    continue
             kept.append(event)
-        events = kept
+        self._apply_events(kept)
+        index = self.cluster.session.node_index
+        ready = [k for k, e in self._awaiting_node.items() if e.object["spec"]["nodeName"] in index]
+        if ready:
+            self._apply_all([self._awaiting_node.pop(k) for k in ready])
+
+    def _apply_events(self, events: Sequence[WatchEvent]) -> None:
+        """Apply ``events``: those that need no rebuild in place, the rest in one rebuild,
+        else one by one, each that fails refused."""
         quick = 0
         while quick < len(events) and self._apply_quickly(events[quick]):
             quick += 1
@@ -921,7 +941,8 @@ class Extender:
 
     def state(self) -> dict[str, Any]:
         """What ``/healthz`` reports: nodes, pods running, pending, reserved, events, pending
-        pods forgotten (:attr:`pending_ttl_s`, :attr:`max_pending`)."""
+        pods forgotten (:attr:`pending_ttl_s`, :attr:`max_pending`), pods bound to a node
+        not known yet (their events wait for it)."""
         self._expire_pending()
         session = self.cluster.session
         return {
@@ -934,12 +955,24 @@ class Extender:
             "events_refused": self.refused_events,
             "events_queued": len(self._queued),
             "pending_dropped": self.pending_dropped,
+            "awaiting_node": len(self._awaiting_node),
         }
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
     uid = (obj.get("metadata") or {}).get("uid")
     return uid if isinstance(uid, str) else ""
+
+
+def _unknown_node(obj: Mapping[str, Any], event_type: str, nodes: Mapping[str, int], adding: set[str]) -> str:
+    """The node a Pod event binds the pod to when placer does not know that node and the
+    events with it do not add it (the Pods' list or watch came before the Nodes'); "" else."""
+    spec, status = obj.get("spec"), obj.get("status")
+    name = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    if event_type == "DELETED" or not isinstance(name, str) or not name or phase in ("Succeeded", "Failed"):
+        return ""
+    return "" if name in nodes or name in adding else name
 
 
 def _same_pod(uid: str, other: str) -> bool:
