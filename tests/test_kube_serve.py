@@ -8,7 +8,6 @@ One control plane and one kube-scheduler serve the module; each test has nodes o
 (label ``placer-test``) and its pods select them."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from kube_control_plane import ApiError, ControlPlane, missing, node, scheduled_condition, wait_until
+from serve_process import Server
 
 pytestmark = pytest.mark.kube
 
@@ -41,27 +41,30 @@ class Loop:
     """The control plane, kube-scheduler with placer as its extender, and ``placer serve``."""
 
     def __init__(self, folder: Path) -> None:
-        from serve_process import Server
-
         self.folder = folder
         self.plane = ControlPlane.start(folder)
-        self._server = Server
-        self.placer = self.start_placer()
-        self.plane.start_scheduler([documented_extender(f"http://127.0.0.1:{self.placer.port}")])
+        self.placer: Server | None = None
+        try:
+            self.placer = self.start_placer()
+            self.plane.start_scheduler([documented_extender(f"http://127.0.0.1:{self.placer.port}")])
+        except BaseException:
+            self.stop()
+            raise
 
-    def start_placer(self, *extra: str) -> Any:
+    def start_placer(self, *extra: str) -> Server:
         """A ``placer serve --kubeconfig`` of this control plane, once it has listed everything."""
         folder = self.folder / "placer"
         folder.mkdir(exist_ok=True)
         empty = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []}
-        placer = self._server(folder, "--kubeconfig", str(self.plane.kubeconfig), "--sync-interval", "0", *extra,
+        placer = Server(folder, "--kubeconfig", str(self.plane.kubeconfig), "--sync-interval", "0", *extra,
                               document=empty)
         wait_until(lambda: placer.request("GET", "/readyz")[0] == 200, "placer's first lists", 60)
         return placer
 
     def stop(self) -> None:
         try:
-            self.placer.stop()
+            if self.placer is not None:
+                self.placer.stop()
         finally:
             self.plane.stop()
 
@@ -104,6 +107,10 @@ def test_a_gpu_pod_is_bound_through_placer_with_its_gpus(loop):
     pod = bound(loop, "whole-a")
     assert pod["spec"]["nodeName"] == "whole-0"
     assert pod["metadata"]["annotations"]["placer.io/gpus"] == "0,1,2"
+    # the test's kubeconfig skips the certificate check: said once at start, not on every request
+    assert any("has insecure-skip-tls-verify: the API server's certificate is not checked" in n
+               for n in loop.placer.notes), loop.placer.notes
+    assert "InsecureRequestWarning" not in loop.placer.written()
 
 
 
@@ -239,7 +246,7 @@ def test_a_higher_priority_pod_preempts_through_placers_preempt_verb(loop):
     assert vip["metadata"]["uid"] in preempted["message"] and "preempt-0" in preempted["message"]
 
 
-def filtered_by(placer: Any, pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
+def filtered_by(placer: Server, pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """``placer``'s own answer to ``filter`` for ``pod`` (as kube-scheduler would send it)."""
     status, result = placer.post("filter", {"Pod": pod, "NodeNames": names})
     assert status == 200, result

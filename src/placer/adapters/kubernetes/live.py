@@ -40,7 +40,7 @@ from placer.exceptions import InvalidInputError
 __all__ = [
     "EVENT_TYPES", "WatchEvent", "Listing", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
     "WATCH_TIMEOUT_S", "WatchHealth", "watch_failure", "require_kubernetes",
-    "api_client", "API_TIMEOUT_S", "KubeBinder",
+    "api_client", "verifies_the_api_server", "API_TIMEOUT_S", "KubeBinder",
 ]
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
@@ -187,9 +187,22 @@ def api_client(kubeconfig: str) -> Any:
     configuration = kubernetes.client.Configuration()
     configuration.retries = Retry(Retry.DEFAULT.total, read=0)
     try:
-        return kubernetes.config.new_client_from_config(config_file=kubeconfig, client_configuration=configuration)
+        client = kubernetes.config.new_client_from_config(config_file=kubeconfig, client_configuration=configuration)
     except Exception as e:  # the client raises ConfigException, OSError, yaml errors
         raise InvalidInputError("--kubeconfig", f"{kubeconfig}: {e}") from None
+    if not verifies_the_api_server(client):  # said once at start (placer serve's note), not on every request
+        import warnings
+
+        from urllib3.exceptions import InsecureRequestWarning
+
+        warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    return client
+
+
+def verifies_the_api_server(client: Any) -> bool:
+    """Whether ``client`` (:func:`api_client`) checks the API server's certificate (a
+    kubeconfig's ``insecure-skip-tls-verify: true`` turns the check off)."""
+    return bool(client.configuration.verify_ssl)
 
 
 def watch_failure(error: BaseException) -> str:
