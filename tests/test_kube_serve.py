@@ -224,26 +224,39 @@ def test_a_higher_priority_pod_preempts_through_placers_preempt_verb(loop):
         api.create(priority_class(name, value))
     for i in range(2):
         api.create(node(f"preempt-{i}", gpus=8, labels={GROUP: "preempt"}))
-    # preempt-0: a low and a mid pod; preempt-1: two mid pods. Every GPU is held.
-    held = {"low-0": ("placer-low", "preempt-0"), "mid-0": ("placer-mid", "preempt-0"),
-            "mid-1": ("placer-mid", "preempt-1"), "mid-2": ("placer-mid", "preempt-1")}
-    for name, (klass, where) in held.items():
-        api.create(gpu_pod(name, "preempt", {"nvidia.com/gpu": "4"}, priorityClassName=klass,
+    # preempt-0: low pods of 2, 2 and 4 GPUs; preempt-1: two mid pods of 4. Every GPU is held.
+    held = {"low-a": ("placer-low", "preempt-0", 2), "low-b": ("placer-low", "preempt-0", 2),
+            "low-c": ("placer-low", "preempt-0", 4), "mid-0": ("placer-mid", "preempt-1", 4),
+            "mid-1": ("placer-mid", "preempt-1", 4)}
+    for name, (klass, where, gpus) in held.items():
+        api.create(gpu_pod(name, "preempt", {"nvidia.com/gpu": str(gpus)}, priorityClassName=klass,
                            nodeSelector={GROUP: "preempt", "kubernetes.io/hostname": where}))
     before = {name: bound(loop, name) for name in held}
-    assert before["low-0"]["spec"]["priority"] == 100  # the Priority admission plugin read the class
+    assert before["low-a"]["spec"]["priority"] == 100  # the Priority admission plugin read the class
+    vip = gpu_pod("vip", "preempt", {"nvidia.com/gpu": "4"}, priorityClassName="placer-high")
+    # placer's own victims for such a pod, asked as kube-scheduler asks (every lower pod of a node proposed)
+    asked = {**vip, "metadata": {**vip["metadata"], "uid": "uid-vip-probe"}, "spec": {**vip["spec"], "priority": 1000}}
+    proposed = {n: {"Pods": [p for p in before.values() if p["spec"]["nodeName"] == n], "NumPDBViolations": 0}
+                for n in ("preempt-0", "preempt-1")}
+    status, answer = loop.placer.post("preempt", {"Pod": asked, "NodeNameToVictims": proposed})
+    assert status == 200 and "preempt-0" in answer["NodeNameToMetaVictims"], answer
+    uids = {p["metadata"]["uid"]: name for name, p in before.items()}
+    victims = {uids[v["UID"]] for v in answer["NodeNameToMetaVictims"]["preempt-0"]["Pods"]}
+    assert victims and all(held[v][1] == "preempt-0" for v in victims)
     calls = served(loop, "preempt")
-    api.create(gpu_pod("vip", "preempt", {"nvidia.com/gpu": "4"}, priorityClassName="placer-high"))
-    wait_until(lambda: gone(loop, "low-0"), "the victim deleted")
-    vip = bound(loop, "vip")
+    api.create(vip)
+    wait_until(lambda: all(gone(loop, v) for v in victims), f"placer's victims {sorted(victims)} deleted")
+    preemptor = bound(loop, "vip")
     assert served(loop, "preempt") > calls  # kube-scheduler asked placer for the victims
-    assert vip["spec"]["nodeName"] == "preempt-0"  # the node of the lowest victim
-    assert gpus_of(vip) == gpus_of(before["low-0"])  # the victim's GPUs, not the mid pod's
-    assert not gpus_of(vip) & gpus_of(api.pod(NAMESPACE, "mid-0"))
-    for name in ("mid-0", "mid-1", "mid-2"):  # placer's victims were the low pod only
+    assert preemptor["spec"]["nodeName"] == "preempt-0"  # the node of the lowest victims
+    freed = set().union(*(gpus_of(before[v]) for v in victims))
+    assert gpus_of(preemptor) <= freed  # the victims' GPUs, none a pod still running holds
+    for name in set(held) - victims:  # only placer's victims were deleted
         assert api.pod(NAMESPACE, name)["metadata"]["uid"] == before[name]["metadata"]["uid"]
-    (preempted,) = [e for e in events_of(loop, "low-0") if e["reason"] == "Preempted"]
-    assert vip["metadata"]["uid"] in preempted["message"] and "preempt-0" in preempted["message"]
+        assert not gpus_of(preemptor) & gpus_of(before[name]) or before[name]["spec"]["nodeName"] != "preempt-0"
+    for victim in victims:
+        (preempted,) = [e for e in events_of(loop, victim) if e["reason"] == "Preempted"]
+        assert preemptor["metadata"]["uid"] in preempted["message"] and "preempt-0" in preempted["message"]
 
 
 def filtered_by(placer: Server, pod: dict[str, Any], names: list[str]) -> dict[str, Any]:
