@@ -322,9 +322,11 @@ def test_bad_pod_fields_are_errors_at_the_pod_path():
     ex = Extender(cluster_document())
     bad = pod("a")
     bad["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "lots"
+    result = ex.filter(decode_filter_args(filter_body(bad, NAMES), "POST /filter"))
+    assert result["NodeNames"] == [] and result["Error"].startswith("POST /filter: Pod.spec.containers[0]")
     with pytest.raises(InvalidInputError) as e:
-        verbs(ex, bad)
-    assert str(e.value).startswith("POST /filter: Pod.spec.containers[0]")
+        ex.prioritize(decode_filter_args(filter_body(bad, NAMES), "POST /prioritize"))
+    assert str(e.value).startswith("POST /prioritize: Pod.spec.containers[0]")
 
 
 def test_metric_labels_of_reasons_leave_names_out():

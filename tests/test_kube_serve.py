@@ -156,6 +156,11 @@ def test_mig_pods_are_bound_to_distinct_instances_and_one_too_many_is_kept_pendi
     still = {i for name in asked if name != "mig-small-0"
              for i in api.pod(NAMESPACE, name)["metadata"]["annotations"]["placer.io/mig"].split(",")}
     assert not again & still
+    # a pod of two profiles: placer's error, not kube-scheduler's "code 400", is in its condition
+    api.create(gpu_pod("mig-two", "mig", {"nvidia.com/mig-1g.10gb": "1", "nvidia.com/mig-3g.40gb": "1"}))
+    condition = wait_until(lambda: (scheduled_condition(api.pod(NAMESPACE, "mig-two")) or {}).get("message"),
+                           "mig-two's scheduling failure")
+    assert "asks for MIG instances of 2 profiles (1g.10gb, 3g.40gb); placer takes one profile per pod" in condition
 
 
 def test_pods_of_shared_gpus_are_bound_to_slots_and_one_too_many_is_kept_pending(loop):

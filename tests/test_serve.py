@@ -144,8 +144,6 @@ BAD_BODIES = [
     (b'{"Pod": {"metadata": {"name": "x"}}, "NodeNames": ["gpu\\u0007"]}', "control characters"),
     (b'{"Pod": {"metadata": {}}, "NodeNames": []}', "Pod.metadata.name: expected a name"),
     (b'{"Pod": {"metadata": {"name": "x"}}}', "missing field NodeNames"),
-    (b'{"Pod": {"metadata": {"name": "x"}, "spec": {"containers": [{"resources": {"limits": {"cpu": "9e999999"}}}]}},'
-     b' "NodeNames": ["gpu-1"]}', "POST /filter: Pod.spec.containers[0]"),
 ]
 
 
@@ -155,6 +153,14 @@ def test_a_bad_filter_body_is_400_with_the_error_and_the_service_keeps_serving(s
     assert status == 400 and message in result["Error"] and result["Error"].startswith("POST /filter")
     status, health, _ = server.request("GET", "/healthz")
     assert status == 200 and health["status"] == "ok"
+
+
+def test_a_pod_placer_cannot_take_is_answered_200_with_the_error_which_kube_scheduler_shows(server):
+    body = (b'{"Pod": {"metadata": {"name": "x"}, "spec": {"containers": [{"resources": {"limits": {"cpu": "9e999999"}}}]}},'
+            b' "NodeNames": ["gpu-1"]}')
+    status, result = server.post("filter", body)
+    assert status == 200 and result["NodeNames"] == [] and result["FailedNodes"] == {}
+    assert result["Error"].startswith("POST /filter: Pod.spec.containers[0]")
 
 
 def test_bad_bind_and_preempt_bodies_are_400(server):

@@ -595,16 +595,21 @@ class Extender:
 
     def filter(self, args: ExtenderArgs, source: str = "POST /filter") -> dict[str, Any]:
         """``ExtenderFilterResult`` for ``args``: the nodes that pass in the form they came in
-        (none, and ``Error``, while the state is not current)."""
+        (none, and ``Error``, while the state is not current or when placer cannot take the
+        pod: a field it cannot read, MIG instances of two profiles; kube-scheduler shows an
+        extender's ``Error`` in the pod's ``PodScheduled`` condition)."""
         key = pod_key(args.pod)
         try:
             self._require_current(source)
         except StateNotCurrent as e:
             error, passing, failed, unresolvable = str(e), [], {}, {}
         else:
-            self._remember(key, args.pod)
-            error = ""
-            passing, failed, unresolvable = self._judge(key, args.pod, args.names, source)
+            try:
+                self._remember(key, args.pod)
+                passing, failed, unresolvable = self._judge(key, args.pod, args.names, source)
+                error = ""
+            except InvalidInputError as e:  # in Error: kube-scheduler drops the body of an answer not 200
+                error, passing, failed, unresolvable = str(e), [], {}, {}
         result: dict[str, Any] = {}
         if args.node_names is not None:
             result["NodeNames"] = passing
