@@ -1,22 +1,33 @@
-"""A stand-in Kubernetes API server on the loopback for ``placer serve --kubeconfig`` tests.
+"""A stand-in Kubernetes API server on the loopback, kept for what a real kube-apiserver
+cannot be made to do on demand: fault injection for ``placer serve --kubeconfig`` and its
+watch (``tests/test_serve.py``).
 
-No kube-apiserver can be installed here (no Debian or PyPI package), so this speaks the part
-of the API the official client uses for placer: list (the objects as the events pushed so far
-leave them) and watch of Nodes and Pods (newline-separated watch events, resumed from
-``resourceVersion``), 404 for the PodGroup API (a cluster without scheduler-plugins), and
-``POST .../pods/{name}/binding``, recorded and applied to the pod pushed under that name (its
-node and annotations, as a MODIFIED event). While :attr:`KubeApiStub.failing` holds an HTTP
-status, every GET is answered with it, as by an API server in trouble; a Binding is
-answered :attr:`KubeApiStub.bind_delay_s` seconds after it came, and a list
-:attr:`KubeApiStub.list_delay_s` seconds after (an API server that is slow); while
-:attr:`KubeApiStub.watch_silent_s` is set, a watch gets its headers, then nothing for that
-long (a dead connection).
+Everything else runs against the real API server and kube-scheduler
+(``tests/kube_control_plane.py``, ``tests/test_kube_serve.py``: binds through the API with
+placer's annotations, the watch of Nodes and Pods, a deletion, a cordon, a dry run, a
+restart recovering placer's binds, no PodGroup API). What is left here:
 
-:meth:`KubeApiStub.compact` makes a gap, as etcd's compaction does: changes no open watch
-sees, after which a watch from an older resourceVersion is answered ``410 Gone``, as an HTTP
-status or as an ERROR event (both are what API servers send). With
-``allowWatchBookmarks=true``, watches get a BOOKMARK of the current version when
-:meth:`KubeApiStub.bookmark` is called.
+* :attr:`KubeApiStub.failing`: while it holds an HTTP status, every GET is answered with
+  it, as by an API server in trouble (``/readyz`` failing, then recovering);
+* :attr:`KubeApiStub.list_delay_s`, :attr:`KubeApiStub.bind_delay_s`: a list or a Binding
+  answered that many seconds late (``--api-timeout``; probes answering while a bind waits);
+* :attr:`KubeApiStub.watch_silent_s`: a watch that gets its headers, then nothing for that
+  long (a dead connection);
+* :meth:`KubeApiStub.compact`: a gap, as etcd's compaction makes: changes no open watch
+  sees, after which a watch from an older resourceVersion is answered ``410 Gone``, as an
+  HTTP status or as an ERROR event (both are what API servers send);
+* :meth:`KubeApiStub.bookmark`: with ``allowWatchBookmarks=true``, watches get a BOOKMARK
+  of the current version when asked;
+* :meth:`KubeApiStub.push` of objects a real API server would not store as given (a Pod
+  without ``spec.priority`` naming a class placer does not know, for the notes the watch
+  logs).
+
+It speaks the part of the API the official client uses for placer: list (the objects as the
+events pushed so far leave them) and watch of Nodes and Pods (newline-separated watch
+events, resumed from ``resourceVersion``), 404 for the PodGroup API, and ``POST
+.../pods/{name}/binding``, recorded and applied to the pod pushed under that name (its node
+and annotations, as a MODIFIED event). :func:`closed_port` and :func:`write_kubeconfig`
+make an API server that cannot be reached.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ class Server:
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp,
         )
         self.notes: list[str] = []  # the lines before the banner
+        self._lines: list[str] = []  # the lines after it, read as written: a full pipe would stall the server
+        self._reader: threading.Thread | None = None
         while True:
             line = self.proc.stderr.readline()
             found = re.search(r"listening on (https?)://\S+:(\d+) ", line)
@@ -42,7 +45,17 @@ class Server:
         self.port = int(found.group(2))
         self.banner = line
         self.log = ""
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
         self.tls_context: ssl.SSLContext | None = None  # set by a test serving HTTPS
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            self._lines.append(line)
+
+    def written(self) -> str:
+        """What the server has written to stderr after its banner so far."""
+        return "".join(self._lines)
 
     def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
                 ) -> tuple[int, Any, str]:
@@ -74,6 +87,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        self.log = self.written()  # what it wrote after the banner
         if self.proc.stderr is not None and not self.proc.stderr.closed:
-            self.log = self.proc.stderr.read()  # what it wrote after the banner
             self.proc.stderr.close()

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.adapters.kubernetes.live import WatchEvent, WatchHealth, read_watch_stream, watch_failure
+from placer.adapters.kubernetes.live import Listing, WatchEvent, WatchHealth, read_watch_stream, watch_failure
 from placer import policies
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError
@@ -273,8 +273,10 @@ def test_watch_events_change_what_fits_and_a_bad_event_is_refused_alone():
     running["spec"]["nodeName"] = "gpu-1"
     running["status"]["phase"] = "Running"
     running["kind"] = "Pod"
-    stray = dict(running, metadata={"name": "stray", "namespace": "ml"}, spec={**running["spec"], "nodeName": "gpu-9"})
-    stream = json.dumps(running, indent=4) + "\n" + json.dumps({"type": "ADDED", "object": stray})
+    greedy = dict(running, metadata={"name": "greedy", "namespace": "ml", "annotations": {"placer.io/gpus": "0,1,9"}},
+                  spec={**running["spec"], "nodeName": "gpu-2"})
+    greedy["spec"]["containers"] = [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]
+    stream = json.dumps(running, indent=4) + "\n" + json.dumps({"type": "ADDED", "object": greedy})
     ex.queue(read_watch_stream(stream, "pods.watch"))
     result, _ = verbs(ex, pod("a", 8))
     assert result["NodeNames"] == ["gpu-2"]
@@ -320,9 +322,11 @@ def test_bad_pod_fields_are_errors_at_the_pod_path():
     ex = Extender(cluster_document())
     bad = pod("a")
     bad["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "lots"
+    result = ex.filter(decode_filter_args(filter_body(bad, NAMES), "POST /filter"))
+    assert result["NodeNames"] == [] and result["Error"].startswith("POST /filter: Pod.spec.containers[0]")
     with pytest.raises(InvalidInputError) as e:
-        verbs(ex, bad)
-    assert str(e.value).startswith("POST /filter: Pod.spec.containers[0]")
+        ex.prioritize(decode_filter_args(filter_body(bad, NAMES), "POST /prioritize"))
+    assert str(e.value).startswith("POST /prioritize: Pod.spec.containers[0]")
 
 
 def test_metric_labels_of_reasons_leave_names_out():
@@ -609,3 +613,50 @@ def test_a_node_whose_allocatable_no_longer_lists_gpus_has_none():
     # a Node object without status.allocatable (a partial object) keeps what the node had
     ex.queue([WatchEvent("MODIFIED", node_object("gpu-2")), WatchEvent("MODIFIED", {**node, "status": {}})])
     assert verbs(ex, pod("b", 8))[0]["NodeNames"] == ["gpu-1", "gpu-2"]
+
+
+def test_a_pod_of_nvidia_gpu_takes_slots_of_a_sharing_node_when_no_node_has_whole_gpus_for_it():
+    doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": "whole-0", "gpus": 2, "pods": [{"name": "ml/w", "gpus": [0]}]},
+        {"name": "shared-0", "gpus": 2, "gpuSharing": {"strategy": "time-slicing", "replicas": 4},
+         "pods": [{"name": "ml/s", "gpuSlots": {"0": 4, "1": 1}}]},
+        {"name": "mps-0", "gpus": 2, "gpuSharing": {"strategy": "mps", "replicas": 2}},
+    ]}
+    names = ["whole-0", "shared-0", "mps-0"]
+    ex = Extender(doc)
+    result, scores = verbs(ex, pod("one", 1), names)  # whole GPUs first
+    assert result["NodeNames"] == ["whole-0"]
+    assert result["FailedAndUnresolvableNodes"]["shared-0"].startswith("node(s) share their GPUs")
+    result, scores = verbs(ex, pod("three", 3), names)  # no node has 3 whole GPUs free: 3 slots, on GPU 1
+    assert result["NodeNames"] == ["shared-0"] and scores["shared-0"] == 10
+    assert result["FailedNodes"]["whole-0"] == "the node placer chose is shared-0"
+    assert bind(ex, "three", "shared-0") == {"Error": ""}
+    assert ex.binder.bindings[-1]["metadata"]["annotations"] == {"placer.io/gpus": "1,1,1"}
+    result, _ = verbs(ex, pod("four", 4), names)  # fits neither way: each node says why, slots on sharing ones
+    assert result["NodeNames"] == []
+    assert result["FailedNodes"] == {"whole-0": "Insufficient nvidia.com/gpu", "shared-0": "Insufficient nvidia.com/gpu"}
+    assert result["FailedAndUnresolvableNodes"] == {"mps-0": "node(s) share their GPUs by MPS: one slot per pod"}
+
+
+def test_a_pod_bound_to_a_node_not_known_yet_waits_for_the_node_and_then_holds_its_gpus():
+    # the Pods' list may come before the Nodes' (one watch thread per kind): a restart with nodes only from the API
+    ex = Extender({"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []})
+    held = running_pod_object("held", "gpu-9", 3, annotation="0,1,2")
+    ex.queue([Listing("Pod", [held])])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 1 and ex.state()["events_refused"] == 0
+    node = {"kind": "Node", "metadata": {"name": "gpu-9"}, "spec": {},
+            "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "500Gi"}}}
+    ex.queue([Listing("Node", [node])])
+    result, _ = verbs(ex, pod("next", 5), ["gpu-9"])
+    assert result["NodeNames"] == ["gpu-9"] and ex.state()["awaiting_node"] == 0
+    assert ex.cluster.session.holding("ml/held")[1].gpus == (0, 1, 2)
+    assert bind(ex, "next", "gpu-9") == {"Error": ""}
+    assert ex.binder.bindings[-1]["metadata"]["annotations"] == {"placer.io/gpus": "3,4,5,6,7"}
+    # a pod that waits and is then deleted waits no more
+    ex.queue([Listing("Pod", [running_pod_object("late", "gpu-10", 1)])])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 1
+    ex.queue([WatchEvent("DELETED", running_pod_object("late", "gpu-10", 1))])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 0

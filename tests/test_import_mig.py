@@ -107,6 +107,23 @@ def test_mixed_strategy_node_gfd_labels_and_pods(tmp_path):
     assert placer.check_placement(snapshot, request, result) == []
 
 
+
+def test_a_running_pod_holds_the_instances_its_placer_mig_annotation_names(tmp_path):
+    from placer.adapters.kubernetes.snapshot import import_kubernetes
+
+    labels = dict(_gfd_labels(), **{"nvidia.com/gpu.count": "2"})
+    node = _node("a100-mig", labels, {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.5gb": "4", "nvidia.com/mig-2g.10gb": "2"})
+    named = _pod("named", "a100-mig", {"nvidia.com/mig-1g.5gb": "2"})
+    named["metadata"]["annotations"] = {"placer.io/mig": "1/1g.5gb/0,0/1g.5gb/6"}  # placer's bind chose these
+    stale = _pod("stale", "a100-mig", {"nvidia.com/mig-2g.10gb": "1"})
+    stale["metadata"]["annotations"] = {"placer.io/mig": "0/1g.5gb/4"}  # not a 2g.10gb: the first free one
+    done = import_kubernetes(_write(tmp_path / "nodes.json", [node]), _write(tmp_path / "pods.json", [named, stale]))
+    held = {p["name"]: [(m["gpu"], m["start"]) for m in p["mig"]] for p in done.document["nodes"][0]["pods"]}
+    assert held == {"ml/named": [(1, 0), (0, 6)], "ml/stale": [(0, 0)]}
+    (note,) = [n for n in done.notes if "placer.io/mig" in n]
+    assert "'0/1g.5gb/4' does not name 1 free 2g.10gb instance(s) of node 'a100-mig'" in note
+
+
 def test_whole_gpus_beside_mig_gpus_and_counts_that_do_not_fit(tmp_path):
     labels = dict(_gfd_labels(), **{"nvidia.com/gpu.count": "3"})
     node = _node("n", labels, {"nvidia.com/gpu": "1", "nvidia.com/mig-1g.5gb": "4", "nvidia.com/mig-2g.10gb": "2"})

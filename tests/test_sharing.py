@@ -301,3 +301,25 @@ def test_cli_place_and_bad_input(tmp_path, capsys):
     assert main(["place", str(snap_path), str(req_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"placer: error: {snap_path}: nodeTypes.shared.gpuSharing.replicas: expected an integer in 2..1000, got 0"]
+
+
+# ----------------------------------------------------------------------------- pending pods of nvidia.com/gpu
+
+
+def test_a_pending_pods_nvidia_gpu_counts_slots_on_a_sharing_node():
+    from placer.adapters.kubernetes.sharing import as_slots
+    from placer.model import PodRequest
+
+    assert as_slots(PodRequest("ml/a", gpus=3, cpu_milli=500)) == PodRequest("ml/a", gpu_slots=3, cpu_milli=500)
+    for not_whole in (PodRequest("ml/b"), PodRequest("ml/c", gpus=1, gpu_milli=500), PodRequest("ml/d", gpus=2, nics=1),
+                      PodRequest("ml/e", gpu_slots=2)):
+        assert as_slots(not_whole) is None
+
+
+def test_bindings_name_one_gpu_index_per_slot_as_the_importer_reads_them():
+    from placer.formats import binding_annotations
+    from placer.model import Assignment
+
+    stacked = Assignment("ml/a", "shared-0", gpus=(0, 3), gpu_slots={3: 2, 0: 1})
+    assert binding_annotations(stacked) == {"placer.io/gpus": "0,3,3"}
+    assert binding_annotations(Assignment("ml/b", "whole-0", gpus=(4, 5))) == {"placer.io/gpus": "4,5"}

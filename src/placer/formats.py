@@ -49,6 +49,7 @@ __all__ = [
     "OUTPUT_FORMATS",
     "FORMATS",
     "GPUS_ANNOTATION",
+    "binding_annotations",
     "GPU_MILLI_ANNOTATION",
     "GANG_ANNOTATION",
     "MIG_ANNOTATION",
@@ -96,7 +97,7 @@ def to_k8s_bindings(result: ResultLike, snapshot: SnapshotLike = None) -> list[d
 
     The pod name ``<namespace>/<name>`` gives the metadata (no slash: namespace
     ``default``). Annotations (all string values): ``placer.io/gpus`` = the GPU indices,
-    comma-separated (left out for a pod without GPUs); ``placer.io/gpu-milli`` = the
+    comma-separated, one per slot of ``gpuSlots`` (left out for a pod without GPUs); ``placer.io/gpu-milli`` = the
     share of a shared GPU; ``placer.io/gang`` for a gang member; ``placer.io/nics`` = the
     NICs, comma-separated, when the assignment names any; ``placer.io/mig`` = its MIG
     instances and ``placer.io/mig-devices`` = their device names when ``snapshot`` gives
@@ -160,11 +161,16 @@ def render_k8s_bindings(result: ResultLike, fmt: str = "yaml", snapshot: Snapsho
     )
 
 
-def _binding(a: Assignment, where: str, devices: Mapping[tuple[str, int, int], str]) -> dict[str, Any]:
-    namespace, name = _split_pod_name(a.pod, where)
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+def binding_annotations(a: Assignment, devices: Mapping[tuple[str, int, int], str] | None = None) -> dict[str, str]:
+    """The annotations of ``a``'s Binding (:func:`to_k8s_bindings`): ``placer.io/gpus`` (one
+    index per slot of a ``gpuSlots`` assignment, so ``0,0`` is two slots of GPU 0, as the
+    Kubernetes importer reads it back), ``placer.io/gpu-milli``, ``placer.io/gang``,
+    ``placer.io/nics``, ``placer.io/mig`` and ``placer.io/mig-devices`` (when ``devices``,
+    keyed by (node, GPU, start), names every instance)."""
     annotations: dict[str, str] = {}
-    if a.gpus:
+    if a.gpu_slots:
+        annotations[GPUS_ANNOTATION] = _join(g for g, n in sorted(a.gpu_slots.items()) for _ in range(n))
+    elif a.gpus:
         annotations[GPUS_ANNOTATION] = _join(a.gpus)
     if a.gpu_milli is not None and a.gpu_milli < 1000:
         annotations[GPU_MILLI_ANNOTATION] = str(a.gpu_milli)
@@ -174,9 +180,16 @@ def _binding(a: Assignment, where: str, devices: Mapping[tuple[str, int, int], s
         annotations[NICS_ANNOTATION] = ",".join(a.nics)
     if a.mig:
         annotations[MIG_ANNOTATION] = ",".join(_mig_names(a))
-        named = _device_names(a, devices)
+        named = _device_names(a, devices or {})
         if named != UNKNOWN_DEVICES:
             annotations[MIG_DEVICES_ANNOTATION] = named
+    return annotations
+
+
+def _binding(a: Assignment, where: str, devices: Mapping[tuple[str, int, int], str]) -> dict[str, Any]:
+    namespace, name = _split_pod_name(a.pod, where)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    annotations = binding_annotations(a, devices)
     if annotations:
         metadata["annotations"] = annotations
     return {

@@ -177,6 +177,9 @@ def run_serve(args: argparse.Namespace) -> int:
                                                      f"{args.host} is loopback"))
     if args.api_timeout is not None and client is None:
         start_notes.append("--api-timeout has no effect without --kubeconfig (no API server is called)")
+    if client is not None and not kube_live.verifies_the_api_server(client):
+        start_notes.append(f"--kubeconfig: {args.kubeconfig} has insecure-skip-tls-verify: the API server's "
+                           "certificate is not checked")
     extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
                         sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
     extender.queue(events)

@@ -52,11 +52,13 @@ import numpy as np
 
 from placer import policies
 from placer.adapters.kubernetes.live import Listing, WatchEvent
-from placer.adapters.kubernetes.snapshot import GPUS_ANNOTATION, node_from_object, running_pod_from_object
+from placer.adapters.kubernetes.sharing import as_slots
+from placer.adapters.kubernetes.snapshot import node_from_object, running_pod_from_object
 from placer.adapters.kubernetes.scheduling import named_group
 from placer.adapters.kubernetes.workloads import workloads_from_objects
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError, PlacerError
+from placer.formats import binding_annotations
 from placer.model import Assignment, ClusterSnapshot, PodRequest
 from placer.preemption import victims as preemption
 from placer.schema import snapshot_from_dict
@@ -116,9 +118,10 @@ class StateNotCurrent(PlacerError):
 
 
 class Binder(Protocol):
-    """Writes a decision to the cluster: the Binding, with the ``placer.io/gpus`` annotation."""
+    """Writes a decision to the cluster: the Binding, with placer's annotations
+    (:func:`placer.formats.binding_annotations`: ``placer.io/gpus``, ``placer.io/mig``, ...)."""
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         """Bind the pod; raise to refuse (the extender then answers ``Error``)."""
 
 
@@ -129,28 +132,28 @@ class RecordingBinder:
 
     bindings: list[dict[str, Any]] = field(default_factory=list)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
-        self.bindings.append(binding_object(namespace, name, uid, node, gpus))
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
+        self.bindings.append(binding_object(namespace, name, uid, node, annotations))
 
 
 class RefusingBinder:
     """The binder of a service with no API server to post to and no ``--dry-run``: every
     bind is refused (the extender answers ``Error``, so kube-scheduler sees it failed)."""
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         raise PlacerError(
             "no API server to post the Binding to: placer serve was started without --kubeconfig "
             "(give --kubeconfig FILE, or --dry-run to record binds in placer's state without posting them)"
         )
 
 
-def binding_object(namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> dict[str, Any]:
-    """The core/v1 Binding of a pod to a node, with placer's GPU indices as the annotation."""
+def binding_object(namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> dict[str, Any]:
+    """The core/v1 Binding of a pod to a node, with placer's annotations."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if uid:
         meta["uid"] = uid
-    if gpus:
-        meta["annotations"] = {GPUS_ANNOTATION: ",".join(str(g) for g in gpus)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
     return {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
 
 
@@ -255,6 +258,7 @@ class Extender:
         self._requests: dict[str, tuple[Mapping[str, Any], bytes, Any]] = {}
         self._last_names: tuple[Cluster, tuple[str, ...], np.ndarray] | None = None
         self._queued: list[WatchEvent | Listing] = []
+        self._awaiting_node: dict[str, WatchEvent] = {}  # pod key -> its event, bound to a node not known yet
         self._listing_queued = False
         self.sync_interval_s = sync_interval_s
         self._synced_at = -math.inf
@@ -314,6 +318,9 @@ class Extender:
         of a pod placer knows was replaced under its name (its UID) are late news of a pod
         that is gone: they change nothing."""
         kept = []
+        nodes_added = {_api_key(e.object) for e in events
+                       if e.type != "DELETED" and isinstance(e.object, Mapping) and e.object.get("kind") == "Node"
+                       and _named(e.object)}
         for event in events:
             obj = event.object
             kind = obj.get("kind") if isinstance(obj, Mapping) else None
@@ -323,8 +330,24 @@ class Extender:
             if kind in self._from_api and _named(obj):
                 keys = self._from_api[kind]
                 (keys.discard if event.type == "DELETED" else keys.add)(_api_key(obj))
+            if kind == "Pod" and _named(obj):
+                self._awaiting_node.pop(pod_key(obj), None)  # this event is newer news of the pod
+                waits_for = _unknown_node(obj, event.type, self.cluster.session.node_index, nodes_added)
+                if waits_for:
+                    _log.info("%s: pod %s is bound to node %s, not known yet: applied once it is", event.where,
+                              pod_key(obj), waits_for)
+                    self._awaiting_node[pod_key(obj)] = event
+                    continue
             kept.append(event)
-        events = kept
+        self._apply_events(kept)
+        index = self.cluster.session.node_index
+        ready = [k for k, e in self._awaiting_node.items() if e.object["spec"]["nodeName"] in index]
+        if ready:
+            self._apply_all([self._awaiting_node.pop(k) for k in ready])
+
+    def _apply_events(self, events: Sequence[WatchEvent]) -> None:
+        """Apply ``events``: those that need no rebuild in place, the rest in one rebuild,
+        else one by one, each that fails refused."""
         quick = 0
         while quick < len(events) and self._apply_quickly(events[quick]):
             quick += 1
@@ -572,16 +595,21 @@ class Extender:
 
     def filter(self, args: ExtenderArgs, source: str = "POST /filter") -> dict[str, Any]:
         """``ExtenderFilterResult`` for ``args``: the nodes that pass in the form they came in
-        (none, and ``Error``, while the state is not current)."""
+        (none, and ``Error``, while the state is not current or when placer cannot take the
+        pod: a field it cannot read, MIG instances of two profiles; kube-scheduler shows an
+        extender's ``Error`` in the pod's ``PodScheduled`` condition)."""
         key = pod_key(args.pod)
         try:
             self._require_current(source)
         except StateNotCurrent as e:
             error, passing, failed, unresolvable = str(e), [], {}, {}
         else:
-            self._remember(key, args.pod)
-            error = ""
-            passing, failed, unresolvable = self._judge(key, args.pod, args.names, source)
+            try:
+                self._remember(key, args.pod)
+                passing, failed, unresolvable = self._judge(key, args.pod, args.names, source)
+                error = ""
+            except InvalidInputError as e:  # in Error: kube-scheduler drops the body of an answer not 200
+                error, passing, failed, unresolvable = str(e), [], {}, {}
         result: dict[str, Any] = {}
         if args.node_names is not None:
             result["NodeNames"] = passing
@@ -664,8 +692,8 @@ class Extender:
                     raise InvalidInputError(
                         source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
                     )
-                gpus = reserved.gpus
-                self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node, gpus)
+                self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
+                                 binding_annotations(reserved))
                 del self._reserved[key]
             else:
                 obj = self._pending.get(key)
@@ -680,7 +708,7 @@ class Extender:
                 self.cluster.bind(assignment)
                 try:
                     self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
-                                     assignment.gpus)
+                                     binding_annotations(assignment))
                 except Exception:
                     self.cluster.release(assignment.pod)
                     raise
@@ -814,12 +842,30 @@ class Extender:
             return None
         the_pod: PodRequest = self._request(pod, source).pods[0]
         if the_pod.mig is None and not the_pod.gpu_slots:
-            return None
+            slots = self._slots_instead(the_pod)
+            if slots is None:
+                return None
+            result = self.cluster.place(slots, policy=self._policy, seed=self.seed)
+            if not result.assignments:
+                return None  # _judge gives the nodes that share their reasons for the slots
+            self._decided[key] = result.assignments[0]
+            return result.assignments[0]
         result = self.cluster.place(the_pod, policy=self._policy, seed=self.seed)
         if not result.assignments:
             return result.unschedulable[0].reason
         self._decided[key] = result.assignments[0]
         return result.assignments[0]
+
+    def _slots_instead(self, pod: PodRequest) -> PodRequest | None:
+        """The pod's ``nvidia.com/gpu`` as slots (:func:`~placer.adapters.kubernetes.sharing.as_slots`)
+        when some node shares its GPUs and no node has the whole GPUs it asks for: whole GPUs
+        come first, then slots of shared ones."""
+        slots = as_slots(pod)
+        if slots is None or not self.cluster.session.free.slot_replicas.any():
+            return None
+        if (self.cluster.node_scores(pod, policy=self._policy, seed=self.seed) != _NO_SCORE).any():
+            return None
+        return slots
 
     def _judge(
         self, key: str, pod: Mapping[str, Any], names: Sequence[str], source: str
@@ -846,10 +892,16 @@ class Extender:
         turned = np.flatnonzero(~fits & (at >= 0))
         if turned.size:
             session = self.cluster.session
-            static_ok = session.eligibility(the_pod)[0][at[turned]].tolist()
-            why = session.node_reasons(the_pod, at[turned])
-            for k, ok, reason in zip(turned.tolist(), static_ok, why):
-                (failed if ok else unresolvable)[names[k]] = reason
+            slots = self._slots_instead(the_pod)  # they fit no node either
+            sharing = session.free.slot_replicas[at[turned]] > 0 if slots is not None else np.zeros(turned.size, bool)
+            for asked, of in ((the_pod, ~sharing), (slots, sharing)):
+                if asked is None or not of.any():
+                    continue
+                nodes = at[turned[of]]
+                static_ok = session.eligibility(asked)[0][nodes].tolist()
+                why = session.node_reasons(asked, nodes)
+                for k, ok, reason in zip(turned[of].tolist(), static_ok, why):
+                    (failed if ok else unresolvable)[names[k]] = reason
         return passing, failed, unresolvable
 
     def _plan_gang(self, gang: _Gang, source: str) -> str:
@@ -894,7 +946,8 @@ class Extender:
 
     def state(self) -> dict[str, Any]:
         """What ``/healthz`` reports: nodes, pods running, pending, reserved, events, pending
-        pods forgotten (:attr:`pending_ttl_s`, :attr:`max_pending`)."""
+        pods forgotten (:attr:`pending_ttl_s`, :attr:`max_pending`), pods bound to a node
+        not known yet (their events wait for it)."""
         self._expire_pending()
         session = self.cluster.session
         return {
@@ -907,12 +960,24 @@ class Extender:
             "events_refused": self.refused_events,
             "events_queued": len(self._queued),
             "pending_dropped": self.pending_dropped,
+            "awaiting_node": len(self._awaiting_node),
         }
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
     uid = (obj.get("metadata") or {}).get("uid")
     return uid if isinstance(uid, str) else ""
+
+
+def _unknown_node(obj: Mapping[str, Any], event_type: str, nodes: Mapping[str, int], adding: set[str]) -> str:
+    """The node a Pod event binds the pod to when placer does not know that node and the
+    events with it do not add it (the Pods' list or watch came before the Nodes'); "" else."""
+    spec, status = obj.get("spec"), obj.get("status")
+    name = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    if event_type == "DELETED" or not isinstance(name, str) or not name or phase in ("Succeeded", "Failed"):
+        return ""
+    return "" if name in nodes or name in adding else name
 
 
 def _same_pod(uid: str, other: str) -> bool:

@@ -20,7 +20,7 @@ Two sources give the same :class:`WatchEvent` objects, so the code that applies 
   failures in two lines: the first, then how it ended (recovered, or another error).
 
 :class:`KubeBinder` writes placer's decisions through the same client: the pod's Binding,
-with the ``placer.io/gpus`` annotation.
+with placer's annotations (``placer.io/gpus``, ``placer.io/mig``, ...).
 """
 from __future__ import annotations
 
@@ -35,13 +35,12 @@ from typing import Any, Callable, Iterator
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from placer.adapters.kubernetes.snapshot import GPUS_ANNOTATION
 from placer.exceptions import InvalidInputError
 
 __all__ = [
     "EVENT_TYPES", "WatchEvent", "Listing", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
     "WATCH_TIMEOUT_S", "WatchHealth", "watch_failure", "require_kubernetes",
-    "api_client", "API_TIMEOUT_S", "KubeBinder",
+    "api_client", "verifies_the_api_server", "API_TIMEOUT_S", "KubeBinder",
 ]
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
@@ -188,9 +187,22 @@ def api_client(kubeconfig: str) -> Any:
     configuration = kubernetes.client.Configuration()
     configuration.retries = Retry(Retry.DEFAULT.total, read=0)
     try:
-        return kubernetes.config.new_client_from_config(config_file=kubeconfig, client_configuration=configuration)
+        client = kubernetes.config.new_client_from_config(config_file=kubeconfig, client_configuration=configuration)
     except Exception as e:  # the client raises ConfigException, OSError, yaml errors
         raise InvalidInputError("--kubeconfig", f"{kubeconfig}: {e}") from None
+    if not verifies_the_api_server(client):  # said once at start (placer serve's note), not on every request
+        import warnings
+
+        from urllib3.exceptions import InsecureRequestWarning
+
+        warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    return client
+
+
+def verifies_the_api_server(client: Any) -> bool:
+    """Whether ``client`` (:func:`api_client`) checks the API server's certificate (a
+    kubeconfig's ``insecure-skip-tls-verify: true`` turns the check off)."""
+    return bool(client.configuration.verify_ssl)
 
 
 def watch_failure(error: BaseException) -> str:
@@ -447,9 +459,10 @@ def _watch(
 
 
 class KubeBinder:
-    """Binds through the API server: one Binding per pod, carrying placer's GPU indices as
-    the ``placer.io/gpus`` annotation (the API server copies a Binding's annotations onto
-    the pod, in the same write as the node).
+    """Binds through the API server: one Binding per pod, carrying placer's annotations
+    (:func:`placer.formats.binding_annotations`: the GPU indices as ``placer.io/gpus``, MIG
+    instances as ``placer.io/mig``; the API server copies a Binding's annotations onto the
+    pod, in the same write as the node).
 
     Parameters
     ----------
@@ -466,11 +479,11 @@ class KubeBinder:
         self._core = kubernetes.client.CoreV1Api(client)
         self.timeout_s = timeout_s
 
-    def bind(self, namespace: str, name: str, uid: str, node: str, gpus: Sequence[int]) -> None:
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         m = self._models
-        annotations = {GPUS_ANNOTATION: ",".join(str(g) for g in gpus)} if gpus else None
         body = m.V1Binding(
-            metadata=m.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None, annotations=annotations),
+            metadata=m.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None,
+                                    annotations=dict(annotations) or None),
             target=m.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         with _timeout_named(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)"):

@@ -12,7 +12,8 @@ count (``nvidia.com/gpu.count``), the model (``nvidia.com/gpu.product``) and per
 GPUs, ``migInstances`` laid out by :func:`placer.mig.layout.layout_instances`, since
 Kubernetes does not say which GPU or start an instance has);
 :func:`take_mig_request` turns a pod's ``nvidia.com/mig-<profile>`` into a ``mig``
-request; :func:`hold_instances` gives a running pod the free instances it uses.
+request; :func:`hold_instances` gives a running pod the instances its ``placer.io/mig``
+annotation names (placer's bind wrote it), else the first free ones.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from placer.adapters.kubernetes.documents import Document
+from placer.formats import MIG_ANNOTATION
 from placer.limits import MAX_GPUS
 from placer.mig.layout import fewest_gpus, layout_instances
 from placer.model.mig_profiles import PROFILE_NAME, MigTable, table_for, tables
@@ -202,12 +204,16 @@ def apply_node_mig(
 
 
 def hold_instances(
-    doc: Document, path: tuple[Any, ...], node: dict[str, Any], pod: dict[str, Any], request: Mapping[str, Any]
+    doc: Document, path: tuple[Any, ...], node: dict[str, Any], pod: dict[str, Any], request: Mapping[str, Any],
+    annotation: str | None = None, notes: list[str] | None = None,
 ) -> None:
-    """Give the running pod ``pod`` of the MIG node ``node`` the first free instances of the
-    profile it asks for (``request`` as :func:`take_mig_request` returns), in the order
-    of ``migInstances``; on a node imported without MIG the request goes back to the
-    pod's ``resources`` as ``nvidia.com/mig-<profile>``.
+    """Give the running pod ``pod`` of the MIG node ``node`` the instances of the profile it
+    asks for (``request`` as :func:`take_mig_request` returns): those its ``placer.io/mig``
+    ``annotation`` names (``<gpu>/<profile>/<start>``, comma-separated, as placer's
+    Bindings write it) when they are free instances of that profile, else the first free
+    ones in the order of ``migInstances`` (with a note in ``notes`` when the annotation
+    names others); on a node imported without MIG the request goes back to the pod's
+    ``resources`` as ``nvidia.com/mig-<profile>``.
 
     Raises
     ------
@@ -228,7 +234,30 @@ def hold_instances(
         have = len([m for m in instances if profile is not None and table.profile(m["profile"]) is profile])
         doc.fail(path, f"the pod holds {count} {MIG_RESOURCE_PREFIX}{name} on node {node['name']!r}, which has "
                        f"{have} such instance(s), {len(free)} not held by pods listed before it")
-    pod["mig"] = [dict(m) for m in free[:count]]
+    named = _named_instances(annotation, free, count) if annotation is not None else None
+    if annotation is not None and named is None and notes is not None:
+        notes.append(doc.note((*path, "metadata", "annotations", MIG_ANNOTATION),
+                              f"{annotation!r} does not name {count} free {name} instance(s) of node "
+                              f"{node['name']!r}; the pod holds the first free ones"))
+    pod["mig"] = [dict(m) for m in (named or free[:count])]
+
+
+def _named_instances(annotation: str, free: list[dict[str, Any]], count: int) -> list[dict[str, Any]] | None:
+    """The instances of ``free`` that a ``placer.io/mig`` annotation names, when it names
+    ``count`` of them and nothing else; else None."""
+    by_place = {(m["gpu"], m["start"]): m for m in free}
+    named = []
+    for item in annotation.split(","):
+        gpu, _, rest = item.strip().partition("/")
+        profile, _, start = rest.partition("/")
+        start = start.rstrip("+")
+        if not (gpu.isdigit() and start.isdigit()):
+            return None
+        found = by_place.get((int(gpu), int(start)))
+        if found is None or found["profile"] != profile or found in named:
+            return None
+        named.append(found)
+    return named if len(named) == count else None
 
 
 def _gpu_count_label(doc: Document, path: tuple[Any, ...], labels: Mapping[str, str]) -> int | None:

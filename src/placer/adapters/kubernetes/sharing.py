@@ -6,14 +6,18 @@ labels: ``nvidia.com/gpu.replicas`` (the slots per GPU), ``nvidia.com/gpu.sharin
 (``time-slicing``, ``mps`` or ``none``; older releases leave it out, and knew only
 time-slicing), ``nvidia.com/gpu.count`` (the physical GPUs) and a ``-SHARED`` suffix on
 ``nvidia.com/gpu.product``. :func:`gpu_sharing` reads them into the placer/v1 node fields
-(``gpus`` physical, ``gpuSharing``), and :func:`slot_holder` turns a running pod of such a
-node into a holder of slots.
+(``gpus`` physical, ``gpuSharing``), :func:`slot_holder` turns a running pod of such a
+node into a holder of slots, and :func:`as_slots` a pending pod's ``nvidia.com/gpu`` into
+slots, as kube-scheduler counts it on such a node.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+import msgspec
+
 from placer.adapters.kubernetes.documents import Document, show
+from placer.model import PodRequest
 
 __all__ = [
     "REPLICAS_LABEL",
@@ -23,6 +27,7 @@ __all__ = [
     "model_name",
     "gpu_sharing",
     "slot_holder",
+    "as_slots",
 ]
 
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
@@ -134,3 +139,13 @@ def slot_holder(pod: dict[str, Any]) -> dict[str, Any]:
             counts[str(gpu)] = counts.get(str(gpu), 0) + 1
         out["gpuSlots"] = counts
     return out
+
+
+def as_slots(pod: PodRequest) -> PodRequest | None:
+    """A pending pod's ``nvidia.com/gpu`` as slots of a node that shares its GPUs: there
+    the device plugin advertises ``replicas`` per GPU under that name, and kube-scheduler's
+    ``NodeResourcesFit`` counts the pod's ``nvidia.com/gpu`` against them. None for a pod
+    that asks no whole GPUs, or asks them with NICs (placer's slots take no NICs)."""
+    if not pod.gpus or pod.gpu_milli < 1000 or pod.nics or pod.mig is not None or pod.gpu_slots:
+        return None
+    return msgspec.structs.replace(pod, gpus=0, gpu_slots=pod.gpus)

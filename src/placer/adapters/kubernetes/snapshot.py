@@ -42,6 +42,7 @@ from placer.schema import snapshot_from_dict
 from placer.schema.files import gc_paused
 from placer.adapters.kubernetes import sharing as kubernetes_sharing
 from placer.adapters.kubernetes.mig import apply_node_mig, hold_instances, take_mig_request
+from placer.formats import MIG_ANNOTATION
 from placer.adapters.kubernetes.templates import pod_host_ports, scheduling_rules
 from placer.adapters.kubernetes.scheduling import (
     PriorityClasses,
@@ -395,6 +396,12 @@ def _running_pod(
     return pod, mig
 
 
+def _mig_annotation(obj: Mapping[str, Any]) -> str | None:
+    """A Pod object's ``placer.io/mig`` annotation (the MIG instances placer bound it to)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(MIG_ANNOTATION)
+    return value if isinstance(value, str) else None
+
+
 def _devices_gone_unhealthy(entry: dict[str, Any]) -> None:
     """A node whose running pods hold more ``nvidia.com/gpu`` than it has allocatable, within
     its capacity: the device plugin took the devices that turned unhealthy out of
@@ -533,8 +540,8 @@ def snapshot_from_kubernetes(
     cpu/memory request defaults to its limit); ``unknownGpus`` = its ``nvidia.com/gpu``
     (limits, else requests), or ``gpus`` = the indices of annotation ``placer.io/gpus``;
     ``nvidia.com/mig-<profile>: n`` (or, on a single-strategy node, ``nvidia.com/gpu``)
-    -> ``mig``: the first n instances of that profile on its node that no pod listed
-    before it holds; every other resource (``ephemeral-storage`` and ``hugepages-<size>``
+    -> ``mig``: the instances its annotation ``placer.io/mig`` names (placer's bind), else
+    the first n instances of that profile on its node that no pod listed before it holds; every other resource (``ephemeral-storage`` and ``hugepages-<size>``
     in bytes, extended resources as counts; the same effective requests) -> ``resources``. On a node that shares its
     GPUs the pod's ``nvidia.com/gpu`` counts slots: ``unknownGpuSlots``, or ``gpuSlots``
     from the annotation's indices (one per slot).
@@ -649,9 +656,10 @@ def running_pod_from_object(
     doc = Document(source, obj, None, 1)
     if _bound_node(doc, (), obj) is None:
         return None
-    pod, mig = _running_pod(doc, (), obj, None, PriorityClasses(), [] if notes is None else notes)
+    notes = [] if notes is None else notes
+    pod, mig = _running_pod(doc, (), obj, None, PriorityClasses(), notes)
     if mig is not None and node is not None:
-        hold_instances(doc, (), node, pod, mig)
+        hold_instances(doc, (), node, pod, mig, _mig_annotation(obj), notes)
     if node is not None and "gpuSharing" in node:
         pod = kubernetes_sharing.slot_holder(pod)
     return pod
@@ -785,7 +793,7 @@ def _snapshot(
                 pod_src[(i, len(node_pods))] = (doc, path)
                 pod, mig = _running_pod(doc, path, obj, single[i], classes, notes)
                 if mig is not None:
-                    hold_instances(doc, path, entries[i], pod, mig)
+                    hold_instances(doc, path, entries[i], pod, mig, _mig_annotation(obj), notes)
                 node_pods.append(kubernetes_sharing.slot_holder(pod) if "gpuSharing" in entries[i] else pod)
 
     for entry in entries:
