@@ -177,8 +177,13 @@ def run_serve(args: argparse.Namespace) -> int:
                                                      f"{args.host} is loopback"))
     if args.api_timeout is not None and client is None:
         start_notes.append("--api-timeout has no effect without --kubeconfig (no API server is called)")
-    extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
-                        sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
+    try:
+        extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
+                            sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
+    except InvalidInputError as e:
+        if e.where.startswith("levels"):
+            raise InvalidInputError("--level" + e.where.removeprefix("levels"), e.what) from None
+        raise
     extender.queue(events)
     extender.sync(now=True)
     notes("serve", start_notes)

@@ -52,12 +52,14 @@ import numpy as np
 
 from placer import policies
 from placer.adapters.kubernetes.live import Listing, WatchEvent
-from placer.adapters.kubernetes.snapshot import GPUS_ANNOTATION, node_from_object, running_pod_from_object
+from placer.adapters.kubernetes.snapshot import (
+    GPUS_ANNOTATION, node_from_object, parse_levels, running_pod_from_object,
+)
 from placer.adapters.kubernetes.scheduling import named_group
 from placer.adapters.kubernetes.workloads import workloads_from_objects
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError, PlacerError
-from placer.model import Assignment, ClusterSnapshot, PodRequest
+from placer.model import Assignment, ClusterSnapshot, PodRequest, load_snapshot
 from placer.preemption import victims as preemption
 from placer.schema import snapshot_from_dict
 from placer.schema.extender import BindingArgs, ExtenderArgs, PreemptionArgs, pod_key, same_json_value
@@ -75,6 +77,7 @@ __all__ = [
     "Extender",
     "scores_0_to_10",
     "reason_label",
+    "with_levels",
 ]
 
 MAX_SCORE = 10
@@ -168,6 +171,30 @@ def scores_0_to_10(scores: Sequence[int] | np.ndarray) -> list[int]:
     return [MAX_SCORE * (s - low) // (high - low) for s in values.tolist()]
 
 
+def with_levels(snapshot: ClusterSnapshot, levels: Iterable[str]) -> ClusterSnapshot:
+    """The snapshot with room for the topology ``levels`` ("name=label", outermost first)
+    that watched nodes are given: a snapshot without ``topologyLevels`` takes their names
+    (an empty snapshot filled by the watch); one that has them must name every level.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``levels`` (``--level``), naming a level the snapshot's ``topologyLevels`` lack.
+    """
+    names = [name for name, _ in parse_levels(levels, "levels")]
+    if not names:
+        return snapshot
+    if not snapshot.topology_levels:
+        return msgspec.structs.replace(snapshot, topology_levels=tuple(names))
+    lacking = [name for name in names if name not in snapshot.topology_levels]
+    if lacking:
+        raise InvalidInputError(
+            "levels", f"level {lacking[0]!r} is not among the snapshot's topologyLevels "
+            f"({', '.join(snapshot.topology_levels)}): watched nodes could not be placed in it"
+        )
+    return snapshot
+
+
 @dataclass
 class _Gang:
     """A PodGroup as the extender knows it: its object and its pending pods."""
@@ -229,11 +256,11 @@ class Extender:
         max_pending: int = MAX_PENDING,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cluster = Cluster(snapshot)
+        self.levels = tuple(levels)
+        self.cluster = Cluster(with_levels(load_snapshot(snapshot), self.levels))
         self._policy = policies.get(policy, "policy")  # looked up here, once
         self.policy = self._policy.name
         self.seed = seed
-        self.levels = tuple(levels)
         self.binder: Binder = binder if binder is not None else RecordingBinder()
         self._gangs: dict[str, _Gang] = {}
         self._pending: dict[str, Mapping[str, Any]] = {}  # pod key -> the Pod object last seen
@@ -243,6 +270,7 @@ class Extender:
         self._bound: dict[str, str] = {}  # pod key -> UID this extender bound (a retried bind succeeds again)
         self._filtered_at: dict[str, float] = {}  # pending pods no watch reports, oldest filter first
         self._replaced: dict[str, None] = {}  # UIDs of pods replaced under their name, oldest first
+        self._awaiting_node: dict[str, WatchEvent] = {}  # pod key -> its last event, on a node not known yet
         self._from_api: dict[str, set[str]] = {kind: set() for kind in ("Node", "Pod", "PodGroup")}
         self._noted: dict[str, frozenset[str]] = {}  # "Node n" / "Pod ns/p" -> the notes last logged of it
         self.not_current: Callable[[], str] = not_current if not_current is not None else lambda: ""
@@ -276,7 +304,9 @@ class Extender:
         time, ``now``, or a list is queued): all at once when the cluster they make is
         valid, else one at a time, an event that would make it invalid refused (logged and
         counted) with nothing of it kept. A list applies as the events that make the state
-        of its kind what it lists (:meth:`_replacing`)."""
+        of its kind what it lists (:meth:`_replacing`). A pod bound to a node placer does not
+        know yet (Nodes and Pods are watched apart: a pod may come before its node) waits for
+        that node, and is applied once the node is known."""
         if not self._queued or (
             not now and not self._listing_queued and time.monotonic() - self._synced_at < self.sync_interval_s
         ):
@@ -291,6 +321,10 @@ class Extender:
             else:
                 part.append(event)
         self._apply_all(part)
+        known = self.cluster.session.node_index
+        placeable = [key for key, event in self._awaiting_node.items() if event.object["spec"]["nodeName"] in known]
+        if placeable:
+            self._apply_all([self._awaiting_node.pop(key) for key in placeable])
 
     def _replacing(self, listing: Listing) -> list[WatchEvent]:
         """The events that make the state of ``listing.kind`` what it lists: a DELETED for
@@ -382,6 +416,7 @@ class Extender:
             self._forget(key, gang)
         elif held is None:
             self._note_pending(key, obj, gang)
+        self._awaiting_node.pop(key, None)
         self._log_notes(f"Pod {key}", event.where, notes)
         self.applied_events += 1
         return True
@@ -470,13 +505,17 @@ class Extender:
         gang = self._gang_of(obj)
         notes: list[str] = []
         effects.append(lambda: self._log_notes(f"Pod {key}", event.where, notes))  # none: gone, pending or finished
+        effects.append(lambda: self._awaiting_node.pop(key, None))
         if event.type == "DELETED":
             effects.append(lambda: self._gone(key, gang))
             return
         node_name = (obj.get("spec") or {}).get("nodeName")
         node = nodes.get(node_name) if isinstance(node_name, str) else None
         if node_name and node is None:
-            raise InvalidInputError(event.where, f"pod {key} runs on node {node_name!r}, which placer does not know")
+            if not isinstance(node_name, str):
+                raise InvalidInputError(f"{event.where}: spec.nodeName", f"expected a node name, got {node_name!r}")
+            effects.append(lambda: self._awaiting_node.__setitem__(key, event))  # until its node's event
+            return
         entry = running_pod_from_object(obj, event.where, node, notes)
         if entry is None:
             effects.append(lambda: self._gone(key, gang) if node_name else self._note_pending(key, obj, gang))
@@ -866,8 +905,9 @@ class Extender:
         spec = request.gangs.get(gang.name)
         result = self.cluster.place(list(request.pods), gang=spec, policy=self._policy, seed=self.seed)
         if result.unschedulable or len(result.assignments) != len(request.pods):
-            reasons = [u.reason for u in result.unschedulable]
-            return f"gang {gang.name} does not fit: {reasons[0] if reasons else 'no room'}"
+            reason = result.unschedulable[0].reason.removeprefix(f"gang {gang.name}: ") if result.unschedulable else (
+                "no room")
+            return f"gang {gang.name} does not fit: {reason}"
         self.cluster.bind(result)
         for a in result.assignments:
             self._reserved[a.pod] = a
@@ -907,6 +947,7 @@ class Extender:
             "events_refused": self.refused_events,
             "events_queued": len(self._queued),
             "pending_dropped": self.pending_dropped,
+            "awaiting_node": len(self._awaiting_node),
         }
 
 
