@@ -416,7 +416,7 @@ class Extender:
             self._forget(key, gang)
         elif held is None:
             self._note_pending(key, obj, gang)
-        self._awaiting_node.pop(key, None)
+        self._no_longer_awaiting(key)
         self._log_notes(f"Pod {key}", event.where, notes)
         self.applied_events += 1
         return True
@@ -505,7 +505,7 @@ class Extender:
         gang = self._gang_of(obj)
         notes: list[str] = []
         effects.append(lambda: self._log_notes(f"Pod {key}", event.where, notes))  # none: gone, pending or finished
-        effects.append(lambda: self._awaiting_node.pop(key, None))
+        effects.append(lambda: self._no_longer_awaiting(key))
         if event.type == "DELETED":
             effects.append(lambda: self._gone(key, gang))
             return
@@ -530,6 +530,10 @@ class Extender:
         if uid:
             effects.append(lambda: self._uid_of.__setitem__(key, uid))
         effects.append(lambda: self._forget(key, gang))
+
+    def _no_longer_awaiting(self, key: str) -> None:
+        """The pod's last event is applied (or it is gone): it waits for no node."""
+        self._awaiting_node.pop(key, None)
 
     def _note_pending(self, key: str, obj: Mapping[str, Any], gang: _Gang | None) -> None:
         if key in self._reserved or self.cluster.session.holds(key):
