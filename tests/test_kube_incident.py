@@ -379,6 +379,13 @@ def test_once_the_zombies_are_deleted_kube_scheduler_binds_the_whole_gang_throug
         held.setdefault(pod["spec"]["nodeName"], []).extend(gpus_of(pod))
     assert all(len(gpus) == len(set(gpus)) and set(gpus) <= set(range(GPUS_PER_NODE)) for gpus in held.values()), held
     assert all(sorted(gpus_of(p)) == list(range(GPUS_PER_NODE)) for p in pods)
+    # the Bindings came back through placer's watch as the pods it holds: nothing reserved, refused or waiting
+    def settled() -> dict[str, Any]:
+        state = incident.server.request("GET", "/healthz")[1]
+        return state if state["pods"] == len(running) and state["reserved"] == 0 else {}
+
+    state = kube.wait_until(settled, "placer's watch to see the gang bound", 30)
+    assert (state["pending"], state["events_refused"], state["awaiting_node"]) == (0, 0, 0)
     _, metrics, _ = incident.server.request("GET", "/metrics")
     binds = re.search(r'placer_extender_requests_total\{code="200",verb="bind"\} (\S+)', metrics)
     assert binds is not None and float(binds.group(1)) == GANG_PODS
