@@ -172,9 +172,20 @@ def scores_0_to_10(scores: Sequence[int] | np.ndarray) -> list[int]:
 
 
 def with_levels(snapshot: ClusterSnapshot, levels: Iterable[str]) -> ClusterSnapshot:
-    """The snapshot with room for the topology ``levels`` ("name=label", outermost first)
-    that watched nodes are given: a snapshot without ``topologyLevels`` takes their names
-    (an empty snapshot filled by the watch); one that has them must name every level.
+    """The snapshot with room for the topology levels that watched nodes are given.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot
+        The cluster at start.
+    levels : iterable of "name=label"
+        The levels, outermost first (``--level``).
+
+    Returns
+    -------
+    ClusterSnapshot
+        ``snapshot`` with the levels' names as ``topologyLevels`` when it has none (an
+        empty snapshot the watch fills); else ``snapshot``, which must name every level.
 
     Raises
     ------
@@ -909,9 +920,8 @@ class Extender:
         spec = request.gangs.get(gang.name)
         result = self.cluster.place(list(request.pods), gang=spec, policy=self._policy, seed=self.seed)
         if result.unschedulable or len(result.assignments) != len(request.pods):
-            reason = result.unschedulable[0].reason.removeprefix(f"gang {gang.name}: ") if result.unschedulable else (
-                "no room")
-            return f"gang {gang.name} does not fit: {reason}"
+            reason = result.unschedulable[0].reason if result.unschedulable else "no room"
+            return f"gang {gang.name} does not fit: {reason.removeprefix(f'gang {gang.name}: ')}"
         self.cluster.bind(result)
         for a in result.assignments:
             self._reserved[a.pod] = a
