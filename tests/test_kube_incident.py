@@ -350,7 +350,7 @@ def test_placer_reconcile_with_the_nodes_nvidia_smi_output_marks_the_zombies_gpu
 
 
 @pytest.fixture(scope="module")
-def recovered(incident, explained) -> dict[str, Any]:
+def recovered(incident) -> dict[str, Any]:
     """The gang's pods once the MPI job's pods are deleted and kube-scheduler bound them; the
     API's objects listed to files under ``recovered``."""
     incident.api.call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=training.kubeflow.org/job-name"
