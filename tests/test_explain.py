@@ -88,6 +88,22 @@ def test_topology_gang_fits_only_across_racks():
     assert [(lv.level, lv.domain, lv.fits, lv.needed) for lv in p.levels] == [("rack", "r1", 2, 3)]
 
 
+def test_a_topology_cause_names_the_nodes_and_holders_of_the_best_domain_not_the_nearest_elsewhere():
+    # rack r0: two nodes a 4-GPU pod and a 5-GPU pod hold; racks r1 and r2: one node each lacks a GPU only
+    nodes = [node(f"n{i}", topology={"rack": f"r{i // 4}"}) for i in range(12)]
+    nodes[0]["pods"] = [{"name": "mpi-0", "gpus": [0, 1, 2, 3]}]
+    nodes[1]["pods"] = [{"name": "mpi-1", "gpus": [0, 1, 2, 3, 4]}]
+    for i in (4, 5, 8, 9):
+        nodes[i]["pods"] = [{"name": f"infer-{i}", "gpus": [0]}]
+    pods = [{"name": "w", "replicas": 4, "gpus": 8, "gang": "g"}]
+    gangs = {"g": {"topology": {"mode": "required", "level": "rack"}}}
+    p = only(explain(snapshot(nodes, levels=("rack",)), request(pods, gangs)))
+    assert p.cause == "topology" and [(lv.domain, lv.fits) for lv in p.levels] == [("r0", 2)]
+    # freeing n0 and n1 (short 4 and 5 GPUs) lets r0 hold the gang; the 1-GPU pods elsewhere would not
+    assert [(n.node, n.lacks, n.holders) for n in p.nearest] == [
+        ("n0", ("4 GPU(s)",), ("mpi-0 (4 GPU(s))",)), ("n1", ("5 GPU(s)",), ("mpi-1 (5 GPU(s))",))]
+
+
 def test_capacity_nothing_free():
     snap = snapshot([node("a", held=range(8))])
     p = only(explain(snap, request([{"name": "one", "gpus": 1}])))

@@ -240,7 +240,9 @@ def test_gang_members_wait_in_filter_until_the_whole_gang_fits_then_bind_togethe
     second, scores = verbs(ex, pod("w-1", 8, **member))
     # one rack has two free 8-GPU nodes (r0's gpu-0 holds a pod; r1's gpu-3 is cordoned): none
     assert second["NodeNames"] == []
-    assert "does not fit" in next(iter(second["FailedNodes"].values()))
+    why = next(iter(second["FailedNodes"].values()))
+    assert why.startswith("gang ml/pg does not fit: topology level rack allows to fit only 1 out of 2 pod(s)")
+    assert why.count("ml/pg") == 1  # the gang named once, not again by the placement's reason
     # without the rack constraint the gang fits on gpu-1 and gpu-2, reserved whole
     ex = Extender(cluster_document(), podgroups=[podgroup("pg", 2)])
     member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"}}
@@ -258,6 +260,20 @@ def test_gang_members_wait_in_filter_until_the_whole_gang_fits_then_bind_togethe
     assert bind(ex, "w-0", node_0) == {"Error": ""} and bind(ex, "w-1", node_1) == {"Error": ""}
     assert ex.state()["reserved"] == 0
     assert {b["target"]["name"] for b in ex.binder.bindings} == {"gpu-1", "gpu-2"}
+
+
+def test_an_empty_snapshot_takes_the_levels_of_the_watched_nodes_and_other_levels_are_refused():
+    empty = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []}
+    ex = Extender(empty, levels=[f"rack={RACK}"])
+    ex.queue([WatchEvent("ADDED", {"kind": "Node", "metadata": {"name": "gpu-9", "labels": {RACK: "r9"}},
+                                   "status": {"allocatable": {"nvidia.com/gpu": "8"}}})])
+    ex.sync(now=True)
+    assert ex.refused_events == 0 and ex.cluster.node_names == ["gpu-9"]
+    assert ex.cluster.to_snapshot().topology_levels == ("rack",)
+    assert dict(ex.cluster.to_snapshot().nodes[0].topology) == {"rack": "r9"}
+    with pytest.raises(InvalidInputError, match=r"^levels: level 'rack' is not among the snapshot's topologyLevels "
+                                                r"\(zone\)"):
+        Extender({**empty, "topologyLevels": ["zone"]}, levels=[f"rack={RACK}"])
 
 
 def test_a_gang_whose_podgroup_is_unknown_waits_and_says_so():
@@ -284,6 +300,32 @@ def test_watch_events_change_what_fits_and_a_bad_event_is_refused_alone():
     ex.queue([WatchEvent("DELETED", running, "pods.watch:9")])
     result, _ = verbs(ex, pod("a", 8))
     assert result["NodeNames"] == ["gpu-1", "gpu-2"]
+
+
+def test_a_pod_seen_before_its_node_waits_for_the_node_and_then_holds_its_gpus():
+    # Nodes and Pods are listed and watched apart: the pod list may come first
+    ex = Extender(cluster_document(), levels=[f"rack={RACK}"])
+    early = pod("early", 8)
+    early.update(kind="Pod", spec={**early["spec"], "nodeName": "gpu-9"}, status={"phase": "Running"})
+    early["metadata"]["annotations"] = {"placer.io/gpus": "0,1,2,3,4,5,6,7"}
+    ex.queue([WatchEvent("ADDED", early, "list Pod")])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 1 and ex.state()["events_refused"] == 0 and ex.state()["pods"] == 1
+    node = {"kind": "Node", "metadata": {"name": "gpu-9", "labels": {RACK: "r9"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+    ex.queue([WatchEvent("ADDED", node, "list Node")])
+    result, _ = verbs(ex, pod("a", 8), [*NAMES, "gpu-9"])
+    assert ex.state()["awaiting_node"] == 0 and ex.state()["pods"] == 2
+    assert result["FailedNodes"]["gpu-9"] == "Insufficient nvidia.com/gpu"
+    # a waiting pod deleted before its node comes holds nothing when the node does
+    gone = {**early, "metadata": {**early["metadata"], "name": "gone"}, "spec": {**early["spec"], "nodeName": "gpu-10"}}
+    ex.queue([WatchEvent("ADDED", gone, "watch Pod")])
+    ex.sync(now=True)
+    assert ex.state()["awaiting_node"] == 1
+    ex.queue([WatchEvent("DELETED", gone, "watch Pod"),
+              WatchEvent("ADDED", {**node, "metadata": {"name": "gpu-10", "labels": {RACK: "r9"}}}, "watch Node")])
+    result, _ = verbs(ex, pod("a", 8), ["gpu-9", "gpu-10"])
+    assert ex.state()["awaiting_node"] == 0 and ex.state()["pods"] == 2 and result["NodeNames"] == ["gpu-10"]
 
 
 def test_a_watched_node_event_cordons_and_uncordons():

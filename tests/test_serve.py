@@ -244,6 +244,9 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         (("--snapshot", "cluster.json", "--max-connections", "0"), "--max-connections: expected an integer >= 1"),
         (("--snapshot", "cluster.json", "--max-body-bytes", "1e6"), "--max-body-bytes: expected an integer >= 1"),
         (("--snapshot", "cluster.json", "--max-body-bytes", str(2**28 + 1)), "--max-body-bytes: expected at most"),
+        (("--snapshot", "cluster.json", "--level", "zone=topology.kubernetes.io/zone"),
+         "--level: level 'zone' is not among the snapshot's topologyLevels (rack)"),
+        (("--snapshot", "cluster.json", "--level", "rack"), "--level[0]: expected NAME=LABEL"),
     ]:
         done = run_cli("serve", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)

@@ -180,8 +180,13 @@ def run_serve(args: argparse.Namespace) -> int:
     if client is not None and not kube_live.verifies_the_api_server(client):
         start_notes.append(f"--kubeconfig: {args.kubeconfig} has insecure-skip-tls-verify: the API server's "
                            "certificate is not checked")
-    extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
-                        sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
+    try:
+        extender = Extender(args.snapshot, policy=policy, levels=args.level, podgroups=podgroups, binder=binder,
+                            sync_interval_s=interval, pending_ttl_s=pending_ttl, max_pending=max_pending)
+    except InvalidInputError as e:
+        if e.where.startswith("levels"):
+            raise InvalidInputError("--level" + e.where.removeprefix("levels"), e.what) from None
+        raise
     extender.queue(events)
     extender.sync(now=True)
     notes("serve", start_notes)

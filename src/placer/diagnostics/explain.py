@@ -423,6 +423,9 @@ def _explain_group(
     elif fits_total and levels and all(lv.fits < lv.needed for lv in levels[-1:]):
         cause = "topology"
         lv = levels[-1]
+        # what would make the best domain hold the gang: its nodes, not the nearest anywhere
+        nearest = _nearest(cluster, main, caps[0], fits_empty_per_shape[0], within=_best_domain(cluster, lv.level,
+                           caps[0]), count=max(NEAREST, lv.needed - lv.fits))
         detail = (
             f"the {len(pods)} pod(s) fit on the eligible nodes together, but no {lv.level} domain "
             f"holds more than {lv.fits} (best: {lv.domain})"
@@ -647,13 +650,15 @@ def _registration_gap(cluster: Cluster, pod: PodRequest) -> str:
 
 
 def _nearest(
-    cluster: Cluster, shape: gangs.Shape, cap: np.ndarray, fits_empty: np.ndarray
+    cluster: Cluster, shape: gangs.Shape, cap: np.ndarray, fits_empty: np.ndarray, *,
+    within: np.ndarray | None = None, count: int = NEAREST,
 ) -> tuple[NearNode, ...]:
-    """Eligible nodes that hold no pod of the shape now but could when empty (``fits_empty``),
-    least short (GPUs, CPU, memory) first."""
+    """Eligible nodes (of ``within``, a node mask, when given) that hold no pod of the shape
+    now but could when empty (``fits_empty``), least short (GPUs, CPU, memory) first; at
+    most ``count``."""
     free = cluster.session.free
     pod = shape.pod
-    candidates = np.nonzero(shape.eligible & fits_empty & (cap == 0))[0]
+    candidates = np.nonzero(shape.eligible & fits_empty & (cap == 0) & (True if within is None else within))[0]
     short_milli = np.zeros(len(candidates), dtype=np.int64)  # shared pods: milli short on the best GPU
     short_gpus = np.zeros(len(candidates), dtype=np.int64)
     if pod.gpus and pod.gpu_milli >= 1000:
@@ -665,7 +670,7 @@ def _nearest(
     # a pod that asks for no CPU (memory) lacks none on a node its running pods over-commit
     short_cpu = np.maximum(pod.cpu_milli - free.cpu_milli[candidates], 0) * (pod.cpu_milli > 0)
     short_mem = np.maximum(pod.memory_mib - free.memory_mib[candidates], 0) * (pod.memory_mib > 0)
-    order = np.lexsort((candidates, short_mem, short_cpu, short_gpus))[:NEAREST]
+    order = np.lexsort((candidates, short_mem, short_cpu, short_gpus))[:count]
     out = []
     for k in order.tolist():
         n = int(candidates[k])
@@ -697,6 +702,15 @@ def _outside_domains(cluster: Cluster, level: str, cap: np.ndarray) -> str:
         return ""
     return (f"; {len(names)} eligible node(s) with room are outside every {level} domain: {some_of(names)} "
             "(the topology source, e.g. Slurm's topology.conf, does not place them)")
+
+
+def _best_domain(cluster: Cluster, level: str, cap: np.ndarray) -> np.ndarray:
+    """The nodes of the ``level`` domain that takes the most pods now (``cap`` per node): the
+    ``best`` domain of :func:`_level_fits`."""
+    h = cluster.domains.hierarchy()
+    at = h.levels.index(level)
+    caps = gangs.domain_capacities(h, cap, [1] * len(h.levels))
+    return h.ids[at] == int(np.argmax(caps[at]))
 
 
 def _gpu_holders(cluster: Cluster, node: int) -> tuple[str, ...]:

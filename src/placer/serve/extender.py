@@ -53,13 +53,13 @@ import numpy as np
 from placer import policies
 from placer.adapters.kubernetes.live import Listing, WatchEvent
 from placer.adapters.kubernetes.sharing import as_slots
-from placer.adapters.kubernetes.snapshot import node_from_object, running_pod_from_object
+from placer.adapters.kubernetes.snapshot import node_from_object, parse_levels, running_pod_from_object
 from placer.adapters.kubernetes.scheduling import named_group
 from placer.adapters.kubernetes.workloads import workloads_from_objects
 from placer.placement.cluster import Cluster
 from placer.exceptions import InvalidInputError, PlacerError
 from placer.formats import binding_annotations
-from placer.model import Assignment, ClusterSnapshot, PodRequest
+from placer.model import Assignment, ClusterSnapshot, PodRequest, load_snapshot
 from placer.preemption import victims as preemption
 from placer.schema import snapshot_from_dict
 from placer.schema.extender import BindingArgs, ExtenderArgs, PreemptionArgs, pod_key, same_json_value
@@ -77,6 +77,7 @@ __all__ = [
     "Extender",
     "scores_0_to_10",
     "reason_label",
+    "with_levels",
 ]
 
 MAX_SCORE = 10
@@ -171,6 +172,41 @@ def scores_0_to_10(scores: Sequence[int] | np.ndarray) -> list[int]:
     return [MAX_SCORE * (s - low) // (high - low) for s in values.tolist()]
 
 
+def with_levels(snapshot: ClusterSnapshot, levels: Iterable[str]) -> ClusterSnapshot:
+    """The snapshot with room for the topology levels that watched nodes are given.
+
+    Parameters
+    ----------
+    snapshot : ClusterSnapshot
+        The cluster at start.
+    levels : iterable of "name=label"
+        The levels, outermost first (``--level``).
+
+    Returns
+    -------
+    ClusterSnapshot
+        ``snapshot`` with the levels' names as ``topologyLevels`` when it has none (an
+        empty snapshot the watch fills); else ``snapshot``, which must name every level.
+
+    Raises
+    ------
+    InvalidInputError
+        At ``levels`` (``--level``), naming a level the snapshot's ``topologyLevels`` lack.
+    """
+    names = [name for name, _ in parse_levels(levels, "levels")]
+    if not names:
+        return snapshot
+    if not snapshot.topology_levels:
+        return msgspec.structs.replace(snapshot, topology_levels=tuple(names))
+    lacking = [name for name in names if name not in snapshot.topology_levels]
+    if lacking:
+        raise InvalidInputError(
+            "levels", f"level {lacking[0]!r} is not among the snapshot's topologyLevels "
+            f"({', '.join(snapshot.topology_levels)}): watched nodes could not be placed in it"
+        )
+    return snapshot
+
+
 @dataclass
 class _Gang:
     """A PodGroup as the extender knows it: its object and its pending pods."""
@@ -232,11 +268,11 @@ class Extender:
         max_pending: int = MAX_PENDING,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cluster = Cluster(snapshot)
+        self.levels = tuple(levels)
+        self.cluster = Cluster(with_levels(load_snapshot(snapshot), self.levels))
         self._policy = policies.get(policy, "policy")  # looked up here, once
         self.policy = self._policy.name
         self.seed = seed
-        self.levels = tuple(levels)
         self.binder: Binder = binder if binder is not None else RecordingBinder()
         self._gangs: dict[str, _Gang] = {}
         self._pending: dict[str, Mapping[str, Any]] = {}  # pod key -> the Pod object last seen
@@ -280,7 +316,9 @@ class Extender:
         time, ``now``, or a list is queued): all at once when the cluster they make is
         valid, else one at a time, an event that would make it invalid refused (logged and
         counted) with nothing of it kept. A list applies as the events that make the state
-        of its kind what it lists (:meth:`_replacing`)."""
+        of its kind what it lists (:meth:`_replacing`). A pod bound to a node placer does not
+        know yet (Nodes and Pods are watched apart: a pod may come before its node) waits for
+        that node, and is applied once the node is known."""
         if not self._queued or (
             not now and not self._listing_queued and time.monotonic() - self._synced_at < self.sync_interval_s
         ):
@@ -918,8 +956,8 @@ class Extender:
         spec = request.gangs.get(gang.name)
         result = self.cluster.place(list(request.pods), gang=spec, policy=self._policy, seed=self.seed)
         if result.unschedulable or len(result.assignments) != len(request.pods):
-            reasons = [u.reason for u in result.unschedulable]
-            return f"gang {gang.name} does not fit: {reasons[0] if reasons else 'no room'}"
+            reason = result.unschedulable[0].reason if result.unschedulable else "no room"
+            return f"gang {gang.name} does not fit: {reason.removeprefix(f'gang {gang.name}: ')}"
         self.cluster.bind(result)
         for a in result.assignments:
             self._reserved[a.pod] = a
