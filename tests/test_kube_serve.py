@@ -331,6 +331,8 @@ def test_a_restarted_placer_recovers_its_binds_from_the_api_and_holds_no_gpu_twi
     status, ready, _ = loop.placer.request("GET", "/readyz?verbose")
     assert status == 200 and "watch-podgroups" not in ready  # no PodGroup API here: not waited for
     second = bound(loop, "restart-b", timeout_s=90)
+    health = loop.placer.request("GET", "/healthz")[1]
+    assert health["events_refused"] == 0 and health["awaiting_node"] == 0, health  # every bound pod held
     assert second["spec"]["nodeName"] == "restart-0"
     assert first | gpus_of(second) == set(range(8)) and not first & gpus_of(second)
     api.create(gpu_pod("restart-c", "restart", {"nvidia.com/gpu": "1"}))
