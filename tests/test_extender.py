@@ -243,6 +243,7 @@ def test_gang_members_wait_in_filter_until_the_whole_gang_fits_then_bind_togethe
     why = next(iter(second["FailedNodes"].values()))
     assert why.startswith("gang ml/pg does not fit: topology level rack allows to fit only 1 out of 2 pod(s)")
     assert why.count("ml/pg") == 1  # the gang named once, not again by the placement's reason
+    assert "nodes are available" not in why  # kube-scheduler counts the nodes' reasons itself
     # without the rack constraint the gang fits on gpu-1 and gpu-2, reserved whole
     ex = Extender(cluster_document(), podgroups=[podgroup("pg", 2)])
     member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"}}

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from itertools import compress
 from dataclasses import dataclass, field
@@ -957,7 +958,8 @@ class Extender:
         result = self.cluster.place(list(request.pods), gang=spec, policy=self._policy, seed=self.seed)
         if result.unschedulable or len(result.assignments) != len(request.pods):
             reason = result.unschedulable[0].reason if result.unschedulable else "no room"
-            return f"gang {gang.name} does not fit: {reason.removeprefix(f'gang {gang.name}: ')}"
+            reason = _CLUSTER_COUNT.sub("", reason.removeprefix(f"gang {gang.name}: "))
+            return f"gang {gang.name} does not fit: {reason}"
         self.cluster.bind(result)
         for a in result.assignments:
             self._reserved[a.pod] = a
@@ -1000,6 +1002,11 @@ class Extender:
             "pending_dropped": self.pending_dropped,
             "awaiting_node": len(self._awaiting_node),
         }
+
+
+_CLUSTER_COUNT = re.compile(r"; 0/\d+ nodes are available: .*\Z", re.S)
+"""The whole-cluster count that ends a gang's reason: kube-scheduler counts the nodes' reasons
+itself (its ``0/N nodes are available: …``), so a node's reason leaves placer's out."""
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
