@@ -703,3 +703,59 @@ def test_a_pod_bound_to_a_node_not_known_yet_waits_for_the_node_and_then_holds_i
     ex.queue([WatchEvent("DELETED", running_pod_object("late", "gpu-10", 1))])
     ex.sync(now=True)
     assert ex.state()["awaiting_node"] == 0
+
+
+def test_reserving_a_gang_wakes_each_member_kube_scheduler_parked_once_and_its_echo_changes_nothing():
+    ex = Extender(cluster_document(), podgroups=[podgroup("pg", 3)])
+    labels = {"scheduling.x-k8s.io/pod-group": "pg"}
+    for name in ("g-0", "g-1"):  # each turned away as it comes: kube-scheduler parks it
+        assert verbs(ex, pod(name, 4, labels=labels))[0]["NodeNames"] == []
+    assert ex.binder.wakes == []
+    (node_2,) = verbs(ex, pod("g-2", 4, labels=labels))[0]["NodeNames"]  # the last one reserves the gang
+    assert ex.state()["reserved"] == 3
+    # the members but the one filtered now, each with its UID and its reserved node
+    assert [(w.namespace, w.name, w.uid) for w in ex.binder.wakes] == [
+        ("ml", "g-0", "uid-g-0"), ("ml", "g-1", "uid-g-1")]
+    woken = {w.name: w.node for w in ex.binder.wakes}
+    before = ex.cluster.to_snapshot()
+    for name, node in woken.items():
+        # the watch's echo of the wake (the member pending, with placer's annotation), then
+        # kube-scheduler's retry of the woken member: its filter keeps the node the wake named
+        echo = {**pod(name, 4, labels=labels, annotations={"placer.io/reserved-node": node}), "kind": "Pod"}
+        ex.queue([WatchEvent("MODIFIED", echo)])
+        assert verbs(ex, echo)[0]["NodeNames"] == [node]
+    assert ex.state()["events_refused"] == 0 and ex.state()["reserved"] == 3
+    assert ex.cluster.to_snapshot() == before and len(ex.binder.wakes) == 2
+    for name, node in {**woken, "g-2": node_2}.items():
+        assert bind(ex, name, node) == {"Error": ""}
+    assert ex.state()["reserved"] == 0 and len(ex.binder.wakes) == 2
+
+
+def test_a_binder_without_wake_reserves_the_gang_all_the_same():
+    class BindOnly:
+        def __init__(self) -> None:
+            self.bound: list[str] = []
+
+        def bind(self, namespace, name, uid, node, annotations):
+            self.bound.append(name)
+
+    ex = Extender(cluster_document(), podgroups=[podgroup("pg", 2)], binder=BindOnly())
+    member = {"labels": {"scheduling.x-k8s.io/pod-group": "pg"}}
+    verbs(ex, pod("g-0", 1, **member))
+    (node,) = verbs(ex, pod("g-1", 1, **member))[0]["NodeNames"]
+    assert ex.state()["reserved"] == 2 and bind(ex, "g-1", node) == {"Error": ""} and ex.binder.bound == ["g-1"]
+
+
+def test_a_wake_the_api_server_refuses_is_logged_in_one_line_naming_each_pod(tmp_path, caplog):
+    from kube_api_stub import closed_port, write_kubeconfig
+
+    from placer.adapters.kubernetes.live import KubeBinder, ReservedMember, api_client
+
+    binder = KubeBinder(api_client(str(write_kubeconfig(tmp_path / "kubeconfig", closed_port()))), timeout_s=2)
+    members = [ReservedMember("ml", f"g-{k}", f"uid-g-{k}", f"gpu-{k}") for k in range(2)]
+    with caplog.at_level(logging.WARNING, logger="placer.watch"):
+        binder.wake(members).join(timeout=30)
+    (line,) = [r.getMessage() for r in caplog.records if "wake" in r.getMessage()]
+    assert line.startswith("could not wake 2 reserved gang member(s) for kube-scheduler to retry")
+    assert "ml/g-0 (connection refused); ml/g-1 (connection refused)" in line
+    assert binder.wake([]) is None

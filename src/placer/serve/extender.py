@@ -14,8 +14,10 @@ No HTTP here (:mod:`placer.serve.app` carries the verbs over HTTP); the bodies a
   the node placer chooses, ``prioritize`` gives it 10.
 * Gangs (pods naming a PodGroup): each member waits in ``filter`` (every node failed, with
   how many of the gang's ``minMember`` pods placer has seen) until the whole gang is
-  pending; then placer places the gang all or nothing and reserves it whole, and each
-  member's ``filter`` keeps its reserved node. ``bind`` confirms one member at a time.
+  pending; then placer places the gang all or nothing and reserves it whole, the binder
+  wakes the other members (:meth:`Binder.wake`: kube-scheduler parked those it saw turned
+  away), and each member's ``filter`` keeps its reserved node. ``bind`` confirms one
+  member at a time.
 * ``bind``: the GPUs placer chose for the pod on the node kube-scheduler chose (or its
   reservation), held at once; the binder writes the Binding and the ``placer.io/gpus``
   annotation. A bind that cannot be honoured changes nothing and answers ``Error``. Binds
@@ -52,7 +54,7 @@ import msgspec
 import numpy as np
 
 from placer import policies
-from placer.adapters.kubernetes.live import Listing, WatchEvent
+from placer.adapters.kubernetes.live import Listing, ReservedMember, WatchEvent
 from placer.adapters.kubernetes.sharing import as_slots
 from placer.adapters.kubernetes.snapshot import node_from_object, parse_levels, running_pod_from_object
 from placer.adapters.kubernetes.scheduling import named_group
@@ -73,6 +75,7 @@ __all__ = [
     "PENDING_TTL_S",
     "MAX_PENDING",
     "Binder",
+    "ReservedMember",
     "RecordingBinder",
     "RefusingBinder",
     "Extender",
@@ -126,16 +129,25 @@ class Binder(Protocol):
     def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         """Bind the pod; raise to refuse (the extender then answers ``Error``)."""
 
+    def wake(self, members: Sequence[ReservedMember]) -> Any:
+        """Have kube-scheduler retry these members of a gang placer just reserved, which it
+        may hold among its unschedulable pods; without waiting for the writes (optional: a
+        binder without it wakes none)."""
+
 
 @dataclass
 class RecordingBinder:
     """A binder that posts nothing (``placer serve --dry-run``, and the default of
-    :class:`Extender`): it keeps the Bindings it was asked for."""
+    :class:`Extender`): it keeps the Bindings and the wakes it was asked for."""
 
     bindings: list[dict[str, Any]] = field(default_factory=list)
+    wakes: list[ReservedMember] = field(default_factory=list)
 
     def bind(self, namespace: str, name: str, uid: str, node: str, annotations: Mapping[str, str]) -> None:
         self.bindings.append(binding_object(namespace, name, uid, node, annotations))
+
+    def wake(self, members: Sequence[ReservedMember]) -> None:
+        self.wakes.extend(members)
 
 
 class RefusingBinder:
@@ -912,7 +924,7 @@ class Extender:
         """(nodes that pass in candidate order, failed with reason, failed for good with reason)."""
         gang = self._gang_of(pod)
         if gang is not None and key not in self._reserved:
-            why = self._plan_gang(gang, source)
+            why = self._plan_gang(gang, key, source)
             if why:
                 return [], {n: why for n in names}, {}
         whole = self._whole_decision(key, pod, source)
@@ -943,9 +955,10 @@ class Extender:
                     (failed if ok else unresolvable)[names[k]] = reason
         return passing, failed, unresolvable
 
-    def _plan_gang(self, gang: _Gang, source: str) -> str:
-        """Reserve the whole gang when all its pods are pending and it fits; "" when
-        reserved, else why the member must wait."""
+    def _plan_gang(self, gang: _Gang, filtering: str, source: str) -> str:
+        """Reserve the whole gang when all its pods are pending and it fits, and have the
+        binder wake its members but ``filtering`` (the pod being filtered: kube-scheduler
+        parked the others it turned away); "" when reserved, else why the member must wait."""
         if gang.podgroup is None:
             return f"gang {gang.name}: PodGroup not known to placer (give it with --podgroups or the watch)"
         running = sum(1 for _, p in self.cluster.session.running() if p.gang == gang.name)
@@ -961,11 +974,18 @@ class Extender:
             reason = _CLUSTER_COUNT.sub("", reason.removeprefix(f"gang {gang.name}: "))
             return f"gang {gang.name} does not fit: {reason}"
         self.cluster.bind(result)
+        parked = []
         for a in result.assignments:
             self._reserved[a.pod] = a
             uid = _uid(gang.pending.pop(a.pod, None) or {})
             if uid:
                 self._uid_of[a.pod] = uid
+            if a.pod != filtering:
+                namespace, _, name = a.pod.partition("/")
+                parked.append(ReservedMember(namespace, name, uid, a.node))
+        wake = getattr(self.binder, "wake", None)
+        if wake is not None and parked:
+            wake(parked)
         return ""
 
     def _assignment_on(self, key: str, obj: Mapping[str, Any], node: str, source: str) -> Assignment:

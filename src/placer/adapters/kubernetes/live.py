@@ -20,7 +20,9 @@ Two sources give the same :class:`WatchEvent` objects, so the code that applies 
   failures in two lines: the first, then how it ended (recovered, or another error).
 
 :class:`KubeBinder` writes placer's decisions through the same client: the pod's Binding,
-with placer's annotations (``placer.io/gpus``, ``placer.io/mig``, ...).
+with placer's annotations (``placer.io/gpus``, ``placer.io/mig``, ...), and the
+``placer.io/reserved-node`` annotation that makes kube-scheduler retry a gang member it
+parked before placer reserved its gang (:meth:`KubeBinder.wake`).
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ from placer.exceptions import InvalidInputError
 __all__ = [
     "EVENT_TYPES", "WatchEvent", "Listing", "read_watch_stream", "read_watch_file", "read_podgroups", "watch_cluster",
     "WATCH_TIMEOUT_S", "WatchHealth", "watch_failure", "require_kubernetes",
-    "api_client", "verifies_the_api_server", "API_TIMEOUT_S", "KubeBinder",
+    "api_client", "verifies_the_api_server", "API_TIMEOUT_S", "KubeBinder", "ReservedMember",
+    "RESERVED_NODE_ANNOTATION",
 ]
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
@@ -52,6 +55,8 @@ WATCH_TIMEOUT_S = 300
 """The watch's server-side timeout: a healthy watch of a quiet cluster answers this often."""
 API_TIMEOUT_S = 10.0
 """Default of ``--api-timeout``: the most a Binding call or a list of the watch may take."""
+RESERVED_NODE_ANNOTATION = "placer.io/reserved-node"
+"""The annotation :meth:`KubeBinder.wake` writes on a reserved gang member: its node."""
 
 _log = logging.getLogger("placer.watch")
 
@@ -458,6 +463,16 @@ def _watch(
     return version
 
 
+@dataclass(frozen=True)
+class ReservedMember:
+    """A gang member placer reserved a node for, which kube-scheduler may have parked."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+
+
 class KubeBinder:
     """Binds through the API server: one Binding per pod, carrying placer's annotations
     (:func:`placer.formats.binding_annotations`: the GPU indices as ``placer.io/gpus``, MIG
@@ -486,10 +501,58 @@ class KubeBinder:
                                     annotations=dict(annotations) or None),
             target=m.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
-        with _timeout_named(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)"):
+        with self._timed():
             # the generated client cannot read the Binding the server returns: take it raw
             self._core.create_namespaced_pod_binding(name, namespace, body, _preload_content=False,
                                                      _request_timeout=self.timeout_s)
+
+    def _timed(self) -> contextlib.AbstractContextManager[None]:
+        return _timeout_named(f"the API server did not answer within {self.timeout_s:g} s (--api-timeout)")
+
+    def wake(self, members: Sequence[ReservedMember]) -> threading.Thread | None:
+        """Make kube-scheduler retry these reserved gang members now: merge-patch each pod's
+        ``placer.io/reserved-node`` annotation (its node) and, as a precondition, its UID.
+
+        kube-scheduler parks a pod that an extender turned away among its unschedulable pods
+        until a cluster event may help it; the last member's creation is none, so the early
+        members would wait for its 5-minute flush. Any update of a parked pod is such an
+        event (v1.36.3, ``pkg/scheduler/backend/queue/scheduling_queue.go``,
+        ``PriorityQueue.Update``: the hints of the pod's rejectors for ``UnscheduledPod/Update``;
+        ``framework/runtime/framework.go``: the ``Extender`` rejector registers every Pod
+        event, with no hint, i.e. ``Queue``), so the pod goes back to kube-scheduler's active
+        or backoff queue.
+
+        The patches run in a daemon thread, one after another, each bounded by
+        :attr:`timeout_s`: no verb waits for them. The pods that could not be patched are
+        logged in one warning line (kube-scheduler's flush still retries them).
+
+        Returns
+        -------
+        threading.Thread or None
+            The thread patching them (None when there are none).
+        """
+        if not members:
+            return None
+        thread = threading.Thread(target=self._wake_all, args=(tuple(members),), name="wake-gang", daemon=True)
+        thread.start()
+        return thread
+
+    def _wake_all(self, members: Sequence[ReservedMember]) -> None:
+        failed: list[str] = []
+        for member in members:
+            meta: dict[str, Any] = {"annotations": {RESERVED_NODE_ANNOTATION: member.node}}
+            if member.uid:
+                meta["uid"] = member.uid  # immutable: a pod created anew under the name is not patched
+            try:
+                with self._timed():
+                    self._core.patch_namespaced_pod(member.name, member.namespace, {"metadata": meta},
+                                                    _content_type="application/merge-patch+json",
+                                                    _preload_content=False, _request_timeout=self.timeout_s)
+            except Exception as e:  # the API server's refusal, the network, the timeout
+                failed.append(f"{member.namespace}/{member.name} ({watch_failure(e)})")
+        if failed:
+            _log.warning("could not wake %d reserved gang member(s) for kube-scheduler to retry (it does within "
+                         "its 5-minute flush of unschedulable pods): %s", len(failed), "; ".join(failed))
 
 
 @contextlib.contextmanager
