@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -350,3 +351,45 @@ def node(name: str, *, gpus: int = 8, cpu: str = "96", memory: str = "1Ti", labe
                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                    "message": "kubelet is posting ready status"}]},
     }
+
+
+# ---------------------------------------------------------------- gangs and placer as extender
+# (shared by test_kube_incident.py and test_kube_gang_wake.py)
+
+PODGROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
+EXTENDER_DOCS = REPO / "docs" / "extender.md"
+
+
+def podgroup_crd() -> dict[str, Any]:
+    """scheduler-plugins' PodGroup kind, with a schema that keeps every field."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "podgroups.scheduling.x-k8s.io"},
+        "spec": {"group": "scheduling.x-k8s.io", "scope": "Namespaced",
+                 "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup",
+                           "listKind": "PodGroupList", "shortNames": ["pg"]},
+                 "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }
+
+
+def podgroup(namespace: str, name: str, min_member: int) -> dict[str, Any]:
+    """A coscheduling PodGroup of ``min_member`` pods."""
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"minMember": min_member}}
+
+
+def create_podgroups(api: Api, podgroups: Iterable[dict[str, Any]]) -> None:
+    """Install the PodGroup CRD and create ``podgroups`` once the API serves the kind."""
+    api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", podgroup_crd())
+    for group in podgroups:
+        path = f"{PODGROUP_API}/namespaces/{group['metadata']['namespace']}/podgroups"
+        wait_until(lambda: api.call("POST", path, group), "the PodGroup API (its CRD established)", 30)
+
+
+def documented_extender(port: int) -> dict[str, Any]:
+    """The extender entry of docs/extender.md's KubeSchedulerConfiguration, at placer's port."""
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", EXTENDER_DOCS.read_text(), re.S).group(1))
+    (extender,) = config["extenders"]
+    return {**extender, "urlPrefix": f"http://127.0.0.1:{port}"}

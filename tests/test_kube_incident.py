@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import yaml
 
 pytest.importorskip("kubernetes")
 pytest.importorskip("starlette")
@@ -35,7 +34,6 @@ from placer.diagnostics.check import check_placement  # noqa: E402
 
 pytestmark = pytest.mark.kube
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "extender.md"
 NAMESPACE = "ml"
 RACK_LABEL = "topology.kubernetes.io/rack"
 RACKS = ("rack-a", "rack-b", "rack-c", "rack-d")
@@ -47,7 +45,7 @@ ZOMBIE_GPUS = (4, 5, 6, 4, 6, 5, 4, 6, 5, 4, 6, 5, 6, 4, 5, 6)
 HEALTHY_RACKS = ("rack-a", "rack-c", "rack-d")  # a 2-GPU inference pod on the 5th node of these
 GANG = "megatron-gpt"
 GANG_PODS = 8
-PODGROUP_API = "/apis/scheduling.x-k8s.io/v1alpha1"
+PODGROUP_API = kube.PODGROUP_API
 
 
 def node_name(rack: int, slot: int) -> str:
@@ -109,37 +107,15 @@ HEALTHY = {f"llama-infer-{rack}": (node_name(RACKS.index(rack), 4), range(2)) fo
 MPI_LABELS = {"training.kubeflow.org/job-name": "mpi-bert", "training.kubeflow.org/job-role": "worker"}
 
 
-def podgroup_crd() -> dict[str, Any]:
-    """scheduler-plugins' PodGroup kind, with a schema that keeps every field."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "podgroups.scheduling.x-k8s.io"},
-        "spec": {"group": "scheduling.x-k8s.io", "scope": "Namespaced",
-                 "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup",
-                           "listKind": "PodGroupList", "shortNames": ["pg"]},
-                 "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
-    }
-
-
 def megatron() -> list[dict[str, Any]]:
     """The Megatron job: its PodGroup, then its 8 pods (rack required, as Kueue's TAS annotates)."""
-    podgroup = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                "metadata": {"name": GANG, "namespace": NAMESPACE}, "spec": {"minMember": GANG_PODS}}
+    podgroup = kube.podgroup(NAMESPACE, GANG, GANG_PODS)
     pods = [gpu_pod(f"{GANG}-{k}", GPUS_PER_NODE, labels={"scheduling.x-k8s.io/pod-group": GANG},
                     annotations={"kueue.x-k8s.io/podset-required-topology": RACK_LABEL})
             for k in range(GANG_PODS)]
     for pod in pods:
         pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
     return [podgroup, *pods]
-
-
-def documented_extender(port: int) -> dict[str, Any]:
-    """The extender entry of docs/extender.md's KubeSchedulerConfiguration, at placer's port."""
-    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", DOCS.read_text(), re.S).group(1))
-    (extender,) = config["extenders"]
-    return {**extender, "urlPrefix": f"http://127.0.0.1:{port}"}
 
 
 def kubectl_list(items: list[dict[str, Any]], kind: str, api_version: str = "v1") -> dict[str, Any]:
@@ -175,7 +151,6 @@ class Incident:
     def create_cluster(self) -> None:
         api = self.api
         api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-        api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", podgroup_crd())
         for rack in range(len(RACKS)):
             for slot in range(NODES_PER_RACK):
                 api.create(a100_node(rack, slot))
@@ -183,8 +158,7 @@ class Incident:
             for name, (node, held) in pods.items():
                 api.create(gpu_pod(name, len(held), node=node, held=held, labels=labels))
                 api.patch(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/status", kubelet_status(exited=exited))
-        kube.wait_until(lambda: api.call("POST", f"{PODGROUP_API}/namespaces/{NAMESPACE}/podgroups", megatron()[0]),
-                        "the PodGroup API (its CRD established)", 30)
+        kube.create_podgroups(api, megatron()[:1])
 
     def start_placer(self) -> Server:
         empty = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": []}
@@ -226,7 +200,7 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
     try:
         state.create_cluster()
         server = state.start_placer()
-        state.plane.start_scheduler([documented_extender(server.port)])
+        state.plane.start_scheduler([kube.documented_extender(server.port)])
         for obj in megatron()[1:]:
             state.api.create(obj)
         # Kueue admits the workload whole: placer's watch has seen every pod pending when the gates go
