@@ -759,3 +759,26 @@ def test_a_wake_the_api_server_refuses_is_logged_in_one_line_naming_each_pod(tmp
     assert line.startswith("could not wake 2 reserved gang member(s) for kube-scheduler to retry")
     assert "ml/g-0 (connection refused); ml/g-1 (connection refused)" in line
     assert binder.wake([]) is None
+
+
+def test_a_podgroup_the_watch_brings_after_its_pods_reserves_the_gang_and_wakes_every_member():
+    ex = Extender(cluster_document())
+    labels = {"scheduling.x-k8s.io/pod-group": "late"}
+    for name in ("l-0", "l-1"):  # kube-scheduler parks them: no PodGroup yet
+        assert "PodGroup not known" in next(iter(verbs(ex, pod(name, 4, labels=labels))[0]["FailedNodes"].values()))
+    why = "the watch of Pods failed"
+    ex.not_current = lambda: why
+    ex.queue([WatchEvent("ADDED", podgroup("late", 2))])
+    ex.sync(now=True)
+    assert ex.state()["reserved"] == 0 and ex.binder.wakes == []  # not planned on a state not current
+    why = ""
+    ex.sync()
+    assert ex.state()["reserved"] == 2
+    woken = {w.name: w.node for w in ex.binder.wakes}
+    assert sorted(woken) == ["l-0", "l-1"]  # no member is being filtered: all of them
+    for name, node in woken.items():
+        assert verbs(ex, pod(name, 4, labels=labels))[0]["NodeNames"] == [node]
+    # the same PodGroup again (a list, its status written): nothing planned anew
+    ex.queue([WatchEvent("MODIFIED", {**podgroup("late", 2), "status": {"phase": "Scheduling"}})])
+    ex.sync(now=True)
+    assert len(ex.binder.wakes) == 2 and ex.state()["reserved"] == 2

@@ -10,7 +10,10 @@ pod, which kube-scheduler retries. Without it the early members would wait for i
 5-minute flush (``--pod-max-in-unschedulable-pods-duration``).
 
 4 nodes of 8 GPUs in 2 racks; a 2-GPU pod runs on rack-a; a PodGroup of minMember 4, pods of
-4 GPUs that require one rack: only rack-b holds them.
+4 GPUs that require one rack: only rack-b holds them. Then a gang of 2 whose PodGroup is
+created after its pods: kube-scheduler, which watches no PodGroup, would not retry them;
+placer reserves the gang when its watch brings the PodGroup and wakes both (in rack-a, the
+room left).
 """
 from __future__ import annotations
 
@@ -46,8 +49,8 @@ def pod(name: str, gpus: int, **meta: Any) -> dict[str, Any]:
                 {"name": "main", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}
 
 
-def member(k: int) -> dict[str, Any]:
-    return pod(f"{GANG}-{k}", GANG_GPUS, labels={"scheduling.x-k8s.io/pod-group": GANG},
+def member(k: int, gang: str = GANG) -> dict[str, Any]:
+    return pod(f"{gang}-{k}", GANG_GPUS, labels={"scheduling.x-k8s.io/pod-group": gang},
                annotations={"kueue.x-k8s.io/podset-required-topology": RACK_LABEL})
 
 
@@ -77,11 +80,20 @@ class GangLoop:
             self.plane.stop()
 
 
-def turned_away(api: kube.Api, name: str) -> dict[str, Any] | None:
-    """The pod once kube-scheduler found it unschedulable (it is then parked), else None."""
+def turned_away(api: kube.Api, name: str, why: str = "") -> dict[str, Any] | None:
+    """The pod once kube-scheduler found it unschedulable, for a reason holding ``why`` (it
+    is then parked), else None."""
     found = api.pod(NAMESPACE, name)
     condition = kube.scheduled_condition(found)
-    return found if condition and condition.get("reason") == "Unschedulable" else None
+    if condition and condition.get("reason") == "Unschedulable" and why in condition.get("message", ""):
+        return found
+    return None
+
+
+def all_bound(api: kube.Api, gang: str, members: int) -> list[dict[str, Any]]:
+    """The gang's pods once all are bound, else []."""
+    pods = [api.pod(NAMESPACE, f"{gang}-{k}") for k in range(members)]
+    return pods if all(p["spec"].get("nodeName") for p in pods) else []
 
 
 @pytest.fixture(scope="module")
@@ -98,12 +110,7 @@ def gang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GangLoop, l
             api.create(member(k))
             if k < MEMBERS - 1:
                 kube.wait_until(lambda: turned_away(api, f"{GANG}-{k}"), f"kube-scheduler to park {GANG}-{k}", 30)
-
-        def all_bound() -> list[dict[str, Any]]:
-            pods = [api.pod(NAMESPACE, f"{GANG}-{k}") for k in range(MEMBERS)]
-            return pods if all(p["spec"].get("nodeName") for p in pods) else []
-
-        yield loop, kube.wait_until(all_bound, "kube-scheduler to bind the whole gang", 60)
+        yield loop, kube.wait_until(lambda: all_bound(api, GANG, MEMBERS), "kube-scheduler to bind the whole gang", 60)
     except BaseException:  # what went wrong, from both sides
         print(loop.plane.log("kube-scheduler"))
         if loop.placer is not None:
@@ -144,3 +151,28 @@ def test_placer_woke_each_member_kube_scheduler_had_parked_and_its_state_settles
     metrics = loop.placer.request("GET", "/metrics")[2]
     assert f'placer_extender_requests_total{{code="200",verb="bind"}} {float(MEMBERS)}' in metrics
     assert "could not wake" not in loop.placer.written()
+
+
+LATE_GANG = "late"
+
+
+@pytest.fixture(scope="module")
+def late_gang(gang) -> list[dict[str, Any]]:
+    """The 2 pods of a gang whose PodGroup is created once kube-scheduler turned both away,
+    once both are bound."""
+    loop, _ = gang
+    api = loop.plane.api
+    for k in range(2):
+        api.create(member(k, LATE_GANG))
+    for k in range(2):
+        kube.wait_until(lambda: turned_away(api, f"{LATE_GANG}-{k}", "PodGroup not known to placer"),
+                        f"kube-scheduler to park {LATE_GANG}-{k}", 30)
+    api.call("POST", f"{kube.PODGROUP_API}/namespaces/{NAMESPACE}/podgroups", kube.podgroup(NAMESPACE, LATE_GANG, 2))
+    return kube.wait_until(lambda: all_bound(api, LATE_GANG, 2), "kube-scheduler to bind the late gang", 60)
+
+
+def test_a_gang_whose_podgroup_comes_after_its_pods_binds_once_placers_watch_brings_it(late_gang):
+    assert {p["spec"]["nodeName"] for p in late_gang} <= {"gpu-rack-a-0", "gpu-rack-a-1"}
+    for p in late_gang:  # no member was being filtered when placer reserved them: both woken
+        assert p["metadata"]["annotations"][RESERVED_NODE] == p["spec"]["nodeName"]
+        assert len(gpus_of(p)) == GANG_GPUS

@@ -23,7 +23,7 @@ Binding call run in a worker thread, one verb at a time (the state is one cluste
 of its own beside the state (one such body at a time). So the probes answer while a verb
 works: ``/healthz`` (``busy``: the verb) and ``/metrics`` then give the state as they last
 read it. Watch events arrive from other threads through a queue and are applied before the
-next verb. :class:`Limits` bounds what one client can hold: the body (413 once it passes
+next verb, and every :data:`IDLE_APPLY_S` while none comes (from the first request on). :class:`Limits` bounds what one client can hold: the body (413 once it passes
 the cap, read chunk by chunk, ``Content-Length`` or chunked), the time to send the headers
 and the body, the connections; every accepted connection has ``TCP_NODELAY``.
 
@@ -85,6 +85,8 @@ MAX_STALENESS_S = 2.0 * WATCH_TIMEOUT_S
 """Default bound of the state's age for ``/readyz`` (``--max-staleness``): a quiet
 cluster's healthy watch answers at least every
 :data:`~placer.adapters.kubernetes.live.WATCH_TIMEOUT_S`."""
+IDLE_APPLY_S = 1.0
+"""How often ``placer serve`` applies the watch's events while no verb comes."""
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _LARGE_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -253,6 +255,7 @@ class _StateGate:
         self.lock = asyncio.Lock()
         self.holder = ""  # the verb working on the state, "" when none
         self.state: dict[str, Any] = extender.state()
+        self._applier: asyncio.Task[None] | None = None
 
     def _drain(self) -> None:
         if self.events is None:
@@ -270,6 +273,9 @@ class _StateGate:
         meanwhile handed to the extender first (its verbs apply them)."""
         from starlette.concurrency import run_in_threadpool
 
+        if self._applier is None and self.events is not None:  # the first request: the event loop runs
+            self._applier = asyncio.get_running_loop().create_task(self._apply_while_idle())
+
         def locked() -> Any:
             self._drain()
             return work()
@@ -280,6 +286,15 @@ class _StateGate:
                 return await run_in_threadpool(locked)
             finally:
                 self.holder = ""
+
+    async def _apply_while_idle(self) -> None:
+        """Every :data:`IDLE_APPLY_S`, apply the watch events that came while no verb did:
+        what they change on placer's side alone acts without waiting for kube-scheduler's
+        next call (a gang's PodGroup, which it does not watch: :meth:`Extender.sync`)."""
+        while True:
+            await asyncio.sleep(IDLE_APPLY_S)
+            if not self.lock.locked() and (self.extender.queued or not self.events.empty()):
+                await self.current()
 
     async def current(self) -> tuple[dict[str, Any], str]:
         """The state, synced now unless a verb holds it; and that verb ("" when none)."""

@@ -28,7 +28,8 @@ No HTTP here (:mod:`placer.serve.app` carries the verbs over HTTP); the bodies a
   (:func:`placer.preemption.victims.candidates`, kube's rules over gangs and budgets), by UID;
   nodes where placer finds none are dropped.
 * Watch events (Nodes, Pods, PodGroups) are queued and applied before the next verb (at
-  most once per ``sync_interval_s``). Those that change no holding but a release apply in
+  most once per ``sync_interval_s``). A PodGroup the watch brings (or changes) for a gang
+  whose pods wait is planned then: reserved, its members woken. Those that change no holding but a release apply in
   place; the others rebuild the cluster state, all at once when they validate together,
   else one by one, each refused event counted and the state it would have broken kept. A
   list (:class:`~placer.adapters.kubernetes.live.Listing`) replaces what the watch told of its
@@ -309,6 +310,7 @@ class Extender:
         self._queued: list[WatchEvent | Listing] = []
         self._awaiting_node: dict[str, WatchEvent] = {}  # pod key -> its event, bound to a node not known yet
         self._listing_queued = False
+        self._told_podgroups: dict[str, None] = {}  # gangs whose PodGroup the watch brought or changed
         self.sync_interval_s = sync_interval_s
         self._synced_at = -math.inf
         self.refused_events = 0
@@ -335,6 +337,7 @@ class Extender:
         if not self._queued or (
             not now and not self._listing_queued and time.monotonic() - self._synced_at < self.sync_interval_s
         ):
+            self._plan_told_gangs()
             return
         events, self._queued, self._listing_queued = self._queued, [], False
         self._synced_at = time.monotonic()
@@ -346,6 +349,31 @@ class Extender:
             else:
                 part.append(event)
         self._apply_all(part)
+        self._plan_told_gangs()
+
+    @property
+    def queued(self) -> int:
+        """How many watch events and lists wait for :meth:`sync`."""
+        return len(self._queued)
+
+    def _plan_told_gangs(self) -> None:
+        """Reserve each gang whose PodGroup the watch brought or changed, once the state is
+        current (then the reservation wakes its members, :meth:`Binder.wake`): they waited in
+        ``filter`` for it, and kube-scheduler, which watches no PodGroup, would not retry them."""
+        if not self._told_podgroups or self.not_current():
+            return
+        told, self._told_podgroups = self._told_podgroups, {}
+        for name in told:
+            gang = self._gangs.get(name)
+            if gang is None or gang.podgroup is None or not gang.pending:
+                continue
+            source = f"watch PodGroup {name}"
+            try:
+                why = self._plan_gang(gang, "", source)
+            except InvalidInputError as e:
+                why = str(e)
+            if why:
+                _log.info("%s: its pending pods wait: %s", source, why)
 
     def _replacing(self, listing: Listing) -> list[WatchEvent]:
         """The events that make the state of ``listing.kind`` what it lists: a DELETED for
@@ -626,7 +654,10 @@ class Extender:
             if gang is not None:
                 gang.podgroup = None
             return
-        self._gang(key).podgroup = obj
+        gang = self._gang(key)
+        if gang.podgroup is None or gang.podgroup.get("spec") != obj.get("spec"):
+            self._told_podgroups[key] = None
+        gang.podgroup = obj
 
     def _gang(self, key: str) -> _Gang:
         gang = self._gangs.get(key)
