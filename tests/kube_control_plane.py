@@ -393,3 +393,21 @@ def documented_extender(port: int) -> dict[str, Any]:
     config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", EXTENDER_DOCS.read_text(), re.S).group(1))
     (extender,) = config["extenders"]
     return {**extender, "urlPrefix": f"http://127.0.0.1:{port}"}
+
+
+def stop_with(placer: Any, plane: ControlPlane) -> None:
+    """Stop ``placer`` (a ``serve_process.Server``; None: not started), then the control plane."""
+    try:
+        if placer is not None:
+            placer.stop()
+    finally:
+        plane.stop()
+
+
+def print_logs(plane: ControlPlane, placer: Any) -> None:
+    """Print what kube-scheduler and ``placer`` (stopped first; None: not started) wrote:
+    what went wrong, from both sides."""
+    print(plane.log("kube-scheduler"))
+    if placer is not None:
+        placer.stop()
+        print(placer.log)

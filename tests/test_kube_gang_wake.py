@@ -73,11 +73,7 @@ class GangLoop:
         self.plane.start_scheduler([kube.documented_extender(self.placer.port)])
 
     def stop(self) -> None:
-        try:
-            if self.placer is not None:
-                self.placer.stop()
-        finally:
-            self.plane.stop()
+        kube.stop_with(self.placer, self.plane)
 
 
 def turned_away(api: kube.Api, name: str, why: str = "") -> dict[str, Any] | None:
@@ -111,11 +107,8 @@ def gang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GangLoop, l
             if k < MEMBERS - 1:
                 kube.wait_until(lambda: turned_away(api, f"{GANG}-{k}"), f"kube-scheduler to park {GANG}-{k}", 30)
         yield loop, kube.wait_until(lambda: all_bound(api, GANG, MEMBERS), "kube-scheduler to bind the whole gang", 60)
-    except BaseException:  # what went wrong, from both sides
-        print(loop.plane.log("kube-scheduler"))
-        if loop.placer is not None:
-            loop.placer.stop()
-            print(loop.placer.log)
+    except BaseException:
+        kube.print_logs(loop.plane, loop.placer)
         raise
     finally:
         loop.stop()

@@ -180,9 +180,7 @@ class Incident:
         }
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-        self.plane.stop()
+        kube.stop_with(self.server, self.plane)
 
 
 def gang_pods(api: kube.Api) -> list[dict[str, Any]]:
@@ -219,11 +217,8 @@ def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
         state.pending = kube.wait_until(all_unschedulable, "kube-scheduler to find the gang unschedulable", 60)
         state.pending_files = state.listed("pending")
         yield state
-    except BaseException:  # what went wrong, from both sides
-        print(state.plane.log("kube-scheduler"))
-        if state.server is not None:
-            state.server.stop()
-            print(state.server.log)
+    except BaseException:
+        kube.print_logs(state.plane, state.server)
         raise
     finally:
         state.stop()
