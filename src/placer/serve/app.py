@@ -293,8 +293,12 @@ class _StateGate:
         next call (a gang's PodGroup, which it does not watch: :meth:`Extender.sync`)."""
         while True:
             await asyncio.sleep(IDLE_APPLY_S)
-            if not self.lock.locked() and (self.extender.queued or not self.events.empty()):
+            if self.lock.locked() or not (self.extender.queued or not self.events.empty()):
+                continue
+            try:
                 await self.current()
+            except Exception:  # a fault of placer's: logged, and the next verb meets it again
+                _log.exception("applying the watch's events while no verb came failed")
 
     async def current(self) -> tuple[dict[str, Any], str]:
         """The state, synced now unless a verb holds it; and that verb ("" when none)."""
