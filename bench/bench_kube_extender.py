@@ -44,6 +44,7 @@ import http.client
 import json
 import os
 import queue
+import signal
 import ssl
 import sys
 import tempfile
@@ -292,6 +293,7 @@ class PlacerServe:
     when it stops."""
 
     def __init__(self, folder: Path, plane: ControlPlane, profile: Path | None) -> None:
+        self.profile = profile
         extra = ["--kubeconfig", str(plane.kubeconfig), "--level", f"rack={RACK_LABEL}"]
         document = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"], "nodes": []}
         saved = dict(os.environ)
@@ -319,6 +321,10 @@ class PlacerServe:
         wait_until(ready, f"placer serve listing {nodes} nodes", 120, 0.5)
 
     def stop(self) -> None:
+        if self.profile is not None:
+            self.profile.unlink(missing_ok=True)
+            self.server.proc.send_signal(signal.SIGUSR1)
+            wait_until(self.profile.exists, f"placer serve's profile in {self.profile}", 60, 0.5)
         self.server.proc.terminate()  # the drain reads its stderr to the end, then Server.stop waits for it
         self.drain.join(timeout=30)
         self.server.stop()

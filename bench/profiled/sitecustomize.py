@@ -2,43 +2,45 @@
 imported at start by a Python whose ``PYTHONPATH`` has this folder first
 (``bench_kube_extender.py --profile``: ``placer serve``, whose verbs run in worker threads).
 
-Each thread gets its own ``cProfile.Profile``; at exit their stats are merged and written to
-the file (``pstats`` format)."""
+Each thread gets its own ``cProfile.Profile``; on ``SIGUSR1`` their stats so far are merged
+and written to the file (``pstats`` format), then the process carries on (at exit is too late:
+a process stopped by a signal may not get there)."""
 from __future__ import annotations
 
-import atexit
 import cProfile
 import os
 import pstats
+import signal
 import threading
 
 _PATH = os.environ.get("PLACER_BENCH_PROFILE")
 
 if _PATH:
     _profiles: list[cProfile.Profile] = []
-    _thread_run = threading.Thread.run
+    _bootstrap = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
 
-    def _profiled_run(self: threading.Thread) -> None:
+    def _profiled_bootstrap(self: threading.Thread) -> None:
+        # every thread starts here, whatever its class's run (anyio's worker threads have their own)
         profile = cProfile.Profile()
         _profiles.append(profile)
         profile.enable()
         try:
-            _thread_run(self)
+            _bootstrap(self)
         finally:
             profile.disable()
 
-    def _write() -> None:
-        main.disable()
-        stats = pstats.Stats(main)
-        for profile in _profiles[1:]:
+    def _write(signum: int, frame: object) -> None:
+        stats = pstats.Stats()
+        for profile in _profiles:
             try:
                 stats.add(profile)
             except (TypeError, ValueError):  # a thread that recorded nothing
                 pass
-        stats.dump_stats(_PATH)
+        stats.dump_stats(_PATH + ".part")
+        os.replace(_PATH + ".part", _PATH)  # whole when it appears
 
-    threading.Thread.run = _profiled_run  # type: ignore[method-assign]
+    threading.Thread._bootstrap_inner = _profiled_bootstrap  # type: ignore[attr-defined]
     main = cProfile.Profile()
     _profiles.append(main)
-    atexit.register(_write)
+    signal.signal(signal.SIGUSR1, _write)
     main.enable()
