@@ -13,25 +13,31 @@ same pods:
 
 Nodes: 8 GPUs (``nvidia.com/gpu``), 96 CPUs, 1 TiB, racks of 32 (``topology.kubernetes.io/rack``,
 placer's ``--level rack=...``). Pods: ``--pods`` of 1, 2, 4 or 8 GPUs (seeded), 10 CPUs and
-100 GiB per GPU, created in bulk (8 kept-alive connections) in namespace ``bench``; between
-configurations they are deleted (grace 0) and placer serve and kube-scheduler restarted.
+100 GiB per GPU, created in bulk (8 kept-alive connections) in namespace ``bench`` while no
+kube-scheduler runs, which is then started; between configurations they are deleted (grace
+0) and placer serve and kube-scheduler restarted.
 
 Printed per configuration and node count:
 
-* pods/s: pods bound / (first create sent → last bind seen by the bench's own watch);
-* creation → bound p50/p99: per pod, from its create's answer to its bind in the watch
-  (queueing included: the pods come at once);
-* attempt p50/p99 and mean: kube-scheduler's ``scheduler_scheduling_attempt_duration_seconds
-  {result="scheduled"}`` (one attempt's algorithm + binding; percentiles interpolated in its
-  ×2 buckets as Prometheus's ``histogram_quantile`` does, the mean exact: _sum/_count);
+* pods/s: the pods bound after the first, over the time from the first bind to the last,
+  as the bench's own watch of the pods sees them (every pod is created before kube-scheduler
+  starts, so that its rate is measured, not the API server's rate of creates; the creates'
+  time is printed below the table);
+* algorithm p50/p99 and mean: kube-scheduler's ``scheduler_scheduling_algorithm_duration_seconds``
+  (one scheduling cycle's filter and score, the extender's filter and prioritize calls
+  included: what holds the next pod back); attempt p50/p99 and mean:
+  ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` (the algorithm and
+  the binding, which runs beside the next cycles: waiting on the API server beside the
+  other binds is in it). Percentiles interpolated in the histograms' ×2 buckets as Prometheus's
+  ``histogram_quantile`` does; the means exact (_sum/_count);
 * placer ms/pod: placer serve's ``placer_extender_request_seconds`` _sum of every verb over
   the pods bound (time in placer from the request read to the answer encoded, waiting on
   the state included), with each verb's share;
 * peak RSS (``VmHWM``) of kube-scheduler and placer serve.
 
 ``--profile FILE`` runs placer serve under cProfile (every thread: the verbs run in worker
-threads) in the larger node count's placer run and writes FILE (pstats) with the top
-functions by cumulative time printed.
+threads; ``bench/profiled/sitecustomize.py``) in the largest node count's placer run, writes
+FILE (pstats) and prints placer's functions by cumulative time.
 
 Run: ``PLACER_KUBE_BIN=kube/bin PYTHONPATH=src:bench python bench/bench_kube_extender.py
 [--nodes 1000,5000] [--pods 1000] [--quick] [--profile serve.prof]``. To measure another
@@ -43,6 +49,7 @@ import argparse
 import http.client
 import json
 import os
+import pstats
 import queue
 import signal
 import ssl
@@ -61,7 +68,7 @@ from prometheus_client.parser import text_string_to_metric_families
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench_extender import GPU_SIZES, percentile  # noqa: E402
+from bench_extender import GPU_SIZES  # noqa: E402
 from bench_serve_load import peak_rss_mib  # noqa: E402
 from kube_control_plane import TOKEN, ControlPlane, missing, node, release, wait_until  # noqa: E402
 from serve_process import Server  # noqa: E402
@@ -107,7 +114,7 @@ def gpu_pod(k: int, gpus: int) -> dict[str, Any]:
 class Connection:
     """A kept-alive HTTPS connection to the API server with the control plane's token."""
 
-    def __init__(self, plane: ControlPlane, timeout_s: float = 60.0) -> None:
+    def __init__(self, plane: ControlPlane, timeout_s: float | None = 60.0) -> None:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
@@ -166,6 +173,8 @@ class BindWatch:
     plane: ControlPlane
     bound_at: dict[str, float] = field(default_factory=dict)
     stopped: threading.Event = field(default_factory=threading.Event)
+    failed: str = ""
+    rewatched: int = 0
 
     def start(self) -> None:
         listed = self.plane.api.get(f"/api/v1/namespaces/{NAMESPACE}/pods")
@@ -174,26 +183,35 @@ class BindWatch:
         self.thread.start()
 
     def _events(self) -> Iterator[dict[str, Any]]:
-        conn = Connection(self.plane, timeout_s=5.0)
-        try:
-            response = conn.send("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?watch=true&"
-                                        f"resourceVersion={self.version}&timeoutSeconds=600")
-            while not self.stopped.is_set():
-                try:
-                    line = response.readline()
-                except TimeoutError:
-                    continue
-                if not line:
-                    return
-                yield json.loads(line)
-        finally:
-            conn.close()
+        """The watch's events, watching again from the last version whenever the API server
+        ends it (it closes a watcher that falls behind)."""
+        while not self.stopped.is_set():
+            conn = Connection(self.plane, timeout_s=None)  # a read that times out would lose part of a line
+            try:
+                response = conn.send("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?watch=true&"
+                                            f"resourceVersion={self.version}&timeoutSeconds=1800")
+                if response.status != 200:
+                    raise RuntimeError(f"HTTP {response.status}: {response.read()[:300]!r}")
+                for line in response:
+                    if self.stopped.is_set():
+                        return
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":
+                        raise RuntimeError(f"watch ERROR event: {event['object']}")
+                    self.version = event["object"]["metadata"]["resourceVersion"]
+                    yield event
+            finally:
+                conn.close()
+            self.rewatched += 1
 
     def _run(self) -> None:
-        for event in self._events():
-            pod = event["object"]
-            if event["type"] in ("ADDED", "MODIFIED") and pod.get("spec", {}).get("nodeName"):
-                self.bound_at.setdefault(pod["metadata"]["name"], time.perf_counter())
+        try:
+            for event in self._events():
+                pod = event["object"]
+                if event["type"] in ("ADDED", "MODIFIED") and pod.get("spec", {}).get("nodeName"):
+                    self.bound_at.setdefault(pod["metadata"]["name"], time.perf_counter())
+        except Exception as error:  # the run reports it
+            self.failed = f"{type(error).__name__}: {error}"
 
     def wait(self, count: int) -> None:
         """Until ``count`` pods are bound, or none was for :data:`STALL_S`."""
@@ -203,7 +221,8 @@ class BindWatch:
             if len(self.bound_at) > seen:
                 last, seen = time.monotonic(), len(self.bound_at)
         self.stopped.set()
-        self.thread.join(timeout=10)
+        if self.failed:
+            raise SystemExit(f"the bench's watch of pods failed: {self.failed}")
 
 
 def scrape(url: str, token: str | None = None) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -271,16 +290,18 @@ class Figures:
     pods: int
     bound: int
     seconds: float
-    latency_p50: float
-    latency_p99: float
+    create_seconds: float
     attempt: Histogram
+    algorithm: Histogram
+    attempts: dict[str, float]
     scheduler_rss_mib: float
     placer_verbs: dict[str, Histogram] = field(default_factory=dict)
     placer_rss_mib: float = float("nan")
 
     @property
     def rate(self) -> float:
-        return self.bound / self.seconds if self.seconds > 0 else float("nan")
+        """Pods bound per second, first bind to last."""
+        return (self.bound - 1) / self.seconds if self.seconds > 0 else float("nan")
 
     def placer_ms_per_pod(self) -> float:
         return sum(h.total for h in self.placer_verbs.values()) / max(self.bound, 1) * 1e3
@@ -333,8 +354,9 @@ class PlacerServe:
 
 def measure(plane: ControlPlane, folder: Path, nodes: int, pods: list[dict[str, Any]], with_placer: bool,
             profile: Path | None) -> Figures:
-    """One configuration's run: placer serve (if ``with_placer``), kube-scheduler, the pods
-    created at once and bound; everything stopped and the pods deleted after."""
+    """One configuration's run: placer serve (if ``with_placer``), the pods created at once,
+    then kube-scheduler started and every pod bound; everything stopped and the pods deleted
+    after."""
     serve = None
     try:
         extenders = []
@@ -342,23 +364,28 @@ def measure(plane: ControlPlane, folder: Path, nodes: int, pods: list[dict[str, 
             serve = PlacerServe(folder, plane, profile)
             serve.wait_ready(nodes)
             extenders = [extender_entry(serve.server.port)]
-        plane.start_scheduler(extenders)
         watch = BindWatch(plane)
         watch.start()
         started = time.perf_counter()
         created = create_all(plane, pods, f"/api/v1/namespaces/{NAMESPACE}/pods")
+        create_seconds = max(created) - started
+        plane.start_scheduler(extenders)  # every pod is queued when it starts: its rate, not the creates'
         watch.wait(len(pods))
-        bound = watch.bound_at
-        names = [p["metadata"]["name"] for p in pods]
-        latencies = [bound[n] - created[i] for i, n in enumerate(names) if n in bound]
+        bound = sorted(watch.bound_at.values())
+        if watch.rewatched:
+            print(f"  (the API server ended the bench's watch {watch.rewatched} times: watched again)", file=sys.stderr)
+        in_api = sum(1 for p in plane.api.pods(NAMESPACE) if p["spec"].get("nodeName"))
+        if in_api != len(bound):
+            raise SystemExit(f"the bench's watch saw {len(bound)} pods bound, the API server has {in_api}")
         scheduler = plane.processes["kube-scheduler"]
         samples = scrape(f"https://127.0.0.1:{plane.scheduler_port}/metrics")
         figures = Figures(
             configuration="kube + placer" if with_placer else "kube alone", nodes=nodes, pods=len(pods),
-            bound=len(bound), seconds=(max(bound.values()) - started) if bound else float("nan"),
-            latency_p50=percentile(latencies, 50) if latencies else float("nan"),
-            latency_p99=percentile(latencies, 99) if latencies else float("nan"),
+            bound=len(bound), seconds=bound[-1] - bound[0] if len(bound) > 1 else float("nan"),
+            create_seconds=create_seconds,
             attempt=Histogram.of(samples, "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
+            algorithm=Histogram.of(samples, "scheduler_scheduling_algorithm_duration_seconds"),
+            attempts={got["result"]: value for got, value in samples.get("scheduler_schedule_attempts_total", ())},
             scheduler_rss_mib=peak_rss_mib(scheduler.pid),
         )
         if serve is not None:
@@ -383,9 +410,13 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
 
+def timing(h: Histogram) -> str:
+    return f"{ms(h.p50)} / {ms(h.p99)} ({ms(h.mean)})"
+
+
 def report(all_figures: list[Figures]) -> None:
-    print("| configuration | nodes | pods bound | pods/s | creation→bound p50 / p99 | attempt p50 / p99 (mean) "
-          "| placer ms/pod (filter / prioritize / bind) | peak RSS kube-scheduler / placer serve |")
+    print("| configuration | nodes | pods bound | pods/s | algorithm p50 / p99 (mean) | attempt p50 / p99 (mean) | placer ms/pod (filter / prioritize / bind) "
+          "| peak RSS kube-scheduler / placer serve |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for f in all_figures:
         placer = "—"
@@ -395,8 +426,12 @@ def report(all_figures: list[Figures]) -> None:
             placer = f"{f.placer_ms_per_pod():.1f} ({share})"
         rss = f"{f.scheduler_rss_mib:.0f} MiB" + (f" / {f.placer_rss_mib:.0f} MiB" if f.placer_verbs else "")
         print(f"| {f.configuration} | {f.nodes:,} | {f.bound:,} / {f.pods:,} | {f.rate:.1f} | "
-              f"{ms(f.latency_p50)} / {ms(f.latency_p99)} | {ms(f.attempt.p50)} / {ms(f.attempt.p99)} "
-              f"({ms(f.attempt.mean)}) | {placer} | {rss} |", flush=True)
+              f"{timing(f.algorithm)} | {timing(f.attempt)} | "
+              f"{placer} | {rss} |", flush=True)
+    print("\nthe creates took " + ", ".join(f"{f.create_seconds:.1f} s" for f in all_figures) + " (in the order above)")
+    print("kube-scheduler's attempts by result: " + "; ".join(
+        f"{f.configuration}, {f.nodes:,} nodes: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(f.attempts.items()))
+        for f in all_figures))
 
 
 def main() -> None:
@@ -440,6 +475,9 @@ def main() -> None:
             plane.stop()
     report(all_figures)
     print(f"\nload average at the end {machine_load()}")
+    if args.profile is not None:
+        print(f"\nplacer serve's profile ({args.profile}), placer's functions by cumulative time:")
+        pstats.Stats(str(args.profile)).sort_stats("cumulative").print_stats(r"placer/", 30)
 
 
 if __name__ == "__main__":
