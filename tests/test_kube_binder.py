@@ -3,6 +3,7 @@ is read whole and its connection given back to the client's pool (bench_kube_ext
 found a new TLS connection per Binding, ~30 ms of placer's bind)."""
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,3 +90,33 @@ def test_a_refused_binding_raises_and_the_next_one_reuses_the_connection(binder)
     kube.bind("ml", "job", "uid-j", "gpu-1", [1, 2])
     assert [b["metadata"]["name"] for b in api.bindings] == ["job"]
     assert api.connections == 1
+
+
+def test_placer_serve_filters_the_next_pod_while_a_bind_waits_on_the_api_server(tmp_path):
+    """kube-scheduler filters its next pod while the last one binds: placer answers it with
+    the binding pod's GPUs held, before the API server has answered the Binding."""
+    pytest.importorskip("starlette")
+    from kube_api_stub import KubeApiStub
+    from serve_process import Server
+    from test_extender import NAMES, pod
+    from test_serve import wait_for
+
+    api = KubeApiStub()
+    api.bind_delay_s = 120.0  # until the test lets it answer
+    s = Server(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig")), "--api-timeout", "100")
+    try:
+        wait_for(lambda: s.request("GET", "/readyz")[0] == 200, "the first lists")
+        assert s.post("filter", {"Pod": pod("first", 6), "NodeNames": NAMES})[1]["NodeNames"] == ["gpu-1", "gpu-2"]
+        with concurrent.futures.ThreadPoolExecutor(1) as scheduler:
+            bound = scheduler.submit(s.post, "bind", {"PodName": "first", "PodNamespace": "ml", "PodUID": "uid-first",
+                                                      "Node": "gpu-1"})
+            wait_for(lambda: api.bindings, "the Binding to reach the API server")
+            status, result = s.post("filter", {"Pod": pod("next", 6), "NodeNames": NAMES})
+            assert not bound.done()  # the Binding is not answered yet
+            assert (status, result["NodeNames"]) == (200, ["gpu-2"])  # gpu-1's GPUs are held by the binding pod
+            assert s.request("GET", "/healthz")[1]["busy"] == "bind"
+            api._stopping.set()  # the API server answers the Binding now
+            assert bound.result(timeout=60) == (200, {"Error": ""})
+    finally:
+        s.stop()
+        api.stop()
