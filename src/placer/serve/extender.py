@@ -162,14 +162,14 @@ class PendingBind:
     binder: Binder
     args: BindingArgs
     source: str
-    gpus: Sequence[int]
+    assignment: Assignment
     reserved: bool  # a gang member's reservation, kept when the post fails
 
     def post(self) -> Exception | None:
         """Post the Binding (the binder's call: the API server's round trip); the error, if it failed."""
         a = self.args
         try:
-            self.binder.bind(a.pod_namespace or "default", a.pod_name, a.pod_uid, a.node, self.gpus)
+            self.binder.bind(a.pod_namespace or "default", a.pod_name, a.pod_uid, a.node, self.assignment.gpus)
         except Exception as e:  # the binder's refusal or failure (API server, network): answered as Error
             return e
         return None
@@ -697,7 +697,7 @@ class Extender:
                     raise InvalidInputError(
                         source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
                     )
-                return PendingBind(self.binder, args, source, reserved.gpus, reserved=True)
+                return PendingBind(self.binder, args, source, reserved, reserved=True)
             obj = self._pending.get(key)
             if obj is None:
                 raise InvalidInputError(source, f"pod {key} was not seen by filter; placer does not know its requests")
@@ -708,7 +708,7 @@ class Extender:
                 )
             assignment = self._assignment_on(key, obj, args.node, source)
             self.cluster.bind(assignment)
-            return PendingBind(self.binder, args, source, assignment.gpus, reserved=False)
+            return PendingBind(self.binder, args, source, assignment, reserved=False)
         except InvalidInputError as e:
             return {"Error": str(e)}
 
