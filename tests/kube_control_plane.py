@@ -277,7 +277,8 @@ class ControlPlane:
         path = self.folder / f"{name}.yaml"
         path.write_text(yaml.safe_dump(config))
         self._spawn(name, ["--config", str(path), "--bind-address", "127.0.0.1", "--secure-port", str(port),
-                           "--authentication-skip-lookup", "--v", os.environ.get("PLACER_KUBE_SCHEDULER_V", "1")])
+                           "--authentication-skip-lookup", "--authorization-always-allow-paths",
+                           "/healthz,/readyz,/livez,/metrics", "--v", os.environ.get("PLACER_KUBE_SCHEDULER_V", "1")])
         self.scheduler_port = port
 
         def serving() -> bool:

@@ -17,9 +17,12 @@ A body that does not decode is answered 400 with the error in the result's ``Err
 field; a fault of placer's own is answered 500 the same way and logged with its
 traceback. Either way nothing changed and the service keeps serving.
 
-The event loop only reads requests and writes answers. Each verb's decoding, decision and
-Binding call run in a worker thread, one verb at a time (the state is one cluster; an
-``asyncio.Lock`` serialises them); a body over 1 MiB is decoded first, in a worker thread
+The event loop only reads requests and writes answers. Each verb's decoding and decision
+run in a worker thread, one verb at a time (the state is one cluster; an ``asyncio.Lock``
+serialises them). A bind's Binding call (the API server's round trip) runs beside the state,
+the pod's GPUs already held, and the bind is finished holding the state again
+(:meth:`~placer.serve.extender.Extender.begin_bind`, ``finish_bind``): kube-scheduler's next
+pod is filtered meanwhile. A body over 1 MiB is decoded first, in a worker thread
 of its own beside the state (one such body at a time). So the probes answer while a verb
 works: ``/healthz`` (``busy``: the verb) and ``/metrics`` then give the state as they last
 read it. Watch events arrive from other threads through a queue and are applied before the
@@ -56,7 +59,9 @@ import msgspec
 
 from placer.adapters.kubernetes.live import WATCH_TIMEOUT_S, WatchEvent, WatchHealth
 from placer.exceptions import InvalidInputError
-from placer.serve.extender import Extender, RecordingBinder, RefusingBinder, StateNotCurrent, reason_label
+from placer.serve.extender import (
+    Extender, PendingBind, RecordingBinder, RefusingBinder, StateNotCurrent, reason_label,
+)
 from placer.schema.extender import (
     decode_binding_args,
     decode_filter_args,
@@ -254,6 +259,7 @@ class _StateGate:
         self.events = events
         self.lock = asyncio.Lock()
         self.holder = ""  # the verb working on the state, "" when none
+        self.posting = 0  # binds posting their Binding, beside the state
         self.state: dict[str, Any] = extender.state()
         self._applier: asyncio.Task[None] | None = None
 
@@ -301,9 +307,12 @@ class _StateGate:
                 _log.exception("applying the watch's events while no verb came failed")
 
     async def current(self) -> tuple[dict[str, Any], str]:
-        """The state, synced now unless a verb holds it; and that verb ("" when none)."""
+        """The state, synced now unless a verb holds it; and the verb at work: the one
+        holding the state, else ``bind`` while a Binding is posted ("" when none)."""
         if self.lock.locked():
             return self.state, self.holder
+        if self.posting:
+            return self.state, "bind"
 
         def synced() -> dict[str, Any]:
             self.extender.sync()
@@ -358,6 +367,9 @@ def create_app(
 
     decoding_large = asyncio.Lock()  # decoded, a body takes many times its size
 
+    def encoded(result: Any) -> Any:
+        return result if isinstance(result, PendingBind) else msgspec.json.encode(result)
+
     def verb(
         name: str, decode: Callable[[bytes, str], Any], decide: Callable[[Any, str], Any],
     ) -> Callable[[Request], Awaitable[Response]]:
@@ -371,9 +383,16 @@ def create_app(
                 if len(raw) > _LARGE_BODY_BYTES:  # decoded beside the state, one at a time: a verb decides meanwhile
                     async with decoding_large:
                         args = await run_in_threadpool(decode, raw, source)
-                    data = await gate.run(name, lambda: msgspec.json.encode(decide(args, source)))
+                    data = await gate.run(name, lambda: encoded(decide(args, source)))
                 else:  # one worker thread's call for all of it
-                    data = await gate.run(name, lambda: msgspec.json.encode(decide(decode(raw, source), source)))
+                    data = await gate.run(name, lambda: encoded(decide(decode(raw, source), source)))
+                if isinstance(data, PendingBind):  # the API server's round trip, the state free for other verbs
+                    gate.posting += 1
+                    try:
+                        error = await run_in_threadpool(data.post)
+                    finally:
+                        gate.posting -= 1
+                    data = await gate.run(name, lambda: msgspec.json.encode(extender.finish_bind(data, error)))
             except _BodyRefused as e:  # the rest of the body is not read: the connection cannot be reused
                 status, data, headers = e.status, {"Error": str(e)}, {"Connection": "close"}
             except InvalidInputError as e:
@@ -401,7 +420,7 @@ def create_app(
         Route("/filter", verb("filter", decode_filter_args, filter_answer), methods=["POST"]),
         Route("/prioritize", verb("prioritize", decode_filter_args, extender.prioritize), methods=["POST"]),
         Route("/preempt", verb("preempt", decode_preemption_args, extender.preempt), methods=["POST"]),
-        Route("/bind", verb("bind", decode_binding_args, extender.bind), methods=["POST"]),
+        Route("/bind", verb("bind", decode_binding_args, extender.begin_bind), methods=["POST"]),
     ]
 
     async def healthz(request: Request) -> Response:

@@ -79,6 +79,7 @@ __all__ = [
     "ReservedMember",
     "RecordingBinder",
     "RefusingBinder",
+    "PendingBind",
     "Extender",
     "scores_0_to_10",
     "reason_label",
@@ -170,6 +171,27 @@ def binding_object(namespace: str, name: str, uid: str, node: str, annotations: 
     if annotations:
         meta["annotations"] = dict(annotations)
     return {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+
+
+@dataclass(frozen=True)
+class PendingBind:
+    """A bind decided and held (:meth:`Extender.begin_bind`), its Binding not posted yet."""
+
+    binder: Binder
+    args: BindingArgs
+    source: str
+    assignment: Assignment
+    reserved: bool  # a gang member's reservation, kept when the post fails
+
+    def post(self) -> Exception | None:
+        """Post the Binding (the binder's call: the API server's round trip); the error, if it failed."""
+        a = self.args
+        try:
+            self.binder.bind(a.pod_namespace or "default", a.pod_name, a.pod_uid, a.node,
+                             binding_annotations(self.assignment))
+        except Exception as e:  # the binder's refusal or failure (API server, network): answered as Error
+            return e
+        return None
 
 
 def scores_0_to_10(scores: Sequence[int] | np.ndarray) -> list[int]:
@@ -752,7 +774,19 @@ class Extender:
         """``ExtenderBindingResult``: ``Error`` empty when the pod is bound (state and
         binder), else why not, with nothing changed. The pod is the one of that UID: placer
         must have seen it pending (filter, watch) with that UID (a filter of a new UID under a
-        held name released the old pod); a retry of its bind succeeds again."""
+        held name released the old pod); a retry of its bind succeeds again.
+
+        :meth:`begin_bind`, :meth:`PendingBind.post` and :meth:`finish_bind` in a row:
+        ``placer serve`` holds its state for the first and the last only."""
+        begun = self.begin_bind(args, source)
+        if isinstance(begun, dict):
+            return begun
+        return self.finish_bind(begun, begun.post())
+
+    def begin_bind(self, args: BindingArgs, source: str = "POST /bind") -> "dict[str, Any] | PendingBind":
+        """The first part of :meth:`bind`: the answer when there is nothing to post (a
+        refusal, a retried bind), else the pod's GPUs held and the Binding to post
+        (:class:`PendingBind`), which needs no state: other verbs may run meanwhile."""
         try:
             self._require_current(source)
         except StateNotCurrent as e:
@@ -774,33 +808,37 @@ class Extender:
                     raise InvalidInputError(
                         source, f"pod {key} is reserved on {reserved.node} with its gang, not {args.node}"
                     )
-                self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
-                                 binding_annotations(reserved))
-                del self._reserved[key]
-            else:
-                obj = self._pending.get(key)
-                if obj is None:
-                    raise InvalidInputError(source, f"pod {key} was not seen by filter; placer does not know its requests")
-                if not _same_pod(_uid(obj), uid):
-                    raise InvalidInputError(
-                        source, f"pod {key} with UID {uid} was not seen by filter (placer saw UID {_uid(obj)}); "
-                        "placer binds only a pod it has seen"
-                    )
-                assignment = self._assignment_on(key, obj, args.node, source)
-                self.cluster.bind(assignment)
-                try:
-                    self.binder.bind(args.pod_namespace or "default", args.pod_name, args.pod_uid, args.node,
-                                     binding_annotations(assignment))
-                except Exception:
-                    self.cluster.release(assignment.pod)
-                    raise
-                self._pending.pop(key, None)
-                self._filtered_at.pop(key, None)
-                self._decided.pop(key, None)
+                return PendingBind(self.binder, args, source, reserved, reserved=True)
+            obj = self._pending.get(key)
+            if obj is None:
+                raise InvalidInputError(source, f"pod {key} was not seen by filter; placer does not know its requests")
+            if not _same_pod(_uid(obj), uid):
+                raise InvalidInputError(
+                    source, f"pod {key} with UID {uid} was not seen by filter (placer saw UID {_uid(obj)}); "
+                    "placer binds only a pod it has seen"
+                )
+            assignment = self._assignment_on(key, obj, args.node, source)
+            self.cluster.bind(assignment)
+            return PendingBind(self.binder, args, source, assignment, reserved=False)
         except InvalidInputError as e:
             return {"Error": str(e)}
-        except Exception as e:  # the binder's own failure (API server, network)
-            return {"Error": f"{source}: binding {key} to {args.node} failed: {e}"}
+
+    def finish_bind(self, pending: "PendingBind", error: Exception | None) -> dict[str, Any]:
+        """The last part of :meth:`bind`, once the Binding was posted (``error`` None) or
+        refused: the pod is bound in placer's state, or what it held released."""
+        key, uid = pending.args.key, pending.args.pod_uid
+        if error is not None:
+            if not pending.reserved and self.cluster.session.holds(key):
+                self.cluster.release(key)
+            if isinstance(error, InvalidInputError):
+                return {"Error": str(error)}
+            return {"Error": f"{pending.source}: binding {key} to {pending.args.node} failed: {error}"}
+        if pending.reserved:
+            self._reserved.pop(key, None)
+        else:
+            self._pending.pop(key, None)
+            self._filtered_at.pop(key, None)
+            self._decided.pop(key, None)
         if uid:
             self._uid_of[key] = uid
         self._bound[key] = uid
