@@ -41,18 +41,18 @@ from hypothesis import strategies as st
 
 import kube_oracle
 import placer
+from placer.adapters.kubernetes import GPU_PRODUCT_LABEL as PRODUCT
+from placer.adapters.kubernetes import GPU_RESOURCE as GPU
+from placer.adapters.kubernetes import HOSTNAME_LABEL as HOSTNAME
 from placer.adapters.kubernetes import import_kubernetes
 from placer.adapters.kubernetes.workloads import import_workloads
 from placer.placement.cluster import Cluster
 
 pytestmark = pytest.mark.kube
 
-HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 RACK = "example.com/rack"
 RANK = "example.com/rank"
-PRODUCT = "nvidia.com/gpu.product"
-GPU = "nvidia.com/gpu"
 NIC = "example.com/nic"
 TAINT_KEYS = ("dedicated", "gpu")
 NAMESPACES = ("default", "team")
@@ -221,7 +221,7 @@ def host_ports(draw: Any) -> list[dict[str, Any]]:
 def running_pods(draw: Any, the_nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     gpus_left = {n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0)) for n in the_nodes}
     out = []
-    for k in range(draw(st.integers(0, 6))):
+    for k in range(draw(st.integers(0, 8))):
         node = draw(st.sampled_from(the_nodes))["metadata"]["name"]
         requests = {"cpu": draw(st.sampled_from(["500m", "1", "2"])), "memory": draw(st.sampled_from(["1Gi", "2Gi"]))}
         # a pod holding more GPUs than its node has is a malformed record placer refuses
