@@ -15,7 +15,9 @@ default profile through ``kube-oracle`` (:mod:`kube_oracle`, one process per bat
 for every case:
 
 * placer's feasible nodes (``Cluster.node_scores``, what ``placer serve``'s filter passes)
-  are kube's;
+  are kube's, and the reason placer gives each other node (``KernelSession.node_reasons``,
+  the extender's ``FailedNodes`` entry) is one of the reasons kube's first failing plugin
+  gives it;
 * when none is, placer's line (``placer explain``'s and the extender's) is kube's
   ``FitError`` message;
 * else, under the kube-scored policy drawn (``kube``, ``kube-most-allocated``,
@@ -421,6 +423,9 @@ def disagreement(drawn: dict[str, Any], kube: dict[str, Any], ours: dict[str, An
     """What placer and kube decide differently for one case, or None."""
     if ours["feasible"] != kube["feasible"]:
         return "feasible nodes differ"
+    for node, reason in ours["reasons"].items():  # the extender's FailedNodes entry
+        if reason not in kube["statuses"][node]["reasons"]:
+            return f"placer's reason on {node} is none of kube's"
     if not kube["feasible"]:
         return None if ours["message"] == kube["message"] and ours["node"] is None else "messages differ"
     totals = {}
