@@ -406,20 +406,20 @@ def placer_decision(case: dict[str, Any], policy: str, folder: Path) -> dict[str
     request = import_workloads([folder / "pod.json"], policy=policy, all_phases=True).request
     cluster = Cluster(snapshot)
     pod = request.pods[0]
-    scores = cluster.node_scores(pod, policy=policy)
-    names = cluster.node_names
+    scores = dict(zip(cluster.node_names, cluster.node_scores(pod, policy=policy).tolist()))
     result = placer.place(snapshot, request)
-    turned = [i for i, s in enumerate(scores.tolist()) if s == NO_SCORE]
+    turned = [name for name, score in scores.items() if score == NO_SCORE]
+    at = [cluster.session.node_index[name] for name in turned]
     return {
-        "feasible": sorted(names[i] for i, s in enumerate(scores.tolist()) if s != NO_SCORE),
-        "totals": {names[i]: int(s) for i, s in enumerate(scores.tolist()) if s != NO_SCORE},
+        "feasible": sorted(name for name, score in scores.items() if score != NO_SCORE),
+        "totals": {name: score for name, score in scores.items() if score != NO_SCORE},
         "node": result.assignments[0].node if result.assignments else None,
         "message": result.unschedulable[0].reason if result.unschedulable else "",
-        "reasons": dict(zip((names[i] for i in turned), cluster.session.node_reasons(pod, turned))) if turned else {},
+        "reasons": dict(zip(turned, cluster.session.node_reasons(pod, at))) if at else {},
     }
 
 
-def disagreement(drawn: dict[str, Any], kube: dict[str, Any], ours: dict[str, Any]) -> str | None:
+def disagreement(kube: dict[str, Any], ours: dict[str, Any]) -> str | None:
     """What placer and kube decide differently for one case, or None."""
     if ours["feasible"] != kube["feasible"]:
         return "feasible nodes differ"
@@ -444,16 +444,16 @@ def disagreement(drawn: dict[str, Any], kube: dict[str, Any], ours: dict[str, An
 
 @settings(phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(st.lists(cases(), min_size=8, max_size=20))
-def test_placer_decides_as_kube_scheduler_does(drawn):
+def test_placer_decides_as_kube_scheduler_does(drawn: list[dict[str, Any]]) -> None:
     """Feasible nodes, the reason line and the kube policies' totals equal kube-scheduler's.
 
     One kube-oracle run per batch of cases (its start is the cost); no shrinking, which
     would run it again per step: the failure quotes the one case, kube's and placer's answers."""
-    kube = kube_oracle.decide([{**d["case"]} for d in drawn])
+    kube = kube_oracle.decide([d["case"] for d in drawn])
     with tempfile.TemporaryDirectory(prefix="placer-oracle-") as tmp:
         for d, k in zip(drawn, kube):
             ours = placer_decision(d["case"], d["policy"], Path(tmp))
-            why = disagreement(d, k, ours)
+            why = disagreement(k, ours)
             assert why is None, (
                 f"{why} under {d['policy']}:\nkube: {json.dumps(k, sort_keys=True)}\n"
                 f"placer: {json.dumps(ours, sort_keys=True)}\ncase: {json.dumps(d['case'])}"
