@@ -454,9 +454,8 @@ def _filter(st: _NodeState, pod: PodRequest) -> list[str]:
     held = [port for h in st.holders.values() if h.pod is not None for port in getattr(h.pod, "host_ports", ())]
     if any(_ports_clash(want, have) for want in pod.host_ports for have in held):
         return [NO_FREE_PORTS]
-    if gpuless:
-        return [INSUFFICIENT_GPU]
-    if pod.nics > len(st.hw.nic_list):
+    # a node without GPUs fails kube's NodeResourcesFit, which names every resource it lacks
+    if not gpuless and pod.nics > len(st.hw.nic_list):
         return [INSUFFICIENT_NICS]
     out = []
     # kube's NodeResourcesFit: a resource the pod asks none of fits an over-committed node

@@ -340,6 +340,25 @@ def test_the_line_sorts_count_and_reason_as_strings():
         12, {"Insufficient memory": 2, "Insufficient cpu": 10})
 
 
+def test_a_node_turned_away_for_a_resource_it_lacks_counts_every_resource_it_lacks():
+    """kube's NodeResourcesFit names every resource a node lacks, on a node without GPUs or
+    without an extended resource too (placer finds those before the other resources; found
+    by kube-oracle, tests/test_kube_oracle.py)."""
+    snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [
+        {"name": "cpu-only", "cpuMilli": 1000, "memoryMiB": 1024, "maxPods": 1, "pods": [{"name": "r", "cpuMilli": 100}]},
+        {"name": "gpus", "gpus": 2, "gpuModel": "A100", "cpuMilli": 1000, "memoryMiB": 65536,
+         "resources": {"example.com/nic": {"capacity": 1, "allocatable": 1}}},
+    ]}
+    lines = {}
+    for name, pod in {"gpu": {"gpus": 4, "cpuMilli": 2000},
+                      "nic": {"cpuMilli": 2000, "gpus": 4, "resources": {"example.com/nic": 2}}}.items():
+        result = placer.place(placer.load_snapshot(snapshot), placer.load_request(request_of(**pod)))
+        lines[name] = result.unschedulable[0].reason
+    assert lines["gpu"] == "0/2 nodes are available: 1 Too many pods, 2 Insufficient cpu, 2 Insufficient nvidia.com/gpu."
+    assert lines["nic"] == ("0/2 nodes are available: 1 Too many pods, 2 Insufficient cpu, "
+                            "2 Insufficient example.com/nic, 2 Insufficient nvidia.com/gpu.")
+
+
 def test_explain_names_the_nodes_each_static_filter_turns_away():
     snap = placer.load_snapshot(snapshot_of({"name": "a", "labels": {"zone": "x"}},
                                             {"name": "b", "taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]}))

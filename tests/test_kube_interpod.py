@@ -338,6 +338,20 @@ def test_node_reasons_name_the_rule() -> None:
     assert KernelSession(snap).node_reasons(pod, [0]) == [ANTI]
 
 
+def test_node_scores_leave_out_the_nodes_the_inter_pod_rules_turn_away() -> None:
+    """What ``placer serve``'s filter passes (``Cluster.node_scores``) honours the rules as
+    placement does: a node failing the pod's affinity or a running pod's anti-affinity
+    scores no node (found by kube-oracle, tests/test_kube_oracle.py)."""
+    snap = snapshot([{"zone": "a"}, {"zone": "b"}, {"zone": "c"}],
+                    [(0, {"name": "w", "labels": {"app": "web"}}),
+                     (1, {"name": "db", "labels": {"app": "db"}, "affinity": affinity(anti=[term("app", "In", ["x"], "zone")])})])
+    pod = {"name": "p", "labels": {"app": "x"}, "affinity": affinity(aff=[term("app", "In", ["web", "db"], "zone")])}
+    for policy in ("first-fit", "kube"):
+        scores = placer.Cluster(snap).node_scores(pod, policy=policy)
+        assert (scores > np.iinfo(np.int64).min).tolist() == [True, False, False]
+        assert [a.node for a in placer.place(snap, _request_doc([pod], policy=policy)).assignments] == ["node0"]
+
+
 # --- the property: kernel == reference, the checker accepts, reasons alike -------------------
 
 _LABEL_VALUES = st.sampled_from(["a", "b"])

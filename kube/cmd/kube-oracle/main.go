@@ -4,7 +4,8 @@
 //
 // It reads a JSON list of cases from stdin, each
 //
-//	{"nodes": [v1.Node...], "pods": [v1.Pod bound by spec.nodeName...], "pod": v1.Pod}
+//	{"nodes": [v1.Node...], "pods": [v1.Pod bound by spec.nodeName...], "pod": v1.Pod,
+//	 "scoringStrategy": NodeResourcesFitArgs.scoringStrategy (optional)}
 //
 // applies the API server's defaulting to every object, and for the pending "pod" runs the
 // default profile's PreFilter and Filter plugins over every node (as the scheduler's
@@ -17,7 +18,10 @@
 //
 // This is how cluster-autoscaler's simulator drives the framework
 // (frameworkruntime.NewFramework over a snapshot built from plain objects). DynamicResources
-// is left out of the profile: it needs a DRA manager, and the cases carry no claims.
+// is left out of the profile: it needs a DRA manager, and the cases carry no claims. For the
+// same reason the DRAExtendedResource gate (beta, on in v1.36) is off: with it NodeResourcesFit
+// asks the DRA manager whether a DeviceClass backs each extended resource it scores, and with
+// no DeviceClasses (none here) kube-scheduler decides as it does with the gate off.
 package main
 
 import (
@@ -30,10 +34,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -42,13 +49,16 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
-	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 type inputCase struct {
 	Nodes []*v1.Node `json:"nodes"`
 	Pods  []*v1.Pod  `json:"pods"`
 	Pod   *v1.Pod    `json:"pod"`
+	// ScoringStrategy, when given, replaces NodeResourcesFit's (LeastAllocated over cpu and
+	// memory); its fields are those of the v1 configuration (type, resources,
+	// requestedToCapacityRatio.shape), decoded into the internal type by name.
+	ScoringStrategy *config.ScoringStrategy `json:"scoringStrategy"`
 }
 
 type nodeStatus struct {
@@ -74,6 +84,9 @@ var scheme = runtime.NewScheme()
 
 func main() {
 	if err := corev1defaults.AddToScheme(scheme); err != nil {
+		fail(err)
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.DRAExtendedResource): false}); err != nil {
 		fail(err)
 	}
 	metrics.InitMetrics()
@@ -146,6 +159,9 @@ func decide(profile *config.KubeSchedulerProfile, c *inputCase) (result, error) 
 		scheme.Default(p)
 	}
 	scheme.Default(c.Pod)
+	if c.ScoringStrategy != nil {
+		profile = withScoringStrategy(profile, c.ScoringStrategy)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	snapshot := cache.NewSnapshot(c.Pods, c.Nodes)
@@ -238,6 +254,22 @@ func decide(profile *config.KubeSchedulerProfile, c *inputCase) (result, error) 
 		res.Scores[s.Name] = ns
 	}
 	return res, nil
+}
+
+// withScoringStrategy is profile with NodeResourcesFit scoring by strategy (its other
+// arguments kept).
+func withScoringStrategy(profile *config.KubeSchedulerProfile, strategy *config.ScoringStrategy) *config.KubeSchedulerProfile {
+	copied := *profile
+	copied.PluginConfig = make([]config.PluginConfig, len(profile.PluginConfig))
+	for i, pc := range profile.PluginConfig {
+		if args, ok := pc.Args.(*config.NodeResourcesFitArgs); ok && pc.Name == names.NodeResourcesFit {
+			fit := args.DeepCopy()
+			fit.ScoringStrategy = strategy
+			pc.Args = fit
+		}
+		copied.PluginConfig[i] = pc
+	}
+	return &copied
 }
 
 func statusOf(st *fwk.Status) nodeStatus {

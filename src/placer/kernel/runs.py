@@ -6,7 +6,7 @@ score cache, and why nodes turn a pod away.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Sequence
 
@@ -48,10 +48,11 @@ class Run:
     _only: np.ndarray | None
     _n_nodes: int
     _ports_blocked: np.ndarray | None = None  # bool per node: NodePorts turned the (one) pod away
+    _more_shortfalls: dict[int, dict[str, int]] = field(default_factory=dict)  # by failed_at index
 
-    def reason_key(self, k: int) -> tuple[int, bytes]:
+    def reason_key(self, k: int) -> tuple[int, bytes, tuple[tuple[str, int], ...]]:
         """Equal for pods that :meth:`reasons` counts alike (same class, same counts)."""
-        return int(self._klass[k]), self._counts[k].tobytes()
+        return int(self._klass[k]), self._counts[k].tobytes(), tuple(sorted(self._more_shortfalls.get(k, {}).items()))
 
     def reasons(self, k: int) -> dict[str, int]:
         """Nodes per reason that turned pod ``k`` (a ``failed_at`` index) away."""
@@ -66,6 +67,8 @@ class Run:
         for name, count in zip(_COUNTED_REASONS, self._counts[k].tolist()):
             if count:
                 merged[name] = merged.get(name, 0) + count
+        for name, count in self._more_shortfalls.get(k, {}).items():
+            merged[name] = merged.get(name, 0) + count
         return merged
 
 
@@ -199,8 +202,60 @@ class BatchPlacer:
         for j in with_resources:
             if placed_on[j] >= 0:
                 self._packed.use_resources(placed_on[j], pods[j].resources, 1)
-        return Run(placed_on, masks.tolist(), nics.tolist(), failed_at.tolist(), counts, classes,
-                   batch.klass, given, self._packed.n_nodes, blocked)
+        failed = failed_at.tolist()
+        more = {}
+        if reasons:
+            for k in set(failed) - {-1}:
+                later = [(pods[j], placed_on[j]) for j in range(k + 1, len(pods)) if placed_on[j] >= 0]
+                more[k] = self._more_shortfalls(pods[k], classes[int(batch.klass[k])], given, blocked, later)
+        return Run(placed_on, masks.tolist(), nics.tolist(), failed, counts, classes,
+                   batch.klass, given, self._packed.n_nodes, blocked, more)
+
+    def _more_shortfalls(
+        self, pod: PodRequest, ec: EligibilityClass, only: np.ndarray | None, blocked: np.ndarray | None,
+        later: Sequence[tuple[PodRequest, int]],
+    ) -> dict[str, int]:
+        """The resources, besides its static reason, that each node the static filters turn
+        away for a resource (no GPUs, an extended resource short) lacks for ``pod``, counted
+        per reason: kube's NodeResourcesFit gives a node every resource it lacks. Read after
+        the run, with what the pods placed ``later`` in it took given back."""
+        codes = [c for c, name in enumerate(ec.reason_names) if reasons.is_resource_reason(name) and name != reasons.NICS]
+        if not codes:
+            return {}
+        turned = np.isin(ec.reason_of, codes)
+        if only is not None:
+            turned &= pack.bitset_nodes(only, self._packed.n_nodes)
+        if blocked is not None:  # NodePorts turned these away before NodeResourcesFit
+            turned &= ~blocked
+        at = np.flatnonzero(turned)
+        own = np.array(ec.reason_names, dtype=object)[ec.reason_of[at]]
+        free = self._free
+        slots, cpu, memory = (free.pod_slots[at].astype(np.int64), free.cpu_milli[at].astype(np.int64),
+                              free.memory_mib[at].astype(np.int64))
+        position = {int(n): i for i, n in enumerate(at.tolist())}
+        for other, node in later:
+            i = position.get(node)
+            if i is not None:
+                slots[i] += 1
+                cpu[i] += other.cpu_milli
+                memory[i] += other.memory_mib
+        counts: dict[str, int] = {}
+
+        def count(lacking: np.ndarray, reason: str) -> None:
+            found = int(np.count_nonzero(lacking & (own != reason)))
+            if found:
+                counts[reason] = found
+
+        count(slots < 1, reasons.RESOURCE_REASONS[2])
+        count(short_of(cpu, pod.cpu_milli), reasons.RESOURCE_REASONS[0])
+        count(short_of(memory, pod.memory_mib), reasons.RESOURCE_REASONS[1])
+        for name, amount in pod.resources.items():
+            have = self._packed.extended_free.get(name)
+            count(np.zeros(len(at), dtype=bool) if amount <= 0 else
+                  (np.ones(len(at), dtype=bool) if have is None else have[at] < amount), reasons.insufficient(name))
+        if pod.gpus and not pod.shared:
+            count(free.whole_gpus[at] < pod.gpus, reasons.NO_GPU)
+        return counts
 
     def ports_blocked(self, pod: PodRequest) -> np.ndarray:
         """The nodes (bool per node) where ``pod``'s host ports conflict with a pod's there now."""
@@ -314,6 +369,9 @@ class BatchPlacer:
         scores = self._kernel.node_scores(batch, policy.code)
         if pod.host_ports:
             scores[self.ports_blocked(pod)] = np.iinfo(scores.dtype).min
+        relations = self.relations([pod])
+        if relations is not None:  # spread, pod (anti-)affinity, existing pods' anti-affinity
+            scores[relations.failures(0) >= 0] = np.iinfo(scores.dtype).min
         return scores
 
     def node_reasons(self, pod: PodRequest, nodes: Sequence[int] | np.ndarray) -> list[str]:
