@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 import yaml
+
+from loopback import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("PLACER_KUBE_BIN", REPO / "kube" / "bin"))
@@ -53,19 +54,6 @@ def release() -> str:
     """The Kubernetes release the binaries were built from (``kube/bin/RELEASE``)."""
     path = BIN / "RELEASE"
     return path.read_text().strip() if path.exists() else "unknown"
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 60.0, interval_s: float = 0.1) -> Any:

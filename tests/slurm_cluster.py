@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from loopback import free_ports
 
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
 SWITCHES = {"s1": ("gpu01", "gpu02"), "s2": ("gpu03", "gpu04")}
@@ -33,19 +34,6 @@ def missing() -> Optional[str]:
     if os.geteuid() != 0:
         return "the test Slurm runs its daemons as root"
     return None
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _daemon(name: str) -> str:
@@ -80,7 +68,7 @@ class SlurmCluster:
         subprocess.run([_daemon("munged"), "--force", f"--key-file={key}", f"--socket={sock}",
                         f"--pid-file={f / 'munged.pid'}", f"--log-file={f / 'log/munged.log'}",
                         f"--seed-file={f / 'munged.seed'}"], check=True, capture_output=True, timeout=30)
-        ctld_port, *node_ports = _free_ports(1 + len(NODES))
+        ctld_port, *node_ports = free_ports(1 + len(NODES))
         node_lines = "".join(
             f"NodeName={n} NodeHostname=localhost Port={p} CPUs=16 RealMemory=64000 Gres=gpu:a100:8 State=UNKNOWN\n"
             for n, p in zip(NODES, node_ports))
