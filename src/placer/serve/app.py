@@ -26,9 +26,10 @@ pod is filtered meanwhile. A body over 1 MiB is decoded first, in a worker threa
 of its own beside the state (one such body at a time). So the probes answer while a verb
 works: ``/healthz`` (``busy``: the verb) and ``/metrics`` then give the state as they last
 read it. Watch events arrive from other threads through a queue and are applied before the
-next verb, and every :data:`IDLE_APPLY_S` while none comes (from the first request on). :class:`Limits` bounds what one client can hold: the body (413 once it passes
-the cap, read chunk by chunk, ``Content-Length`` or chunked), the time to send the headers
-and the body, the connections; every accepted connection has ``TCP_NODELAY``.
+next verb, and every :data:`IDLE_APPLY_S` while none comes (from the first request on).
+:class:`Limits` bounds what one client can hold: the body (413 once it passes the cap, read
+chunk by chunk, ``Content-Length`` or chunked), the time to send the headers and the body,
+the connections; every accepted connection has ``TCP_NODELAY``.
 
 Authentication (docs/extender.md, "Security model"): with a client CA (``--client-ca``)
 the TLS handshake refuses every connection without a certificate that CA signed; with a

@@ -553,9 +553,11 @@ class KubeBinder:
                 meta["uid"] = member.uid  # immutable: a pod created anew under the name is not patched
             try:
                 with self._timed():
-                    self._core.patch_namespaced_pod(member.name, member.namespace, {"metadata": meta},
-                                                    _content_type="application/merge-patch+json",
-                                                    _preload_content=False, _request_timeout=self.timeout_s)
+                    answer = self._core.patch_namespaced_pod(member.name, member.namespace, {"metadata": meta},
+                                                             _content_type="application/merge-patch+json",
+                                                             _preload_content=False, _request_timeout=self.timeout_s)
+                    answer.read()  # the connection back to the pool, as a Binding's
+                    answer.release_conn()
             except Exception as e:  # the API server's refusal, the network, the timeout
                 failed.append(f"{member.namespace}/{member.name} ({watch_failure(e)})")
         if failed:
