@@ -359,6 +359,23 @@ def test_a_node_turned_away_for_a_resource_it_lacks_counts_every_resource_it_lac
                             "2 Insufficient example.com/nic, 2 Insufficient nvidia.com/gpu.")
 
 
+
+def test_a_gangs_line_counts_every_resource_a_node_without_gpus_lacks():
+    """The nodes a gang's line counts beside its topology reason follow the same rule: a node
+    without GPUs whose pod slots are full lacks both (found by the reference's comparison)."""
+    snapshot = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "topologyLevels": ["rack"], "nodes": [
+        {"name": "cpu-only", "cpuMilli": 1000, "memoryMiB": 1024, "maxPods": 1, "pods": [{"name": "r"}],
+         "topology": {"rack": "r1"}},
+        {"name": "gpus", "gpus": 2, "gpuModel": "A100", "cpuMilli": 8000, "memoryMiB": 65536, "topology": {"rack": "r1"}},
+    ]}
+    request = {"apiVersion": "placer/v1", "kind": "PlacementRequest", "solver": "greedy",
+               "pods": [{"name": f"w-{k}", "gpus": 1, "gang": "g"} for k in range(3)],
+               "gangs": {"g": {"topology": {"mode": "preferred", "level": "rack"}}}}
+    result = placer.place(placer.load_snapshot(snapshot), placer.load_request(request))
+    assert result.unschedulable[0].reason == (
+        "gang g: the cluster allows to fit only 2 out of 3 pod(s); "
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 Too many pods.")
+
 def test_explain_names_the_nodes_each_static_filter_turns_away():
     snap = placer.load_snapshot(snapshot_of({"name": "a", "labels": {"zone": "x"}},
                                             {"name": "b", "taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]}))

@@ -121,6 +121,18 @@ class EligibilityClass:
         counts = np.bincount(hit[hit >= 0], minlength=len(self.reason_names))
         return {name: int(c) for name, c in zip(self.reason_names, counts.tolist()) if c}
 
+    def resource_turned(self) -> tuple[np.ndarray, np.ndarray]:
+        """The nodes (bool per node) the static filters turn away for a resource they lack
+        (no GPUs, an extended resource short; NICs aside), and per node that reason (""
+        elsewhere). kube's NodeResourcesFit names every resource such a node lacks, so the
+        other shortfalls of these nodes count too."""
+        codes = [c for c, name in enumerate(self.reason_names)
+                 if wording.is_resource_reason(name) and name != wording.NICS]
+        turned = np.isin(self.reason_of, codes) if codes else np.zeros(len(self.reason_of), dtype=bool)
+        own = np.array(["", *self.reason_names], dtype=object)[self.reason_of + 1]
+        own[~turned] = ""
+        return turned, own
+
 
 @dataclass(frozen=True)
 class NodeKind:

@@ -219,16 +219,15 @@ class BatchPlacer:
         away for a resource (no GPUs, an extended resource short) lacks for ``pod``, counted
         per reason: kube's NodeResourcesFit gives a node every resource it lacks. Read after
         the run, with what the pods placed ``later`` in it took given back."""
-        codes = [c for c, name in enumerate(ec.reason_names) if reasons.is_resource_reason(name) and name != reasons.NICS]
-        if not codes:
+        turned, own_reason = ec.resource_turned()
+        if not turned.any():
             return {}
-        turned = np.isin(ec.reason_of, codes)
         if only is not None:
             turned &= pack.bitset_nodes(only, self._packed.n_nodes)
         if blocked is not None:  # NodePorts turned these away before NodeResourcesFit
             turned &= ~blocked
         at = np.flatnonzero(turned)
-        own = np.array(ec.reason_names, dtype=object)[ec.reason_of[at]]
+        own = own_reason[at]
         free = self._free
         slots, cpu, memory = (free.pod_slots[at].astype(np.int64), free.cpu_milli[at].astype(np.int64),
                               free.memory_mib[at].astype(np.int64))

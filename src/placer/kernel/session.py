@@ -130,6 +130,11 @@ class KernelSession:
         """Nodes per reason that the pod's static filters turn away."""
         return dict(self._packed.eligibility(pod).static_reasons)
 
+    def resource_turned(self, pod: PodRequest) -> tuple[np.ndarray, np.ndarray]:
+        """The nodes the pod's static filters turn away for a resource they lack, and per
+        node that reason (:meth:`placer.kernel.pack.EligibilityClass.resource_turned`)."""
+        return self._packed.eligibility(pod).resource_turned()
+
     def gpus_per_model(self) -> dict[str, int]:
         """GPUs of the cluster per GPU model."""
         return gpus_per_model(self._packed)

@@ -297,7 +297,8 @@ def release(session: KernelSession, pods: Sequence[PodRequest], nodes: Sequence[
 
 
 def resource_reasons(session: KernelSession, shape: Shape) -> dict[str, int]:
-    """Static reasons plus, among the other nodes, every resource a pod of ``shape`` lacks."""
+    """Static reasons plus every resource a pod of ``shape`` lacks on the other nodes, and on
+    the nodes turned away for a resource, every other one they lack."""
     free = session.free
     p = shape.pod
     out = session.static_reasons(p)
@@ -317,8 +318,9 @@ def resource_reasons(session: KernelSession, shape: Shape) -> dict[str, int]:
         short = free.whole_gpus < p.gpus
         checks.append((gpu, short))
         checks.append((gpu_memory, ~short & (free.gpu_memory_capacity < p.gpu_memory_mib)))
+    turned, own = session.resource_turned(p)  # kube names every resource these lack too
     for reason, bad in checks:
-        count = int((bad & live).sum())
+        count = int((bad & (live | (turned & (own != reason)))).sum())
         if count:
             out[reason] = out.get(reason, 0) + count
     return out
