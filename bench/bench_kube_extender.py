@@ -52,7 +52,6 @@ import os
 import pstats
 import queue
 import signal
-import ssl
 import sys
 import tempfile
 import threading
@@ -70,7 +69,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from bench_extender import GPU_SIZES  # noqa: E402
 from bench_serve_load import peak_rss_mib  # noqa: E402
-from kube_control_plane import TOKEN, ControlPlane, missing, node, release, wait_until  # noqa: E402
+from kube_control_plane import TOKEN, ControlPlane, missing, node, release, unverified_tls, wait_until  # noqa: E402
 from serve_process import Server  # noqa: E402
 
 NAMESPACE = "bench"
@@ -115,9 +114,7 @@ class Connection:
     """A kept-alive HTTPS connection to the API server with the control plane's token."""
 
     def __init__(self, plane: ControlPlane, timeout_s: float | None = 60.0) -> None:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
+        context = unverified_tls()
         self.conn = http.client.HTTPSConnection("127.0.0.1", plane.api_port, context=context, timeout=timeout_s)
         self.headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
                         "Accept": "application/json"}
@@ -227,9 +224,7 @@ class BindWatch:
 
 def scrape(url: str, token: str | None = None) -> dict[str, list[tuple[dict[str, str], float]]]:
     """A Prometheus page: every sample's name → [(labels, value)]."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+    context = unverified_tls()
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with urllib.request.urlopen(urllib.request.Request(url, headers=headers), context=context, timeout=30) as r:
         text = r.read().decode()

@@ -72,6 +72,14 @@ def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 60.0,
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")
 
 
+def unverified_tls() -> ssl.SSLContext:
+    """A client TLS context that takes the control plane's self-signed certificates unchecked."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 class ApiError(Exception):
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"HTTP {status}: {body[:300]}")
@@ -84,9 +92,7 @@ class Api:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._context = ssl.create_default_context()
-        self._context.check_hostname = False
-        self._context.verify_mode = ssl.CERT_NONE
+        self._context = unverified_tls()
 
     def call(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json",
              timeout_s: float = 30.0) -> Any:
@@ -247,7 +253,11 @@ class ControlPlane:
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
         }))
 
-        wait_until(lambda: _readyz(self), "kube-apiserver's /readyz", 120, 0.25)
+        def ready() -> bool:
+            self._alive("kube-apiserver")
+            return _answers_ok(self.url + "/readyz", TOKEN)
+
+        wait_until(ready, "kube-apiserver's /readyz", 120, 0.25)
         wait_until(lambda: self.api.get("/api/v1/namespaces/default"), "the default namespace", 60, 0.25)
 
     def start_scheduler(self, extenders: Iterable[dict[str, Any]] = (), *, name: str = "kube-scheduler",
@@ -271,7 +281,7 @@ class ControlPlane:
 
         def serving() -> bool:
             self._alive(name)
-            return _healthz(port)
+            return _answers_ok(f"https://127.0.0.1:{port}/healthz")
 
         wait_until(serving, f"{name}'s /healthz", 60, 0.25)
 
@@ -286,22 +296,12 @@ class ControlPlane:
             _end(self.processes.pop(name))
 
 
-def _readyz(plane: ControlPlane) -> bool:
-    plane._alive("kube-apiserver")
-    request = urllib.request.Request(plane.url + "/readyz", headers={"Authorization": f"Bearer {TOKEN}"})
+def _answers_ok(url: str, token: str | None = None) -> bool:
+    """Whether a GET of ``url`` (a probe) answers 200."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(request, context=plane.api._context, timeout=5) as response:
-            return response.status == 200
-    except urllib.error.HTTPError:
-        return False
-
-
-def _healthz(port: int) -> bool:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=context, timeout=5) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), context=unverified_tls(),
+                                    timeout=5) as response:
             return response.status == 200
     except urllib.error.HTTPError:
         return False
