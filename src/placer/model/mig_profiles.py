@@ -89,6 +89,7 @@ class MigTable:
     aliases: tuple[str, ...]
     placements_confirmed: bool
     sources: Mapping[str, str] = field(default_factory=dict)
+    pci_device_ids: tuple[str, ...] = ()
 
     @property
     def full_mask(self) -> int:
@@ -171,6 +172,7 @@ def _table(model: str, raw: Mapping[str, Any]) -> MigTable:
         aliases=aliases,
         placements_confirmed=confirmed is True,
         sources=sources,
+        pci_device_ids=tuple(str(i) for i in raw.get("pciDeviceIds", ())),
     )
 
 
