@@ -8,6 +8,14 @@ profile still fit (``copies[p, b]``) and how many free slices no profile can use
 ``m`` by the placeable capacity of the demand mix it destroys,
 ``Σ_q w_q · (copies[q, b] − copies[q, b | m])``, as one lookup of a weighted value per
 mask; candidates over the whole cluster are compared in numpy.
+
+The start inside the chosen GPU looks ahead (every choice but ``first-fit``): the GPU's
+instances form a layout of :class:`~placer.kernel.mig_layouts.LayoutReach`, and of the
+starts of the chosen GPU the one kept is the one whose layout after still reaches the most
+of, in turn, the largest layouts of the MIG pods the request still has to place
+(:meth:`MigState.set_pending`: a request's pods that fit on one GPU are placed whatever
+their order), the layouts a told demand mix makes likely (:meth:`MigState.set_mix`), and
+every NVIDIA-valid layout of the model; then the choice's own keys.
 """
 from __future__ import annotations
 
@@ -16,15 +24,18 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from placer.kernel.mig_layouts import LayoutReach, layout_reach
 from placer.model.mig_profiles import MigProfile, MigTable, per_model, table_for
-from placer.model import ClusterSnapshot, MigInstance, MigRequest, MigUse
+from placer.model import ClusterSnapshot, MigInstance, MigRequest, MigUse, PodRequest
 
 __all__ = ["SliceTables", "MigState", "MIG_CHOICES", "slice_tables"]
 
 MIG_CHOICES = ("first-fit", "best-fit", "spread", "aware")
 """How an instance's GPU and start are chosen: the lowest node, GPU and start (what HAMi
 does); the GPU left with the fewest free slices; the GPU left with the most (replicas one
-per GPU); or the least placeable capacity of the demand mix destroyed (:class:`SliceTables`)."""
+per GPU); or the least placeable capacity of the demand mix destroyed (:class:`SliceTables`).
+Inside the chosen GPU every choice but ``first-fit`` takes the start that looks ahead
+(:class:`MigState`)."""
 
 _BIG = np.float64(1e18)
 
@@ -123,6 +134,10 @@ class MigState:
         The nodes with GPUs in MIG mode, when the caller knows them (default: found here).
     """
 
+    lookahead: bool = True
+    """Whether the start inside the chosen GPU looks ahead (False: the choice's own keys
+    alone, the rule before issue #34, which ``bench/bench_mig_layouts.py`` compares)."""
+
     def __init__(self, snapshot: ClusterSnapshot, with_mig: Sequence[int] | None = None) -> None:
         nodes = snapshot.nodes
         self.n_nodes = len(nodes)
@@ -163,7 +178,15 @@ class MigState:
         self.table_of = np.array(table_of, dtype=np.int64)
         self.dynamic = np.array(dynamic, dtype=bool)
         self.table_rows = [np.flatnonzero(self.table_of == t) for t in range(len(self.tables))]  # per table
+        self.reach: list[LayoutReach] = [layout_reach(t.table) for t in self.tables]
         n_rows = len(node_of)
+        empty = [r.state_of(()) for r in self.reach]
+        self.layout_of = np.array([empty[t] for t in table_of], dtype=np.int64)  # the layout of each row
+        self._pending: dict[str, MigRequest] = {}
+        self._pending_held: set[str] = set()
+        self._pending_counts = [np.zeros(len(t.table.profiles), dtype=np.int64) for t in self.tables]
+        self._pending_values: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+        self._mix_values: list[np.ndarray | None] = [None] * len(self.tables)
         self.busy = np.zeros(n_rows, dtype=np.int64)
         self.media_used = np.zeros(n_rows, dtype=bool)
         max_profiles = max((len(t.table.profiles) for t in self.tables), default=1)
@@ -205,6 +228,7 @@ class MigState:
         if profile.media:
             self.media_used[row] = True
         self.free_of[row, profile.index] += 1
+        self._relayout(node, row)
         return inst
 
     def _remove(self, node: int, inst: Instance) -> None:
@@ -213,6 +237,11 @@ class MigState:
         if inst.profile.media:
             self.media_used[inst.row] = False
         self.free_of[inst.row, inst.profile.index] -= 1
+        self._relayout(node, inst.row)
+
+    def _relayout(self, node: int, row: int) -> None:
+        reach = self.reach[int(self.table_of[row])]
+        self.layout_of[row] = reach.state_of((i.profile.index, i.start) for i in self.instances[node] if i.row == row)
 
     def _find(self, node: int, gpu: int, start: int) -> Instance | None:
         for inst in self.instances.get(node, ()):
@@ -272,6 +301,42 @@ class MigState:
             per_row[rows] = self.free_of[rows, profile.index] + np.where(self.dynamic[rows], created, 0)
         cap = np.bincount(self.node_of, weights=per_row, minlength=self.n_nodes).astype(np.int64)
         return cap
+
+    # ------------------------------------------------------------------ looking ahead
+
+    def set_pending(self, pods: Sequence[PodRequest]) -> None:
+        """The MIG pods a request still has to place: while one of them holds no instance,
+        its instances count in the look-ahead's first key (the largest layouts they make)."""
+        self._pending = {pod.name: pod.mig for pod in pods if pod.mig is not None}
+        self._pending_held = {name for name in self._pending if name in self.used_by}
+        for counts in self._pending_counts:
+            counts[:] = 0
+        for name, request in self._pending.items():
+            if name not in self._pending_held:
+                self._count_pending(request, 1)
+
+    def _count_pending(self, request: MigRequest, sign: int) -> None:
+        for t, profile in enumerate(self.profiles_for(request)):
+            if profile is not None:
+                self._pending_counts[t][profile.index] += sign * request.count
+
+    def set_mix(self, weights: Sequence[np.ndarray] | None) -> None:
+        """A told demand mix, a weight per profile of each table (None: none told): the
+        look-ahead's second key weighs the layouts it makes likely."""
+        self._mix_values = [None] * len(self.tables) if weights is None else [
+            self.reach[t].mix_values(w) for t, w in enumerate(weights)
+        ]
+
+    def _lookahead(self, t: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+        """Per layout of table ``t``: the pending, told-mix and default look-ahead values."""
+        counts = self._pending_counts[t]
+        pending = None
+        if counts.any():
+            key = (t, tuple(int(c) for c in counts))
+            pending = self._pending_values.get(key)
+            if pending is None:
+                pending = self._pending_values[key] = self.reach[t].pending_values(counts)
+        return pending, self._mix_values[t], self.reach[t].default_values
 
     # ------------------------------------------------------------------ choosing
 
@@ -345,19 +410,24 @@ class MigState:
                 cand_profile.append(np.full(n, profile.index, dtype=np.int64))
                 columns.append(
                     [np.zeros(n), np.zeros(n), np.zeros(n), -self.in_use[r].astype(np.float64),
-                     free_slices[has_free].astype(np.float64)]
+                     free_slices[has_free].astype(np.float64), np.zeros(n), np.zeros(n), np.zeros(n)]
                 )
             dyn = self.dynamic[rows]
             if profile.media:
                 dyn = dyn & ~self.media_used[rows]
             if not dyn.any():
                 continue
-            # A created instance's keys depend on the GPU's busy mask alone, and rows run in
-            # (node, GPU) order, the last tie-break of every choice: of the GPUs that share
-            # a mask only the first can win, so only it is a candidate.
-            b, first = np.unique(busy[dyn], return_index=True)
+            # A created instance's keys depend on the GPU's layout alone (its busy mask when
+            # the instances form none of the table), and rows run in (node, GPU) order, the
+            # last tie-break of every choice: of the GPUs that share a layout only the first
+            # can win, so only it is a candidate.
+            layout = self.layout_of[rows]
+            _, first = np.unique(np.where(layout >= 0, layout, -1 - busy)[dyn], return_index=True)
             r = rows[dyn][first]
+            b = busy[dyn][first]
+            state = layout[dyn][first]
             value = None if values is None else values.get(t)
+            ahead_values = self._lookahead(t)
             for k, start in enumerate(profile.starts):
                 mask = profile.masks[k]
                 fits = (b & mask) == 0
@@ -367,20 +437,23 @@ class MigState:
                 after = bb | mask
                 n = len(rr)
                 loss = (value[bb] - value[after]) if value is not None else np.zeros(n)
+                grown = self.reach[t].after[state[fits], profile.index, k]
+                ahead = [np.zeros(n) if v is None else v[grown] for v in ahead_values]
                 cand_rows.append(rr)
                 cand_starts.append(np.full(n, start, dtype=np.int64))
                 cand_create.append(np.ones(n, dtype=bool))
                 cand_profile.append(np.full(n, profile.index, dtype=np.int64))
                 columns.append(
                     [np.ones(n), loss, st.stranded[after].astype(np.float64), np.zeros(n),
-                     st.free_slices[after].astype(np.float64)]
+                     st.free_slices[after].astype(np.float64), *ahead]
                 )
         if not cand_rows:
             return None
         rows_all = np.concatenate(cand_rows)
         starts = np.concatenate(cand_starts)
         create = np.concatenate(cand_create)
-        category, loss, stranded, packed, free_after = (np.concatenate(c) for c in zip(*columns))
+        category, loss, stranded, packed, free_after, pending, mix, default = (
+            np.concatenate(c) for c in zip(*columns))
         node = self.node_of[rows_all]
         gpu = self.gpu_of[rows_all]
         if how == "first-fit":
@@ -391,7 +464,16 @@ class MigState:
             order = (starts, gpu, node, -free_after, category)
         else:
             order = (starts, gpu, node, free_after, packed, stranded, loss, category)
-        pick = int(np.lexsort(order)[0])
+        ranked = np.lexsort(order)
+        if how == "first-fit" or not self.lookahead:
+            pick = int(ranked[0])
+        else:
+            # The GPU is the choice's; the start inside it, the one that looks ahead.
+            rank = np.empty(len(ranked), dtype=np.int64)
+            rank[ranked] = np.arange(len(ranked))
+            gpu_rank = np.full(self.n_rows, len(ranked), dtype=np.int64)
+            np.minimum.at(gpu_rank, rows_all, rank)
+            pick = int(np.lexsort((rank, -default, -mix, -pending, category, gpu_rank[rows_all]))[0])
         row = int(rows_all[pick])
         t = int(self.table_of[row])
         profile = self.tables[t].table.profiles[int(np.concatenate(cand_profile)[pick])]
@@ -474,8 +556,15 @@ class MigState:
         """Create (where asked) and use these instances for ``holder``; no checks."""
         for use in uses:
             self._apply(node, use, holder)
+        request = self._pending.get(holder)
+        if request is not None and holder not in self._pending_held:
+            self._pending_held.add(holder)
+            self._count_pending(request, -1)
 
     def give_back(self, holder: str) -> None:
         """Free every instance ``holder`` uses; an instance placer created goes away."""
         for inst in reversed(self.holdings(holder)):
             self._unapply(int(self.node_of[inst.row]), inst, drop=inst.created)
+        if holder in self._pending_held:
+            self._pending_held.discard(holder)
+            self._count_pending(self._pending[holder], 1)

@@ -41,9 +41,11 @@ class MigPlacing:
         """Whether the ``aware`` choice's demand mix is set (:meth:`set_demand`)."""
         return self._values is not None
 
-    def set_demand(self, pods: Sequence[PodRequest]) -> None:
+    def set_demand(self, pods: Sequence[PodRequest], told: bool = False) -> None:
         """Weigh MIG profiles by how often ``pods`` ask for them (the ``aware`` choice's
-        demand mix); without MIG pods, every non-media profile weighs the same."""
+        demand mix); without MIG pods, every non-media profile weighs the same. ``told``:
+        the caller's workload, not the pods being placed, so the start choice looks ahead
+        to the layouts it makes likely (:meth:`MigState.set_mix`)."""
         mig = self._mig
         weights = [np.zeros(len(t.table.profiles)) for t in mig.tables]
         asked = [pod.mig for pod in pods if pod.mig is not None]
@@ -56,6 +58,8 @@ class MigPlacing:
                 w[:] = [0.0 if p.media else 1.0 for p in mig.tables[t].table.profiles]
             w /= w.sum()
         self._values = {t: mig.tables[t].value(w) for t, w in enumerate(weights)}
+        if told:
+            mig.set_mix(weights)
 
     def allowed(self, pod: PodRequest, only: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, int]]:
         """Nodes a MIG pod may use before its MIG fit, and per reason the nodes turned

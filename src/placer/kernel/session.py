@@ -164,8 +164,11 @@ class KernelSession:
         """Set up what ``policy`` needs before placing ``pods``: the fragmentation workload
         (of these pods, the first time, unless one was set), the packing guide (the first
         time: :meth:`learn_packing` from the told workload, never from ``pods``), the MIG
-        demand mix of the ``aware`` choice and the seeded node order."""
+        demand mix of the ``aware`` choice, the seeded node order, and the MIG pods still to
+        place that the MIG start choice looks ahead to (:meth:`MigState.set_pending`)."""
         self._guides.prepare(policy, pods, seed)
+        if self.mig.n_rows:
+            self.mig.set_pending(pods)
         if policy.mig_choice == "aware" and not self._mig_placing.has_demand and self.mig.n_rows:
             self._mig_placing.set_demand(pods)
 
@@ -305,8 +308,9 @@ class KernelSession:
 
     def set_mig_demand(self, pods: Sequence[PodRequest]) -> None:
         """Weigh MIG profiles by how often ``pods`` ask for them (the ``aware`` choice's
-        demand mix); without MIG pods, every non-media profile weighs the same."""
-        self._mig_placing.set_demand(pods)
+        demand mix, which the MIG start choice of every policy also looks ahead to); without
+        MIG pods, every non-media profile weighs the same."""
+        self._mig_placing.set_demand(pods, told=True)
 
     def mig_allowed(self, pod: PodRequest, only: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, int]]:
         """Nodes a MIG pod may use before its MIG fit (static filters, CPU, memory, pod

@@ -44,7 +44,8 @@ import yaml
 
 from placer.kernel import KernelSession
 from placer.kernel.mig import MigState
-from placer.model.mig_profiles import MigProfile, MigTable, per_model
+from placer.kernel.mig_layouts import LayoutTable, MigLayout, layout_table
+from placer.model.mig_profiles import MigProfile, MigTable
 from placer.model import ClusterSnapshot, MigInstance, PodRequest, replace
 
 __all__ = [
@@ -69,119 +70,6 @@ __all__ = [
 
 MIG_PARTED_CONFIG_PREFIX = "placer-"
 """``nvidia-mig-parted`` configurations are named ``placer-<node>``, one per node to change."""
-
-
-# ----------------------------------------------------------------------------- layouts
-
-
-@dataclass(frozen=True)
-class MigLayout:
-    """Instances on one GPU: (profile name, start) pairs by start."""
-
-    instances: tuple[tuple[str, int], ...]
-
-    def counts(self) -> dict[str, int]:
-        """Instances per profile, in order of first start (``nvidia-mig-parted``'s ``mig-devices``)."""
-        out: dict[str, int] = {}
-        for name, _ in self.instances:
-            out[name] = out.get(name, 0) + 1
-        return out
-
-    def to_text(self) -> str:
-        """``[3g.40gb@0, 3g.40gb@4]``; ``[]`` for a GPU without instances."""
-        return "[" + ", ".join(f"{name}@{start}" for name, start in self.instances) + "]"
-
-    def to_list(self) -> list[dict[str, Any]]:
-        return [{"profile": name, "start": start} for name, start in self.instances]
-
-
-class LayoutTable:
-    """Every valid layout of one GPU model, as arrays over layouts.
-
-    Attributes
-    ----------
-    table : MigTable
-    layouts : list of tuple of (int, int)
-        Per layout, its instances as (profile index, start), by start.
-    counts : ndarray of int64, shape (layouts, profiles)
-        Instances of each profile per layout.
-    covered, compute : ndarray of int64, shape (layouts,)
-        Slices the layout's instances cover, and compute slices they use.
-    """
-
-    def __init__(self, table: MigTable) -> None:
-        self.table = table
-        starting: list[list[MigProfile]] = [[] for _ in range(table.slices)]
-        for p in table.profiles:
-            for s in p.starts:
-                starting[s].append(p)
-        found: list[tuple[tuple[int, int], ...]] = []
-        counts = [0] * len(table.profiles)
-
-        def extend(slice_: int, chosen: list[tuple[int, int]], media: bool, compute: int) -> None:
-            if slice_ >= table.slices:
-                found.append(tuple(chosen))
-                return
-            extend(slice_ + 1, chosen, media, compute)  # slice_ left without an instance
-            for p in starting[slice_]:
-                if (counts[p.index] >= p.max_count or (p.media and media)
-                        or compute + p.compute_slices > table.compute_slices):
-                    continue
-                counts[p.index] += 1
-                chosen.append((p.index, slice_))
-                extend(slice_ + p.memory_slices, chosen, media or p.media, compute + p.compute_slices)
-                chosen.pop()
-                counts[p.index] -= 1
-
-        extend(0, [], False, 0)
-        self.layouts = found
-        self.counts = np.zeros((len(found), len(table.profiles)), dtype=np.int64)
-        self.covered = np.zeros(len(found), dtype=np.int64)
-        self.compute = np.zeros(len(found), dtype=np.int64)
-        for k, layout in enumerate(found):
-            for index, _ in layout:
-                p = table.profiles[index]
-                self.counts[k, index] += 1
-                self.covered[k] += p.memory_slices
-                self.compute[k] += p.compute_slices
-
-    def layout(self, k: int) -> MigLayout:
-        """Layout ``k`` by profile name."""
-        return MigLayout(tuple((self.table.profiles[i].name, s) for i, s in self.layouts[k]))
-
-    def best(self, profile: MigProfile, copies: int, current: np.ndarray, demand: np.ndarray) -> int:
-        """The layout holding ``copies`` instances of ``profile`` that ranks first (module notes).
-
-        Parameters
-        ----------
-        profile : MigProfile
-            The pending pod's profile.
-        copies : int
-            Instances of it the layout must hold for the pod.
-        current : ndarray of int, shape (profiles,)
-            The GPU's instances per profile now.
-        demand : ndarray of int, shape (profiles,)
-            Instances per profile the later pending pods ask for.
-
-        Returns
-        -------
-        int
-            The layout's index; -1 when no layout holds ``copies`` of ``profile``.
-        """
-        ok = np.flatnonzero(self.counts[:, profile.index] >= copies)
-        if not len(ok):
-            return -1
-        counts = self.counts[ok]
-        spare = counts.copy()
-        spare[:, profile.index] -= copies
-        served = np.minimum(spare, demand).sum(axis=1)
-        kept = np.minimum(counts, current).sum(axis=1)
-        keys = (ok, -self.compute[ok], -counts[:, profile.index], -self.covered[ok], -kept, -served)
-        return int(ok[np.lexsort(keys)[0]])
-
-
-layout_table = per_model(LayoutTable)
-"""The (cached) layouts of a GPU model."""
 
 
 # ----------------------------------------------------------------------------- per-GPU facts
