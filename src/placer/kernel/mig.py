@@ -327,15 +327,20 @@ class MigState:
             self.reach[t].mix_values(w) for t, w in enumerate(weights)
         ]
 
-    def _lookahead(self, t: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
-        """Per layout of table ``t``: the pending, told-mix and default look-ahead values."""
-        counts = self._pending_counts[t]
+    def _lookahead(self, t: int, profile: MigProfile) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+        """Per layout of table ``t``, once an instance of ``profile`` is placed: the slices
+        the request's other pending instances can still take beside it, the told mix's
+        value and the default one."""
+        rest = self._pending_counts[t].copy()
+        rest[profile.index] = max(rest[profile.index] - 1, 0)
+        # beyond what one GPU holds of a profile, more pending copies change nothing
+        rest = np.minimum(rest, self.reach[t].most)
         pending = None
-        if counts.any():
-            key = (t, tuple(int(c) for c in counts))
+        if rest.any():
+            key = (t, tuple(int(c) for c in rest))
             pending = self._pending_values.get(key)
             if pending is None:
-                pending = self._pending_values[key] = self.reach[t].pending_values(counts)
+                pending = self._pending_values[key] = self.reach[t].pending_values(rest)
         return pending, self._mix_values[t], self.reach[t].default_values
 
     # ------------------------------------------------------------------ choosing
@@ -427,7 +432,7 @@ class MigState:
             b = busy[dyn][first]
             state = layout[dyn][first]
             value = None if values is None else values.get(t)
-            ahead_values = self._lookahead(t)
+            ahead_values = self._lookahead(t, profile)
             for k, start in enumerate(profile.starts):
                 mask = profile.masks[k]
                 fits = (b & mask) == 0

@@ -148,6 +148,8 @@ class LayoutReach:
     layouts : LayoutTable
     vectors : ndarray of int64, shape (multisets, profiles)
         Every distinct multiset of profiles some layout holds, by code.
+    most : ndarray of int64, shape (profiles,)
+        The most instances of each profile one layout holds.
     placeable : ndarray of bool, shape (2**slices, multisets)
         Whether multiset ``v`` can be placed on the slices busy mask ``b`` leaves free.
     after : ndarray of int32, shape (layouts + 1, profiles, starts)
@@ -166,6 +168,7 @@ class LayoutReach:
         self._codes, vector_of = np.unique(codes, return_inverse=True)
         self.vectors = np.zeros((len(self._codes), len(table.profiles)), dtype=np.int64)
         self.vectors[vector_of] = counts
+        self.most = self.vectors.max(axis=0)
         self.layout_vector = vector_of.astype(np.int64)
         self.layout_mask = np.zeros(len(layouts.layouts) + 1, dtype=np.int64)
         self.index: dict[tuple[tuple[int, int], ...], int] = {}
@@ -238,13 +241,19 @@ class LayoutReach:
         """Per layout, how many of :attr:`default_targets` it still reaches."""
         return self.values(self.default_targets, np.ones(len(self.default_targets)))
 
-    def pending_values(self, pending: np.ndarray) -> np.ndarray:
-        """Per layout, how many of the largest layouts made of ``pending`` (instances per
-        profile a request still has to place) it still reaches: when they fit on one GPU,
-        the one target is the whole of them, so a start that keeps it is always found."""
-        within = self.vectors[(self.vectors <= pending).all(axis=1)]
-        targets = self.maximal(within)
-        return self.values(targets, np.ones(len(targets)))
+    def pending_values(self, rest: np.ndarray) -> np.ndarray:
+        """Per layout, the most memory slices that instances of ``rest`` (per profile, what a
+        request still has to place) can still take beside it: when all of them fit on one
+        GPU, only a start that keeps them all placeable scores their every slice, so one is
+        always found."""
+        within = self.vectors[(self.vectors <= rest).all(axis=1)]
+        slices = within @ np.array([p.memory_slices for p in self.table.profiles], dtype=np.int64)
+        counts = self.layouts.counts
+        valid = self.vector_id(counts[:, None, :] + within[None, :, :]) >= 0
+        ok = valid & self.placeable[self.layout_mask[:-1, None], self.vector_id(within)[None, :]]
+        out = np.zeros(len(self.layout_mask))
+        out[:-1] = np.where(ok, slices[None, :], -1).max(axis=1)
+        return out
 
     def mix_values(self, mix: np.ndarray) -> np.ndarray:
         """Per layout, the probability that a GPU filled by draws from ``mix`` (a weight per
