@@ -97,7 +97,7 @@ def test_a100_40gb_3g_first_leaves_room_for_the_rest_of_all_balanced(policy):
         result = cluster.schedule(request(mig_pod(f"p{i}", profile), policy=policy))
         assert not result.unschedulable, (policy, profile)
         held += result.assignments[0].mig
-    assert len(held) == 4
+    assert len(held) == 4 and held[0].start == 4
     taken = 0
     for use in held:
         size = next(p["memorySlices"] for p in raw_profiles("A100-SXM4-40GB") if p["name"] == use.profile)

@@ -38,6 +38,7 @@ Inside the chosen GPU every choice but ``first-fit`` takes the start that looks 
 (:class:`MigState`)."""
 
 _BIG = np.float64(1e18)
+_PENDING_CACHE = 256  # pending-value arrays kept per state (a few thousand floats each)
 
 
 def _max_copies(masks: Sequence[int], busy: int, limit: int) -> int:
@@ -340,6 +341,8 @@ class MigState:
             key = (t, tuple(int(c) for c in rest))
             pending = self._pending_values.get(key)
             if pending is None:
+                if len(self._pending_values) >= _PENDING_CACHE:
+                    self._pending_values.clear()
                 pending = self._pending_values[key] = self.reach[t].pending_values(rest)
         return pending, self._mix_values[t], self.reach[t].default_values
 
