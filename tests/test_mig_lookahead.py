@@ -254,3 +254,15 @@ def test_default_targets_are_the_maximal_layouts_and_every_named_one(model):
     for lay in layouts_for(tables()[model]):
         if all(name in tables()[model].names() for name, _ in lay.counts):
             assert tuple(sorted(lay.counts)) in found, lay
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_gang_of_all_balanced_mig_pods_places_in_any_order(seed):
+    profiles = ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]
+    random.Random(seed).shuffle(profiles)
+    snap = {**snapshot({**node("n0", "H100-80GB"), "topology": {"rack": "r0"}}), "topologyLevels": ["rack"]}
+    assert fits("H100-80GB", 0, {n: profiles.count(n) for n in profiles})
+    for policy in FAST_POLICIES:
+        req = {**request(*[{**mig_pod(f"p{i}", p), "gang": "g"} for i, p in enumerate(profiles)], policy=policy),
+               "gangs": {"g": {"topology": {"mode": "required", "level": "rack"}}}}
+        assert place_checked(snap, req).gangs[0].placed, (profiles, policy)
