@@ -11,11 +11,11 @@ mask; candidates over the whole cluster are compared in numpy.
 
 The start inside the chosen GPU looks ahead (every choice but ``first-fit``): the GPU's
 instances form a layout of :class:`~placer.kernel.mig_layouts.LayoutReach`, and of the
-starts of the chosen GPU the one kept is the one whose layout after still reaches the most
-of, in turn, the largest layouts of the MIG pods the request still has to place
-(:meth:`MigState.set_pending`: a request's pods that fit on one GPU are placed whatever
-their order), the layouts a told demand mix makes likely (:meth:`MigState.set_mix`), and
-every NVIDIA-valid layout of the model; then the choice's own keys.
+starts of the chosen GPU the one kept is the one whose layout after keeps the most room,
+in turn, for the MIG pods the request still has to place (:meth:`MigState.set_pending`: a
+request's pods that fit on one GPU are placed whatever their order), for the layouts a
+told demand mix makes likely (:meth:`MigState.set_mix`), and, while nothing is pending,
+for every NVIDIA-valid layout of the model; then the choice's own keys.
 """
 from __future__ import annotations
 
@@ -328,10 +328,11 @@ class MigState:
             self.reach[t].mix_values(w) for t, w in enumerate(weights)
         ]
 
-    def _lookahead(self, t: int, profile: MigProfile) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+    def _lookahead(self, t: int, profile: MigProfile) -> tuple[np.ndarray | None, ...]:
         """Per layout of table ``t``, once an instance of ``profile`` is placed: the slices
         the request's other pending instances can still take beside it, the told mix's
-        value and the default one."""
+        value and the default one (only while nothing is pending: what the request says
+        comes next is the better guess, and ties then go to the choice's own keys)."""
         rest = self._pending_counts[t].copy()
         rest[profile.index] = max(rest[profile.index] - 1, 0)
         # beyond what one GPU holds of a profile, more pending copies change nothing
@@ -344,7 +345,7 @@ class MigState:
                 if len(self._pending_values) >= _PENDING_CACHE:
                     self._pending_values.clear()
                 pending = self._pending_values[key] = self.reach[t].pending_values(rest)
-        return pending, self._mix_values[t], self.reach[t].default_values
+        return pending, self._mix_values[t], None if pending is not None else self.reach[t].default_values
 
     # ------------------------------------------------------------------ choosing
 
