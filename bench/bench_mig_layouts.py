@@ -154,7 +154,7 @@ def print_openb(rows: list[dict[str, Any]]) -> None:
             deltas = [mine[s, "look-ahead"] - mine[s, "previous"] for s in seeds]
             table.append([variant, policy, " ".join(f"{mine[s, 'previous']:.2f}" for s in seeds),
                           " ".join(f"{mine[s, 'look-ahead']:.2f}" for s in seeds),
-                          f"{max(deltas):+.2f}", sum(d < 0 for d in deltas), sum(d > 0 for d in deltas)])
+                          f"{max(deltas):+.2f}", str(sum(d < 0 for d in deltas)), str(sum(d > 0 for d in deltas))])
     _markdown_table("openb: unallocated slices % at 100 % arrived, per seed", ["pods", "policy",
                     "previous, per seed", "look-ahead, per seed", "worst Δ", "seeds better", "seeds worse"],
                     {4, 5, 6}, table)
@@ -168,21 +168,19 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join(placer.policies.names()))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
     if args.only in (None, "layouts"):
         out["layouts"] = layouts(args.orders, args.policies.split(","))
+    if args.only in (None, "openb"):
+        out["openb"] = openb(parse_seeds(args.seeds))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    if out.get("layouts"):
         skipped = {m: applicable(t)[1] for m, t in tables().items() if applicable(t)[1]}
         print(f"Named layouts left out (a profile the table lacks): {skipped}\n")
         print_layouts(out["layouts"])
-    elif args.json and args.json.exists():
-        out["layouts"] = json.loads(args.json.read_text()).get("layouts", [])
-    if args.only in (None, "openb"):
-        out["openb"] = openb(parse_seeds(args.seeds))
+    if out.get("openb"):
         print_openb(out["openb"])
-    elif args.json and args.json.exists():
-        out["openb"] = json.loads(args.json.read_text()).get("openb", [])
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
