@@ -6,6 +6,7 @@ placer's slice or layout tables; every placement passes ``placer.check_placement
 """
 from __future__ import annotations
 
+import math
 import random
 from functools import lru_cache
 
@@ -266,3 +267,72 @@ def test_a_gang_of_all_balanced_mig_pods_places_in_any_order(seed):
         req = {**request(*[{**mig_pod(f"p{i}", p), "gang": "g"} for i, p in enumerate(profiles)], policy=policy),
                "gangs": {"g": {"topology": {"mode": "required", "level": "rack"}}}}
         assert place_checked(snap, req).gangs[0].placed, (profiles, policy)
+
+
+def layout_facts(model: str, layout) -> tuple[dict[str, int], int]:
+    """The instances per profile and the busy mask of a layout given as (profile index, start)."""
+    names = [p["name"] for p in raw_profiles(model)]
+    size = {p["name"]: p["memorySlices"] for p in raw_profiles(model)}
+    held: dict[str, int] = {}
+    busy = 0
+    for index, start in layout:
+        held[names[index]] = held.get(names[index], 0) + 1
+        busy |= ((1 << size[names[index]]) - 1) << start
+    return held, busy
+
+
+def sub_multisets(counts: dict[str, int]):
+    items = list(counts.items())
+
+    def walk(i: int, chosen: dict[str, int]):
+        if i == len(items):
+            yield dict(chosen)
+            return
+        name, most = items[i]
+        for c in range(most + 1):
+            yield from walk(i + 1, {**chosen, name: c} if c else chosen)
+
+    yield from walk(0, {})
+
+
+@pytest.mark.parametrize("model, rest", [
+    ("A30-24GB", {"1g.6gb": 2, "2g.12gb": 1}),
+    ("A100-SXM4-40GB", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+    ("A100-SXM4-40GB", {"1g.10gb": 2, "4g.20gb": 1}),
+])
+def test_pending_values_match_a_brute_force(model, rest):
+    reach = layout_reach(tables()[model])
+    names = [p["name"] for p in raw_profiles(model)]
+    size = {p["name"]: p["memorySlices"] for p in raw_profiles(model)}
+    values = reach.pending_values([rest.get(n, 0) for n in names])
+    layouts = list(enumerate(reach.layouts.layouts))
+    for k, layout in layouts if len(layouts) < 300 else random.Random(5).sample(layouts, 300):
+        held, busy = layout_facts(model, layout)
+        best = max(sum(size[n] * c for n, c in part.items()) for part in sub_multisets(rest)
+                   if valid_counts(model, {n: held.get(n, 0) + part.get(n, 0) for n in names})
+                   and fits(model, busy, part))
+        assert values[k] == best, (layout, rest)
+
+
+def test_mix_values_match_a_brute_force():
+    model = "A30-24GB"
+    reach = layout_reach(tables()[model])
+    names = [p["name"] for p in raw_profiles(model)]
+    mix = {"1g.6gb": 3.0, "2g.12gb": 1.0}
+    values = reach.mix_values([mix.get(n, 0.0) for n in names])
+    within = [c for c in valid_multisets(model) if set(c) <= set(mix)]
+    largest = [c for c in within if not any(o != c and all(o.get(n, 0) >= v for n, v in c.items()) for o in within)]
+    share = {n: w / sum(mix.values()) for n, w in mix.items()}
+
+    def weight(c: dict[str, int]) -> float:
+        out = float(math.factorial(sum(c.values())))
+        for n, v in c.items():
+            out *= share[n] ** v / math.factorial(v)
+        return out
+
+    total = sum(weight(c) for c in largest)
+    for k, layout in enumerate(reach.layouts.layouts):
+        held, busy = layout_facts(model, layout)
+        expected = sum(weight(c) for c in largest if all(held.get(n, 0) <= c.get(n, 0) for n in held)
+                       and fits(model, busy, {n: c[n] - held.get(n, 0) for n in c if c[n] > held.get(n, 0)}))
+        assert values[k] == pytest.approx(expected / total), layout

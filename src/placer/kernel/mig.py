@@ -307,7 +307,8 @@ class MigState:
 
     def set_pending(self, pods: Sequence[PodRequest]) -> None:
         """The MIG pods a request still has to place: while one of them holds no instance,
-        its instances count in the look-ahead's first key (the largest layouts they make)."""
+        its instances count in the look-ahead's first key (the slices they can still take
+        beside a candidate, :meth:`LayoutReach.pending_values`)."""
         self._pending = {pod.name: pod.mig for pod in pods if pod.mig is not None}
         self._pending_held = {name for name in self._pending if name in self.used_by}
         for counts in self._pending_counts:

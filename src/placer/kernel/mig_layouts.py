@@ -6,16 +6,17 @@ most ``maxCount`` of a profile, compute slices within the GPU's. :class:`LayoutT
 enumerates every layout of a model once (a few thousand on 8-slice GPUs, the empty one
 included).
 
-:class:`LayoutReach` answers the look-ahead question of the MIG start choice: the GPU's
+:class:`LayoutReach` answers the look-ahead questions of the MIG start choice. The GPU's
 instances now form one of those layouts, ``k``; a **target** is a multiset of profiles (a
 count per profile) the GPU may end up holding, and ``k`` still reaches it when the target
 contains ``k``'s instances and the rest of the target can be placed on the slices ``k``
 leaves free (``placeable[busy, rest]``, precomputed for every busy mask and every multiset
-some layout has). The targets weigh by what is known of the workload
-(:meth:`LayoutReach.pending_values`, :meth:`LayoutReach.mix_values`) or, with nothing
-known, every NVIDIA-valid layout of the model counts once (:meth:`LayoutReach.default_values`:
-the maximal multisets, and each profile alone as many times as it fits, which is how
-``nvidia-mig-parted``'s named ``all-*`` configurations are made).
+some layout has). :meth:`LayoutReach.pending_values` scores a layout by the slices a
+request's pending instances can still take beside it; :meth:`LayoutReach.mix_values` by the
+targets a told demand mix makes likely; :attr:`LayoutReach.default_values`, with nothing
+known, by how many NVIDIA-valid layouts of the model it reaches, each counted once: the
+maximal multisets, and each profile alone as many times as it fits, which is how
+``nvidia-mig-parted``'s named ``all-*`` configurations are made.
 """
 from __future__ import annotations
 
