@@ -222,9 +222,9 @@ class LayoutReach:
         """The rows of ``among`` (multisets) that no other row of it contains."""
         if not len(among):
             return among
-        ge = (among[None, :, :] >= among[:, None, :]).all(axis=2)  # ge[i, j]: j contains i
+        ge: np.ndarray = np.all(among[None, :, :] >= among[:, None, :], axis=2)  # ge[i, j]: j contains i
         np.fill_diagonal(ge, False)
-        return among[~ge.any(axis=1)]
+        return among[~np.any(ge, axis=1)]
 
     @cached_property
     def default_targets(self) -> np.ndarray:
