@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import placer
-from placer.adapters.mig_parted.apply import IN_USE, RESPLIT, UNCHANGED, apply_mig_parted
+from placer.adapters.mig_parted.apply import HELD_BACK, IN_USE, RESPLIT, UNCHANGED, apply_mig_parted
 from placer.adapters.mig_parted.check import INVALID, UNCHECKED, VALID, check_mig_parted
 from placer.adapters.mig_parted.config import read_mig_parted
 from placer.cli import main
@@ -208,3 +208,164 @@ def test_cli_check_exit_status_like_a_linter(tmp_path, capsys):
     good = write(tmp_path, yaml.safe_dump(config_of_named_layouts(listed_only=True)))
     assert main(["import", "mig-parted", good, "--format", "yaml"]) == 0
     assert all(c["status"] != INVALID for c in yaml.safe_load(capsys.readouterr().out)["checks"])
+
+
+# ----------------------------------------------------------------------------- applying
+
+BALANCED_A100 = {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
+
+
+def balanced_config(tmp_path: Path, extra: str = "") -> str:
+    return write(tmp_path, (
+        "version: v1\nmig-configs:\n  balanced:\n"
+        "    - device-filter: [\"0x20B010DE\", \"0x20F110DE\"]\n      devices: all\n      mig-enabled: true\n"
+        "      mig-devices: {\"1g.5gb\": 2, \"2g.10gb\": 1, \"3g.20gb\": 1}\n"
+        "    - device-filter: \"0x233010DE\"\n      devices: [1]\n      mig-enabled: true\n"
+        "      mig-devices: {\"3g.40gb\": 2}\n" + extra
+        + "  whole:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"7g.40gb\": 1}\n"
+    ), "parted.yaml")
+
+
+def two_nodes() -> dict:
+    """idle: two idle A100-40GB GPUs; busy: GPU 0 idle, GPU 1 with a 3g.20gb in use;
+    h100: GPU 0 and 1 idle (7 x 1g.10gb each)."""
+    return snapshot(
+        mig_node("idle", "A100-SXM4-40GB", 2, free=[(0, "7g.40gb", 0), (1, "7g.40gb", 0)]),
+        mig_node("busy", "A100-SXM4-40GB", 2, free=[(0, "7g.40gb", 0), (1, "3g.20gb", 0)], used=[(1, "3g.20gb", 4)]),
+        mig_node("h100", "H100-80GB", 2, free=SEVEN_1G + [(1, "1g.10gb", s) for s in range(7)]),
+    )
+
+
+def gpu_counts(snap: placer.ClusterSnapshot, node: str) -> dict[int, Counter]:
+    (n,) = [n for n in snap.nodes if n.name == node]
+    out: dict[int, Counter] = {}
+    for m in list(n.mig_instances) + [m for p in n.pods for m in p.mig]:
+        out.setdefault(m.gpu, Counter())[m.profile] += 1
+    return out
+
+
+def test_idle_gpus_get_the_entry_and_a_pod_places_on_them(tmp_path):
+    config = read_mig_parted(balanced_config(tmp_path))
+    applied = apply_mig_parted(placer.ClusterSnapshot.from_dict(two_nodes()), config, "balanced", nodes=["idle", "h100"])
+    assert applied.complete and applied.notes == ("h100 GPU 0: no entry of balanced names it: left",)
+    assert [(g.node, g.gpu, g.status, g.entry) for g in applied.gpus] == [
+        ("idle", 0, RESPLIT, "mig-configs.balanced[0]"), ("idle", 1, RESPLIT, "mig-configs.balanced[0]"),
+        ("h100", 1, RESPLIT, "mig-configs.balanced[1]"),
+    ]
+    after = placer.ClusterSnapshot.from_dict(applied.snapshot.to_dict())  # starts, overlaps re-checked
+    assert gpu_counts(after, "idle") == {0: Counter(BALANCED_A100), 1: Counter(BALANCED_A100)}
+    assert gpu_counts(after, "h100") == {0: Counter({"1g.10gb": 7}), 1: Counter({"3g.40gb": 2})}
+    assert gpu_counts(after, "busy") == gpu_counts(placer.ClusterSnapshot.from_dict(two_nodes()), "busy")
+    for g in applied.gpus:
+        assert brute_valid(g.model, g.after.counts().items())
+    req = request(mig_pod("a", "3g.20gb"), mig_pod("b", "1g.5gb", count=2), mig_pod("c", "3g.40gb", count=2))
+    result = placer.place(after, req)
+    assert placer.check_placement(after, req, result) == []
+    assert sorted(a.pod for a in result.assignments) == ["a", "b", "c"]
+
+
+def test_gpu_in_use_keeps_the_run_from_changing_unless_per_node(tmp_path):
+    config = read_mig_parted(balanced_config(tmp_path))
+    snap = placer.ClusterSnapshot.from_dict(two_nodes())
+    applied = apply_mig_parted(snap, config, "balanced")
+    assert not applied.complete and applied.snapshot is snap
+    assert [(g.node, g.gpu) for g in applied.in_use()] == [("busy", 1)]
+    per_node = apply_mig_parted(snap, config, "balanced", per_node=True)
+    assert not per_node.complete
+    assert [g.status for g in per_node.gpus if g.node == "busy"] == [HELD_BACK, IN_USE]
+    assert {g.status for g in applied.gpus} == {HELD_BACK, IN_USE}
+    assert gpu_counts(per_node.snapshot, "busy") == gpu_counts(snap, "busy")  # busy GPU 0 left too
+    assert gpu_counts(per_node.snapshot, "idle") == {0: Counter(BALANCED_A100), 1: Counter(BALANCED_A100)}
+
+
+def test_gpu_with_the_counts_already_keeps_its_starts(tmp_path):
+    config = read_mig_parted(balanced_config(tmp_path))
+    snap = snapshot(mig_node("n", "A100-SXM4-40GB", 1, free=[(0, "3g.20gb", 4), (0, "1g.5gb", 3)],
+                             used=[(0, "2g.10gb", 0), (0, "1g.5gb", 2)]))
+    applied = apply_mig_parted(placer.ClusterSnapshot.from_dict(snap), config, "balanced")
+    assert [g.status for g in applied.gpus] == [UNCHANGED] and applied.complete
+    assert applied.snapshot.nodes[0] == placer.ClusterSnapshot.from_dict(snap).nodes[0]
+
+
+def test_later_entry_wins_and_notes_what_is_not_carried_over(tmp_path):
+    extra = "    - devices: [1]\n      mig-enabled: false\n"
+    config = read_mig_parted(balanced_config(tmp_path, extra))
+    snap = snapshot(mig_node("n", "A100-SXM4-40GB", 2, free=[(0, "7g.40gb", 0), (1, "7g.40gb", 0)]),
+                    mig_node("d", "A100-SXM4-40GB", 1, mode="dynamic"),
+                    {"name": "t4", "gpus": 1, "gpuModel": "Tesla-T4"},
+                    {"name": "plain", "gpus": 1, "gpuModel": "A100-SXM4-40GB"})
+    applied = apply_mig_parted(placer.ClusterSnapshot.from_dict(snap), config, "balanced")
+    assert [(g.gpu, g.status) for g in applied.gpus] == [(0, RESPLIT)]
+    assert applied.notes == (
+        "n GPU 1: mig-configs.balanced[2] turns MIG off, which placer does not: left",
+        "d: dynamic MIG (placer creates its instances): left",
+        "t4: GPU model 'Tesla-T4' has no bundled MIG table: left",
+        "plain GPU 0: mig-configs.balanced[0] turns MIG on, which placer does not: left",
+    )
+    assert gpu_counts(applied.snapshot, "n")[1] == Counter({"7g.40gb": 1})
+
+
+def test_entry_a_gpu_cannot_hold_is_an_error_naming_it(tmp_path):
+    path = write(tmp_path, "version: v1\nmig-configs:\n  big:\n    - devices: all\n      mig-enabled: true\n"
+                 "      mig-devices: {\"7g.40gb\": 1, \"1g.5gb\": 1}\n")
+    snap = placer.ClusterSnapshot.from_dict(two_nodes())
+    with pytest.raises(InvalidInputError) as e:
+        apply_mig_parted(snap, read_mig_parted(path), nodes=["idle"])
+    assert e.value.where == f"{path}: mig-configs.big[0]" and "idle GPU 0" in e.value.what
+    with pytest.raises(InvalidInputError) as e:
+        apply_mig_parted(snap, read_mig_parted(path), nodes=["nowhere"])
+    assert e.value.where == "--nodes"
+    with pytest.raises(InvalidInputError) as e:
+        apply_mig_parted(snap, read_mig_parted(balanced_config(tmp_path)))
+    assert e.value.where == "--config" and "balanced, whole" in e.value.what
+
+
+def test_cli_apply_writes_all_or_nothing(tmp_path, capsys):
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps(two_nodes()))
+    config, out = balanced_config(tmp_path), tmp_path / "after.json"
+    args = ["import", "mig-parted", config, "--snapshot", str(snap), "--config", "balanced", "-o", str(out)]
+    assert main(args) == 1 and not out.exists()
+    err = capsys.readouterr().err
+    assert "busy GPU 1" in err and "nothing written" in err
+    assert main(args + ["--per-node", "--format", "yaml"]) == 0
+    after = placer.ClusterSnapshot.from_dict(yaml.safe_load(out.read_text()))
+    assert gpu_counts(after, "idle")[1] == Counter(BALANCED_A100)
+    assert "re-split 3 GPU(s) on 2 node(s)" in capsys.readouterr().err
+    assert main(args + ["--nodes", "idle,h100", "--strict"]) == 2  # a note: h100 GPU 0 has no entry
+    assert main(args + ["--nodes", "idle", "--strict"]) == 0
+    assert main(["import", "mig-parted", config, "--config", "balanced"]) == 2
+    assert main(args + ["--format", "text"]) == 2
+
+
+def test_round_trip_with_explain(tmp_path):
+    """explain's mig-parted configuration is valid when read back, and applying it gives the
+    instances explain proposed (per GPU and profile: mig-parted applies counts)."""
+    snap = snapshot(
+        mig_node("n1", "H100-80GB", 3, free=SEVEN_1G + [(1, "1g.10gb", 0)] + [(2, "1g.10gb", s) for s in range(7)],
+                 used=[(1, "1g.10gb", 3)]),
+        mig_node("n2", "A100-SXM4-40GB", 2, free=[(0, "1g.5gb", s) for s in range(7)] + [(1, "7g.40gb", 0)]),
+    )
+    req = request(mig_pod("p", "3g.40gb"), mig_pod("q", "3g.40gb"), mig_pod("r", "2g.10gb", count=2))
+    cluster = placer.Cluster(snap)
+    cluster.schedule(placer.load_request(req))
+    base = cluster.to_snapshot()
+    plan = explain(snap, req).relayout
+    assert {g.node for g in plan.gpus} == {"n1", "n2"}
+    path = write(tmp_path, render_mig_parted(plan), "explain.yaml")
+    config = read_mig_parted(path)
+    assert {c.status for c in check_mig_parted(config)} == {VALID}
+    proposed = relayout_snapshot(base, plan)
+    now = base
+    for name in config.configs:
+        node = name[len("placer-"):]
+        applied = apply_mig_parted(now, config, name, nodes=[node])
+        assert applied.complete and {g.status for g in applied.gpus} == {RESPLIT}
+        now = applied.snapshot
+    now = placer.ClusterSnapshot.from_dict(now.to_dict())
+    for node in ("n1", "n2"):
+        assert gpu_counts(now, node) == gpu_counts(proposed, node)
+    planned = request(*[p for p in req["pods"] if p["name"] not in plan.unplanned])
+    result = placer.place(now, planned)
+    assert placer.check_placement(now, planned, result) == []
+    assert {a.pod for a in result.assignments} == {p["name"] for p in planned["pods"]}

@@ -15,7 +15,7 @@ nodes, GPUs no entry names, an entry that turns MIG off or on) is a note.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as replace_gpu
 from typing import Any, Sequence
 
 from placer.adapters.mig_parted.check import entry_models, why_not_valid
@@ -26,16 +26,17 @@ from placer.mig.plans import MigLayout
 from placer.model import ClusterSnapshot, MigInstance, Node, replace
 from placer.model.mig_profiles import MigTable, table_for, tables
 
-__all__ = ["RESPLIT", "UNCHANGED", "IN_USE", "AppliedGpu", "MigPartedApplied", "apply_mig_parted"]
+__all__ = ["RESPLIT", "UNCHANGED", "IN_USE", "HELD_BACK", "AppliedGpu", "MigPartedApplied", "apply_mig_parted"]
 
-RESPLIT, UNCHANGED, IN_USE = "re-split", "unchanged", "in use"
+RESPLIT, UNCHANGED, IN_USE, HELD_BACK = "re-split", "unchanged", "in use", "held back by a GPU in use"
 
 
 @dataclass(frozen=True)
 class AppliedGpu:
     """What the configuration does to one MIG GPU: ``status`` is :data:`RESPLIT`,
-    :data:`UNCHANGED` (it has the counts already) or :data:`IN_USE` (left: a pod holds one
-    of its instances); ``after`` is what it would get."""
+    :data:`UNCHANGED` (it has the counts already), :data:`IN_USE` (left: a pod holds one
+    of its instances) or :data:`HELD_BACK` (an idle GPU left because a GPU in use kept the
+    run, or its node, from changing); ``after`` is what it would get."""
 
     node: str
     gpu: int
@@ -110,13 +111,17 @@ def apply_mig_parted(
             out_nodes.append(node)
             continue
         done = _apply_node(node, config.source, name, entries, known, notes)
-        gpus.extend(done)
         busy = any(g.status == IN_USE for g in done)
         kept_back = kept_back or busy
+        gpus.extend(_held_back(done) if busy else done)
         out_nodes.append(node if busy else _resplit(node, done))
     if kept_back and not per_node:
-        return MigPartedApplied(snapshot, tuple(gpus), tuple(notes), False)
+        return MigPartedApplied(snapshot, _held_back(gpus), tuple(notes), False)
     return MigPartedApplied(replace(snapshot, nodes=tuple(out_nodes)), tuple(gpus), tuple(notes), not kept_back)
+
+
+def _held_back(gpus: Sequence[AppliedGpu]) -> tuple[AppliedGpu, ...]:
+    return tuple(replace_gpu(g, status=HELD_BACK) if g.status == RESPLIT else g for g in gpus)
 
 
 def _chosen_nodes(snapshot: ClusterSnapshot, nodes: Sequence[str] | None) -> set[str]:
