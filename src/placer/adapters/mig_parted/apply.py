@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace as replace_gpu
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from placer.adapters.mig_parted.check import entry_models, why_not_valid
 from placer.adapters.mig_parted.config import MigPartedConfig, MigPartedEntry
@@ -135,7 +135,7 @@ def _chosen_nodes(snapshot: ClusterSnapshot, nodes: Sequence[str] | None) -> set
 
 
 def _apply_node(node: Node, source: str, name: str, entries: Sequence[MigPartedEntry],
-                known: dict[str, MigTable] | Any, notes: list[str]) -> list[AppliedGpu]:
+                known: Mapping[str, MigTable], notes: list[str]) -> list[AppliedGpu]:
     hw = node.hardware
     assert hw is not None
     table = table_for(hw.gpu_model)
@@ -171,7 +171,7 @@ def _apply_node(node: Node, source: str, name: str, entries: Sequence[MigPartedE
     return done
 
 
-def _for_model(entry: MigPartedEntry, table: MigTable, known: Any) -> bool:
+def _for_model(entry: MigPartedEntry, table: MigTable, known: Mapping[str, MigTable]) -> bool:
     """Whether the entry applies to a GPU of ``table`` (unfiltered: every GPU)."""
     if entry.device_filter is None:
         return True
