@@ -369,3 +369,14 @@ def test_round_trip_with_explain(tmp_path):
     result = placer.place(now, planned)
     assert placer.check_placement(now, planned, result) == []
     assert {a.pod for a in result.assignments} == {p["name"] for p in planned["pods"]}
+
+
+def test_json_file_reads_as_its_yaml_and_errors_name_the_path(tmp_path):
+    doc = yaml.safe_load(HANDMADE.read_text())
+    as_json = write(tmp_path, json.dumps(doc), "config.json")
+    statuses = [(c.config, c.model, c.status, c.reason) for c in check_mig_parted(read_mig_parted(as_json))]
+    assert statuses == [(c.config, c.model, c.status, c.reason) for c in check_mig_parted(read_mig_parted(HANDMADE))]
+    doc["mig-configs"]["mixed"][1]["mig-devices"]["1g.10gb"] = 10**30
+    with pytest.raises(InvalidInputError) as e:
+        read_mig_parted(write(tmp_path, json.dumps(doc), "huge.json"))
+    assert e.value.where.endswith("huge.json: mig-configs.mixed[1].mig-devices.1g.10gb")
