@@ -601,7 +601,7 @@ def test_slurm_format_help_says_what_it_writes(capsys):
     assert "--gres" in slurm and "CUDA_VISIBLE_DEVICES" not in text
 
 
-@pytest.mark.parametrize("source", ["kubernetes", "kubernetes-request", "nvidia-smi", "slurm"])
+@pytest.mark.parametrize("source", ["kubernetes", "kubernetes-request", "mig-parted", "nvidia-smi", "slurm"])
 def test_import_help_has_a_description_and_examples(source, capsys):
     text = _help(capsys, "import", source)
     usage, description, *_ = text.split("\n\n")

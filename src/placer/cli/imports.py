@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from placer.cli.options import POLICY_CHOICES, add_document_format, add_strict, policy_name
-from placer.cli.output import EXIT_OK, document, emit_noted
+from placer.cli.options import POLICY_CHOICES, TEXT_OR_DOCUMENT, add_document_format, add_strict, policy_name
+from placer.cli.output import EXIT_OK, EXIT_VIOLATIONS, document, emit, emit_noted, notes
 from placer.exceptions import InvalidInputError
 
 _IMPORT_EXAMPLES = """\
@@ -16,6 +16,8 @@ examples:
   placer import kubernetes-request pods.json --priority-classes classes.json -o request.json
   placer import slurm --nodes nodes.txt --gres gres.conf -o cluster.json
   placer import nvidia-smi --node dgx-01 --lgi lgi.txt --list list.txt -o dgx-01.json
+  placer import mig-parted config.yaml
+  placer import mig-parted config.yaml --snapshot cluster.json --config all-balanced -o after.json
 """
 
 
@@ -26,14 +28,15 @@ def add_import(sub: Any, summary: str) -> None:
         description=(
             "Turn what a cluster's own tools print into placer's documents: 'kubernetes' and\n"
             "'slurm' (and 'nvidia-smi' for one MIG node) write a ClusterSnapshot,\n"
-            "'kubernetes-request' a PlacementRequest. What is read but not carried over is one\n"
+            "'kubernetes-request' a PlacementRequest, 'mig-parted' checks an nvidia-mig-parted\n"
+            "configuration (or applies one to a snapshot). What is read but not carried over is one\n"
             "note line on stderr (--strict: an error). 'placer import SOURCE --help' tells more."
         ),
         epilog=_IMPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     isub = im.add_subparsers(dest="source", metavar="SOURCE", required=True)
-    for add_source in (_add_kubernetes, _add_kubernetes_request, _add_nvidia_smi, _add_slurm):
+    for add_source in (_add_kubernetes, _add_kubernetes_request, _add_mig_parted, _add_nvidia_smi, _add_slurm):
         add_source(isub)
 
 
@@ -155,6 +158,41 @@ def _add_nvidia_smi(isub: Any) -> None:
     ins.set_defaults(handler=run_import_nvidia_smi)
 
 
+def _add_mig_parted(isub: Any) -> None:
+    """``placer import mig-parted``."""
+    imp = isub.add_parser(
+        "mig-parted", help="check an nvidia-mig-parted configuration against the MIG tables, or apply it to a snapshot",
+        description=(
+            "Read an nvidia-mig-parted configuration file (version: v1, mig-configs) and check\n"
+            "every entry of every configuration on each bundled GPU model it applies to: valid,\n"
+            "invalid and why, or unchecked (a device filter or profiles placer has no table for).\n"
+            "With --snapshot: write the snapshot after nvidia-mig-parted applies --config on its\n"
+            "nodes (idle static MIG GPUs get the entry's instances; a GPU in use is left)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  placer import mig-parted config.yaml --format json\n"
+            "  placer import mig-parted config.yaml --snapshot cluster.json --config all-balanced \\\n"
+            "      --nodes n1,n2 -o after.json\n"
+            "exit status: checking: 0 when no entry is invalid, 1 when one is (the report is written\n"
+            "all the same), 2 bad input or usage. Applying: 0 done, 1 when a GPU in use to change kept\n"
+            "the run from changing (nothing written; --per-node changes the other nodes), 2 bad input."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    imp.add_argument("file", metavar="FILE", help="the nvidia-mig-parted configuration (YAML or JSON)")
+    imp.add_argument("--snapshot", metavar="SNAPSHOT", help="apply --config to this ClusterSnapshot instead of checking")
+    imp.add_argument("--config", metavar="NAME", help="the configuration to apply (default: the file's only one)")
+    imp.add_argument("--nodes", metavar="N1,N2", help="apply on these nodes only (default: every node)")
+    imp.add_argument("--per-node", action="store_true",
+                     help="leave only the nodes with a GPU in use to change, not the whole run")
+    imp.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    imp.add_argument("--format", metavar="FMT", choices=TEXT_OR_DOCUMENT,
+                     help="checking: text (default), json or yaml; applying: json (default) or yaml")
+    add_strict(imp)
+    imp.set_defaults(handler=run_import_mig_parted)
+
+
 def _add_slurm(isub: Any) -> None:
     """``placer import slurm``."""
     isl = isub.add_parser(
@@ -263,6 +301,48 @@ def run_import_nvidia_smi(args: argparse.Namespace) -> int:
     doc = {"apiVersion": "placer/v1", "kind": "ClusterSnapshot", "nodes": [imported.node]}
     text = document(snapshot_from_dict(doc).to_dict(), args.format)
     emit_noted("import nvidia-smi", text, args.output, imported.findings, args.strict)
+    return EXIT_OK
+
+
+def run_import_mig_parted(args: argparse.Namespace) -> int:
+    """Run ``placer import mig-parted``: check the file, or apply it with ``--snapshot``."""
+    from placer.adapters.mig_parted.check import INVALID, check_mig_parted, render_checks
+    from placer.adapters.mig_parted.config import read_mig_parted
+
+    config = read_mig_parted(args.file)
+    if args.snapshot is not None:
+        return _apply_mig_parted(args, config)
+    for flag in ("config", "nodes"):
+        if getattr(args, flag) is not None:
+            raise InvalidInputError(f"--{flag}", "only with --snapshot (applying a configuration)")
+    checks = check_mig_parted(config)
+    if args.format in (None, "text"):
+        text = render_checks(checks)
+    else:
+        text = document({"file": config.source, "checks": [c.to_dict() for c in checks]}, args.format)
+    emit(text, args.output)
+    return EXIT_VIOLATIONS if any(c.status == INVALID for c in checks) else EXIT_OK
+
+
+def _apply_mig_parted(args: argparse.Namespace, config: Any) -> int:
+    """``placer import mig-parted --snapshot``: the snapshot after the configuration."""
+    from placer.adapters.mig_parted.apply import RESPLIT, apply_mig_parted
+    from placer.schema import coerce_snapshot
+
+    if args.format == "text":
+        raise InvalidInputError("--format", "with --snapshot: json or yaml (a ClusterSnapshot is written)")
+    nodes = None if args.nodes is None else [n for n in args.nodes.split(",") if n]
+    applied = apply_mig_parted(coerce_snapshot(args.snapshot), config, args.config, nodes, args.per_node)
+    command = "import mig-parted"
+    lines = list(applied.notes) + [f"{g.to_text()}, left" for g in applied.in_use()]
+    if not applied.complete and not args.per_node:
+        notes(command, lines)
+        sys.stderr.write(f"placer: {command}: {len(applied.in_use())} GPU(s) in use would change: "
+                         "nothing written (--per-node changes the other nodes)\n")
+        return EXIT_VIOLATIONS
+    changed = [g for g in applied.gpus if g.status == RESPLIT]
+    emit_noted(command, document(applied.snapshot.to_dict(), args.format or "json"), args.output, lines, args.strict)
+    sys.stderr.write(f"placer: {command}: re-split {len(changed)} GPU(s) on {len({g.node for g in changed})} node(s)\n")
     return EXIT_OK
 
 
